@@ -1,0 +1,76 @@
+import type { Config } from "../config/load.ts";
+import { runningServer } from "../server/data-dir-lock.ts";
+import { addAgent } from "../service/add-agent.ts";
+import { ServiceError } from "../service/errors.ts";
+import { listAgents, type AgentSummary } from "../service/list-agents.ts";
+import { revokeAgent } from "../service/revoke-agent.ts";
+import { openDatabase } from "../store/db.ts";
+
+/** The agent verbs the CLI offers, whichever way it reaches the database. */
+interface AgentAdmin {
+  add(name: string): Promise<{ name: string; key: string }>;
+  list(): Promise<AgentSummary[]>;
+  revoke(name: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * PostgreSQL is opened directly. An embedded data dir is opened directly only when no server
+ * holds it; otherwise the CLI asks that server, since PGlite must not be opened twice.
+ */
+export async function agentAdmin(config: Config): Promise<AgentAdmin> {
+  const server = config.database.kind === "pglite" ? runningServer(config.database.dataDir) : undefined;
+  if (server) return remoteAdmin(server.url, server.adminToken);
+  const database = await openDatabase(config.database);
+  await database.migrate();
+  return {
+    add: (name) => addAgent(database, name),
+    list: () => listAgents(database),
+    revoke: (name) => revokeAgent(database, name),
+    close: () => database.close(),
+  };
+}
+
+function remoteAdmin(url: string, token: string): AgentAdmin {
+  const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const response = await fetch(url + "/admin" + path, {
+      method,
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    }).catch((err: unknown) => {
+      throw new Error(`the server using this data dir (${url}) did not answer: ${(err as Error).message}`);
+    });
+    const json = (await response.json()) as T & { error?: { code: ServiceError["code"]; message: string } };
+    if (json.error) throw new ServiceError(json.error.code, json.error.message);
+    return json;
+  };
+  return {
+    add: (name) => call("POST", "/agents", { name }),
+    list: async () => (await call<{ agents: AgentSummary[] }>("GET", "/agents")).agents,
+    revoke: async (name) => void (await call("POST", `/agents/${encodeURIComponent(name)}/revoke`)),
+    close: async () => {},
+  };
+}
+
+export async function agentsCommand(config: Config, args: string[], out: (line: string) => void): Promise<void> {
+  const [verb, name] = args;
+  const usage = "usage: countersign agents add NAME | agents list | agents revoke NAME";
+  if (verb !== "list" && (verb !== "add" && verb !== "revoke" || !name)) throw new ServiceError("invalid_request", usage);
+  const admin = await agentAdmin(config);
+  try {
+    if (verb === "add") {
+      const agent = await admin.add(name!);
+      out(`Created agent '${agent.name}'. Its key is shown once, on the next line; send it as 'Authorization: Bearer <key>'.`);
+      out(agent.key);
+    } else if (verb === "revoke") {
+      await admin.revoke(name!);
+      out(`Revoked agent '${name}'; its key no longer works.`);
+    } else {
+      const agents = await admin.list();
+      if (agents.length === 0) out("No agents yet. 'countersign agents add NAME' creates one.");
+      for (const a of agents) out(`${a.name}\t${a.revokedAt ? `revoked ${a.revokedAt}` : "active"}\tcreated ${a.createdAt}`);
+    }
+  } finally {
+    await admin.close();
+  }
+}

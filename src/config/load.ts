@@ -1,0 +1,123 @@
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { parse as parseYaml, YAMLParseError } from "yaml";
+import type { z } from "zod";
+import { effectivePolicy, type TargetPolicy } from "../policy/effective-policy.ts";
+import { interpolate } from "./interpolate.ts";
+import { EnvConfig, FileConfig, type TargetConfig } from "./schema.ts";
+
+/** Who is reading the config: each resolves only the credentials it uses. */
+export type Role = "server" | "executor" | "cli";
+
+export type ServerTarget = Omit<TargetConfig, "write">;
+
+export interface Config {
+  environment: string;
+  port: number;
+  publicUrl: string;
+  database: { kind: "pglite"; dataDir: string } | { kind: "postgres"; url: string };
+  dataDir: string;
+  logLevel: z.infer<typeof EnvConfig>["LOG_LEVEL"];
+  slack: FileConfig["slack"];
+  defaults: FileConfig["defaults"];
+  targets: Record<string, TargetConfig>;
+  /** The file the config came from, or null when Countersign runs on its built-in defaults. */
+  configPath: string | null;
+}
+
+export class ConfigError extends Error {
+  readonly problems: { key: string; message: string }[];
+  constructor(source: string, problems: { key: string; message: string }[]) {
+    super(`Invalid configuration (${source}):\n` + problems.map((p) => `  - ${p.key || "(top level)"}: ${p.message}`).join("\n"));
+    this.name = "ConfigError";
+    this.problems = problems;
+  }
+}
+
+export interface LoadOptions {
+  env: Record<string, string | undefined>;
+  role: Role;
+  cwd?: string;
+  /** Used when no config file exists (the embedded demo passes its own). */
+  fallback?: unknown;
+}
+
+/** Reads env plus the optional YAML file, once, at start. Throws ConfigError naming every bad key. */
+export function loadConfig({ env, role, cwd = process.cwd(), fallback }: LoadOptions): Config {
+  const envResult = EnvConfig.safeParse(env);
+  if (!envResult.success) throw new ConfigError("environment", zodProblems(envResult.error));
+  const e = envResult.data;
+
+  const explicit = e.COUNTERSIGN_CONFIG !== undefined;
+  const configPath = path.resolve(cwd, e.COUNTERSIGN_CONFIG ?? "countersign.yml");
+  let raw: unknown = fallback ?? {};
+  let source = "built-in defaults";
+  if (existsSync(configPath)) {
+    source = configPath;
+    try {
+      raw = parseYaml(readFileSync(configPath, "utf8")) ?? {};
+    } catch (err) {
+      const where = err instanceof YAMLParseError ? ` at line ${err.linePos?.[0]?.line}` : "";
+      throw new ConfigError(source, [{ key: "", message: `is not valid YAML${where}: ${(err as Error).message.split("\n")[0]}` }]);
+    }
+  } else if (explicit) {
+    throw new ConfigError("environment", [{ key: "COUNTERSIGN_CONFIG", message: `points to ${configPath}, which does not exist; fix the path or unset it` }]);
+  }
+
+  // The server never resolves a target's write block; it drops it unread.
+  const skip = (p: readonly string[]) => role !== "executor" && p.length === 3 && p[0] === "targets" && p[2] === "write";
+  const { value, problems } = interpolate(raw, env, skip);
+  if (problems.length > 0) throw new ConfigError(source, problems);
+
+  const fileResult = FileConfig.safeParse(value);
+  if (!fileResult.success) throw new ConfigError(source, zodProblems(fileResult.error));
+  const file = fileResult.data;
+
+  const policyProblems = Object.entries(file.targets).flatMap(([name, target]) =>
+    policyProblemsOf(name, effectivePolicy(file.defaults, [target.policy])),
+  );
+  if (role === "executor") {
+    for (const [name, target] of Object.entries(file.targets)) {
+      if (!target.write) policyProblems.push({ key: `targets.${name}.write`, message: "is missing; the executor needs write headers for every target it applies to" });
+    }
+  }
+  if (policyProblems.length > 0) throw new ConfigError(source, policyProblems);
+
+  const publicUrl = (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, "");
+  const dataDir = path.resolve(cwd, e.COUNTERSIGN_DATA_DIR);
+  return {
+    environment: file.environment,
+    port: e.PORT,
+    publicUrl,
+    database: e.DATABASE_URL ? { kind: "postgres", url: e.DATABASE_URL } : { kind: "pglite", dataDir },
+    dataDir,
+    logLevel: e.LOG_LEVEL,
+    slack: file.slack,
+    defaults: file.defaults,
+    targets: file.targets,
+    configPath: source === "built-in defaults" ? null : configPath,
+  };
+}
+
+function policyProblemsOf(name: string, policy: TargetPolicy): { key: string; message: string }[] {
+  if (policy.approvers.length === 0) {
+    return [{ key: `targets.${name}.policy.approvers`, message: "nobody may approve plans for this target; set defaults.approvers or targets." + name + ".policy.approvers" }];
+  }
+  if (policy.requiredApprovals > policy.approvers.length) {
+    return [{
+      key: `targets.${name}.policy.requiredApprovals`,
+      message: `needs ${policy.requiredApprovals} approvals but only ${policy.approvers.length} approver(s) are listed; add approvers or lower requiredApprovals`,
+    }];
+  }
+  return [];
+}
+
+function zodProblems(error: z.ZodError): { key: string; message: string }[] {
+  return error.issues.map((issue) => {
+    const key = issue.path.map(String).join(".");
+    if (issue.code === "unrecognized_keys") {
+      return { key, message: `unknown key(s) ${issue.keys.map((k) => `'${k}'`).join(", ")}; see countersign.example.yml for the keys Countersign reads` };
+    }
+    return { key, message: issue.message };
+  });
+}

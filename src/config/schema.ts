@@ -1,0 +1,56 @@
+import { z } from "zod";
+import { SlackUserId } from "../plan/schema.ts";
+
+const Seconds = z.int().positive();
+
+export const TtlConfig = z
+  .strictObject({ default: Seconds.default(900), max: Seconds.default(86_400) })
+  .refine((t) => t.default <= t.max, { message: "ttl.default must not exceed ttl.max", path: ["default"] });
+
+export const PolicyDefaults = z.strictObject({
+  approvers: z.array(SlackUserId).default([]),
+  requiredApprovals: z.int().positive().default(1),
+  ttl: TtlConfig.default({ default: 900, max: 86_400 }),
+});
+
+export const PolicyOverride = z.strictObject({
+  approvers: z.array(SlackUserId).optional(),
+  requiredApprovals: z.int().positive().optional(),
+  ttl: TtlConfig.optional(),
+});
+
+const Headers = z.record(z.string().min(1), z.string());
+const Credentials = z.strictObject({ headers: Headers.default({}) });
+
+export const TargetConfig = z.strictObject({
+  adapter: z.literal("http.json", { error: "adapter must be 'http.json' (the only adapter so far)" }),
+  baseUrl: z.url({ protocol: /^https?$/, error: "baseUrl must be an http(s) URL such as http://127.0.0.1:4010" }),
+  read: Credentials.default({ headers: {} }),
+  /** Only the executor resolves this; the server drops it before it is ever validated. */
+  write: Credentials.optional(),
+  policy: PolicyOverride.optional(),
+  /** Milliseconds a preview read may take before it fails. */
+  timeoutMs: z.int().positive().max(60_000).default(5_000),
+});
+export type TargetConfig = z.infer<typeof TargetConfig>;
+
+/** The YAML file (`countersign.yml`). Every key is documented in `countersign.example.yml`. */
+export const FileConfig = z.strictObject({
+  environment: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "use lower-case letters, digits, '-' and '_'").default("default"),
+  slack: z.strictObject({ reviewChannel: z.string().regex(/^[CG][A-Z0-9]+$/, "must be a Slack channel id such as C0123ABCD").optional() }).default({}),
+  defaults: PolicyDefaults.default({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 } }),
+  targets: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "target names use lower-case letters, digits, '-' and '_'"), TargetConfig).default({}),
+});
+export type FileConfig = z.infer<typeof FileConfig>;
+
+const Port = z.coerce.number().int().min(0).max(65_535);
+
+/** The environment variables Countersign reads, once, at start. */
+export const EnvConfig = z.object({
+  PORT: Port.default(3000),
+  PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL").optional(),
+  COUNTERSIGN_DATA_DIR: z.string().min(1).default("./.countersign"),
+  COUNTERSIGN_CONFIG: z.string().min(1).optional(),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});

@@ -1,0 +1,68 @@
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import type { Database } from "../store/db.ts";
+import { addAgent } from "../service/add-agent.ts";
+import { authenticateAgent } from "../service/authenticate-agent.ts";
+import { JsonResourceServer } from "./json-resource-server.ts";
+
+export const DEMO_REVIEWER = "U0DEMOREVIEW";
+export const DEMO_AGENT = "demo-agent";
+
+/** The demo target: a contacts API with ETags, the kind of system an agent asks to change. */
+export async function startDemoTarget(): Promise<{ target: JsonResourceServer; readToken: string; writeToken: string }> {
+  const readToken = randomBytes(16).toString("hex");
+  const writeToken = randomBytes(16).toString("hex");
+  const target = new JsonResourceServer({
+    seed: {
+      "/contacts/1": { id: 1, name: "Ana Lima", email: "ana@old.example", phone: "+351 21 000 0001", tier: "gold" },
+      "/contacts/2": { id: 2, name: "Bruno Costa", email: "bruno@example.com", phone: "+351 21 000 0002", tier: "silver" },
+    },
+    readTokens: [readToken],
+    writeToken,
+  });
+  await target.start();
+  return { target, readToken, writeToken };
+}
+
+/** The config `countersign start` runs on when there is no countersign.yml. */
+export function demoConfig(targetUrl: string): unknown {
+  return {
+    environment: "demo",
+    defaults: { approvers: [DEMO_REVIEWER], requiredApprovals: 1, ttl: { default: 900, max: 86_400 } },
+    targets: {
+      contacts: {
+        adapter: "http.json",
+        baseUrl: targetUrl,
+        read: { headers: { Authorization: "Bearer ${COUNTERSIGN_DEMO_READ_TOKEN}" } },
+        write: { headers: { Authorization: "Bearer ${COUNTERSIGN_DEMO_WRITE_TOKEN}" } },
+      },
+    },
+  };
+}
+
+/**
+ * The demo agent's key, kept in the data dir so that every `npm start` can print a working
+ * curl line. Only for the embedded demo: real agents' keys are shown once and never stored.
+ */
+export async function demoAgentKey(database: Database, dataDir: string): Promise<string | undefined> {
+  const file = path.join(dataDir, "demo-agent.key");
+  if (existsSync(file)) {
+    const key = readFileSync(file, "utf8").trim();
+    const valid = await authenticateAgent(database, `Bearer ${key}`).then(() => true, () => false);
+    return valid ? key : undefined;
+  }
+  const { key } = await addAgent(database, DEMO_AGENT).catch(() => ({ key: undefined }));
+  if (key) writeFileSync(file, key + "\n", { mode: 0o600 });
+  return key;
+}
+
+export function demoCurl(apiUrl: string, key: string): string {
+  const body = JSON.stringify({
+    title: "Update the email of Ana Lima",
+    reason: "Customer asked by phone, ticket 4411",
+    onBehalfOf: "U0REQUESTER",
+    actions: [{ kind: "http.json", target: "contacts", path: "/contacts/1", op: "merge", body: { email: "ana@new.example" } }],
+  });
+  return `curl -s ${apiUrl}/v1/plans -H 'Authorization: Bearer ${key}' -H 'Content-Type: application/json' -d '${body}'`;
+}

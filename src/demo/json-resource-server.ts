@@ -1,0 +1,133 @@
+import { createHash } from "node:crypto";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Json } from "../plan/json.ts";
+import { applyMergePatch } from "../plan/merge-patch.ts";
+
+/** One request as the resource server saw it. */
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+export interface JsonResourceServerOptions {
+  /** Resources at start, by path. */
+  seed?: Record<string, Json>;
+  /** When set, GET needs one of these bearer tokens, and writes need `writeToken`. */
+  readTokens?: string[];
+  writeToken?: string;
+}
+
+/**
+ * A small JSON-over-REST API with ETags and If-Match, the shape of target the `http.json`
+ * adapter speaks to. It backs the demo target of `countersign start`, and tests use it as a
+ * real HTTP fake that records every request and can be made to misbehave.
+ */
+export class JsonResourceServer {
+  readonly requests: RecordedRequest[] = [];
+  private readonly docs = new Map<string, { body: Json; version: number }>();
+  private server: Server | undefined;
+  url = "";
+  /** Answer every request with this status (a down or broken target), when set. */
+  failWith: { status: number; body: string } | undefined;
+  /** Omit the ETag header from answers. */
+  omitEtag = false;
+
+  constructor(private readonly options: JsonResourceServerOptions = {}) {
+    for (const [path, body] of Object.entries(options.seed ?? {})) this.docs.set(path, { body, version: 1 });
+  }
+
+  async start(port = 0, hostname = "127.0.0.1"): Promise<string> {
+    this.server = createServer((req, res) => {
+      void this.handle(req).then(({ status, body, etag }) => {
+        const headers: Record<string, string> = { "content-type": "application/json" };
+        if (etag && !this.omitEtag) headers.etag = etag;
+        res.writeHead(status, headers).end(body === undefined ? "" : typeof body === "string" ? body : JSON.stringify(body));
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(port, hostname, resolve));
+    this.url = `http://${hostname}:${(this.server.address() as AddressInfo).port}`;
+    return this.url;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+
+  /** The resource as it is now, as a test or the demo sees it. */
+  get(path: string): Json | undefined {
+    return this.docs.get(path)?.body;
+  }
+
+  /** Changes a resource behind Countersign's back (someone else edited it). */
+  set(path: string, body: Json): void {
+    const current = this.docs.get(path);
+    this.docs.set(path, { body, version: (current?.version ?? 0) + 1 });
+  }
+
+  writes(): RecordedRequest[] {
+    return this.requests.filter((r) => r.method !== "GET" && r.method !== "HEAD");
+  }
+
+  etagOf(path: string): string | undefined {
+    const doc = this.docs.get(path);
+    return doc && etag(doc.body, doc.version);
+  }
+
+  private async handle(req: IncomingMessage): Promise<{ status: number; body?: Json | string; etag?: string }> {
+    const body = await readBody(req);
+    const path = new URL(req.url ?? "/", "http://x").pathname;
+    const method = req.method ?? "GET";
+    this.requests.push({ method, path, headers: { ...req.headers }, body });
+    if (this.failWith) return { status: this.failWith.status, body: this.failWith.body };
+
+    const auth = req.headers.authorization?.replace(/^Bearer\s+/i, "");
+    const reading = method === "GET" || method === "HEAD";
+    if (reading && this.options.readTokens && !this.options.readTokens.includes(auth ?? "") && auth !== this.options.writeToken) {
+      return { status: 401, body: { error: "read token required" } };
+    }
+    if (!reading && this.options.writeToken && auth !== this.options.writeToken) {
+      return { status: 403, body: { error: "write token required" } };
+    }
+
+    const current = this.docs.get(path);
+    const currentTag = current && etag(current.body, current.version);
+    if (reading) return current ? { status: 200, body: current.body, etag: currentTag! } : { status: 404, body: { error: "not found" } };
+
+    const ifMatch = req.headers["if-match"];
+    const ifNoneMatch = req.headers["if-none-match"];
+    if (ifMatch !== undefined && ifMatch !== currentTag) return { status: 412, body: { error: "precondition failed", etag: currentTag ?? null } };
+    if (ifNoneMatch === "*" && current) return { status: 412, body: { error: "already exists" } };
+
+    if (method === "DELETE") {
+      if (!current) return { status: 404, body: { error: "not found" } };
+      this.docs.delete(path);
+      return { status: 204 };
+    }
+    let parsed: Json;
+    try {
+      parsed = JSON.parse(body) as Json;
+    } catch {
+      return { status: 400, body: { error: "body is not JSON" } };
+    }
+    const next = method === "PATCH" ? applyMergePatch(current?.body ?? {}, parsed) : parsed;
+    if (method === "PATCH" && !current) return { status: 404, body: { error: "not found" } };
+    if (method !== "PATCH" && method !== "PUT") return { status: 405, body: { error: `${method} not allowed` } };
+    const version = (current?.version ?? 0) + 1;
+    this.docs.set(path, { body: next, version });
+    return { status: current ? 200 : 201, body: next, etag: etag(next, version) };
+  }
+}
+
+function etag(body: Json, version: number): string {
+  return `"${version}-${createHash("sha256").update(JSON.stringify(body)).digest("hex").slice(0, 16)}"`;
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}

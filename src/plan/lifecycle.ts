@@ -1,0 +1,31 @@
+import type { PlanStatus } from "./schema.ts";
+
+/**
+ * Every transition a plan may make, and from where. The store turns each into one conditional
+ * UPDATE (`WHERE status IN (from)`), so concurrent clicks, replicas and sweepers cannot apply
+ * the same transition twice.
+ */
+export const TRANSITIONS = {
+  approve: { from: ["pending"], to: "approved" },
+  reject: { from: ["pending"], to: "rejected" },
+  expire: { from: ["pending"], to: "expired" },
+  cancel: { from: ["pending"], to: "cancelled" },
+  claim: { from: ["approved", "executing"], to: "executing" },
+  expireGrant: { from: ["approved"], to: "expired" },
+  apply: { from: ["executing"], to: "applied" },
+  fail: { from: ["executing"], to: "failed" },
+  stale: { from: ["executing"], to: "stale" },
+} as const satisfies Record<string, { from: readonly PlanStatus[]; to: PlanStatus }>;
+
+export type Transition = keyof typeof TRANSITIONS;
+
+/** Statuses a plan can still leave; a waiting agent keeps waiting while the plan is in one. */
+export const OPEN_STATUSES: readonly PlanStatus[] = ["pending", "approved", "executing"];
+
+export function isOpen(status: PlanStatus): boolean {
+  return OPEN_STATUSES.includes(status);
+}
+
+export function canTransition(status: PlanStatus, transition: Transition): boolean {
+  return (TRANSITIONS[transition].from as readonly PlanStatus[]).includes(status);
+}

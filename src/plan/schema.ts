@@ -1,0 +1,134 @@
+import { z } from "zod";
+import { SHA256_PATTERN } from "./fingerprint.ts";
+import { whyUnsafePath } from "./target-path.ts";
+import type { Json } from "./json.ts";
+
+export const LIMITS = {
+  maxActions: 20,
+  maxDepth: 32,
+  maxBodyBytes: 256 * 1024,
+  maxTitle: 200,
+  maxReason: 4000,
+} as const;
+
+export { PLAN_STATUSES, type PlanStatus } from "./status.ts";
+
+export const OPS = ["merge", "replace", "delete", "create"] as const;
+export type Op = (typeof OPS)[number];
+
+/** Slack user ids: U… or W… (Enterprise Grid). */
+export const SlackUserId = z.string().regex(/^[UW][A-Z0-9]{2,}$/, "must be a Slack user id such as U024BE7LH");
+
+const jsonValue: z.ZodType<Json> = z.json();
+
+const TargetPath = z.string().max(2048).superRefine((path, ctx) => {
+  const why = whyUnsafePath(path);
+  if (why) ctx.addIssue({ code: "custom", message: `path ${why}` });
+});
+
+export const HttpJsonAction = z
+  .strictObject({
+    kind: z.literal("http.json"),
+    target: z.string().min(1).max(100),
+    path: TargetPath,
+    op: z.enum(OPS),
+    body: jsonValue.optional(),
+  })
+  .superRefine((action, ctx) => {
+    const needsBody = action.op !== "delete";
+    if (needsBody && action.body === undefined) {
+      ctx.addIssue({ code: "custom", path: ["body"], message: `op '${action.op}' needs a body` });
+    }
+    if (!needsBody && action.body !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["body"], message: "op 'delete' takes no body" });
+    }
+    if ((action.op === "replace" || action.op === "create") && action.body !== undefined &&
+        (typeof action.body !== "object" || action.body === null)) {
+      ctx.addIssue({ code: "custom", path: ["body"], message: `op '${action.op}' needs a JSON object or array body` });
+    }
+  });
+
+/** Every action kind Countersign knows. A discriminated union so later kinds only add. */
+export const ActionRequest = z.discriminatedUnion("kind", [HttpJsonAction]);
+export type ActionRequest = z.infer<typeof ActionRequest>;
+
+/** What an agent sends to `POST /v1/plans`. */
+export const PlanRequest = z
+  .strictObject({
+    title: z.string().trim().min(1).max(LIMITS.maxTitle),
+    reason: z.string().max(LIMITS.maxReason).optional(),
+    actions: z.array(ActionRequest).min(1).max(LIMITS.maxActions, `at most ${LIMITS.maxActions} actions per plan`),
+    ttlSeconds: z.int().positive().optional(),
+    onBehalfOf: SlackUserId.optional(),
+    idempotencyKey: z.string().min(1).max(200).optional(),
+  })
+  .superRefine((plan, ctx) => {
+    // The first write to a resource would make a second action on it stale.
+    const seen = new Map<string, number>();
+    plan.actions.forEach((action, i) => {
+      const key = `${action.target}\u0000${action.path}`;
+      const first = seen.get(key);
+      if (first !== undefined) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["actions", i, "path"],
+          message: `action ${i} writes ${action.target} ${action.path} again (action ${first} already does); merge them into one action`,
+        });
+      } else seen.set(key, i);
+    });
+  });
+export type PlanRequest = z.infer<typeof PlanRequest>;
+
+/** What the preview proved about a target before anyone decided: the precondition the executor re-checks. */
+export const Precondition = z.union([
+  z.strictObject({ etag: z.string().min(1) }),
+  z.strictObject({ absent: z.literal(true) }),
+]);
+export type Precondition = z.infer<typeof Precondition>;
+
+export const PlannedAction = z.strictObject({
+  kind: z.literal("http.json"),
+  target: z.string(),
+  path: z.string(),
+  op: z.enum(OPS),
+  body: jsonValue.optional(),
+  precondition: Precondition,
+  beforeDigest: z.string().regex(SHA256_PATTERN),
+  afterDigest: z.string().regex(SHA256_PATTERN),
+});
+export type PlannedAction = z.infer<typeof PlannedAction>;
+
+export const AppliedPolicy = z.strictObject({
+  approvers: z.array(SlackUserId),
+  requiredApprovals: z.int().positive(),
+});
+export type AppliedPolicy = z.infer<typeof AppliedPolicy>;
+
+/**
+ * The plan document: everything that defines the effect, and nothing else. Its JCS SHA-256 is
+ * the plan hash that every decision and grant binds to. A stored plan never changes.
+ */
+export const PlanDocument = z.strictObject({
+  v: z.literal(1),
+  id: z.uuid(),
+  environment: z.string(),
+  agent: z.string(),
+  title: z.string(),
+  reason: z.string().optional(),
+  onBehalfOf: z.string().optional(),
+  actions: z.array(PlannedAction).min(1),
+  policy: AppliedPolicy,
+  expiresAt: z.iso.datetime(),
+});
+export type PlanDocument = z.infer<typeof PlanDocument>;
+
+/** What the preview shows a reviewer for one action; not hashed itself, but its digests are. */
+export interface ActionPreview {
+  target: string;
+  path: string;
+  op: Op;
+  before: Json | null;
+  after: Json | null;
+  version: string | null;
+  changes: import("./changes.ts").Change[];
+}

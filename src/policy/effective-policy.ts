@@ -1,0 +1,33 @@
+import type { z } from "zod";
+import type { PolicyDefaults, PolicyOverride } from "../config/schema.ts";
+
+export type PolicyDefaultsConfig = z.infer<typeof PolicyDefaults>;
+export type PolicyOverrideConfig = z.infer<typeof PolicyOverride>;
+
+export interface TargetPolicy {
+  approvers: string[];
+  requiredApprovals: number;
+  ttl: { default: number; max: number };
+}
+
+/**
+ * The policy a plan lives under. Each target's policy is its override on top of the defaults;
+ * a plan touching several targets must satisfy all of them at once: only people who may
+ * approve every target count, the largest quorum applies, and the shortest TTL bounds it.
+ */
+export function effectivePolicy(defaults: PolicyDefaultsConfig, overrides: (PolicyOverrideConfig | undefined)[]): TargetPolicy {
+  const perTarget = (overrides.length > 0 ? overrides : [undefined]).map((o) => ({
+    approvers: o?.approvers ?? defaults.approvers,
+    requiredApprovals: o?.requiredApprovals ?? defaults.requiredApprovals,
+    ttl: o?.ttl ?? defaults.ttl,
+  }));
+  const [first, ...rest] = perTarget as [TargetPolicy, ...TargetPolicy[]];
+  return rest.reduce<TargetPolicy>(
+    (acc, p) => ({
+      approvers: acc.approvers.filter((a) => p.approvers.includes(a)),
+      requiredApprovals: Math.max(acc.requiredApprovals, p.requiredApprovals),
+      ttl: { default: Math.min(acc.ttl.default, p.ttl.default), max: Math.min(acc.ttl.max, p.ttl.max) },
+    }),
+    { ...first, approvers: [...new Set(first.approvers)].sort() },
+  );
+}

@@ -1,0 +1,34 @@
+import { timingSafeEqual } from "node:crypto";
+import { Hono } from "hono";
+import { addAgent } from "../service/add-agent.ts";
+import { ServiceError } from "../service/errors.ts";
+import { listAgents } from "../service/list-agents.ts";
+import { revokeAgent } from "../service/revoke-agent.ts";
+import type { Database } from "../store/db.ts";
+
+/**
+ * `/admin`: how the CLI reaches a running server that owns an embedded (PGlite) data dir,
+ * which only one process may open. Authenticated by a random token the server writes, readable
+ * only by its owner, into the data dir.
+ */
+export function adminApi(database: Database, adminToken: string): Hono {
+  const admin = new Hono();
+  const expected = Buffer.from(`Bearer ${adminToken}`);
+  admin.use("*", async (c, next) => {
+    const got = Buffer.from(c.req.header("authorization") ?? "");
+    if (got.length !== expected.length || !timingSafeEqual(got, expected)) {
+      throw new ServiceError("unauthorized", "the admin token is wrong; the CLI reads it from the data dir");
+    }
+    await next();
+  });
+  admin.post("/agents", async (c) => {
+    const { name } = (await c.req.json()) as { name: string };
+    return c.json(await addAgent(database, String(name)), 201);
+  });
+  admin.get("/agents", async (c) => c.json({ agents: await listAgents(database) }));
+  admin.post("/agents/:name/revoke", async (c) => {
+    await revokeAgent(database, c.req.param("name"));
+    return c.json({ revoked: c.req.param("name") });
+  });
+  return admin;
+}

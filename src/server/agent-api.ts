@@ -1,0 +1,63 @@
+import { Hono, type Context } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { LIMITS } from "../plan/schema.ts";
+import { authenticateAgent, type AgentIdentity } from "../service/authenticate-agent.ts";
+import { cancelPlan } from "../service/cancel-plan.ts";
+import type { ServiceContext } from "../service/context.ts";
+import { ServiceError } from "../service/errors.ts";
+import { getPlan } from "../service/get-plan.ts";
+import { listPlanEvents } from "../service/list-events.ts";
+import { submitPlan } from "../service/submit-plan.ts";
+import { MAX_WAIT_SECONDS, waitForPlan } from "../service/wait-for-plan.ts";
+
+type Env = { Variables: { agent: AgentIdentity } };
+
+/** `/v1`: the agent API. Each route parses, authenticates, calls one service verb. */
+export function agentApi(ctx: ServiceContext): Hono<Env> {
+  const api = new Hono<Env>();
+
+  api.use("*", async (c, next) => {
+    c.set("agent", await authenticateAgent(ctx.database, c.req.header("authorization")));
+    await next();
+  });
+
+  api.post(
+    "/plans",
+    bodyLimit({
+      maxSize: LIMITS.maxBodyBytes,
+      onError: () => {
+        throw new ServiceError("payload_too_large", `the request body is larger than ${LIMITS.maxBodyBytes / 1024} KiB; split the plan or shrink its bodies`);
+      },
+    }),
+    async (c) => {
+      const { created, plan } = await submitPlan(ctx, c.get("agent"), await jsonBody(c));
+      return c.json(plan, created ? 201 : 200);
+    },
+  );
+
+  api.get("/plans/:id", async (c) => c.json(await getPlan(ctx, c.get("agent"), c.req.param("id"))));
+
+  api.get("/plans/:id/wait", async (c) => {
+    const raw = c.req.query("timeout") ?? "30";
+    const seconds = Number(raw);
+    if (!Number.isFinite(seconds) || seconds < 0 || seconds > MAX_WAIT_SECONDS) {
+      throw new ServiceError("invalid_request", `timeout must be a number of seconds from 0 to ${MAX_WAIT_SECONDS}, got '${raw}'`, { issues: [{ path: "/timeout", message: "out of range" }] });
+    }
+    return c.json(await waitForPlan(ctx, c.get("agent"), c.req.param("id"), seconds * 1000, c.req.raw.signal));
+  });
+
+  api.post("/plans/:id/cancel", async (c) => c.json(await cancelPlan(ctx, c.get("agent"), c.req.param("id"))));
+
+  api.get("/plans/:id/events", async (c) => c.json({ events: await listPlanEvents(ctx, c.get("agent"), c.req.param("id")) }));
+
+  return api;
+}
+
+async function jsonBody(c: Context): Promise<unknown> {
+  const text = await c.req.text();
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new ServiceError("invalid_json", `the request body is not valid JSON: ${(err as Error).message}`);
+  }
+}

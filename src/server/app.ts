@@ -1,0 +1,26 @@
+import { Hono } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ServiceContext } from "../service/context.ts";
+import { ServiceError } from "../service/errors.ts";
+import { adminApi } from "./admin-api.ts";
+import { agentApi } from "./agent-api.ts";
+import { errorResponse } from "./http-errors.ts";
+
+/** Countersign's one HTTP app: agent API now; executor API, browser pages and Slack mount here too. */
+export function createApp(ctx: ServiceContext, options: { adminToken?: string } = {}): Hono {
+  const app = new Hono();
+  app.get("/healthz", (c) => c.json({ ok: true, environment: ctx.config.environment }));
+  app.route("/v1", agentApi(ctx));
+  if (options.adminToken) app.route("/admin", adminApi(ctx.database, options.adminToken));
+
+  app.notFound((c) => errorResponse(c, new ServiceError("not_found", `no route for ${c.req.method} ${c.req.path}`)));
+  app.onError((err, c) => {
+    if (err instanceof ServiceError) return errorResponse(c, err);
+    if (err instanceof HTTPException && err.status < 500) {
+      return c.json({ error: { code: "invalid_request", message: err.message || "bad request" } }, err.status);
+    }
+    ctx.logger.error({ err, method: c.req.method, path: c.req.path }, "request failed");
+    return c.json({ error: { code: "internal", message: "Countersign hit an internal error; it is in the server log" } }, 500);
+  });
+  return app;
+}

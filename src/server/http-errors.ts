@@ -1,0 +1,40 @@
+import type { Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { ErrorCode, Issue } from "../service/errors.ts";
+import { ServiceError } from "../service/errors.ts";
+
+/** The agent API's one mapping from a refusal to an HTTP status. */
+const STATUS: Record<ErrorCode, ContentfulStatusCode> = {
+  invalid_json: 400,
+  invalid_request: 400,
+  unauthorized: 401,
+  not_found: 404,
+  idempotency_conflict: 409,
+  conflict: 409,
+  already_decided: 409,
+  already_voted: 409,
+  hash_mismatch: 409,
+  plan_expired: 409,
+  self_approval: 403,
+  not_an_approver: 403,
+  payload_too_large: 413,
+  unknown_target: 422,
+  preview_failed: 422,
+  policy_denied: 422,
+};
+
+export interface ErrorBody {
+  error: { code: ErrorCode | "internal"; message: string; issues?: Issue[]; details?: Record<string, unknown> };
+}
+
+export function errorResponse(c: Context, err: ServiceError): Response {
+  const body: ErrorBody = {
+    error: {
+      code: err.code,
+      message: err.message,
+      ...(err.issues ? { issues: err.issues } : {}),
+      ...(err.details ? { details: err.details } : {}),
+    },
+  };
+  return c.json(body, STATUS[err.code]);
+}

@@ -1,0 +1,95 @@
+import type { AddressInfo } from "node:net";
+import { serve, type ServerType } from "@hono/node-server";
+import type { Logger } from "pino";
+import { createReadOnlyHttp } from "../adapters/read-only-http.ts";
+import type { Config } from "../config/load.ts";
+import type { ServiceContext } from "../service/context.ts";
+import { expireDue } from "../service/expire-due.ts";
+import { deliverDue, type OutboxHandler } from "../service/outbox.ts";
+import { PlanSignals } from "../service/plan-signals.ts";
+import { openDatabase, type Database } from "../store/db.ts";
+import { createApp } from "./app.ts";
+import { claimDataDir } from "./data-dir-lock.ts";
+import { every } from "./every.ts";
+
+export interface RunServerOptions {
+  config: Config;
+  logger: Logger;
+  /** An already open database (tests share one); otherwise the config's is opened and closed with the server. */
+  database?: Database;
+  fetch?: typeof fetch;
+  clock?: () => Date;
+  /** Delivery for side effects, by outbox kind. Each kind here is also enqueued for every plan event. */
+  outboxHandlers?: Record<string, OutboxHandler>;
+  sweepMs?: number;
+  hostname?: string;
+}
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  ctx: ServiceContext;
+  close(): Promise<void>;
+}
+
+/** `countersign serve`: migrate, then the HTTP server, the expiry sweeper and the outbox worker. */
+export async function runServer(options: RunServerOptions): Promise<RunningServer> {
+  const { config, logger } = options;
+  const dataDirClaim = !options.database && config.database.kind === "pglite" ? claimDataDir(config.database.dataDir) : undefined;
+  const ownsDatabase = !options.database;
+  let database: Database | undefined;
+  try {
+    database = options.database ?? (await openDatabase(config.database));
+    await database.migrate();
+    const signals = new PlanSignals(database);
+    await signals.start();
+    const handlers = options.outboxHandlers ?? {};
+    const ctx: ServiceContext = {
+      database,
+      config,
+      http: createReadOnlyHttp(options.fetch),
+      clock: options.clock ?? (() => new Date()),
+      logger,
+      signals,
+      sinks: Object.keys(handlers),
+    };
+
+    const app = createApp(ctx, dataDirClaim ? { adminToken: dataDirClaim.adminToken } : {});
+    const server = await listen(app.fetch, config.port, options.hostname);
+    const port = (server.address() as AddressInfo).port;
+    const url = `http://127.0.0.1:${port}`;
+    dataDirClaim?.publish(url);
+
+    const report = (what: string) => (err: unknown) => logger.error({ err }, `${what} failed; retrying`);
+    const sweeper = every(options.sweepMs ?? 1000, () => expireDue(ctx), report("expiry sweep"));
+    const delivery = every(500, () => deliverDue(database!, handlers, ctx.clock), report("outbox delivery"));
+
+    logger.info({ url, publicUrl: config.publicUrl, database: database.kind, environment: config.environment, targets: Object.keys(config.targets) }, "countersign serving");
+    return {
+      url,
+      port,
+      ctx,
+      async close() {
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections?.();
+        });
+        await Promise.all([sweeper.stop(), delivery.stop()]);
+        await signals.stop();
+        if (ownsDatabase) await database!.close();
+        dataDirClaim?.release();
+      },
+    };
+  } catch (err) {
+    if (ownsDatabase) await database?.close();
+    dataDirClaim?.release();
+    throw err;
+  }
+}
+
+function listen(fetch: (req: Request) => Response | Promise<Response>, port: number, hostname?: string): Promise<ServerType & { closeAllConnections?: () => void }> {
+  return new Promise((resolve, reject) => {
+    const server = serve({ fetch, port, ...(hostname ? { hostname } : {}) }, () => resolve(server as never));
+    server.once("error", reject);
+  });
+}

@@ -1,0 +1,19 @@
+import type { AgentIdentity } from "./authenticate-agent.ts";
+import type { ServiceContext } from "./context.ts";
+import { ServiceError } from "./errors.ts";
+import { ownPlanRow } from "./get-plan.ts";
+import { planView, type PlanView } from "./plan-view.ts";
+import { transition } from "./transition.ts";
+
+/** The agent withdraws its own pending plan. Once anyone has decided, it is too late. */
+export async function cancelPlan(ctx: ServiceContext, agent: AgentIdentity, planId: string): Promise<PlanView> {
+  await ownPlanRow(ctx, agent, planId);
+  const row = await ctx.database.db.transaction((tx) =>
+    transition(ctx, tx, { planId, transition: "cancel", actor: { type: "agent", agentId: agent.id, name: agent.name } }),
+  );
+  if (!row) {
+    const current = await ownPlanRow(ctx, agent, planId);
+    throw new ServiceError("already_decided", `plan ${planId} is already ${current.status}; only a pending plan can be cancelled`, { details: { status: current.status } });
+  }
+  return planView(ctx.database.db, ctx.config.publicUrl, row);
+}

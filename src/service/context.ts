@@ -1,0 +1,18 @@
+import type { Logger } from "pino";
+import type { ReadOnlyHttp } from "../adapters/read-only-http.ts";
+import type { Config } from "../config/load.ts";
+import type { Database } from "../store/db.ts";
+import type { PlanSignals } from "./plan-signals.ts";
+
+/** Everything a service verb may touch, injected once at start. Nothing below reads process.env. */
+export interface ServiceContext {
+  database: Database;
+  config: Pick<Config, "environment" | "publicUrl" | "defaults" | "targets">;
+  /** The only way the server reaches a target: read-only. */
+  http: ReadOnlyHttp;
+  clock: () => Date;
+  logger: Logger;
+  signals: PlanSignals;
+  /** Outbox sinks that deliver side effects of every plan event (e.g. "slack"). */
+  sinks: readonly string[];
+}

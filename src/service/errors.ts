@@ -1,0 +1,44 @@
+/**
+ * Every refusal Countersign can give, with a stable code. Each door (agent API, Slack,
+ * browser) maps these to its own form in exactly one place.
+ */
+export type ErrorCode =
+  | "invalid_json"
+  | "invalid_request"
+  | "unauthorized"
+  | "not_found"
+  | "idempotency_conflict"
+  | "payload_too_large"
+  | "unknown_target"
+  | "preview_failed"
+  | "policy_denied"
+  | "plan_expired"
+  | "already_decided"
+  | "hash_mismatch"
+  | "self_approval"
+  | "not_an_approver"
+  | "already_voted"
+  | "conflict";
+
+export interface Issue {
+  /** JSON Pointer into the request, "" for the whole of it. */
+  path: string;
+  message: string;
+}
+
+export class ServiceError extends Error {
+  readonly code: ErrorCode;
+  readonly issues: Issue[] | undefined;
+  readonly details: Record<string, unknown> | undefined;
+  constructor(code: ErrorCode, message: string, extra: { issues?: Issue[]; details?: Record<string, unknown> } = {}) {
+    super(message);
+    this.name = "ServiceError";
+    this.code = code;
+    this.issues = extra.issues;
+    this.details = extra.details;
+  }
+}
+
+export function isServiceError(err: unknown, code?: ErrorCode): err is ServiceError {
+  return err instanceof ServiceError && (code === undefined || err.code === code);
+}

@@ -1,0 +1,20 @@
+import { and, eq } from "drizzle-orm";
+import { plans } from "../store/schema.ts";
+import type { AgentIdentity } from "./authenticate-agent.ts";
+import type { ServiceContext } from "./context.ts";
+import { ServiceError } from "./errors.ts";
+import { planView, type PlanView } from "./plan-view.ts";
+import type { PlanRow } from "./transition.ts";
+
+/** A plan as its own agent sees it. Another agent's plan is indistinguishable from none. */
+export async function getPlan(ctx: ServiceContext, agent: AgentIdentity, planId: string): Promise<PlanView> {
+  return planView(ctx.database.db, ctx.config.publicUrl, await ownPlanRow(ctx, agent, planId));
+}
+
+export async function ownPlanRow(ctx: ServiceContext, agent: AgentIdentity, planId: string): Promise<PlanRow> {
+  const notFound = new ServiceError("not_found", `there is no plan ${planId} for agent '${agent.name}'`);
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(planId)) throw notFound;
+  const [row] = await ctx.database.db.select().from(plans).where(and(eq(plans.id, planId), eq(plans.agentId, agent.id)));
+  if (!row) throw notFound;
+  return row;
+}

@@ -1,0 +1,98 @@
+import { sql } from "drizzle-orm";
+import { outbox } from "../store/schema.ts";
+import type { Database, Tx } from "../store/db.ts";
+
+/** A side effect of a plan event, for one sink, written in the transaction that caused it. */
+export interface PlanEvent {
+  planId: string;
+  type: string;
+  status: string;
+  hash: string;
+  at: string;
+  data?: Record<string, unknown>;
+}
+
+export async function enqueueEffects(tx: Tx, sinks: readonly string[], event: PlanEvent): Promise<void> {
+  if (sinks.length === 0) return;
+  await tx.insert(outbox).values(sinks.map((kind) => ({ planId: event.planId, kind, payload: event, availableAt: new Date(event.at) })));
+}
+
+export type OutboxHandler = (payload: PlanEvent, row: { id: number; attempts: number }) => Promise<void>;
+
+export interface DeliveryPolicy {
+  maxAttempts: number;
+  /** How long a worker holds a row it is delivering before another may take it. */
+  leaseMs: number;
+  /** Delay before attempt n+1 (n ≥ 1). */
+  backoffMs: (attempts: number) => number;
+}
+
+export const DEFAULT_DELIVERY: DeliveryPolicy = {
+  maxAttempts: 12,
+  leaseMs: 60_000,
+  backoffMs: (n) => Math.min(1000 * 2 ** (n - 1), 5 * 60_000),
+};
+
+interface DueRow {
+  id: number;
+  plan_id: string | null;
+  kind: string;
+  payload: string;
+  attempts: number;
+}
+
+/**
+ * Delivers what is due, oldest first, keeping each plan's effects in order: a row waits while
+ * an older row of the same plan and sink is undelivered (so a failed Slack post blocks the
+ * update after it instead of being overtaken by it). A row is leased in a short transaction
+ * and delivered outside it (no network I/O while holding locks); a worker that dies mid-way
+ * leaves the lease to run out and the row is delivered again: at least once, never lost.
+ * Returns how many rows were delivered.
+ */
+export async function deliverDue(
+  database: Database,
+  handlers: Record<string, OutboxHandler>,
+  now: () => Date,
+  policy: DeliveryPolicy = DEFAULT_DELIVERY,
+  batch = 20,
+): Promise<number> {
+  const kinds = Object.keys(handlers);
+  if (kinds.length === 0) return 0;
+  let delivered = 0;
+  for (let i = 0; i < batch; i++) {
+    const row = await leaseNext(database, kinds, now(), policy.leaseMs);
+    if (!row) break;
+    try {
+      await handlers[row.kind]!(JSON.parse(row.payload) as PlanEvent, { id: row.id, attempts: row.attempts });
+      await database.db.execute(sql`UPDATE ${outbox} SET delivered_at = ${now()}, last_error = NULL WHERE id = ${row.id}`);
+      delivered++;
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      if (row.attempts >= policy.maxAttempts) {
+        await database.db.execute(sql`UPDATE ${outbox} SET dead_at = ${now()}, last_error = ${message} WHERE id = ${row.id}`);
+      } else {
+        const retryAt = new Date(now().getTime() + policy.backoffMs(row.attempts));
+        await database.db.execute(sql`UPDATE ${outbox} SET available_at = ${retryAt}, last_error = ${message} WHERE id = ${row.id}`);
+      }
+    }
+  }
+  return delivered;
+}
+
+async function leaseNext(database: Database, kinds: string[], at: Date, leaseMs: number): Promise<DueRow | undefined> {
+  const [row] = await database.rows<DueRow>(sql`
+    UPDATE ${outbox} SET available_at = ${new Date(at.getTime() + leaseMs)}, attempts = attempts + 1
+    WHERE id = (
+      SELECT o.id FROM ${outbox} o
+      WHERE o.delivered_at IS NULL AND o.dead_at IS NULL AND o.available_at <= ${at}
+        AND o.kind IN (${sql.join(kinds.map((k) => sql`${k}`), sql`, `)})
+        AND NOT EXISTS (
+          SELECT 1 FROM ${outbox} earlier
+          WHERE earlier.plan_id = o.plan_id AND earlier.kind = o.kind AND earlier.id < o.id
+            AND earlier.delivered_at IS NULL AND earlier.dead_at IS NULL)
+      ORDER BY o.id
+      LIMIT 1
+      FOR UPDATE SKIP LOCKED)
+    RETURNING id, plan_id, kind, payload, attempts`);
+  return row;
+}

@@ -1,0 +1,47 @@
+import { EventEmitter } from "node:events";
+import { sql } from "drizzle-orm";
+import type { Database, Tx } from "../store/db.ts";
+
+export const PLAN_CHANNEL = "countersign_plans";
+
+/**
+ * Wakes whoever waits on a plan (long-polls, later executors and pages) when it changes.
+ * Changes are announced with NOTIFY inside the transaction that makes them, so waiters in
+ * every replica hear of them only once they are committed. Waiters still re-check on a slow
+ * timer, so a lost notification (a reconnect) delays them by seconds, never forever.
+ */
+export class PlanSignals {
+  private readonly emitter = new EventEmitter().setMaxListeners(0);
+  private stopListening: (() => Promise<void>) | undefined;
+
+  constructor(private readonly database: Database) {}
+
+  async start(): Promise<void> {
+    this.stopListening = await this.database.listen(PLAN_CHANNEL, (planId) => this.emitter.emit(planId));
+  }
+
+  async stop(): Promise<void> {
+    await this.stopListening?.();
+    this.stopListening = undefined;
+  }
+
+  /** Call inside the transaction that changes the plan. */
+  static async announce(tx: Tx, planId: string): Promise<void> {
+    await tx.execute(sql`SELECT pg_notify(${PLAN_CHANNEL}, ${planId})`);
+  }
+
+  /** Resolves when the plan may have changed, or after `ms`; aborted waits resolve at once. */
+  wait(planId: string, ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.emitter.off(planId, done);
+        signal?.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.emitter.on(planId, done);
+      signal?.addEventListener("abort", done);
+    });
+  }
+}

@@ -1,0 +1,43 @@
+import { asc, eq } from "drizzle-orm";
+import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
+import { decisions } from "../store/schema.ts";
+import type { Queryable } from "../store/db.ts";
+import type { PlanRow } from "./transition.ts";
+
+export interface Approval {
+  userId: string;
+  via: "slack" | "web";
+  at: string;
+}
+
+/** How a plan is shown to the agent that submitted it: the API's one representation of a plan. */
+export interface PlanView {
+  id: string;
+  hash: string;
+  status: PlanRow["status"];
+  expiresAt: string;
+  reviewUrl: string;
+  createdAt: string;
+  plan: PlanDocument;
+  preview: { actions: ActionPreview[] };
+  approvals: Approval[];
+  rejection?: { userId: string; via: "slack" | "web"; reason: string; at: string };
+}
+
+export async function planView(db: Queryable, publicUrl: string, row: PlanRow): Promise<PlanView> {
+  const votes = await db.select().from(decisions).where(eq(decisions.planId, row.id)).orderBy(asc(decisions.id));
+  const approvals = votes.filter((v) => v.verdict === "approve").map((v) => ({ userId: v.userId, via: v.via, at: v.decidedAt.toISOString() }));
+  const reject = row.status === "rejected" ? votes.find((v) => v.verdict === "reject") : undefined;
+  return {
+    id: row.id,
+    hash: row.hash,
+    status: row.status,
+    expiresAt: row.expiresAt.toISOString(),
+    reviewUrl: `${publicUrl}/plans/${row.id}`,
+    createdAt: row.createdAt.toISOString(),
+    plan: row.document as PlanDocument,
+    preview: row.preview as { actions: ActionPreview[] },
+    approvals,
+    ...(reject ? { rejection: { userId: reject.userId, via: reject.via, reason: reject.reason ?? "", at: reject.decidedAt.toISOString() } } : {}),
+  };
+}

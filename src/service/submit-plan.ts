@@ -1,0 +1,128 @@
+import { randomUUID } from "node:crypto";
+import { and, eq } from "drizzle-orm";
+import { previewHttpJson, TargetReadError } from "../adapters/http-json.ts";
+import { fingerprint } from "../plan/fingerprint.ts";
+import { PlanDocument, PlanRequest, type ActionPreview, type PlannedAction } from "../plan/schema.ts";
+import { effectivePolicy } from "../policy/effective-policy.ts";
+import { resolveTtl } from "../policy/ttl.ts";
+import { plans } from "../store/schema.ts";
+import type { AgentIdentity } from "./authenticate-agent.ts";
+import type { ServiceContext } from "./context.ts";
+import { ServiceError } from "./errors.ts";
+import { planView, type PlanView } from "./plan-view.ts";
+import { recordPlanEvent } from "./transition.ts";
+import { validate } from "./validate.ts";
+
+/**
+ * An agent proposes a plan: validate it, preview every action with read-only credentials,
+ * fix the preconditions and policy into an immutable, hashed document, and store it pending.
+ * Nothing is stored when anything fails. `created` is false for an idempotent retry.
+ */
+export async function submitPlan(ctx: ServiceContext, agent: AgentIdentity, body: unknown): Promise<{ created: boolean; plan: PlanView }> {
+  const request = validate(PlanRequest, body, "plan request");
+  const requestDigest = fingerprint(request);
+
+  if (request.idempotencyKey !== undefined) {
+    const earlier = await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey, requestDigest);
+    if (earlier) return { created: false, plan: earlier };
+  }
+
+  const targets = request.actions.map((action, i) => {
+    const target = ctx.config.targets[action.target];
+    if (!target) {
+      const known = Object.keys(ctx.config.targets);
+      throw new ServiceError("unknown_target", `actions[${i}] names target '${action.target}', which is not configured; known targets: ${known.length ? known.join(", ") : "(none)"}`, {
+        issues: [{ path: `/actions/${i}/target`, message: `unknown target '${action.target}'` }],
+      });
+    }
+    return target;
+  });
+
+  const policy = effectivePolicy(ctx.config.defaults, targets.map((t) => t.policy));
+  const eligible = policy.approvers.filter((a) => a !== request.onBehalfOf);
+  if (eligible.length < policy.requiredApprovals) {
+    throw new ServiceError("policy_denied", `this plan needs ${policy.requiredApprovals} approval(s) from people who may approve every target it touches and are not the requester, but only ${eligible.length} such approver(s) exist (${eligible.join(", ") || "none"})`);
+  }
+  const ttl = resolveTtl(request.ttlSeconds, policy.ttl);
+  if ("error" in ttl) throw new ServiceError("invalid_request", ttl.error, { issues: [{ path: "/ttlSeconds", message: ttl.error }] });
+
+  const previews = await Promise.allSettled(request.actions.map((action, i) => previewHttpJson(ctx.http, targets[i]!, action)));
+  const actions: PlannedAction[] = [];
+  const shown: ActionPreview[] = [];
+  for (const [i, result] of previews.entries()) {
+    if (result.status === "rejected") throw previewFailure(result.reason, i);
+    actions.push(result.value.planned);
+    shown.push(result.value.preview);
+  }
+
+  const now = ctx.clock();
+  const expiresAt = new Date(now.getTime() + ttl.seconds * 1000);
+  const document: PlanDocument = PlanDocument.parse({
+    v: 1,
+    id: randomUUID(),
+    environment: ctx.config.environment,
+    agent: agent.name,
+    title: request.title,
+    ...(request.reason !== undefined ? { reason: request.reason } : {}),
+    ...(request.onBehalfOf !== undefined ? { onBehalfOf: request.onBehalfOf } : {}),
+    actions,
+    policy: { approvers: policy.approvers, requiredApprovals: policy.requiredApprovals },
+    expiresAt: expiresAt.toISOString(),
+  });
+  const hash = fingerprint(document);
+
+  try {
+    const row = await ctx.database.db.transaction(async (tx) => {
+      const [inserted] = await tx.insert(plans).values({
+        id: document.id,
+        agentId: agent.id,
+        hash,
+        document,
+        preview: { actions: shown },
+        status: "pending",
+        expiresAt,
+        idempotencyKey: request.idempotencyKey ?? null,
+        requestDigest,
+        createdAt: now,
+        updatedAt: now,
+      }).returning();
+      await recordPlanEvent(ctx, tx, inserted!, "plan.submitted", { type: "agent", agentId: agent.id, name: agent.name }, now, { title: request.title, expiresAt: document.expiresAt });
+      return inserted!;
+    });
+    ctx.logger.info({ planId: row.id, hash, agent: agent.name, actions: actions.length }, "plan submitted");
+    return { created: true, plan: await planView(ctx.database.db, ctx.config.publicUrl, row) };
+  } catch (err) {
+    // Two retries with one key raced past the first lookup; the loser answers with the winner's plan.
+    if (request.idempotencyKey !== undefined && isUniqueViolation(err)) {
+      const earlier = await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey, requestDigest);
+      if (earlier) return { created: false, plan: earlier };
+    }
+    throw err;
+  }
+}
+
+async function findByIdempotencyKey(ctx: ServiceContext, agentId: string, key: string, requestDigest: string): Promise<PlanView | undefined> {
+  const [row] = await ctx.database.db.select().from(plans).where(and(eq(plans.agentId, agentId), eq(plans.idempotencyKey, key)));
+  if (!row) return undefined;
+  if (row.requestDigest !== requestDigest) {
+    throw new ServiceError("idempotency_conflict", `idempotencyKey '${key}' was already used for a different plan (${row.id}); use a new key for a new plan`, { details: { planId: row.id } });
+  }
+  return planView(ctx.database.db, ctx.config.publicUrl, row);
+}
+
+function previewFailure(err: unknown, index: number): ServiceError {
+  if (err instanceof TargetReadError) {
+    return new ServiceError("preview_failed", `preview of actions[${index}] failed: ${err.message}`, {
+      issues: [{ path: `/actions/${index}`, message: err.message }],
+      details: { target: err.target, path: err.path, ...(err.answer ? { targetAnswer: err.answer } : {}) },
+    });
+  }
+  throw err;
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  for (let e: unknown = err; e; e = (e as { cause?: unknown }).cause) {
+    if ((e as { code?: string }).code === "23505") return true;
+  }
+  return false;
+}

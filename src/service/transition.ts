@@ -1,0 +1,48 @@
+import { and, eq, inArray } from "drizzle-orm";
+import { TRANSITIONS, type Transition } from "../plan/lifecycle.ts";
+import { plans } from "../store/schema.ts";
+import type { Tx } from "../store/db.ts";
+import { appendAudit, type Actor } from "./audit.ts";
+import type { ServiceContext } from "./context.ts";
+import { enqueueEffects } from "./outbox.ts";
+import { PlanSignals } from "./plan-signals.ts";
+
+export type PlanRow = typeof plans.$inferSelect;
+
+/**
+ * The one way a plan changes status: a conditional UPDATE on the status it must be in, its
+ * audit event, its outbox rows and its wake-up, all in the caller's transaction. Returns the
+ * updated row, or undefined when the plan was no longer in a status this transition leaves
+ * (someone else got there first), in which case nothing was written.
+ */
+export async function transition(
+  ctx: Pick<ServiceContext, "clock" | "sinks">,
+  tx: Tx,
+  input: { planId: string; transition: Transition; actor: Actor; data?: Record<string, unknown>; set?: Partial<Pick<PlanRow, "rejectReason">> },
+): Promise<PlanRow | undefined> {
+  const { from, to } = TRANSITIONS[input.transition];
+  const at = ctx.clock();
+  const [row] = await tx
+    .update(plans)
+    .set({ ...input.set, status: to, updatedAt: at })
+    .where(and(eq(plans.id, input.planId), inArray(plans.status, [...from])))
+    .returning();
+  if (!row) return undefined;
+  await recordPlanEvent(ctx, tx, row, `plan.${to}`, input.actor, at, input.data ?? {});
+  return row;
+}
+
+/** Audit event + outbox rows + wake-up for something that happened to a plan. */
+export async function recordPlanEvent(
+  ctx: Pick<ServiceContext, "sinks">,
+  tx: Tx,
+  plan: Pick<PlanRow, "id" | "status" | "hash">,
+  type: string,
+  actor: Actor,
+  at: Date,
+  data: Record<string, unknown>,
+): Promise<void> {
+  await appendAudit(tx, { planId: plan.id, type, actor, data, at });
+  await enqueueEffects(tx, ctx.sinks, { planId: plan.id, type, status: plan.status, hash: plan.hash, at: at.toISOString(), data });
+  await PlanSignals.announce(tx, plan.id);
+}

@@ -1,0 +1,106 @@
+import { sql } from "drizzle-orm";
+import { bigserial, customType, index, integer, pgEnum, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { PLAN_STATUSES } from "../plan/status.ts";
+
+/**
+ * JSON kept as text, not jsonb: jsonb refuses U+0000 and reorders keys, and a plan document
+ * must come back exactly as it was hashed, whatever a target or agent put in it.
+ */
+const jsonText = <T>(name: string) =>
+  customType<{ data: T; driverData: string }>({
+    dataType: () => "text",
+    toDriver: (value) => JSON.stringify(value),
+    fromDriver: (value) => JSON.parse(value) as T,
+  })(name);
+
+const at = (name: string) => timestamp(name, { withTimezone: true, mode: "date" });
+
+// drizzle-kit only emits CREATE TYPE for enums exported from this module.
+export const planStatus = pgEnum("plan_status", PLAN_STATUSES);
+export const decisionVia = pgEnum("decision_via", ["slack", "web"]);
+export const verdict = pgEnum("verdict", ["approve", "reject"]);
+
+export const agents = pgTable("agents", {
+  id: uuid("id").primaryKey().defaultRandom(),
+  name: text("name").notNull().unique(),
+  /** sha256 of the API key; the key itself is shown once and never stored. */
+  keyHash: text("key_hash").notNull().unique(),
+  createdAt: at("created_at").notNull().defaultNow(),
+  revokedAt: at("revoked_at"),
+});
+
+export const plans = pgTable(
+  "plans",
+  {
+    id: uuid("id").primaryKey(),
+    agentId: uuid("agent_id").notNull().references(() => agents.id),
+    hash: text("hash").notNull(),
+    document: jsonText<unknown>("document").notNull(),
+    preview: jsonText<unknown>("preview").notNull(),
+    status: planStatus("status").notNull().default("pending"),
+    expiresAt: at("expires_at").notNull(),
+    idempotencyKey: text("idempotency_key"),
+    /** Fingerprint of the request body, to tell a retry from a different plan under the same key. */
+    requestDigest: text("request_digest").notNull(),
+    rejectReason: text("reject_reason"),
+    createdAt: at("created_at").notNull().defaultNow(),
+    updatedAt: at("updated_at").notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex("plans_agent_idempotency_key").on(t.agentId, t.idempotencyKey),
+    index("plans_status_expires_at").on(t.status, t.expiresAt),
+    index("plans_agent_created_at").on(t.agentId, t.createdAt),
+  ],
+);
+
+export const decisions = pgTable(
+  "decisions",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    planId: uuid("plan_id").notNull().references(() => plans.id),
+    /** The hash the person saw and clicked on; always equal to the plan's, or the decision is refused. */
+    planHash: text("plan_hash").notNull(),
+    userId: text("user_id").notNull(),
+    via: decisionVia("via").notNull(),
+    verdict: verdict("verdict").notNull(),
+    reason: text("reason"),
+    decidedAt: at("decided_at").notNull().defaultNow(),
+    /** The plan's expiry when the decision was made: a decision never outlives the plan it binds to. */
+    expiresAt: at("expires_at").notNull(),
+  },
+  (t) => [uniqueIndex("decisions_one_vote_per_person").on(t.planId, t.userId, t.verdict)],
+);
+
+export const auditEvents = pgTable(
+  "audit_events",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    planId: uuid("plan_id"),
+    type: text("type").notNull(),
+    actor: jsonText<unknown>("actor").notNull(),
+    data: jsonText<unknown>("data").notNull(),
+    at: at("at").notNull(),
+    /** Hash chain: each event's hash covers the previous one, so edits and deleted tails show. */
+    prevHash: text("prev_hash").notNull(),
+    hash: text("hash").notNull(),
+  },
+  (t) => [index("audit_events_plan").on(t.planId, t.id)],
+);
+
+export const outbox = pgTable(
+  "outbox",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    planId: uuid("plan_id"),
+    /** Which sink delivers it, e.g. "slack.post", "webhook". */
+    kind: text("kind").notNull(),
+    payload: jsonText<unknown>("payload").notNull(),
+    createdAt: at("created_at").notNull().defaultNow(),
+    availableAt: at("available_at").notNull().defaultNow(),
+    attempts: integer("attempts").notNull().default(0),
+    lastError: text("last_error"),
+    deliveredAt: at("delivered_at"),
+    deadAt: at("dead_at"),
+  },
+  (t) => [index("outbox_due").on(t.availableAt).where(sql`delivered_at IS NULL AND dead_at IS NULL`)],
+);
