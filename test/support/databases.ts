@@ -1,0 +1,58 @@
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import postgres from "postgres";
+import { inject } from "vitest";
+import { openDatabase, type Database } from "../../src/store/db.ts";
+
+/** A migrated database of one kind, private to the test file that opened it. */
+export interface TestDatabaseKind {
+  name: "pglite" | "postgres";
+  open(): Promise<Database>;
+}
+
+export const pglite: TestDatabaseKind = {
+  name: "pglite",
+  async open() {
+    const dump = new Blob([readFileSync(inject("pgliteTemplate"))]);
+    return openDatabase({ kind: "pglite-memory", loadDataDir: dump });
+  },
+};
+
+const testDatabaseUrl = process.env.TEST_DATABASE_URL;
+
+/**
+ * PostgreSQL when TEST_DATABASE_URL is set: each test file gets a database of its own, created
+ * next to the one the URL names and dropped at close. Without it the PostgreSQL tests skip with
+ * a loud message, except under CI=true, where a missing database is a failure.
+ */
+export const postgresKind: TestDatabaseKind | undefined = testDatabaseUrl
+  ? {
+      name: "postgres",
+      async open() {
+        const admin = postgres(testDatabaseUrl, { onnotice: () => {}, max: 1 });
+        const name = `cs_test_${randomBytes(6).toString("hex")}`;
+        await admin.unsafe(`CREATE DATABASE ${name}`);
+        const url = new URL(testDatabaseUrl);
+        url.pathname = `/${name}`;
+        const database = await openDatabase({ kind: "postgres", url: url.toString() });
+        await database.migrate();
+        return {
+          ...database,
+          async close() {
+            await database.close();
+            await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+            await admin.end({ timeout: 5 });
+          },
+        };
+      },
+    }
+  : undefined;
+
+if (!postgresKind) {
+  const message = "TEST_DATABASE_URL is not set: PostgreSQL tests are SKIPPED. Set it (e.g. postgres://postgres@127.0.0.1:5432/test) or run .ci/run.";
+  if (process.env.CI === "true") throw new Error(`CI=true but ${message}`);
+  console.warn(`\n!!! ${message}\n`);
+}
+
+/** The database kinds every integration test runs on. */
+export const databaseKinds: TestDatabaseKind[] = postgresKind ? [pglite, postgresKind] : [pglite];

@@ -1,0 +1,106 @@
+import { pino } from "pino";
+import { createReadOnlyHttp } from "../../src/adapters/read-only-http.ts";
+import type { Config } from "../../src/config/load.ts";
+import { TargetConfig } from "../../src/config/schema.ts";
+import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
+import { addAgent } from "../../src/service/add-agent.ts";
+import type { AgentIdentity } from "../../src/service/authenticate-agent.ts";
+import type { ServiceContext } from "../../src/service/context.ts";
+import { PlanSignals } from "../../src/service/plan-signals.ts";
+import type { Database } from "../../src/store/db.ts";
+
+export const READ_TOKEN = "read-token-123";
+export const WRITE_TOKEN = "write-token-456";
+export const APPROVERS = ["U0ALICE", "U0BOB", "U0CAROL"];
+
+/** A clock tests move by hand. */
+export class TestClock {
+  constructor(public time = new Date("2026-12-02T12:00:00.000Z")) {}
+  now = (): Date => new Date(this.time);
+  advance(seconds: number): void {
+    this.time = new Date(this.time.getTime() + seconds * 1000);
+  }
+}
+
+export const silentLogger = pino({ level: "silent" });
+
+export function targetConfig(baseUrl: string, overrides: Partial<Record<keyof TargetConfig, unknown>> = {}): TargetConfig {
+  return TargetConfig.parse({ adapter: "http.json", baseUrl, read: { headers: { Authorization: `Bearer ${READ_TOKEN}` } }, ...overrides });
+}
+
+export function testConfig(targets: Record<string, TargetConfig>, defaults: Partial<Config["defaults"]> = {}): Config {
+  return {
+    environment: "test",
+    port: 0,
+    publicUrl: "http://countersign.test",
+    database: { kind: "pglite", dataDir: "/nonexistent" },
+    dataDir: "/nonexistent",
+    logLevel: "silent",
+    slack: {},
+    defaults: { approvers: APPROVERS, requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, ...defaults },
+    targets,
+    configPath: null,
+  };
+}
+
+export interface Harness {
+  ctx: ServiceContext;
+  clock: TestClock;
+  target: JsonResourceServer;
+  agent: AgentIdentity;
+  close(): Promise<void>;
+}
+
+/**
+ * A service context on a real database, with a real HTTP target ("crm") seeded with contacts,
+ * a hand-moved clock, and one agent.
+ */
+export async function openHarness(
+  database: Database,
+  options: { defaults?: Partial<Config["defaults"]>; targets?: (crmUrl: string) => Record<string, TargetConfig>; sinks?: string[] } = {},
+): Promise<Harness> {
+  const target = new JsonResourceServer({
+    seed: {
+      "/contacts/1": { id: 1, name: "Ana Lima", email: "ana@old.example" },
+      "/contacts/2": { id: 2, name: "Bruno Costa", email: "bruno@example.com" },
+    },
+    readTokens: [READ_TOKEN],
+    writeToken: WRITE_TOKEN,
+  });
+  await target.start();
+  const clock = new TestClock();
+  const signals = new PlanSignals(database);
+  await signals.start();
+  const config = testConfig(options.targets?.(target.url) ?? { crm: targetConfig(target.url) }, options.defaults);
+  const ctx: ServiceContext = {
+    database,
+    config,
+    http: createReadOnlyHttp(),
+    clock: clock.now,
+    logger: silentLogger,
+    signals,
+    sinks: options.sinks ?? [],
+  };
+  const { id, name } = await addAgent(database, `agent-${Math.random().toString(36).slice(2, 10)}`);
+  return {
+    ctx,
+    clock,
+    target,
+    agent: { id, name },
+    async close() {
+      await signals.stop();
+      await target.stop();
+    },
+  };
+}
+
+/** A minimal valid plan request for the seeded target. */
+export function mergeRequest(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    title: "Update Ana's email",
+    reason: "Customer asked by phone, ticket 4411",
+    actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: "ana@new.example" } }],
+    onBehalfOf: "U0REQUESTER",
+    ...overrides,
+  };
+}
