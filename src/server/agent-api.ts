@@ -1,5 +1,4 @@
-import { Hono, type Context } from "hono";
-import { bodyLimit } from "hono/body-limit";
+import { Hono } from "hono";
 import { LIMITS } from "../plan/schema.ts";
 import { authenticateAgent, type AgentIdentity } from "../service/authenticate-agent.ts";
 import { cancelPlan } from "../service/cancel-plan.ts";
@@ -21,19 +20,10 @@ export function agentApi(ctx: ServiceContext): Hono<Env> {
     await next();
   });
 
-  api.post(
-    "/plans",
-    bodyLimit({
-      maxSize: LIMITS.maxBodyBytes,
-      onError: () => {
-        throw new ServiceError("payload_too_large", `the request body is larger than ${LIMITS.maxBodyBytes / 1024} KiB; split the plan or shrink its bodies`);
-      },
-    }),
-    async (c) => {
-      const { created, plan } = await submitPlan(ctx, c.get("agent"), await jsonBody(c));
-      return c.json(plan, created ? 201 : 200);
-    },
-  );
+  api.post("/plans", async (c) => {
+    const { created, plan } = await submitPlan(ctx, c.get("agent"), await jsonBody(c.req.raw));
+    return c.json(plan, created ? 201 : 200);
+  });
 
   api.get("/plans/:id", async (c) => c.json(await getPlan(ctx, c.get("agent"), c.req.param("id"))));
 
@@ -53,8 +43,34 @@ export function agentApi(ctx: ServiceContext): Hono<Env> {
   return api;
 }
 
-async function jsonBody(c: Context): Promise<unknown> {
-  const text = await c.req.text();
+/** Past this, an oversized body is cut off rather than read to the end to answer politely. */
+const DRAIN_LIMIT = 32 * 1024 * 1024;
+
+/**
+ * Reads a JSON body of at most LIMITS.maxBodyBytes. An oversized body is still drained (up to
+ * DRAIN_LIMIT) before the 413, so an ordinary client that sends it all reads the answer
+ * instead of a reset connection.
+ */
+async function jsonBody(request: Request): Promise<unknown> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (request.body) {
+    const reader = request.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size <= LIMITS.maxBodyBytes) chunks.push(value);
+      else if (size > DRAIN_LIMIT) {
+        await reader.cancel();
+        break;
+      }
+    }
+  }
+  if (size > LIMITS.maxBodyBytes) {
+    throw new ServiceError("payload_too_large", `the request body is larger than ${LIMITS.maxBodyBytes / 1024} KiB; split the plan or shrink its bodies`);
+  }
+  const text = Buffer.concat(chunks).toString("utf8");
   try {
     return JSON.parse(text);
   } catch (err) {

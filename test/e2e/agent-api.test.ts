@@ -1,0 +1,191 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
+import { runServer, type RunningServer } from "../../src/server/run-server.ts";
+import { addAgent } from "../../src/service/add-agent.ts";
+import { decide } from "../../src/service/decide.ts";
+import type { Database } from "../../src/store/db.ts";
+import { fingerprint } from "../../src/plan/fingerprint.ts";
+import { databaseKinds } from "../support/databases.ts";
+import { mergeRequest, READ_TOKEN, silentLogger, targetConfig, testConfig, WRITE_TOKEN } from "../support/harness.ts";
+
+/** The agent API over real HTTP, against a real target server that records every request. */
+describe.each(databaseKinds)("agent API over HTTP on $name", (kind) => {
+  let database: Database;
+  let target: JsonResourceServer;
+  let server: RunningServer;
+  let key: string;
+  let otherKey: string;
+
+  const call = (method: string, path: string, init: { body?: string | object; key?: string | null; headers?: Record<string, string> } = {}) =>
+    fetch(server.url + path, {
+      method,
+      headers: {
+        ...(init.key === null ? {} : { authorization: `Bearer ${init.key ?? key}` }),
+        "content-type": "application/json",
+        ...init.headers,
+      },
+      ...(init.body !== undefined ? { body: typeof init.body === "string" ? init.body : JSON.stringify(init.body) } : {}),
+    });
+  const submit = (body: object, k?: string) => call("POST", "/v1/plans", { body, ...(k ? { key: k } : {}) });
+
+  beforeAll(async () => {
+    database = await kind.open();
+    target = new JsonResourceServer({
+      seed: { "/contacts/1": { id: 1, email: "ana@old.example" }, "/contacts/2": { id: 2, email: "b@example.com" } },
+      readTokens: [READ_TOKEN],
+      writeToken: WRITE_TOKEN,
+    });
+    await target.start();
+    const config = testConfig({ crm: targetConfig(target.url) });
+    server = await runServer({ config, logger: silentLogger, database, sweepMs: 100 });
+    key = (await addAgent(database, "e2e-agent")).key;
+    otherKey = (await addAgent(database, "e2e-other")).key;
+  });
+  afterAll(async () => {
+    await server?.close();
+    await target?.stop();
+    await database?.close();
+  });
+
+  it("creates a plan (201) whose preview only ever sent GETs with the read credential", async () => {
+    target.requests.length = 0;
+    const res = await submit(mergeRequest());
+    expect(res.status).toBe(201);
+    const plan = (await res.json()) as { id: string; hash: string; status: string; reviewUrl: string; plan: unknown; preview: { actions: { changes: unknown[]; version: string }[] } };
+    expect(plan.status).toBe("pending");
+    expect(plan.hash).toBe(fingerprint(plan.plan));
+    expect(plan.reviewUrl).toBe(`http://countersign.test/plans/${plan.id}`);
+    expect(plan.preview.actions[0]!.changes).toEqual([{ path: "/email", from: "ana@old.example", to: "ana@new.example" }]);
+    expect(plan.preview.actions[0]!.version).toBe(target.etagOf("/contacts/1"));
+    expect(target.requests.length).toBeGreaterThan(0);
+    for (const request of target.requests) {
+      expect(request.method).toBe("GET");
+      expect(request.headers.authorization).toBe(`Bearer ${READ_TOKEN}`);
+      expect(JSON.stringify(request.headers)).not.toContain(WRITE_TOKEN);
+    }
+    expect(target.writes()).toEqual([]);
+  });
+
+  it("reads a plan back, with approvals, and lists its audit events", async () => {
+    const plan = (await (await submit(mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { email: "new@b.example" } }] }))).json()) as { id: string; hash: string };
+    await decide(server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
+    const got = (await (await call("GET", `/v1/plans/${plan.id}`)).json()) as { status: string; approvals: { userId: string; via: string }[] };
+    expect(got.status).toBe("approved");
+    expect(got.approvals).toMatchObject([{ userId: "U0ALICE", via: "web" }]);
+    const events = (await (await call("GET", `/v1/plans/${plan.id}/events`)).json()) as { events: { type: string }[] };
+    expect(events.events.map((e) => e.type)).toEqual(["plan.submitted", "decision.approve", "plan.approved"]);
+  });
+
+  it("long-polls until a decision arrives, and times out with the plan as it is", async () => {
+    const plan = (await (await submit(mergeRequest({ title: "wait for me" }))).json()) as { id: string; hash: string };
+    const timedOut = (await (await call("GET", `/v1/plans/${plan.id}/wait?timeout=0.2`)).json()) as { status: string };
+    expect(timedOut.status).toBe("pending");
+    const waiting = call("GET", `/v1/plans/${plan.id}/wait?timeout=30`);
+    await new Promise((r) => setTimeout(r, 100));
+    await decide(server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0BOB", via: "slack" }, verdict: "reject", reason: "wrong customer" });
+    const decided = (await (await waiting).json()) as { status: string; rejection: { reason: string } };
+    expect(decided.status).toBe("rejected");
+    expect(decided.rejection.reason).toBe("wrong customer");
+  });
+
+  it("lets an agent cancel its own pending plan, and nobody else's", async () => {
+    const plan = (await (await submit(mergeRequest({ title: "cancel me" }))).json()) as { id: string };
+    expect((await call("POST", `/v1/plans/${plan.id}/cancel`, { key: otherKey })).status).toBe(404);
+    const cancelled = await call("POST", `/v1/plans/${plan.id}/cancel`);
+    expect(cancelled.status).toBe(200);
+    expect(((await cancelled.json()) as { status: string }).status).toBe("cancelled");
+    const again = await call("POST", `/v1/plans/${plan.id}/cancel`);
+    expect(again.status).toBe(409);
+    expect(((await again.json()) as { error: { code: string } }).error.code).toBe("already_decided");
+  });
+
+  it("expires an undecided plan by itself", async () => {
+    const plan = (await (await submit(mergeRequest({ title: "expire me", ttlSeconds: 10 }))).json()) as { id: string };
+    // The sweeper runs every 100 ms here; the real clock is used, so shift the plan into the past.
+    await database.db.execute(`UPDATE plans SET expires_at = now() - interval '1 second' WHERE id = '${plan.id}'` as never);
+    const done = (await (await call("GET", `/v1/plans/${plan.id}/wait?timeout=10`)).json()) as { status: string };
+    expect(done.status).toBe("expired");
+  });
+
+  it("answers idempotent retries with the same plan and refuses a different body under the same key", async () => {
+    const body = mergeRequest({ title: "idempotent", idempotencyKey: "key-1" });
+    const first = await submit(body);
+    const second = await submit(body);
+    expect(first.status).toBe(201);
+    expect(second.status).toBe(200);
+    expect(((await second.json()) as { id: string }).id).toBe(((await first.json()) as { id: string }).id);
+    const conflict = await submit({ ...body, title: "something else" });
+    expect(conflict.status).toBe(409);
+    expect(((await conflict.json()) as { error: { code: string } }).error.code).toBe("idempotency_conflict");
+  });
+
+  describe("bad input gets a clear error and the server keeps serving", () => {
+    const cases: { name: string; send: () => Promise<Response>; status: number; code: string; issuePath?: string }[] = [
+      { name: "malformed JSON", send: () => call("POST", "/v1/plans", { body: "{\"title\": " }), status: 400, code: "invalid_json" },
+      { name: "wrong type", send: () => submit(mergeRequest({ title: 42 })), status: 400, code: "invalid_request", issuePath: "/title" },
+      { name: "unknown field", send: () => submit(mergeRequest({ dryRun: true })), status: 400, code: "invalid_request", issuePath: "/dryRun" },
+      {
+        name: "21 actions",
+        send: () => submit(mergeRequest({ actions: Array.from({ length: 21 }, (_, i) => ({ kind: "http.json", target: "crm", path: `/c/${i}`, op: "delete" })) })),
+        status: 400, code: "invalid_request", issuePath: "/actions",
+      },
+      {
+        name: "nesting deeper than 32",
+        send: () => {
+          let body: unknown = "leaf";
+          for (let i = 0; i < 40; i++) body = { d: body };
+          return submit(mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body }] }));
+        },
+        status: 400, code: "invalid_request",
+      },
+      { name: "TTL above the maximum", send: () => submit(mergeRequest({ ttlSeconds: 86_401 })), status: 400, code: "invalid_request", issuePath: "/ttlSeconds" },
+      { name: "no key", send: () => call("POST", "/v1/plans", { body: mergeRequest(), key: null }), status: 401, code: "unauthorized" },
+      { name: "wrong key", send: () => submit(mergeRequest(), "csk_not-a-key"), status: 401, code: "unauthorized" },
+      { name: "unknown plan", send: () => call("GET", "/v1/plans/00000000-0000-4000-8000-000000000000"), status: 404, code: "not_found" },
+      { name: "not a plan id", send: () => call("GET", "/v1/plans/..%2f..%2fetc"), status: 404, code: "not_found" },
+      { name: "over 256 KiB", send: () => submit(mergeRequest({ reason: "x".repeat(300 * 1024) })), status: 413, code: "payload_too_large" },
+      { name: "a 10 MB body", send: () => call("POST", "/v1/plans", { body: "[" + "1,".repeat(5 * 1024 * 1024) + "1]" }), status: 413, code: "payload_too_large" },
+      {
+        name: "unknown target",
+        send: () => submit(mergeRequest({ actions: [{ kind: "http.json", target: "billing", path: "/x", op: "delete" }] })),
+        status: 422, code: "unknown_target", issuePath: "/actions/0/target",
+      },
+      {
+        name: "target has no such resource",
+        send: () => submit(mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/404", op: "merge", body: { a: 1 } }] })),
+        status: 422, code: "preview_failed", issuePath: "/actions/0",
+      },
+      { name: "wait timeout out of range", send: () => call("GET", "/v1/plans/00000000-0000-4000-8000-000000000000/wait?timeout=9999"), status: 400, code: "invalid_request" },
+    ];
+    it.each(cases)("$name → $status $code", async ({ send, status, code, issuePath }) => {
+      const res = await send();
+      expect(res.status).toBe(status);
+      const body = (await res.json()) as { error: { code: string; message: string; issues?: { path: string }[] } };
+      expect(body.error.code).toBe(code);
+      expect(body.error.message.length).toBeGreaterThan(10);
+      if (issuePath !== undefined) expect(body.error.issues?.map((i) => i.path)).toContain(issuePath);
+      expect((await fetch(server.url + "/healthz")).status).toBe(200);
+    });
+  });
+
+  it.each(["/../admin", "//evil.example/x", "/%2e%2e/secrets", "/a%2f..%2fb", "http://169.254.169.254/latest"])(
+    "refuses the path %s before any request reaches the target",
+    async (path) => {
+      target.requests.length = 0;
+      const res = await submit(mergeRequest({ actions: [{ kind: "http.json", target: "crm", path, op: "merge", body: { a: 1 } }] }));
+      expect(res.status).toBe(400);
+      const body = (await res.json()) as { error: { code: string; issues: { path: string }[] } };
+      expect(body.error.code).toBe("invalid_request");
+      expect(body.error.issues.map((i) => i.path)).toContain("/actions/0/path");
+      expect(target.requests).toEqual([]);
+    },
+  );
+
+  it("shows an agent only its own plans", async () => {
+    const plan = (await (await submit(mergeRequest({ title: "mine" }))).json()) as { id: string };
+    for (const path of [`/v1/plans/${plan.id}`, `/v1/plans/${plan.id}/events`, `/v1/plans/${plan.id}/wait?timeout=0`]) {
+      const res = await call("GET", path, { key: otherKey });
+      expect(res.status).toBe(404);
+    }
+  });
+});

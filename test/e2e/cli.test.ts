@@ -1,0 +1,104 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import postgres from "postgres";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { postgresKind } from "../support/databases.ts";
+import { runCli, startCli } from "../support/cli.ts";
+
+const lastLine = (text: string) => text.trimEnd().split("\n").at(-1)!;
+
+describe("countersign CLI", () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "countersign-cli-"));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("adds, lists and revokes agents on the embedded database; the key is the last line", async () => {
+    const cwd = mkdtempSync(path.join(dir, "agents-"));
+    const added = await runCli(["agents", "add", "billing-bot"], { cwd });
+    expect(added.code, added.stderr).toBe(0);
+    expect(lastLine(added.stdout)).toMatch(/^csk_[A-Za-z0-9_-]{43}$/);
+    const listed = await runCli(["agents", "list"], { cwd });
+    expect(listed.stdout).toMatch(/^billing-bot\tactive/m);
+    const dup = await runCli(["agents", "add", "billing-bot"], { cwd });
+    expect(dup.code).toBe(1);
+    expect(dup.stderr).toContain("already exists");
+    expect((await runCli(["agents", "revoke", "billing-bot"], { cwd })).code).toBe(0);
+    expect((await runCli(["agents", "list"], { cwd })).stdout).toMatch(/^billing-bot\trevoked/m);
+    const bad = await runCli(["agents", "add", "Bad Name!"], { cwd });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("agent name");
+  });
+
+  it("reports a config error naming the key and how to fix it", async () => {
+    const cwd = mkdtempSync(path.join(dir, "config-"));
+    writeFileSync(path.join(cwd, "countersign.yml"), "targets:\n  crm:\n    adapter: http.json\n    baseUrl: http://127.0.0.1:4010\n    colour: blue\n");
+    const result = await runCli(["agents", "list"], { cwd });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("targets.crm");
+    expect(result.stderr).toContain("'colour'");
+    const env = await runCli(["agents", "list"], { cwd, env: { PORT: "not-a-port" } });
+    expect(env.code).toBe(1);
+    expect(env.stderr).toContain("PORT");
+  });
+
+  it("start: runs the demo, its printed curl line creates a plan, the CLI reaches it through the admin channel, Ctrl-C stops it", async () => {
+    const cwd = mkdtempSync(path.join(dir, "start-"));
+    const port = String(20_000 + Math.floor(Math.random() * 20_000));
+    const app = await startCli(["start"], { cwd, env: { PORT: port }, ready: /Ctrl-C stops everything/ });
+    try {
+      const output = app.output();
+      const key = /Bearer (csk_[A-Za-z0-9_-]+)/.exec(output)?.[1];
+      const body = /-d '(\{.*\})'$/m.exec(output)?.[1];
+      expect(key).toBeDefined();
+      expect(body).toBeDefined();
+      const res = await fetch(`http://127.0.0.1:${port}/v1/plans`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: body!,
+      });
+      expect(res.status).toBe(201);
+      const plan = (await res.json()) as { status: string; preview: { actions: { changes: { path: string }[] }[] } };
+      expect(plan.status).toBe("pending");
+      expect(plan.preview.actions[0]!.changes.map((c) => c.path)).toEqual(["/email"]);
+
+      // The data dir is held by the server: the CLI goes through it, and a second server is refused.
+      const added = await runCli(["agents", "add", "second-agent"], { cwd });
+      expect(added.code, added.stderr).toBe(0);
+      expect(lastLine(added.stdout)).toMatch(/^csk_/);
+      const second = await runCli(["serve"], { cwd, env: { PORT: String(Number(port) + 1) } });
+      expect(second.code).toBe(1);
+      expect(second.stderr).toMatch(/another Countersign \(pid \d+.*\) is using/);
+    } finally {
+      expect(await app.stop()).toBe(0);
+    }
+    // Stopped cleanly: the dir is free again and the data persisted.
+    const listed = await runCli(["agents", "list"], { cwd });
+    expect(listed.stdout).toMatch(/^demo-agent\tactive/m);
+    expect(listed.stdout).toMatch(/^second-agent\tactive/m);
+  }, 90_000);
+
+  describe.skipIf(!postgresKind)("on PostgreSQL", () => {
+    it("migrates from several processes at once without racing", async () => {
+      const base = process.env.TEST_DATABASE_URL!;
+      const admin = postgres(base, { onnotice: () => {}, max: 1 });
+      const name = `cs_cli_${Date.now().toString(36)}`;
+      await admin.unsafe(`CREATE DATABASE ${name}`);
+      try {
+        const url = new URL(base);
+        url.pathname = `/${name}`;
+        const runs = await Promise.all([1, 2, 3].map(() => runCli(["migrate"], { cwd: dir, env: { DATABASE_URL: url.toString() } })));
+        for (const run of runs) expect(run.code, run.stderr).toBe(0);
+        const db = postgres(url.toString(), { onnotice: () => {}, max: 1 });
+        const [{ count }] = (await db`SELECT count(*)::int AS count FROM drizzle.__drizzle_migrations`) as unknown as [{ count: number }];
+        await db.end();
+        expect(count).toBe(1);
+      } finally {
+        await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        await admin.end();
+      }
+    }, 60_000);
+  });
+});
