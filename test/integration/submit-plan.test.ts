@@ -1,0 +1,397 @@
+import { and, asc, eq } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fingerprint, SHA256_PATTERN } from "../../src/plan/fingerprint.ts";
+import { addAgent } from "../../src/service/add-agent.ts";
+import { ServiceError } from "../../src/service/errors.ts";
+import { getPlan } from "../../src/service/get-plan.ts";
+import { submitPlan } from "../../src/service/submit-plan.ts";
+import type { Database } from "../../src/store/db.ts";
+import { auditEvents, plans } from "../../src/store/schema.ts";
+import { databaseKinds } from "../support/databases.ts";
+import { APPROVERS, mergeRequest, openHarness, READ_TOKEN, targetConfig, WRITE_TOKEN, type Harness } from "../support/harness.ts";
+
+/** The ServiceError a promise rejects with; fails the test if it resolves or throws anything else. */
+async function refusal(promise: Promise<unknown>): Promise<ServiceError> {
+  let outcome: unknown;
+  try {
+    outcome = await promise;
+  } catch (err) {
+    if (err instanceof ServiceError) return err;
+    throw err;
+  }
+  throw new Error(`expected a ServiceError, got a result: ${JSON.stringify(outcome).slice(0, 300)}`);
+}
+
+describe.each(databaseKinds)("submitPlan on $name", (kind) => {
+  let database: Database;
+  let h: Harness;
+  /** Same database; crm plus a target nobody listens on. */
+  let hDown: Harness;
+  /** Same database; two targets over the same server with different policy overrides. */
+  let hMulti: Harness;
+  /** Same database; the requester is the only approver. */
+  let hSolo: Harness;
+
+  const planCount = () => database.db.$count(plans);
+
+  beforeAll(async () => {
+    database = await kind.open();
+    h = await openHarness(database);
+    hDown = await openHarness(database, {
+      targets: (url) => ({ crm: targetConfig(url), down: targetConfig("http://127.0.0.1:1", { timeoutMs: 3000 }) }),
+    });
+    hMulti = await openHarness(database, {
+      defaults: { approvers: ["U0ALICE", "U0BOB", "U0CAROL", "U0DAVE"] },
+      targets: (url) => ({
+        crm: targetConfig(url, { policy: { approvers: ["U0CAROL", "U0ALICE", "U0BOB"], requiredApprovals: 1, ttl: { default: 900, max: 3600 } } }),
+        billing: targetConfig(url, { policy: { approvers: ["U0DAVE", "U0CAROL", "U0BOB"], requiredApprovals: 2, ttl: { default: 600, max: 86_400 } } }),
+      }),
+    });
+    hSolo = await openHarness(database, { defaults: { approvers: ["U0ALICE"], requiredApprovals: 1 } });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await hDown?.close();
+    await hMulti?.close();
+    await hSolo?.close();
+    await database?.close();
+  });
+
+  it("stores a pending plan and answers with its hash, expiry, review URL, document and preview", async () => {
+    const submittedAt = h.clock.now();
+    const before = h.target.get("/contacts/1");
+    const etag = h.target.etagOf("/contacts/1");
+    const { created, plan } = await submitPlan(h.ctx, h.agent, mergeRequest());
+
+    expect(created).toBe(true);
+    expect(plan.status).toBe("pending");
+    expect(plan.hash).toMatch(SHA256_PATTERN);
+    expect(plan.expiresAt).toBe(new Date(submittedAt.getTime() + 900_000).toISOString());
+    expect(plan.reviewUrl).toBe(`http://countersign.test/plans/${plan.id}`);
+    expect(plan.approvals).toEqual([]);
+
+    // Anyone holding the document can recompute the hash.
+    expect(fingerprint(plan.plan)).toBe(plan.hash);
+    const after = { id: 1, name: "Ana Lima", email: "ana@new.example" };
+    expect(plan.plan).toEqual({
+      v: 1,
+      id: plan.id,
+      environment: "test",
+      agent: h.agent.name,
+      title: "Update Ana's email",
+      reason: "Customer asked by phone, ticket 4411",
+      onBehalfOf: "U0REQUESTER",
+      actions: [{
+        kind: "http.json",
+        target: "crm",
+        path: "/contacts/1",
+        op: "merge",
+        body: { email: "ana@new.example" },
+        precondition: { etag },
+        beforeDigest: fingerprint(before),
+        afterDigest: fingerprint(after),
+      }],
+      policy: { approvers: [...APPROVERS].sort(), requiredApprovals: 1 },
+      expiresAt: plan.expiresAt,
+    });
+
+    expect(plan.preview).toEqual({
+      actions: [{
+        target: "crm",
+        path: "/contacts/1",
+        op: "merge",
+        before,
+        after,
+        version: etag,
+        changes: [{ path: "/email", from: "ana@old.example", to: "ana@new.example" }],
+      }],
+    });
+
+    // What is stored is exactly what was hashed, and reads back the same.
+    const [row] = await database.db.select().from(plans).where(eq(plans.id, plan.id));
+    expect(row!.hash).toBe(plan.hash);
+    expect(row!.status).toBe("pending");
+    expect(row!.agentId).toBe(h.agent.id);
+    expect(row!.expiresAt.toISOString()).toBe(plan.expiresAt);
+    expect(fingerprint(row!.document)).toBe(row!.hash);
+    const again = await getPlan(h.ctx, h.agent, plan.id);
+    expect(again.hash).toBe(plan.hash);
+    expect(again.plan).toEqual(plan.plan);
+    expect(again.preview).toEqual(plan.preview);
+
+    // The preview changed nothing on the target.
+    expect(h.target.get("/contacts/1")).toEqual(before);
+    expect(h.target.etagOf("/contacts/1")).toBe(etag);
+  });
+
+  it("honours the requested ttlSeconds", async () => {
+    const submittedAt = h.clock.now();
+    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ ttlSeconds: 120, actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { name: "Bruno C." } }] }));
+    expect(plan.expiresAt).toBe(new Date(submittedAt.getTime() + 120_000).toISOString());
+    expect(plan.plan.expiresAt).toBe(plan.expiresAt);
+  });
+
+  it("previews with GET requests carrying only the read credential", async () => {
+    const from = h.target.requests.length;
+    await submitPlan(h.ctx, h.agent, mergeRequest({
+      title: "Touch two contacts",
+      actions: [
+        { kind: "http.json", target: "crm", path: "/contacts/1", op: "replace", body: { id: 1, name: "Ana" } },
+        { kind: "http.json", target: "crm", path: "/contacts/2", op: "delete" },
+        { kind: "http.json", target: "crm", path: "/contacts/3", op: "create", body: { id: 3 } },
+      ],
+    }));
+    const sent = h.target.requests.slice(from);
+    expect(sent.map((r) => `${r.method} ${r.path}`).sort()).toEqual(["GET /contacts/1", "GET /contacts/2", "GET /contacts/3"]);
+    for (const request of sent) {
+      expect(request.method).toBe("GET");
+      expect(request.headers.authorization).toBe(`Bearer ${READ_TOKEN}`);
+      expect(request.body).toBe("");
+      expect(JSON.stringify(request.headers)).not.toContain(WRITE_TOKEN);
+    }
+    expect(h.target.writes()).toEqual([]);
+    // Nothing was deleted or created by the preview.
+    expect(h.target.get("/contacts/2")).toBeDefined();
+    expect(h.target.get("/contacts/3")).toBeUndefined();
+  });
+
+  it("previews a create on an absent path with the precondition {absent: true}", async () => {
+    const body = { id: 7, name: "Carla Dias", email: "carla@example.com" };
+    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({
+      title: "Create Carla",
+      actions: [{ kind: "http.json", target: "crm", path: "/contacts/7", op: "create", body }],
+    }));
+    expect(plan.status).toBe("pending");
+    expect(plan.plan.actions[0]!.precondition).toEqual({ absent: true });
+    expect(plan.plan.actions[0]!.beforeDigest).toBe(fingerprint(null));
+    expect(plan.plan.actions[0]!.afterDigest).toBe(fingerprint(body));
+    expect(plan.preview.actions[0]).toEqual({ target: "crm", path: "/contacts/7", op: "create", before: null, after: body, version: null, changes: [{ path: "", to: body }] });
+    expect(fingerprint(plan.plan)).toBe(plan.hash);
+    expect(h.target.get("/contacts/7")).toBeUndefined();
+  });
+
+  it("refuses a create where a resource exists (preview_failed), storing nothing", async () => {
+    const rows = await planCount();
+    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({
+      title: "Create over Ana",
+      actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "create", body: { id: 1 } }],
+    })));
+    expect(err.code).toBe("preview_failed");
+    expect(err.issues).toEqual([expect.objectContaining({ path: "/actions/0" })]);
+    expect(await planCount()).toBe(rows);
+  });
+
+  it("refuses a merge on a path the target does not have (404) with preview_failed, storing nothing", async () => {
+    const rows = await planCount();
+    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({
+      title: "Update a ghost",
+      actions: [{ kind: "http.json", target: "crm", path: "/contacts/404", op: "merge", body: { email: "x@example.com" } }],
+    })));
+    expect(err.code).toBe("preview_failed");
+    expect(err.details).toMatchObject({ target: "crm", path: "/contacts/404" });
+    expect(await planCount()).toBe(rows);
+  });
+
+  it("refuses when the target answers 500, passing on the target's answer, storing nothing", async () => {
+    const rows = await planCount();
+    h.target.failWith = { status: 500, body: "database on fire" };
+    let err: ServiceError;
+    try {
+      err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({ title: "While the target is down" })));
+    } finally {
+      h.target.failWith = undefined;
+    }
+    expect(err.code).toBe("preview_failed");
+    expect(err.details).toMatchObject({ target: "crm", path: "/contacts/1", targetAnswer: { status: 500, body: "database on fire" } });
+    expect(await planCount()).toBe(rows);
+  });
+
+  it("refuses a target that gives no ETag, storing nothing", async () => {
+    const rows = await planCount();
+    h.target.omitEtag = true;
+    let err: ServiceError;
+    try {
+      err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({ title: "No ETag" })));
+    } finally {
+      h.target.omitEtag = false;
+    }
+    expect(err.code).toBe("preview_failed");
+    expect(err.message).toMatch(/ETag/);
+    expect(await planCount()).toBe(rows);
+  });
+
+  it("refuses a target that is unreachable, storing nothing", async () => {
+    const rows = await planCount();
+    const err = await refusal(submitPlan(hDown.ctx, hDown.agent, mergeRequest({
+      title: "To a dead target",
+      actions: [{ kind: "http.json", target: "down", path: "/contacts/1", op: "merge", body: { a: 1 } }],
+    })));
+    expect(err.code).toBe("preview_failed");
+    expect(err.details).toMatchObject({ target: "down", path: "/contacts/1" });
+    expect(err.message).toMatch(/unreachable|did not answer/);
+    expect(await planCount()).toBe(rows);
+  });
+
+  it("refuses a target whose body is not JSON, passing on what it said, storing nothing", async () => {
+    h.target.set("/raw/1", "<html>not json</html>");
+    const rows = await planCount();
+    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({
+      title: "Merge into HTML",
+      actions: [{ kind: "http.json", target: "crm", path: "/raw/1", op: "merge", body: { a: 1 } }],
+    })));
+    expect(err.code).toBe("preview_failed");
+    expect(err.details).toMatchObject({ targetAnswer: { status: 200, body: "<html>not json</html>" } });
+    expect(await planCount()).toBe(rows);
+  });
+
+  it("refuses when any one of several actions fails its preview, storing nothing", async () => {
+    const rows = await planCount();
+    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({
+      title: "One good, one bad",
+      actions: [
+        { kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { a: 1 } },
+        { kind: "http.json", target: "crm", path: "/contacts/405", op: "merge", body: { a: 1 } },
+      ],
+    })));
+    expect(err.code).toBe("preview_failed");
+    expect(err.issues).toEqual([expect.objectContaining({ path: "/actions/1" })]);
+    expect(await planCount()).toBe(rows);
+  });
+
+  it("refuses an unknown target with unknown_target at /actions/i/target, before any request", async () => {
+    const rows = await planCount();
+    const from = h.target.requests.length;
+    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({
+      title: "Where?",
+      actions: [
+        { kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { a: 1 } },
+        { kind: "http.json", target: "erp", path: "/orders/1", op: "merge", body: { a: 1 } },
+      ],
+    })));
+    expect(err.code).toBe("unknown_target");
+    expect(err.issues).toEqual([expect.objectContaining({ path: "/actions/1/target" })]);
+    expect(h.target.requests.length).toBe(from);
+    expect(await planCount()).toBe(rows);
+
+    const first = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({ actions: [{ kind: "http.json", target: "erp", path: "/x", op: "delete" }] })));
+    expect(first.code).toBe("unknown_target");
+    expect(first.issues).toEqual([expect.objectContaining({ path: "/actions/0/target" })]);
+  });
+
+  it("refuses a ttlSeconds above the policy maximum with invalid_request at /ttlSeconds, before any request", async () => {
+    const rows = await planCount();
+    const from = h.target.requests.length;
+    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({ ttlSeconds: 86_401 })));
+    expect(err.code).toBe("invalid_request");
+    expect(err.issues).toEqual([expect.objectContaining({ path: "/ttlSeconds" })]);
+    expect(h.target.requests.length).toBe(from);
+    expect(await planCount()).toBe(rows);
+
+    // The maximum itself is allowed.
+    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ ttlSeconds: 86_400, title: "Longest wait" }));
+    expect(new Date(plan.expiresAt).getTime() - new Date(plan.createdAt).getTime()).toBe(86_400_000);
+  });
+
+  it("refuses a path that leaves the target before sending anything", async () => {
+    const from = h.target.requests.length;
+    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/%2e%2e/admin", op: "delete" }] })));
+    expect(err.code).toBe("invalid_request");
+    expect(err.issues?.[0]?.path).toBe("/actions/0/path");
+    expect(h.target.requests.length).toBe(from);
+  });
+
+  it("answers a retry with the same idempotencyKey and body with the same plan (created false)", async () => {
+    const body = mergeRequest({ title: "Idempotent", idempotencyKey: "key-same-body" });
+    const first = await submitPlan(h.ctx, h.agent, body);
+    h.clock.advance(5);
+    const second = await submitPlan(h.ctx, h.agent, structuredClone(body));
+    expect(first.created).toBe(true);
+    expect(second.created).toBe(false);
+    expect(second.plan.id).toBe(first.plan.id);
+    expect(second.plan.hash).toBe(first.plan.hash);
+    expect(second.plan.expiresAt).toBe(first.plan.expiresAt);
+    const rows = await database.db.select({ id: plans.id }).from(plans).where(eq(plans.idempotencyKey, "key-same-body"));
+    expect(rows).toEqual([{ id: first.plan.id }]);
+    const submitted = await database.db.select().from(auditEvents).where(and(eq(auditEvents.planId, first.plan.id), eq(auditEvents.type, "plan.submitted")));
+    expect(submitted).toHaveLength(1);
+  });
+
+  it("refuses the same idempotencyKey with a different body (idempotency_conflict), storing nothing", async () => {
+    const first = await submitPlan(h.ctx, h.agent, mergeRequest({ title: "Original", idempotencyKey: "key-conflict" }));
+    const rows = await planCount();
+    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({ title: "Something else", idempotencyKey: "key-conflict" })));
+    expect(err.code).toBe("idempotency_conflict");
+    expect(err.details).toMatchObject({ planId: first.plan.id });
+    expect(await planCount()).toBe(rows);
+  });
+
+  it("keeps idempotency keys per agent: another agent's same key makes its own plan", async () => {
+    const body = mergeRequest({ title: "Shared key", idempotencyKey: "key-per-agent" });
+    const mine = await submitPlan(h.ctx, h.agent, body);
+    const other = await addAgent(database, "other-submitter");
+    const theirs = await submitPlan(h.ctx, { id: other.id, name: other.name }, body);
+    expect(theirs.created).toBe(true);
+    expect(theirs.plan.id).not.toBe(mine.plan.id);
+    expect(theirs.plan.plan.agent).toBe("other-submitter");
+  });
+
+  it("refuses a plan whose only approver is the requester (policy_denied), storing nothing", async () => {
+    const rows = await planCount();
+    const from = hSolo.target.requests.length;
+    const err = await refusal(submitPlan(hSolo.ctx, hSolo.agent, mergeRequest({ onBehalfOf: "U0ALICE" })));
+    expect(err.code).toBe("policy_denied");
+    expect(await planCount()).toBe(rows);
+    expect(hSolo.target.requests.length).toBe(from);
+    // The same plan for someone else is fine.
+    const { plan } = await submitPlan(hSolo.ctx, hSolo.agent, mergeRequest({ onBehalfOf: "U0REQUESTER" }));
+    expect(plan.plan.policy).toEqual({ approvers: ["U0ALICE"], requiredApprovals: 1 });
+  });
+
+  it("writes a plan.submitted audit event in the same breath", async () => {
+    const submittedAt = h.clock.now();
+    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ title: "Audited" }));
+    const events = await database.db.select().from(auditEvents).where(eq(auditEvents.planId, plan.id)).orderBy(asc(auditEvents.id));
+    expect(events.map((e) => e.type)).toEqual(["plan.submitted"]);
+    expect(events[0]!.actor).toEqual({ type: "agent", agentId: h.agent.id, name: h.agent.name });
+    expect(events[0]!.data).toEqual({ title: "Audited", expiresAt: plan.expiresAt });
+    expect(events[0]!.at.toISOString()).toBe(submittedAt.toISOString());
+    expect(events[0]!.hash).toMatch(SHA256_PATTERN);
+  });
+
+  describe("a plan over several targets", () => {
+    const twoTargets = [
+      { kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: "ana@two.example" } },
+      { kind: "http.json", target: "billing", path: "/contacts/2", op: "merge", body: { email: "bruno@two.example" } },
+    ];
+
+    it("lives under the intersection of their policies: common approvers, largest quorum, shortest TTL", async () => {
+      const submittedAt = hMulti.clock.now();
+      const { plan } = await submitPlan(hMulti.ctx, hMulti.agent, mergeRequest({ title: "Two targets", actions: twoTargets }));
+      expect(plan.plan.policy).toEqual({ approvers: ["U0BOB", "U0CAROL"], requiredApprovals: 2 });
+      expect(plan.expiresAt).toBe(new Date(submittedAt.getTime() + 600_000).toISOString());
+      expect(fingerprint(plan.plan)).toBe(plan.hash);
+    });
+
+    it("a plan over one of them keeps that target's own policy", async () => {
+      const { plan: crmOnly } = await submitPlan(hMulti.ctx, hMulti.agent, mergeRequest({ title: "crm only", actions: [twoTargets[0]] }));
+      expect(crmOnly.plan.policy).toEqual({ approvers: ["U0ALICE", "U0BOB", "U0CAROL"], requiredApprovals: 1 });
+      const { plan: billingOnly } = await submitPlan(hMulti.ctx, hMulti.agent, mergeRequest({ title: "billing only", actions: [twoTargets[1]] }));
+      expect(billingOnly.plan.policy).toEqual({ approvers: ["U0BOB", "U0CAROL", "U0DAVE"], requiredApprovals: 2 });
+    });
+
+    it("is bounded by the smallest TTL maximum", async () => {
+      const rows = await planCount();
+      const err = await refusal(submitPlan(hMulti.ctx, hMulti.agent, mergeRequest({ title: "Too long", actions: twoTargets, ttlSeconds: 3601 })));
+      expect(err.code).toBe("invalid_request");
+      expect(err.issues).toEqual([expect.objectContaining({ path: "/ttlSeconds" })]);
+      expect(await planCount()).toBe(rows);
+    });
+
+    it("is refused when the requester leaves too few common approvers for the quorum", async () => {
+      const rows = await planCount();
+      const err = await refusal(submitPlan(hMulti.ctx, hMulti.agent, mergeRequest({ title: "Bob asks", actions: twoTargets, onBehalfOf: "U0BOB" })));
+      expect(err.code).toBe("policy_denied");
+      expect(await planCount()).toBe(rows);
+    });
+  });
+});

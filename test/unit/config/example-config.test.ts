@@ -1,0 +1,28 @@
+import { fileURLToPath } from "node:url";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../../../src/config/load.ts";
+
+const root = fileURLToPath(new URL("../../../", import.meta.url));
+
+describe("countersign.example.yml", () => {
+  it("is a valid config for the server, which never resolves the write credential", () => {
+    const config = loadConfig({ env: { COUNTERSIGN_CONFIG: path.join(root, "countersign.example.yml"), CRM_READ_TOKEN: "r" }, role: "server", cwd: root });
+    expect(config.environment).toBe("production");
+    expect(config.targets.crm?.read.headers.Authorization).toBe("Bearer r");
+    expect(config.targets.crm?.write).toBeUndefined();
+  });
+
+  it("names the missing read variable for the server", () => {
+    let error: unknown;
+    try {
+      loadConfig({ env: { COUNTERSIGN_CONFIG: path.join(root, "countersign.example.yml") }, role: "server", cwd: root });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems).toEqual([
+      { key: "targets.crm.read.headers.Authorization", message: expect.stringContaining("CRM_READ_TOKEN") },
+    ]);
+  });
+});
