@@ -15,6 +15,8 @@ describe.each(databaseKinds)("agent API over HTTP on $name", (kind) => {
   let server: RunningServer;
   let key: string;
   let otherKey: string;
+  /** The server's clock runs this far ahead of the real one. */
+  let clockOffsetMs = 0;
 
   const call = (method: string, path: string, init: { body?: string | object; key?: string | null; headers?: Record<string, string> } = {}) =>
     fetch(server.url + path, {
@@ -37,7 +39,7 @@ describe.each(databaseKinds)("agent API over HTTP on $name", (kind) => {
     });
     await target.start();
     const config = testConfig({ crm: targetConfig(target.url) });
-    server = await runServer({ config, logger: silentLogger, database, sweepMs: 100 });
+    server = await runServer({ config, logger: silentLogger, database, sweepMs: 100, clock: () => new Date(Date.now() + clockOffsetMs) });
     key = (await addAgent(database, "e2e-agent")).key;
     otherKey = (await addAgent(database, "e2e-other")).key;
   });
@@ -101,8 +103,8 @@ describe.each(databaseKinds)("agent API over HTTP on $name", (kind) => {
 
   it("expires an undecided plan by itself", async () => {
     const plan = (await (await submit(mergeRequest({ title: "expire me", ttlSeconds: 10 }))).json()) as { id: string };
-    // The sweeper runs every 100 ms here; the real clock is used, so shift the plan into the past.
-    await database.db.execute(`UPDATE plans SET expires_at = now() - interval '1 second' WHERE id = '${plan.id}'` as never);
+    // The sweeper runs every 100 ms here; move the server's clock past the plan's 10 s.
+    clockOffsetMs += 11_000;
     const done = (await (await call("GET", `/v1/plans/${plan.id}/wait?timeout=10`)).json()) as { status: string };
     expect(done.status).toBe("expired");
   });

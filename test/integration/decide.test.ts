@@ -1,0 +1,325 @@
+import { asc, eq } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cancelPlan } from "../../src/service/cancel-plan.ts";
+import { decide, type DecideInput } from "../../src/service/decide.ts";
+import { ServiceError, type ErrorCode } from "../../src/service/errors.ts";
+import { expireDue } from "../../src/service/expire-due.ts";
+import { getPlan } from "../../src/service/get-plan.ts";
+import type { PlanView } from "../../src/service/plan-view.ts";
+import { submitPlan } from "../../src/service/submit-plan.ts";
+import type { Database } from "../../src/store/db.ts";
+import { auditEvents, decisions, plans } from "../../src/store/schema.ts";
+import { databaseKinds } from "../support/databases.ts";
+import { mergeRequest, openHarness, type Harness } from "../support/harness.ts";
+
+const WRONG_HASH = "sha256:" + "0".repeat(64);
+
+async function refusal(promise: Promise<unknown>): Promise<ServiceError> {
+  let outcome: unknown;
+  try {
+    outcome = await promise;
+  } catch (err) {
+    if (err instanceof ServiceError) return err;
+    throw err;
+  }
+  throw new Error(`expected a ServiceError, got a result: ${JSON.stringify(outcome).slice(0, 300)}`);
+}
+
+describe.each(databaseKinds)("decide on $name", (kind) => {
+  let database: Database;
+  /** Quorum 1, approvers U0ALICE, U0BOB, U0CAROL. */
+  let h: Harness;
+  /** Quorum 2. */
+  let h2: Harness;
+  let seq = 0;
+
+  beforeAll(async () => {
+    database = await kind.open();
+    h = await openHarness(database);
+    h2 = await openHarness(database, { defaults: { requiredApprovals: 2 } });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await h2?.close();
+    await database?.close();
+  });
+
+  /** A fresh plan with a title of its own, so every test decides on a plan nobody else touches. */
+  async function newPlan(harness: Harness = h, overrides: Record<string, unknown> = {}): Promise<PlanView> {
+    const { plan } = await submitPlan(harness.ctx, harness.agent, mergeRequest({ title: `decide test plan ${++seq}`, ...overrides }));
+    return plan;
+  }
+
+  async function snapshot(planId: string) {
+    const [row] = await database.db.select({ status: plans.status, updatedAt: plans.updatedAt, rejectReason: plans.rejectReason }).from(plans).where(eq(plans.id, planId));
+    return {
+      row,
+      decisions: await database.db.$count(decisions, eq(decisions.planId, planId)),
+      events: await database.db.$count(auditEvents, eq(auditEvents.planId, planId)),
+    };
+  }
+
+  /** Asserts the decision is refused with `code` and that nothing about the plan changed. */
+  async function expectRefused(harness: Harness, input: DecideInput, code: ErrorCode): Promise<ServiceError> {
+    const before = await snapshot(input.planId);
+    const err = await refusal(decide(harness.ctx, input));
+    expect(err.code).toBe(code);
+    expect(await snapshot(input.planId)).toEqual(before);
+    return err;
+  }
+
+  const approve = (plan: PlanView, userId: string, extra: Partial<DecideInput> = {}): DecideInput =>
+    ({ planId: plan.id, hash: plan.hash, actor: { userId, via: "web" }, verdict: "approve", ...extra });
+  const reject = (plan: PlanView, userId: string, reason = "not today"): DecideInput =>
+    ({ planId: plan.id, hash: plan.hash, actor: { userId, via: "slack" }, verdict: "reject", reason });
+
+  describe("refusals, each recording nothing", () => {
+    it("plan_expired once expiresAt has passed, even though no sweeper ran", async () => {
+      const plan = await newPlan(h, { ttlSeconds: 60 });
+      h.clock.advance(61);
+      const err = await expectRefused(h, approve(plan, "U0ALICE"), "plan_expired");
+      expect(err.details).toEqual({ expiresAt: plan.expiresAt });
+      await expectRefused(h, reject(plan, "U0BOB"), "plan_expired");
+      expect((await snapshot(plan.id)).row!.status).toBe("pending");
+    });
+
+    it("plan_expired at the exact expiry instant, but not a second before it", async () => {
+      const early = await newPlan(h, { ttlSeconds: 60 });
+      const onTime = await newPlan(h, { ttlSeconds: 60 });
+      h.clock.advance(59);
+      expect((await decide(h.ctx, approve(early, "U0ALICE"))).status).toBe("approved");
+      h.clock.advance(1);
+      await expectRefused(h, approve(onTime, "U0ALICE"), "plan_expired");
+    });
+
+    it("plan_expired when the sweeper already expired it", async () => {
+      const plan = await newPlan(h, { ttlSeconds: 30 });
+      h.clock.advance(31);
+      expect(await expireDue(h.ctx)).toContain(plan.id);
+      expect((await snapshot(plan.id)).row!.status).toBe("expired");
+      await expectRefused(h, approve(plan, "U0ALICE"), "plan_expired");
+      await expectRefused(h, reject(plan, "U0ALICE"), "plan_expired");
+    });
+
+    it("already_decided for an approved plan", async () => {
+      const plan = await newPlan();
+      await decide(h.ctx, approve(plan, "U0ALICE"));
+      const err = await expectRefused(h, approve(plan, "U0BOB"), "already_decided");
+      expect(err.details).toEqual({ status: "approved" });
+      await expectRefused(h, reject(plan, "U0CAROL"), "already_decided");
+      // The approver who already approved gets the same answer, not already_voted.
+      await expectRefused(h, approve(plan, "U0ALICE"), "already_decided");
+    });
+
+    it("already_decided for a rejected plan", async () => {
+      const plan = await newPlan();
+      await decide(h.ctx, reject(plan, "U0ALICE", "wrong contact"));
+      const err = await expectRefused(h, approve(plan, "U0BOB"), "already_decided");
+      expect(err.details).toEqual({ status: "rejected" });
+      await expectRefused(h, reject(plan, "U0BOB", "me too"), "already_decided");
+    });
+
+    it("already_decided for a cancelled plan", async () => {
+      const plan = await newPlan();
+      await cancelPlan(h.ctx, h.agent, plan.id);
+      const err = await expectRefused(h, approve(plan, "U0BOB"), "already_decided");
+      expect(err.details).toEqual({ status: "cancelled" });
+    });
+
+    it("a plan rejected before its expiry stays rejected when someone clicks after the expiry", async () => {
+      const plan = await newPlan(h, { ttlSeconds: 60 });
+      await decide(h.ctx, reject(plan, "U0ALICE", "no"));
+      h.clock.advance(61);
+      const before = await snapshot(plan.id);
+      const err = await refusal(decide(h.ctx, approve(plan, "U0BOB")));
+      // The spec's order leaves room for either answer here; what matters is that nothing changes.
+      expect(["already_decided", "plan_expired"]).toContain(err.code);
+      expect(await snapshot(plan.id)).toEqual(before);
+      expect(before.row!.status).toBe("rejected");
+    });
+
+    it("hash_mismatch when the hash differs from the stored one", async () => {
+      const plan = await newPlan();
+      const err = await expectRefused(h, approve(plan, "U0ALICE", { hash: WRONG_HASH }), "hash_mismatch");
+      expect(err.details).toEqual({ expected: plan.hash, got: WRONG_HASH });
+      await expectRefused(h, approve(plan, "U0ALICE", { hash: "" }), "hash_mismatch");
+      await expectRefused(h, { ...reject(plan, "U0ALICE"), hash: plan.hash.toUpperCase() }, "hash_mismatch");
+      // Another plan's hash is as wrong as any.
+      const other = await newPlan();
+      await expectRefused(h, approve(plan, "U0ALICE", { hash: other.hash }), "hash_mismatch");
+      expect((await decide(h.ctx, approve(plan, "U0ALICE"))).status).toBe("approved");
+    });
+
+    it("self_approval when the actor is onBehalfOf, even when listed as an approver", async () => {
+      const plan = await newPlan(h, { onBehalfOf: "U0ALICE" });
+      await expectRefused(h, approve(plan, "U0ALICE"), "self_approval");
+      await expectRefused(h, reject(plan, "U0ALICE"), "self_approval");
+      expect((await decide(h.ctx, approve(plan, "U0BOB"))).status).toBe("approved");
+    });
+
+    it("self_approval (not not_an_approver) for a requester who is not an approver", async () => {
+      const plan = await newPlan();
+      await expectRefused(h, approve(plan, "U0REQUESTER"), "self_approval");
+    });
+
+    it("not_an_approver for someone outside the policy", async () => {
+      const plan = await newPlan();
+      const err = await expectRefused(h, approve(plan, "U0MALLORY"), "not_an_approver");
+      expect(err.details).toEqual({ approvers: ["U0ALICE", "U0BOB", "U0CAROL"] });
+      await expectRefused(h, reject(plan, "U0MALLORY"), "not_an_approver");
+    });
+
+    it("not_found for a plan that does not exist", async () => {
+      const err = await refusal(decide(h.ctx, { planId: "00000000-0000-4000-8000-000000000000", hash: WRONG_HASH, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" }));
+      expect(err.code).toBe("not_found");
+    });
+  });
+
+  describe("refusal order", () => {
+    it("an expired plan with a wrong hash, from the requester → plan_expired", async () => {
+      const plan = await newPlan(h, { ttlSeconds: 60 });
+      h.clock.advance(60);
+      await expectRefused(h, approve(plan, "U0ALICE", { hash: WRONG_HASH }), "plan_expired");
+      await expectRefused(h, approve(plan, "U0REQUESTER", { hash: WRONG_HASH }), "plan_expired");
+      await expectRefused(h, approve(plan, "U0MALLORY"), "plan_expired");
+    });
+
+    it("a decided plan with a wrong hash, from the requester → already_decided", async () => {
+      const plan = await newPlan();
+      await decide(h.ctx, approve(plan, "U0ALICE"));
+      await expectRefused(h, approve(plan, "U0BOB", { hash: WRONG_HASH }), "already_decided");
+      await expectRefused(h, approve(plan, "U0REQUESTER", { hash: WRONG_HASH }), "already_decided");
+      await expectRefused(h, approve(plan, "U0MALLORY", { hash: WRONG_HASH }), "already_decided");
+    });
+
+    it("a wrong hash from the requester → hash_mismatch; from an outsider → hash_mismatch", async () => {
+      const plan = await newPlan();
+      await expectRefused(h, approve(plan, "U0REQUESTER", { hash: WRONG_HASH }), "hash_mismatch");
+      await expectRefused(h, approve(plan, "U0MALLORY", { hash: WRONG_HASH }), "hash_mismatch");
+    });
+
+    it("a requester who is also an approver → self_approval before not_an_approver", async () => {
+      const plan = await newPlan(h, { onBehalfOf: "U0CAROL" });
+      await expectRefused(h, approve(plan, "U0CAROL"), "self_approval");
+    });
+  });
+
+  describe("quorum 2", () => {
+    it("counts each person once and approves on the second distinct approval", async () => {
+      const plan = await newPlan(h2);
+      expect(plan.plan.policy.requiredApprovals).toBe(2);
+
+      const first = await decide(h2.ctx, approve(plan, "U0ALICE"));
+      expect(first).toEqual({ status: "pending", approvals: ["U0ALICE"], requiredApprovals: 2 });
+      let view = await getPlan(h2.ctx, h2.agent, plan.id);
+      expect(view.status).toBe("pending");
+      expect(view.approvals.map((a) => a.userId)).toEqual(["U0ALICE"]);
+
+      const err = await expectRefused(h2, approve(plan, "U0ALICE", { actor: { userId: "U0ALICE", via: "slack" } }), "already_voted");
+      expect(err.details).toEqual({ approvals: ["U0ALICE"], requiredApprovals: 2 });
+      view = await getPlan(h2.ctx, h2.agent, plan.id);
+      expect(view.status).toBe("pending");
+      expect(view.approvals).toHaveLength(1);
+
+      const second = await decide(h2.ctx, approve(plan, "U0BOB"));
+      expect(second).toEqual({ status: "approved", approvals: ["U0ALICE", "U0BOB"], requiredApprovals: 2 });
+      view = await getPlan(h2.ctx, h2.agent, plan.id);
+      expect(view.status).toBe("approved");
+      expect(view.approvals.map((a) => a.userId)).toEqual(["U0ALICE", "U0BOB"]);
+
+      const events = await database.db.select({ type: auditEvents.type }).from(auditEvents).where(eq(auditEvents.planId, plan.id)).orderBy(asc(auditEvents.id));
+      expect(events.map((e) => e.type)).toEqual(["plan.submitted", "decision.approve", "decision.approve", "plan.approved"]);
+    });
+
+    it("a reject after one approval ends the plan at once", async () => {
+      const plan = await newPlan(h2);
+      await decide(h2.ctx, approve(plan, "U0ALICE"));
+      const result = await decide(h2.ctx, reject(plan, "U0BOB", "wrong customer"));
+      expect(result.status).toBe("rejected");
+      const view = await getPlan(h2.ctx, h2.agent, plan.id);
+      expect(view.status).toBe("rejected");
+      expect(view.rejection).toMatchObject({ userId: "U0BOB", via: "slack", reason: "wrong customer" });
+      await expectRefused(h2, approve(plan, "U0CAROL"), "already_decided");
+    });
+
+    it("a reject with no approvals yet ends the plan at once", async () => {
+      const plan = await newPlan(h2);
+      expect((await decide(h2.ctx, reject(plan, "U0CAROL", "no"))).status).toBe("rejected");
+    });
+  });
+
+  describe("reject", () => {
+    it("needs a reason (invalid_request), recording nothing", async () => {
+      const plan = await newPlan();
+      const err = await expectRefused(h, { planId: plan.id, hash: plan.hash, actor: { userId: "U0BOB", via: "web" }, verdict: "reject" }, "invalid_request");
+      expect(err.issues).toEqual([expect.objectContaining({ path: "/reason" })]);
+      await expectRefused(h, reject(plan, "U0BOB", "   \n\t "), "invalid_request");
+      await expectRefused(h, reject(plan, "U0BOB", ""), "invalid_request");
+      expect((await snapshot(plan.id)).row!.status).toBe("pending");
+    });
+
+    it("stores the reason and shows it as the plan's rejection", async () => {
+      const plan = await newPlan();
+      const decidedAt = h.clock.now();
+      const result = await decide(h.ctx, reject(plan, "U0CAROL", "  ticket 4411 was closed  "));
+      expect(result.status).toBe("rejected");
+      const { row } = await snapshot(plan.id);
+      expect(row!.status).toBe("rejected");
+      expect(row!.rejectReason).toBe("ticket 4411 was closed");
+      const view = await getPlan(h.ctx, h.agent, plan.id);
+      expect(view.rejection).toEqual({ userId: "U0CAROL", via: "slack", reason: "ticket 4411 was closed", at: decidedAt.toISOString() });
+      expect(view.approvals).toEqual([]);
+      const events = await database.db.select().from(auditEvents).where(eq(auditEvents.planId, plan.id)).orderBy(asc(auditEvents.id));
+      expect(events.map((e) => e.type)).toEqual(["plan.submitted", "plan.rejected"]);
+      expect(events[1]!.actor).toEqual({ type: "user", userId: "U0CAROL", via: "slack" });
+      expect(events[1]!.data).toEqual({ reason: "ticket 4411 was closed" });
+    });
+
+    it("a pending plan has no rejection", async () => {
+      const plan = await newPlan();
+      expect((await getPlan(h.ctx, h.agent, plan.id)).rejection).toBeUndefined();
+    });
+  });
+
+  describe("what is recorded", () => {
+    it("audit events in order: plan.submitted, decision.approve, plan.approved", async () => {
+      const plan = await newPlan();
+      const decidedAt = h.clock.now();
+      await decide(h.ctx, approve(plan, "U0BOB", { actor: { userId: "U0BOB", via: "slack" } }));
+      const events = await database.db.select().from(auditEvents).where(eq(auditEvents.planId, plan.id)).orderBy(asc(auditEvents.id));
+      expect(events.map((e) => e.type)).toEqual(["plan.submitted", "decision.approve", "plan.approved"]);
+      expect(events[1]!.actor).toEqual({ type: "user", userId: "U0BOB", via: "slack" });
+      expect(events[1]!.data).toEqual({ approvals: 1, requiredApprovals: 1 });
+      expect(events[2]!.actor).toEqual({ type: "user", userId: "U0BOB", via: "slack" });
+      expect(events[2]!.data).toEqual({ approvers: ["U0BOB"] });
+      expect(events[2]!.at.toISOString()).toBe(decidedAt.toISOString());
+    });
+
+    it("decision rows bind the plan hash the person saw, the identity, the door, the time and the expiry", async () => {
+      const plan = await newPlan(h2);
+      const t1 = h2.clock.now();
+      await decide(h2.ctx, approve(plan, "U0ALICE", { actor: { userId: "U0ALICE", via: "slack" } }));
+      h2.clock.advance(7);
+      const t2 = h2.clock.now();
+      await decide(h2.ctx, approve(plan, "U0CAROL", { actor: { userId: "U0CAROL", via: "web" } }));
+      const rows = await database.db.select().from(decisions).where(eq(decisions.planId, plan.id)).orderBy(asc(decisions.id));
+      expect(rows.map((r) => ({ planHash: r.planHash, userId: r.userId, via: r.via, verdict: r.verdict, reason: r.reason, decidedAt: r.decidedAt.toISOString(), expiresAt: r.expiresAt.toISOString() }))).toEqual([
+        { planHash: plan.hash, userId: "U0ALICE", via: "slack", verdict: "approve", reason: null, decidedAt: t1.toISOString(), expiresAt: plan.expiresAt },
+        { planHash: plan.hash, userId: "U0CAROL", via: "web", verdict: "approve", reason: null, decidedAt: t2.toISOString(), expiresAt: plan.expiresAt },
+      ]);
+      const view = await getPlan(h2.ctx, h2.agent, plan.id);
+      expect(view.approvals).toEqual([
+        { userId: "U0ALICE", via: "slack", at: t1.toISOString() },
+        { userId: "U0CAROL", via: "web", at: t2.toISOString() },
+      ]);
+    });
+
+    it("a reject row stores its reason, hash and via", async () => {
+      const plan = await newPlan();
+      await decide(h.ctx, { ...reject(plan, "U0ALICE", "duplicate"), actor: { userId: "U0ALICE", via: "web" } });
+      const rows = await database.db.select().from(decisions).where(eq(decisions.planId, plan.id));
+      expect(rows).toHaveLength(1);
+      expect(rows[0]).toMatchObject({ planHash: plan.hash, userId: "U0ALICE", via: "web", verdict: "reject", reason: "duplicate" });
+    });
+  });
+});
