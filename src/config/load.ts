@@ -44,7 +44,8 @@ export interface LoadOptions {
 
 /** Reads env plus the optional YAML file, once, at start. Throws ConfigError naming every bad key. */
 export function loadConfig({ env, role, cwd = process.cwd(), fallback }: LoadOptions): Config {
-  const envResult = EnvConfig.safeParse(env);
+  // An empty variable means unset, as in most shells' and orchestrators' conventions.
+  const envResult = EnvConfig.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== "")));
   if (!envResult.success) throw new ConfigError("environment", zodProblems(envResult.error));
   const e = envResult.data;
 
@@ -113,11 +114,11 @@ function policyProblemsOf(name: string, policy: TargetPolicy): { key: string; me
 }
 
 function zodProblems(error: z.ZodError): { key: string; message: string }[] {
-  return error.issues.map((issue) => {
-    const key = issue.path.map(String).join(".");
+  return error.issues.flatMap((issue) => {
+    const path = issue.path.map(String);
     if (issue.code === "unrecognized_keys") {
-      return { key, message: `unknown key(s) ${issue.keys.map((k) => `'${k}'`).join(", ")}; see countersign.example.yml for the keys Countersign reads` };
+      return issue.keys.map((k) => ({ key: [...path, k].join("."), message: `unknown key '${k}'; see countersign.example.yml for the keys Countersign reads` }));
     }
-    return { key, message: issue.message };
+    return [{ key: path.join("."), message: issue.message }];
   });
 }

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { SHA256_PATTERN } from "./fingerprint.ts";
-import { whyUnsafePath } from "./target-path.ts";
+import { canonicalPath, whyUnsafePath } from "./target-path.ts";
 import type { Json } from "./json.ts";
 
 export const LIMITS = {
@@ -66,7 +66,8 @@ export const PlanRequest = z
     // The first write to a resource would make a second action on it stale.
     const seen = new Map<string, number>();
     plan.actions.forEach((action, i) => {
-      const key = `${action.target}\u0000${action.path}`;
+      if (whyUnsafePath(action.path)) return;
+      const key = `${action.target}\u0000${canonicalPath(action.path)}`;
       const first = seen.get(key);
       if (first !== undefined) {
         ctx.addIssue({

@@ -15,6 +15,10 @@ const SAFE_PATHS = [
   "/%C3%A9", // percent-encoded UTF-8 is how non-ASCII is written
   "/a;b=c,d",
   "/users/a:b", // a colon after the first segment cannot form a scheme
+  "/mailto:x", // nor in the first: the path is appended to the base URL, never parsed alone
+  "/v1:batch",
+  "/a/", // a collection
+  "/",
   "/!$&'()*+,;=",
 ];
 
@@ -22,13 +26,14 @@ const SAFE_PATHS = [
 const REFUSED_PATHS: [path: string, why: RegExp][] = [
   ["", /must start with '\/'/],
   ["contacts", /must start with '\/'/],
-  ["http://evil", /must start with '\/'/],
-  ["javascript:alert(1)", /must start with '\/'/],
+  ["http://evil", /absolute URL/],
+  ["javascript:alert(1)", /absolute URL/],
   ["//evil.com/x", /'\/\/'/],
   ["///evil.com/x", /'\/\/'/],
-  ["/http://evil", /absolute URL/],
-  ["/HTTPS://evil", /absolute URL/],
-  ["/mailto:x", /absolute URL/],
+  ["/http://evil", /empty segments/],
+  ["/HTTPS://evil", /empty segments/],
+  ["/..;/x", /'\.' or '\.\.'/], // servers that drop ;params would climb out
+  ["/a/..;jsessionid=1/b", /'\.' or '\.\.'/],
   ["/../etc", /'\.' or '\.\.'/],
   ["/a/../b", /'\.' or '\.\.'/],
   ["/a/..", /'\.' or '\.\.'/],
@@ -50,8 +55,7 @@ const REFUSED_PATHS: [path: string, why: RegExp][] = [
   ["/a?x=1", /query or fragment/],
   ["/a#f", /query or fragment/],
   ["/a//b", /empty segments/],
-  ["/a/", /empty segments/],
-  ["/", /empty segments/],
+  ["/a//", /empty segments/],
   ["/%zz", /malformed percent-encoding/],
   ["/a%", /malformed percent-encoding/],
   ["/%u002e", /malformed percent-encoding/],
