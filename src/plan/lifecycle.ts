@@ -29,3 +29,11 @@ export function isOpen(status: PlanStatus): boolean {
 export function canTransition(status: PlanStatus, transition: Transition): boolean {
   return (TRANSITIONS[transition].from as readonly PlanStatus[]).includes(status);
 }
+
+/**
+ * A pending plan whose time has run out is expired, whether or not the sweeper has got to it
+ * yet: every verb that acts on a pending plan asks this, never `status` alone.
+ */
+export function hasExpired(plan: { status: PlanStatus; expiresAt: Date }, now: Date): boolean {
+  return plan.status === "expired" || (plan.status === "pending" && now.getTime() >= plan.expiresAt.getTime());
+}

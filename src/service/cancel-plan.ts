@@ -1,3 +1,4 @@
+import { hasExpired } from "../plan/lifecycle.ts";
 import type { AgentIdentity } from "./authenticate-agent.ts";
 import type { ServiceContext } from "./context.ts";
 import { ServiceError } from "./errors.ts";
@@ -7,7 +8,10 @@ import { transition } from "./transition.ts";
 
 /** The agent withdraws its own pending plan. Once anyone has decided, it is too late. */
 export async function cancelPlan(ctx: ServiceContext, agent: AgentIdentity, planId: string): Promise<PlanView> {
-  await ownPlanRow(ctx, agent, planId);
+  const plan = await ownPlanRow(ctx, agent, planId);
+  if (hasExpired(plan, ctx.clock())) {
+    throw new ServiceError("plan_expired", `plan ${planId} expired at ${plan.expiresAt.toISOString()}; there is nothing left to cancel`, { details: { expiresAt: plan.expiresAt.toISOString() } });
+  }
   const row = await ctx.database.db.transaction((tx) =>
     transition(ctx, tx, { planId, transition: "cancel", actor: { type: "agent", agentId: agent.id, name: agent.name } }),
   );

@@ -1,5 +1,6 @@
 import { and, eq } from "drizzle-orm";
 import { shortHash } from "../plan/fingerprint.ts";
+import { hasExpired } from "../plan/lifecycle.ts";
 import type { PlanDocument } from "../plan/schema.ts";
 import { quorumMet, whyMayNotDecide } from "../policy/may-decide.ts";
 import { decisions, plans } from "../store/schema.ts";
@@ -43,7 +44,7 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
     const now = ctx.clock();
     const doc = plan.document as PlanDocument;
 
-    if (plan.status === "expired" || (plan.status === "pending" && now >= plan.expiresAt)) {
+    if (hasExpired(plan, now)) {
       throw new ServiceError("plan_expired", `this plan expired at ${plan.expiresAt.toISOString()}; nothing was recorded. The agent must submit it again.`, { details: { expiresAt: plan.expiresAt.toISOString() } });
     }
     if (plan.status !== "pending") {

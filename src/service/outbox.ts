@@ -33,6 +33,7 @@ export const DEFAULT_DELIVERY: DeliveryPolicy = {
   backoffMs: (n) => Math.min(1000 * 2 ** (n - 1), 5 * 60_000),
 };
 
+/** Raw SQL here passes timestamps as ISO strings: drizzle's postgres.js driver does not convert Dates in `sql` templates. */
 interface DueRow {
   id: number;
   plan_id: string | null;
@@ -64,15 +65,15 @@ export async function deliverDue(
     if (!row) break;
     try {
       await handlers[row.kind]!(JSON.parse(row.payload) as PlanEvent, { id: row.id, attempts: row.attempts });
-      await database.db.execute(sql`UPDATE ${outbox} SET delivered_at = ${now()}, last_error = NULL WHERE id = ${row.id}`);
+      await database.db.execute(sql`UPDATE ${outbox} SET delivered_at = ${now().toISOString()}, last_error = NULL WHERE id = ${row.id}`);
       delivered++;
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       if (row.attempts >= policy.maxAttempts) {
-        await database.db.execute(sql`UPDATE ${outbox} SET dead_at = ${now()}, last_error = ${message} WHERE id = ${row.id}`);
+        await database.db.execute(sql`UPDATE ${outbox} SET dead_at = ${now().toISOString()}, last_error = ${message} WHERE id = ${row.id}`);
       } else {
         const retryAt = new Date(now().getTime() + policy.backoffMs(row.attempts));
-        await database.db.execute(sql`UPDATE ${outbox} SET available_at = ${retryAt}, last_error = ${message} WHERE id = ${row.id}`);
+        await database.db.execute(sql`UPDATE ${outbox} SET available_at = ${retryAt.toISOString()}, last_error = ${message} WHERE id = ${row.id}`);
       }
     }
   }
@@ -81,10 +82,10 @@ export async function deliverDue(
 
 async function leaseNext(database: Database, kinds: string[], at: Date, leaseMs: number): Promise<DueRow | undefined> {
   const [row] = await database.rows<DueRow>(sql`
-    UPDATE ${outbox} SET available_at = ${new Date(at.getTime() + leaseMs)}, attempts = attempts + 1
+    UPDATE ${outbox} SET available_at = ${new Date(at.getTime() + leaseMs).toISOString()}, attempts = attempts + 1
     WHERE id = (
       SELECT o.id FROM ${outbox} o
-      WHERE o.delivered_at IS NULL AND o.dead_at IS NULL AND o.available_at <= ${at}
+      WHERE o.delivered_at IS NULL AND o.dead_at IS NULL AND o.available_at <= ${at.toISOString()}
         AND o.kind IN (${sql.join(kinds.map((k) => sql`${k}`), sql`, `)})
         AND NOT EXISTS (
           SELECT 1 FROM ${outbox} earlier
@@ -94,5 +95,6 @@ async function leaseNext(database: Database, kinds: string[], at: Date, leaseMs:
       LIMIT 1
       FOR UPDATE SKIP LOCKED)
     RETURNING id, plan_id, kind, payload, attempts`);
-  return row;
+  // postgres.js returns bigint columns as strings in raw queries; PGlite as numbers.
+  return row && { ...row, id: Number(row.id) };
 }
