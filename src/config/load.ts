@@ -19,6 +19,13 @@ export interface Config {
   dataDir: string;
   logLevel: z.infer<typeof EnvConfig>["LOG_LEVEL"];
   slack: FileConfig["slack"];
+  executor: FileConfig["executor"];
+  /** Server: the grant signing key (PEM); absent with PostgreSQL is an error at `serve`, with PGlite one is made in the data dir. */
+  grantPrivateKeyPem: string | undefined;
+  executorToken: string | undefined;
+  /** Executor: where the server is, and the public key(s) it verifies grants with. */
+  serverUrl: string | undefined;
+  grantPublicKeyPem: string | undefined;
   defaults: FileConfig["defaults"];
   targets: Record<string, TargetConfig>;
   /** The file the config came from, or null when Countersign runs on its built-in defaults. */
@@ -94,6 +101,11 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback }: LoadOpt
     dataDir,
     logLevel: e.LOG_LEVEL,
     slack: file.slack,
+    executor: file.executor,
+    grantPrivateKeyPem: role === "server" ? e.COUNTERSIGN_GRANT_PRIVATE_KEY : undefined,
+    executorToken: e.COUNTERSIGN_EXECUTOR_TOKEN,
+    serverUrl: e.COUNTERSIGN_URL,
+    grantPublicKeyPem: e.COUNTERSIGN_GRANT_PUBLIC_KEY,
     defaults: file.defaults,
     targets: file.targets,
     configPath: source === "built-in defaults" ? null : configPath,

@@ -7,16 +7,21 @@ export const TtlConfig = z
   .strictObject({ default: Seconds.default(900), max: Seconds.default(86_400) })
   .refine((t) => t.default <= t.max, { message: "ttl.default must not exceed ttl.max", path: ["default"] });
 
+/** Seconds an executor has, after approval, to start applying a plan. */
+const GrantTtl = z.int().min(30).max(86_400);
+
 export const PolicyDefaults = z.strictObject({
   approvers: z.array(SlackUserId).default([]),
   requiredApprovals: z.int().positive().default(1),
   ttl: TtlConfig.default({ default: 900, max: 86_400 }),
+  grantTtl: GrantTtl.default(600),
 });
 
 export const PolicyOverride = z.strictObject({
   approvers: z.array(SlackUserId).optional(),
   requiredApprovals: z.int().positive().optional(),
   ttl: TtlConfig.optional(),
+  grantTtl: GrantTtl.optional(),
 });
 
 const Headers = z.record(z.string().min(1), z.string());
@@ -38,7 +43,11 @@ export type TargetConfig = z.infer<typeof TargetConfig>;
 export const FileConfig = z.strictObject({
   environment: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "use lower-case letters, digits, '-' and '_'").default("default"),
   slack: z.strictObject({ reviewChannel: z.string().regex(/^[CG][A-Z0-9]+$/, "must be a Slack channel id such as C0123ABCD").optional() }).default({}),
-  defaults: PolicyDefaults.default({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 } }),
+  defaults: PolicyDefaults.default({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600 }),
+  executor: z.strictObject({
+    /** Seconds an executor holds a claimed plan before another may take it over; heartbeats extend it. */
+    leaseSeconds: z.int().min(5).max(3600).default(60),
+  }).default({ leaseSeconds: 60 }),
   targets: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "target names use lower-case letters, digits, '-' and '_'"), TargetConfig).default({}),
 });
 export type FileConfig = z.infer<typeof FileConfig>;
@@ -53,4 +62,12 @@ export const EnvConfig = z.object({
   COUNTERSIGN_DATA_DIR: z.string().min(1).default("./.countersign"),
   COUNTERSIGN_CONFIG: z.string().min(1).optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** Server: PKCS#8 PEM of the Ed25519 key that signs grants (`countersign keys generate`). */
+  COUNTERSIGN_GRANT_PRIVATE_KEY: z.string().includes("PRIVATE KEY", { message: "must be a PKCS#8 PEM ('-----BEGIN PRIVATE KEY-----'); 'countersign keys generate' prints one" }).optional(),
+  /** Server and executor: the shared secret of the executor API. */
+  COUNTERSIGN_EXECUTOR_TOKEN: z.string().min(16, "must be at least 16 characters; use a long random string").optional(),
+  /** Executor: the server to claim plans from. */
+  COUNTERSIGN_URL: z.url({ protocol: /^https?$/ }).optional(),
+  /** Executor: SPKI PEM(s) of the grant signing key(s) it trusts. */
+  COUNTERSIGN_GRANT_PUBLIC_KEY: z.string().includes("PUBLIC KEY", { message: "must be an SPKI PEM ('-----BEGIN PUBLIC KEY-----'); 'countersign keys generate' prints one" }).optional(),
 });

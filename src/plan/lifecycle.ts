@@ -15,6 +15,8 @@ export const TRANSITIONS = {
   apply: { from: ["executing"], to: "applied" },
   fail: { from: ["executing"], to: "failed" },
   stale: { from: ["executing"], to: "stale" },
+  /** The grant ran out while a takeover found the change not applied: nothing may be written now. */
+  expireUnapplied: { from: ["executing"], to: "expired" },
 } as const satisfies Record<string, { from: readonly PlanStatus[]; to: PlanStatus }>;
 
 export type Transition = keyof typeof TRANSITIONS;

@@ -102,6 +102,8 @@ export type PlannedAction = z.infer<typeof PlannedAction>;
 export const AppliedPolicy = z.strictObject({
   approvers: z.array(SlackUserId),
   requiredApprovals: z.int().positive(),
+  /** Seconds the executor has after approval; part of what approvers sign. */
+  grantTtlSeconds: z.int().positive(),
 });
 export type AppliedPolicy = z.infer<typeof AppliedPolicy>;
 

@@ -8,6 +8,7 @@ export interface TargetPolicy {
   approvers: string[];
   requiredApprovals: number;
   ttl: { default: number; max: number };
+  grantTtl: number;
 }
 
 /**
@@ -20,6 +21,7 @@ export function effectivePolicy(defaults: PolicyDefaultsConfig, overrides: (Poli
     approvers: o?.approvers ?? defaults.approvers,
     requiredApprovals: o?.requiredApprovals ?? defaults.requiredApprovals,
     ttl: o?.ttl ?? defaults.ttl,
+    grantTtl: o?.grantTtl ?? defaults.grantTtl,
   }));
   const [first, ...rest] = perTarget as [TargetPolicy, ...TargetPolicy[]];
   return rest.reduce<TargetPolicy>(
@@ -27,6 +29,7 @@ export function effectivePolicy(defaults: PolicyDefaultsConfig, overrides: (Poli
       approvers: acc.approvers.filter((a) => p.approvers.includes(a)),
       requiredApprovals: Math.max(acc.requiredApprovals, p.requiredApprovals),
       ttl: { default: Math.min(acc.ttl.default, p.ttl.default), max: Math.min(acc.ttl.max, p.ttl.max) },
+      grantTtl: Math.min(acc.grantTtl, p.grantTtl),
     }),
     { ...first, approvers: [...new Set(first.approvers)].sort() },
   );

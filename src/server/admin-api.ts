@@ -1,10 +1,10 @@
-import { timingSafeEqual } from "node:crypto";
 import { Hono } from "hono";
 import { addAgent } from "../service/add-agent.ts";
 import { ServiceError } from "../service/errors.ts";
 import { listAgents } from "../service/list-agents.ts";
 import { revokeAgent } from "../service/revoke-agent.ts";
 import type { Database } from "../store/db.ts";
+import { bearerMatches } from "./bearer.ts";
 
 /**
  * `/admin`: how the CLI reaches a running server that owns an embedded (PGlite) data dir,
@@ -13,10 +13,8 @@ import type { Database } from "../store/db.ts";
  */
 export function adminApi(database: Database, adminToken: string): Hono {
   const admin = new Hono();
-  const expected = Buffer.from(`Bearer ${adminToken}`);
   admin.use("*", async (c, next) => {
-    const got = Buffer.from(c.req.header("authorization") ?? "");
-    if (got.length !== expected.length || !timingSafeEqual(got, expected)) {
+    if (!bearerMatches(c.req.header("authorization"), adminToken)) {
       throw new ServiceError("unauthorized", "the admin token is wrong; the CLI reads it from the data dir");
     }
     await next();

@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { createMiddleware } from "hono/factory";
 import { LIMITS } from "../plan/schema.ts";
 import { authenticateAgent, type AgentIdentity } from "../service/authenticate-agent.ts";
 import { cancelPlan } from "../service/cancel-plan.ts";
@@ -15,10 +16,12 @@ type Env = { Variables: { agent: AgentIdentity } };
 export function agentApi(ctx: ServiceContext): Hono<Env> {
   const api = new Hono<Env>();
 
-  api.use("*", async (c, next) => {
+  const authenticate = createMiddleware<Env>(async (c, next) => {
     c.set("agent", await authenticateAgent(ctx.database, c.req.header("authorization")));
     await next();
   });
+  api.use("/plans", authenticate);
+  api.use("/plans/*", authenticate);
 
   api.post("/plans", async (c) => {
     const { created, plan } = await submitPlan(ctx, c.get("agent"), await jsonBody(c.req.raw));

@@ -4,12 +4,14 @@ import type { ServiceContext } from "../service/context.ts";
 import { ServiceError } from "../service/errors.ts";
 import { adminApi } from "./admin-api.ts";
 import { agentApi } from "./agent-api.ts";
+import { executorApi } from "./executor-api.ts";
 import { errorResponse } from "./http-errors.ts";
 
 /** Countersign's one HTTP app: agent API now; executor API, browser pages and Slack mount here too. */
-export function createApp(ctx: ServiceContext, options: { adminToken?: string } = {}): Hono {
+export function createApp(ctx: ServiceContext, options: { adminToken?: string; executorToken?: string } = {}): Hono {
   const app = new Hono();
   app.get("/healthz", (c) => c.json({ ok: true, environment: ctx.config.environment }));
+  app.route("/v1/executor", executorApi(ctx, options.executorToken));
   app.route("/v1", agentApi(ctx));
   if (options.adminToken) app.route("/admin", adminApi(ctx.database, options.adminToken));
 

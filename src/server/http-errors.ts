@@ -11,6 +11,7 @@ const STATUS: Record<ErrorCode, ContentfulStatusCode> = {
   not_found: 404,
   idempotency_conflict: 409,
   conflict: 409,
+  lease_lost: 409,
   already_decided: 409,
   already_voted: 409,
   hash_mismatch: 409,

@@ -11,6 +11,8 @@ import { openDatabase, type Database } from "../store/db.ts";
 import { createApp } from "./app.ts";
 import { claimDataDir } from "./data-dir-lock.ts";
 import { every } from "./every.ts";
+import { resolveGrantKey } from "./grant-key.ts";
+import type { SigningKey } from "../grant/keys.ts";
 
 export interface RunServerOptions {
   config: Config;
@@ -21,6 +23,8 @@ export interface RunServerOptions {
   clock?: () => Date;
   /** Delivery for side effects, by outbox kind. Each kind here is also enqueued for every plan event. */
   outboxHandlers?: Record<string, OutboxHandler>;
+  /** The grant signing key; otherwise resolved from the config (see resolveGrantKey). */
+  grantKey?: SigningKey;
   sweepMs?: number;
   hostname?: string;
 }
@@ -44,6 +48,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     const signals = new PlanSignals(database);
     await signals.start();
     const handlers = options.outboxHandlers ?? {};
+    const grantKey = options.grantKey ?? (await resolveGrantKey(config)).key;
     const ctx: ServiceContext = {
       database,
       config,
@@ -52,9 +57,13 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
       logger,
       signals,
       sinks: Object.keys(handlers),
+      grantKey,
     };
 
-    const app = createApp(ctx, dataDirClaim ? { adminToken: dataDirClaim.adminToken } : {});
+    const app = createApp(ctx, {
+      ...(dataDirClaim ? { adminToken: dataDirClaim.adminToken } : {}),
+      ...(config.executorToken ? { executorToken: config.executorToken } : {}),
+    });
     const server = await listen(app.fetch, config.port, options.hostname);
     const port = (server.address() as AddressInfo).port;
     const url = `http://127.0.0.1:${port}`;

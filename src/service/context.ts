@@ -1,13 +1,16 @@
 import type { Logger } from "pino";
 import type { ReadOnlyHttp } from "../adapters/read-only-http.ts";
 import type { Config } from "../config/load.ts";
+import type { SigningKey } from "../grant/keys.ts";
 import type { Database } from "../store/db.ts";
 import type { PlanSignals } from "./plan-signals.ts";
 
 /** Everything a service verb may touch, injected once at start. Nothing below reads process.env. */
 export interface ServiceContext {
   database: Database;
-  config: Pick<Config, "environment" | "publicUrl" | "defaults" | "targets">;
+  config: Pick<Config, "environment" | "publicUrl" | "defaults" | "targets" | "executor">;
+  /** Signs the grant an approved plan carries to the executor. */
+  grantKey: SigningKey;
   /** The only way the server reaches a target: read-only. */
   http: ReadOnlyHttp;
   clock: () => Date;

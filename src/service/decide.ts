@@ -1,4 +1,5 @@
-import { and, eq } from "drizzle-orm";
+import { and, asc, eq } from "drizzle-orm";
+import { issueGrant, type GrantApprover } from "../grant/grant.ts";
 import { shortHash } from "../plan/fingerprint.ts";
 import { hasExpired } from "../plan/lifecycle.ts";
 import type { PlanDocument } from "../plan/schema.ts";
@@ -61,7 +62,7 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
       throw new ServiceError("not_an_approver", `you may not decide this plan; it needs ${doc.policy.requiredApprovals} approval(s) from: ${doc.policy.approvers.join(", ")}`, { details: { approvers: doc.policy.approvers } });
     }
 
-    const votes = await tx.select({ userId: decisions.userId }).from(decisions).where(and(eq(decisions.planId, plan.id), eq(decisions.verdict, "approve")));
+    const votes = await tx.select().from(decisions).where(and(eq(decisions.planId, plan.id), eq(decisions.verdict, "approve"))).orderBy(asc(decisions.id));
     const approvers = votes.map((v) => v.userId);
     if (input.verdict === "approve" && approvers.includes(input.actor.userId)) {
       throw new ServiceError("already_voted", "you already approved this plan; one person counts once", { details: { approvals: approvers, requiredApprovals: doc.policy.requiredApprovals } });
@@ -86,7 +87,20 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
     const after = [...approvers, input.actor.userId];
     await recordPlanEvent(ctx, tx, plan, "decision.approve", actor, now, { approvals: after.length, requiredApprovals: doc.policy.requiredApprovals });
     if (quorumMet(after, doc.policy)) {
-      const approved = await transition(ctx, tx, { planId: plan.id, transition: "approve", actor, data: { approvers: after } });
+      // The grant is what the executor will demand: plan id, exact hash, who approved, until when.
+      const grantExpiresAt = new Date(now.getTime() + doc.policy.grantTtlSeconds * 1000);
+      const grantApprovers: GrantApprover[] = [
+        ...votes.map((v) => ({ user: v.userId, via: v.via, at: v.decidedAt.toISOString() })),
+        { user: input.actor.userId, via: input.actor.via, at: now.toISOString() },
+      ];
+      const grant = await issueGrant(ctx.grantKey, { planId: plan.id, planHash: plan.hash, approvers: grantApprovers, environment: doc.environment, issuedAt: now, expiresAt: grantExpiresAt });
+      const approved = await transition(ctx, tx, {
+        planId: plan.id,
+        transition: "approve",
+        actor,
+        data: { approvers: after, grant: { jti: grant.jti, kid: ctx.grantKey.kid, expiresAt: grantExpiresAt.toISOString() } },
+        set: { grant: grant.token, grantExpiresAt },
+      });
       return { status: approved!.status, approvals: after, requiredApprovals: doc.policy.requiredApprovals };
     }
     return { status: plan.status, approvals: after, requiredApprovals: doc.policy.requiredApprovals };

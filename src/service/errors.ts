@@ -18,6 +18,7 @@ export type ErrorCode =
   | "self_approval"
   | "not_an_approver"
   | "already_voted"
+  | "lease_lost"
   | "conflict";
 
 export interface Issue {

@@ -3,6 +3,7 @@ import { sql } from "drizzle-orm";
 import type { Database, Tx } from "../store/db.ts";
 
 export const PLAN_CHANNEL = "countersign_plans";
+const ANY_PLAN = Symbol("any plan");
 
 /**
  * Wakes whoever waits on a plan (long-polls, later executors and pages) when it changes.
@@ -17,7 +18,10 @@ export class PlanSignals {
   constructor(private readonly database: Database) {}
 
   async start(): Promise<void> {
-    this.stopListening = await this.database.listen(PLAN_CHANNEL, (planId) => this.emitter.emit(planId));
+    this.stopListening = await this.database.listen(PLAN_CHANNEL, (planId) => {
+      this.emitter.emit(planId);
+      this.emitter.emit(ANY_PLAN);
+    });
   }
 
   async stop(): Promise<void> {
@@ -30,8 +34,13 @@ export class PlanSignals {
     await tx.execute(sql`SELECT pg_notify(${PLAN_CHANNEL}, ${planId})`);
   }
 
+  /** Resolves when any plan may have changed (an executor waiting for work), or after `ms`. */
+  waitAny(ms: number, signal?: AbortSignal): Promise<void> {
+    return this.wait(ANY_PLAN, ms, signal);
+  }
+
   /** Resolves when the plan may have changed, or after `ms`; aborted waits resolve at once. */
-  wait(planId: string, ms: number, signal?: AbortSignal): Promise<void> {
+  wait(planId: string | typeof ANY_PLAN, ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);

@@ -1,4 +1,5 @@
 import { asc, eq } from "drizzle-orm";
+import type { Outcome } from "../plan/outcome.ts";
 import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
 import { decisions } from "../store/schema.ts";
 import type { Queryable } from "../store/db.ts";
@@ -22,6 +23,10 @@ export interface PlanView {
   preview: { actions: ActionPreview[] };
   approvals: Approval[];
   rejection?: { userId: string; via: "slack" | "web"; reason: string; at: string };
+  /** When the approval stops being usable by an executor (set once approved). */
+  grantExpiresAt?: string;
+  /** What the executor reported, with per-action detail. */
+  outcome?: Outcome;
 }
 
 export async function planView(db: Queryable, publicUrl: string, row: PlanRow): Promise<PlanView> {
@@ -38,6 +43,8 @@ export async function planView(db: Queryable, publicUrl: string, row: PlanRow): 
     plan: row.document as PlanDocument,
     preview: row.preview as { actions: ActionPreview[] },
     approvals,
+    ...(row.grantExpiresAt ? { grantExpiresAt: row.grantExpiresAt.toISOString() } : {}),
+    ...(row.outcome ? { outcome: row.outcome as Outcome } : {}),
     ...(reject ? { rejection: { userId: reject.userId, via: reject.via, reason: reject.reason ?? "", at: reject.decidedAt.toISOString() } } : {}),
   };
 }

@@ -66,7 +66,7 @@ export async function submitPlan(ctx: ServiceContext, agent: AgentIdentity, body
     ...(request.reason !== undefined ? { reason: request.reason } : {}),
     ...(request.onBehalfOf !== undefined ? { onBehalfOf: request.onBehalfOf } : {}),
     actions,
-    policy: { approvers: policy.approvers, requiredApprovals: policy.requiredApprovals },
+    policy: { approvers: policy.approvers, requiredApprovals: policy.requiredApprovals, grantTtlSeconds: policy.grantTtl },
     expiresAt: expiresAt.toISOString(),
   });
   const hash = fingerprint(document);

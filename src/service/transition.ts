@@ -1,4 +1,4 @@
-import { and, eq, inArray } from "drizzle-orm";
+import { and, eq, inArray, type SQL } from "drizzle-orm";
 import { TRANSITIONS, type Transition } from "../plan/lifecycle.ts";
 import { plans } from "../store/schema.ts";
 import type { Tx } from "../store/db.ts";
@@ -18,14 +18,22 @@ export type PlanRow = typeof plans.$inferSelect;
 export async function transition(
   ctx: Pick<ServiceContext, "clock" | "sinks">,
   tx: Tx,
-  input: { planId: string; transition: Transition; actor: Actor; data?: Record<string, unknown>; set?: Partial<Pick<PlanRow, "rejectReason">> },
+  input: {
+    planId: string;
+    transition: Transition;
+    actor: Actor;
+    data?: Record<string, unknown>;
+    set?: Partial<Pick<PlanRow, "rejectReason" | "grant" | "grantExpiresAt" | "claimToken" | "leaseExpiresAt" | "outcome">>;
+    /** A further condition the row must meet (e.g. the caller's claim token). */
+    guard?: SQL;
+  },
 ): Promise<PlanRow | undefined> {
   const { from, to } = TRANSITIONS[input.transition];
   const at = ctx.clock();
   const [row] = await tx
     .update(plans)
     .set({ ...input.set, status: to, updatedAt: at })
-    .where(and(eq(plans.id, input.planId), inArray(plans.status, [...from])))
+    .where(and(eq(plans.id, input.planId), inArray(plans.status, [...from]), input.guard))
     .returning();
   if (!row) return undefined;
   await recordPlanEvent(ctx, tx, row, `plan.${to}`, input.actor, at, input.data ?? {});

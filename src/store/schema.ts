@@ -43,6 +43,14 @@ export const plans = pgTable(
     /** Fingerprint of the request body, to tell a retry from a different plan under the same key. */
     requestDigest: text("request_digest").notNull(),
     rejectReason: text("reject_reason"),
+    /** The signed grant (compact JWS) issued when the plan was approved, and when it stops being valid. */
+    grant: text("grant"),
+    grantExpiresAt: at("grant_expires_at"),
+    /** Fencing token of the executor that holds the plan now; a report under any other token is refused. */
+    claimToken: text("claim_token"),
+    leaseExpiresAt: at("lease_expires_at"),
+    claims: integer("claims").notNull().default(0),
+    outcome: jsonText<unknown>("outcome"),
     createdAt: at("created_at").notNull().defaultNow(),
     updatedAt: at("updated_at").notNull().defaultNow(),
   },
@@ -50,6 +58,7 @@ export const plans = pgTable(
     uniqueIndex("plans_agent_idempotency_key").on(t.agentId, t.idempotencyKey),
     index("plans_status_expires_at").on(t.status, t.expiresAt),
     index("plans_agent_created_at").on(t.agentId, t.createdAt),
+    uniqueIndex("plans_claim_token").on(t.claimToken),
   ],
 );
 

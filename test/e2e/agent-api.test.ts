@@ -6,7 +6,7 @@ import { decide } from "../../src/service/decide.ts";
 import type { Database } from "../../src/store/db.ts";
 import { fingerprint } from "../../src/plan/fingerprint.ts";
 import { databaseKinds } from "../support/databases.ts";
-import { mergeRequest, READ_TOKEN, silentLogger, targetConfig, testConfig, WRITE_TOKEN } from "../support/harness.ts";
+import { mergeRequest, READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
 
 /** The agent API over real HTTP, against a real target server that records every request. */
 describe.each(databaseKinds)("agent API over HTTP on $name", (kind) => {
@@ -39,7 +39,7 @@ describe.each(databaseKinds)("agent API over HTTP on $name", (kind) => {
     });
     await target.start();
     const config = testConfig({ crm: targetConfig(target.url) });
-    server = await runServer({ config, logger: silentLogger, database, sweepMs: 100, clock: () => new Date(Date.now() + clockOffsetMs) });
+    server = await runServer({ config, logger: silentLogger, database, sweepMs: 100, grantKey: (await testGrantKeys()).signing, clock: () => new Date(Date.now() + clockOffsetMs) });
     key = (await addAgent(database, "e2e-agent")).key;
     otherKey = (await addAgent(database, "e2e-other")).key;
   });

@@ -291,7 +291,7 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
       expect(events[1]!.actor).toEqual({ type: "user", userId: "U0BOB", via: "slack" });
       expect(events[1]!.data).toEqual({ approvals: 1, requiredApprovals: 1 });
       expect(events[2]!.actor).toEqual({ type: "user", userId: "U0BOB", via: "slack" });
-      expect(events[2]!.data).toEqual({ approvers: ["U0BOB"] });
+      expect(events[2]!.data).toMatchObject({ approvers: ["U0BOB"], grant: { jti: expect.any(String), kid: expect.any(String), expiresAt: expect.any(String) } });
       expect(events[2]!.at.toISOString()).toBe(decidedAt.toISOString());
     });
 

@@ -1,4 +1,5 @@
 import { pino } from "pino";
+import { generateGrantKeys, loadSigningKey, loadVerifyingKeys, type SigningKey, type VerifyingKeys } from "../../src/grant/keys.ts";
 import { createReadOnlyHttp } from "../../src/adapters/read-only-http.ts";
 import type { Config } from "../../src/config/load.ts";
 import { TargetConfig } from "../../src/config/schema.ts";
@@ -24,6 +25,16 @@ export class TestClock {
 
 export const silentLogger = pino({ level: "silent" });
 
+let keys: Promise<{ signing: SigningKey; verifying: VerifyingKeys; publicPem: string; privatePem: string }> | undefined;
+/** One grant key pair per test process: generating is cheap, but there is no need to repeat it. */
+export function testGrantKeys(): Promise<{ signing: SigningKey; verifying: VerifyingKeys; publicPem: string; privatePem: string }> {
+  keys ??= (async () => {
+    const pair = await generateGrantKeys();
+    return { signing: await loadSigningKey(pair.privatePem), verifying: await loadVerifyingKeys(pair.publicPem), publicPem: pair.publicPem, privatePem: pair.privatePem };
+  })();
+  return keys;
+}
+
 export function targetConfig(baseUrl: string, overrides: Partial<Record<keyof TargetConfig, unknown>> = {}): TargetConfig {
   return TargetConfig.parse({ adapter: "http.json", baseUrl, read: { headers: { Authorization: `Bearer ${READ_TOKEN}` } }, ...overrides });
 }
@@ -37,7 +48,12 @@ export function testConfig(targets: Record<string, TargetConfig>, defaults: Part
     dataDir: "/nonexistent",
     logLevel: "silent",
     slack: {},
-    defaults: { approvers: APPROVERS, requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, ...defaults },
+    defaults: { approvers: APPROVERS, requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600, ...defaults },
+    executor: { leaseSeconds: 60 },
+    grantPrivateKeyPem: undefined,
+    executorToken: undefined,
+    serverUrl: undefined,
+    grantPublicKeyPem: undefined,
     targets,
     configPath: null,
   };
@@ -80,6 +96,7 @@ export async function openHarness(
     logger: silentLogger,
     signals,
     sinks: options.sinks ?? [],
+    grantKey: (await testGrantKeys()).signing,
   };
   const { id, name } = await addAgent(database, `agent-${Math.random().toString(36).slice(2, 10)}`);
   return {

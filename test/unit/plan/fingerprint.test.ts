@@ -63,7 +63,7 @@ function planDocument(): PlanDocument {
         afterDigest: DIGEST_C,
       },
     ],
-    policy: { approvers: ["U0BOB", "U0CAROL"], requiredApprovals: 1 },
+    policy: { approvers: ["U0BOB", "U0CAROL"], requiredApprovals: 1, grantTtlSeconds: 600 },
     expiresAt: "2026-12-02T12:15:00.000Z",
   };
 }
@@ -109,6 +109,7 @@ const EFFECT_MUTATIONS: Mutation[] = [
   ["policy.approvers: one removed", (d) => { d.policy.approvers.pop(); }],
   ["policy.approvers: one replaced", (d) => { d.policy.approvers[0] = "U0EVE"; }],
   ["policy.requiredApprovals", (d) => { d.policy.requiredApprovals = 2; }],
+  ["policy.grantTtlSeconds", (d) => { d.policy.grantTtlSeconds = 601; }],
   ["expiresAt (+1 s)", (d) => { d.expiresAt = "2026-12-02T12:15:01.000Z"; }],
   ["expiresAt (+1 ms)", (d) => { d.expiresAt = "2026-12-02T12:15:00.001Z"; }],
   ["unknown extra top-level field", (d) => { loose(d).extra = true; }],

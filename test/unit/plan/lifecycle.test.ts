@@ -11,8 +11,9 @@ import { PLAN_STATUSES, type PlanStatus } from "../../../src/plan/status.ts";
  *      ├──ttl passes──▶ expired
  *      └──agent cancels──▶ cancelled
  *
- * plus one edge the diagram does not draw: `claim` from `executing` (an executor re-claims a plan
- * whose lease ran out; the status stays `executing`). Nothing else is allowed.
+ * plus two edges the diagram does not draw: `claim` from `executing` (an executor re-claims a plan
+ * whose lease ran out; the status stays `executing`), and `executing → expired` when that
+ * takeover finds the grant expired and the change not applied. Nothing else is allowed.
  */
 const ALLOWED: Record<Transition, { from: PlanStatus[]; to: PlanStatus }> = {
   approve: { from: ["pending"], to: "approved" },
@@ -24,6 +25,7 @@ const ALLOWED: Record<Transition, { from: PlanStatus[]; to: PlanStatus }> = {
   apply: { from: ["executing"], to: "applied" },
   fail: { from: ["executing"], to: "failed" },
   stale: { from: ["executing"], to: "stale" },
+  expireUnapplied: { from: ["executing"], to: "expired" },
 };
 
 const TRANSITION_NAMES = Object.keys(ALLOWED) as Transition[];
@@ -45,7 +47,7 @@ describe("lifecycle", () => {
   });
 
   it(`covers every (status, transition) pair: ${PLAN_STATUSES.length} × ${TRANSITION_NAMES.length}`, () => {
-    expect(EVERY_PAIR).toHaveLength(81);
+    expect(EVERY_PAIR).toHaveLength(90);
   });
 
   it.each(EVERY_PAIR)("canTransition(%s, %s) is %s", (status, transition, allowed) => {

@@ -13,6 +13,7 @@ const DEFAULTS: PolicyDefaultsConfig = {
   approvers: ["U0CAROL", "U0ALICE", "U0BOB"],
   requiredApprovals: 1,
   ttl: { default: 900, max: 86_400 },
+  grantTtl: 600,
 };
 
 describe("effectivePolicy", () => {
@@ -21,49 +22,49 @@ describe("effectivePolicy", () => {
       "defaults only (no targets), approvers sorted",
       DEFAULTS,
       [],
-      { approvers: ["U0ALICE", "U0BOB", "U0CAROL"], requiredApprovals: 1, ttl: { default: 900, max: 86_400 } },
+      { approvers: ["U0ALICE", "U0BOB", "U0CAROL"], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600 },
     ],
     [
       "one target without an override uses the defaults",
       DEFAULTS,
       [undefined],
-      { approvers: ["U0ALICE", "U0BOB", "U0CAROL"], requiredApprovals: 1, ttl: { default: 900, max: 86_400 } },
+      { approvers: ["U0ALICE", "U0BOB", "U0CAROL"], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600 },
     ],
     [
       "one target with an empty override uses the defaults",
       DEFAULTS,
       [{}],
-      { approvers: ["U0ALICE", "U0BOB", "U0CAROL"], requiredApprovals: 1, ttl: { default: 900, max: 86_400 } },
+      { approvers: ["U0ALICE", "U0BOB", "U0CAROL"], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600 },
     ],
     [
       "per-target override replaces every field it sets",
       DEFAULTS,
       [{ approvers: ["U0DAVE", "U0EVE"], requiredApprovals: 2, ttl: { default: 60, max: 600 } }],
-      { approvers: ["U0DAVE", "U0EVE"], requiredApprovals: 2, ttl: { default: 60, max: 600 } },
+      { approvers: ["U0DAVE", "U0EVE"], requiredApprovals: 2, ttl: { default: 60, max: 600 }, grantTtl: 600 },
     ],
     [
       "per-target override of approvers only keeps the other defaults",
       DEFAULTS,
       [{ approvers: ["U0DAVE"] }],
-      { approvers: ["U0DAVE"], requiredApprovals: 1, ttl: { default: 900, max: 86_400 } },
+      { approvers: ["U0DAVE"], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600 },
     ],
     [
       "per-target override of requiredApprovals only keeps the default approvers",
       DEFAULTS,
       [{ requiredApprovals: 3 }],
-      { approvers: ["U0ALICE", "U0BOB", "U0CAROL"], requiredApprovals: 3, ttl: { default: 900, max: 86_400 } },
+      { approvers: ["U0ALICE", "U0BOB", "U0CAROL"], requiredApprovals: 3, ttl: { default: 900, max: 86_400 }, grantTtl: 600 },
     ],
     [
       "an explicit empty approver list overrides the defaults (nobody may approve)",
       DEFAULTS,
       [{ approvers: [] }],
-      { approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 } },
+      { approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600 },
     ],
     [
       "duplicates are removed and approvers sorted",
       { ...DEFAULTS, approvers: ["U0BOB", "U0ALICE", "U0BOB", "U0ALICE", "U0AARON"] },
       [undefined],
-      { approvers: ["U0AARON", "U0ALICE", "U0BOB"], requiredApprovals: 1, ttl: { default: 900, max: 86_400 } },
+      { approvers: ["U0AARON", "U0ALICE", "U0BOB"], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600 },
     ],
     [
       "two targets: approvers intersect, the larger quorum and the shorter TTLs apply",
@@ -72,7 +73,7 @@ describe("effectivePolicy", () => {
         { approvers: ["U0ALICE", "U0BOB", "U0CAROL"], requiredApprovals: 1, ttl: { default: 600, max: 3_600 } },
         { approvers: ["U0DAVE", "U0CAROL", "U0ALICE"], requiredApprovals: 2, ttl: { default: 900, max: 1_800 } },
       ],
-      { approvers: ["U0ALICE", "U0CAROL"], requiredApprovals: 2, ttl: { default: 600, max: 1_800 } },
+      { approvers: ["U0ALICE", "U0CAROL"], requiredApprovals: 2, ttl: { default: 600, max: 1_800 }, grantTtl: 600 },
     ],
     [
       "three targets: the intersection narrows each time, max of quorums, min of each TTL bound",
@@ -82,31 +83,31 @@ describe("effectivePolicy", () => {
         { approvers: ["U0A", "U0B", "U0C", "U0D"], requiredApprovals: 3 },
         { approvers: ["U0D", "U0B", "U0Z"], requiredApprovals: 2, ttl: { default: 1_200, max: 1_200 } },
       ],
-      { approvers: ["U0B", "U0D"], requiredApprovals: 3, ttl: { default: 300, max: 1_200 } },
+      { approvers: ["U0B", "U0D"], requiredApprovals: 3, ttl: { default: 300, max: 1_200 }, grantTtl: 600 },
     ],
     [
       "a target without an override mixes with one that has it",
       DEFAULTS,
       [undefined, { approvers: ["U0BOB", "U0DAVE"], requiredApprovals: 2 }],
-      { approvers: ["U0BOB"], requiredApprovals: 2, ttl: { default: 900, max: 86_400 } },
+      { approvers: ["U0BOB"], requiredApprovals: 2, ttl: { default: 900, max: 86_400 }, grantTtl: 600 },
     ],
     [
       "disjoint approver lists leave nobody",
       DEFAULTS,
       [{ approvers: ["U0ALICE"] }, { approvers: ["U0BOB"] }],
-      { approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 } },
+      { approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600 },
     ],
     [
       "duplicates in a later target do not duplicate the result",
       DEFAULTS,
       [{ approvers: ["U0BOB", "U0ALICE"] }, { approvers: ["U0ALICE", "U0ALICE", "U0BOB", "U0BOB"] }],
-      { approvers: ["U0ALICE", "U0BOB"], requiredApprovals: 1, ttl: { default: 900, max: 86_400 } },
+      { approvers: ["U0ALICE", "U0BOB"], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600 },
     ],
     [
       "the same target twice is the same as once",
       DEFAULTS,
       [{ approvers: ["U0BOB", "U0ALICE"], requiredApprovals: 2 }, { approvers: ["U0BOB", "U0ALICE"], requiredApprovals: 2 }],
-      { approvers: ["U0ALICE", "U0BOB"], requiredApprovals: 2, ttl: { default: 900, max: 86_400 } },
+      { approvers: ["U0ALICE", "U0BOB"], requiredApprovals: 2, ttl: { default: 900, max: 86_400 }, grantTtl: 600 },
     ],
   ])("%s", (_name, defaults, overrides, expected) => {
     expect(effectivePolicy(defaults, overrides)).toStrictEqual(expected);
@@ -156,7 +157,7 @@ describe("resolveTtl", () => {
 });
 
 describe("whyMayNotDecide", () => {
-  const policy: AppliedPolicy = { approvers: ["U0ALICE", "U0BOB"], requiredApprovals: 1 };
+  const policy: AppliedPolicy = { approvers: ["U0ALICE", "U0BOB"], requiredApprovals: 1, grantTtlSeconds: 600 };
   it.each<[name: string, userId: string, onBehalfOf: string | undefined, expected: DecisionRefusal | undefined]>([
     ["an approver, no requester recorded", "U0ALICE", undefined, undefined],
     ["an approver deciding for someone else", "U0BOB", "U0CAROL", undefined],
@@ -176,7 +177,7 @@ describe("whyMayNotDecide", () => {
   });
 
   it("nobody may decide under an empty approver list", () => {
-    expect(whyMayNotDecide("U0ALICE", { policy: { approvers: [], requiredApprovals: 1 } })).toBe("not_an_approver");
+    expect(whyMayNotDecide("U0ALICE", { policy: { approvers: [], requiredApprovals: 1, grantTtlSeconds: 600 } })).toBe("not_an_approver");
   });
 });
 
@@ -191,6 +192,6 @@ describe("quorumMet", () => {
     ["three distinct, two required (more than enough)", ["U0ALICE", "U0BOB", "U0CAROL"], 2, true],
     ["five clicks by two people, three required", ["U0A", "U0B", "U0A", "U0B", "U0A"], 3, false],
   ])("%s → %s", (_name, approvals, required, met) => {
-    expect(quorumMet(approvals, { approvers: ["U0ALICE", "U0BOB", "U0CAROL", "U0A", "U0B"], requiredApprovals: required })).toBe(met);
+    expect(quorumMet(approvals, { approvers: ["U0ALICE", "U0BOB", "U0CAROL", "U0A", "U0B"], requiredApprovals: required, grantTtlSeconds: 600 })).toBe(met);
   });
 });

@@ -1,0 +1,57 @@
+import type { TargetConfig } from "../config/schema.ts";
+import type { PlannedAction } from "../plan/schema.ts";
+import { targetUrl } from "./target-url.ts";
+
+export type ApplyResult =
+  | { status: "applied"; httpStatus: number; etag: string | null }
+  | { status: "stale"; httpStatus: number; detail: string }
+  | { status: "failed"; httpStatus?: number; detail: string };
+
+/**
+ * Writes one `http.json` action with the target's own precondition, so that a write based on a
+ * state that has since moved is refused by the target itself: If-Match with the version the
+ * preview read, If-None-Match: * for a create. Only the executor calls this.
+ */
+export async function applyHttpJson(
+  fetchImpl: typeof fetch,
+  name: string,
+  target: TargetConfig,
+  action: PlannedAction,
+  idempotencyKey: string,
+): Promise<ApplyResult> {
+  if (!target.write) return { status: "failed", detail: `target '${name}' has no write credential configured` };
+  const url = targetUrl(target.baseUrl, action.path);
+  const headers: Record<string, string> = { accept: "application/json", "idempotency-key": idempotencyKey, ...target.write.headers };
+  if ("etag" in action.precondition) headers["if-match"] = action.precondition.etag;
+  else headers["if-none-match"] = "*";
+  let method: string;
+  let body: string | undefined;
+  switch (action.op) {
+    case "merge":
+      method = "PATCH";
+      headers["content-type"] = "application/merge-patch+json";
+      body = JSON.stringify(action.body);
+      break;
+    case "replace":
+    case "create":
+      method = "PUT";
+      headers["content-type"] = "application/json";
+      body = JSON.stringify(action.body);
+      break;
+    case "delete":
+      method = "DELETE";
+      break;
+  }
+  let response: Response;
+  try {
+    response = await fetchImpl(url, { method, headers, redirect: "manual", signal: AbortSignal.timeout(target.timeoutMs), ...(body !== undefined ? { body } : {}) });
+  } catch (err) {
+    return { status: "failed", detail: `${method} ${action.path} on '${name}' got no answer (${(err as Error).message}); the write may or may not have happened` };
+  }
+  const text = (await response.text().catch(() => "")).slice(0, 500);
+  if (response.ok) return { status: "applied", httpStatus: response.status, etag: response.headers.get("etag") };
+  if (response.status === 412 || response.status === 409) {
+    return { status: "stale", httpStatus: response.status, detail: `target '${name}' refused ${method} ${action.path}: it changed since the preview (HTTP ${response.status}) ${text}`.trim() };
+  }
+  return { status: "failed", httpStatus: response.status, detail: `target '${name}' answered HTTP ${response.status} to ${method} ${action.path}: ${text}`.trim() };
+}

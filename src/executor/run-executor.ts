@@ -1,0 +1,92 @@
+import type { Logger } from "pino";
+import { readResource } from "../adapters/http-json.ts";
+import { applyHttpJson } from "../adapters/http-json-apply.ts";
+import { createReadOnlyHttp } from "../adapters/read-only-http.ts";
+import type { TargetConfig } from "../config/schema.ts";
+import type { VerifyingKeys } from "../grant/keys.ts";
+import { executePlan, type Claim, type ExecutionPorts } from "./execute-plan.ts";
+import { ServerRefused, type ExecutorServer } from "./server-client.ts";
+
+export interface ExecutorOptions {
+  server: ExecutorServer;
+  keys: VerifyingKeys;
+  environment: string;
+  /** Targets with their write credentials: the executor is the only process that has them. */
+  targets: Record<string, TargetConfig>;
+  logger: Logger;
+  fetch?: typeof fetch;
+  now?: () => Date;
+  /** How often to extend the lease while working on a plan. */
+  heartbeatMs?: number;
+}
+
+/**
+ * `countersign executor`: claims approved plans one at a time, executes each, and reports.
+ * Returns a handle whose stop() finishes the plan in hand (never abandons a write half-way)
+ * and stops claiming.
+ */
+export function runExecutor(options: ExecutorOptions): { stop(): Promise<void>; done: Promise<void> } {
+  const { server, logger } = options;
+  const fetchImpl = options.fetch ?? fetch;
+  const http = createReadOnlyHttp(fetchImpl);
+  const now = options.now ?? (() => new Date());
+  const stopping = new AbortController();
+
+  const target = (name: string): TargetConfig => {
+    const t = options.targets[name];
+    if (!t) throw new Error(`target '${name}' is not in the executor's config`);
+    return t;
+  };
+  const ports: ExecutionPorts = {
+    keys: options.keys,
+    environment: options.environment,
+    now,
+    read: (action) => readResource(http, action.target, target(action.target), action.path),
+    write: (action, key) => applyHttpJson(fetchImpl, action.target, target(action.target), action, key),
+  };
+
+  const handle = async (claim: Claim) => {
+    const log = logger.child({ planId: claim.plan.id });
+    const heartbeat = setInterval(() => {
+      server.heartbeat(claim.claimToken).then(
+        (held) => held || log.warn("lease lost while executing; the server will refuse this report"),
+        (err: unknown) => log.warn({ err }, "heartbeat failed"),
+      );
+    }, options.heartbeatMs ?? 15_000);
+    try {
+      const outcome = await executePlan(claim, ports);
+      const accepted = await server.report(claim.claimToken, outcome);
+      log.info({ status: outcome.status, reconciled: outcome.reconciled, partial: outcome.partial, accepted }, accepted ? "plan executed" : "report refused: lease lost");
+    } finally {
+      clearInterval(heartbeat);
+    }
+  };
+
+  const done = (async () => {
+    let backoff = 500;
+    while (!stopping.signal.aborted) {
+      try {
+        const claim = await server.claim(stopping.signal);
+        backoff = 500;
+        if (claim) await handle(claim);
+      } catch (err) {
+        if (stopping.signal.aborted) break;
+        if (err instanceof ServerRefused) {
+          logger.error(err.message);
+        } else {
+          logger.warn({ err }, `executor loop failed; retrying in ${backoff} ms`);
+        }
+        await new Promise((r) => setTimeout(r, backoff));
+        backoff = Math.min(backoff * 2, 10_000);
+      }
+    }
+  })();
+
+  return {
+    done,
+    async stop() {
+      stopping.abort();
+      await done;
+    },
+  };
+}

@@ -1,0 +1,27 @@
+import { z } from "zod";
+
+export const ActionOutcome = z.strictObject({
+  index: z.int().min(0),
+  target: z.string(),
+  path: z.string(),
+  status: z.enum(["applied", "stale", "failed", "skipped"]),
+  /** True when the target already held this change and nothing was written. */
+  reconciled: z.boolean().optional(),
+  detail: z.string().max(4000).optional(),
+  /** For a stale action: the version the plan was approved against, and what the target has now. */
+  expected: z.string().nullable().optional(),
+  now: z.string().nullable().optional(),
+  changedSincePreview: z.array(z.strictObject({ path: z.string(), from: z.json().optional(), to: z.json().optional() })).max(200).optional(),
+});
+export type ActionOutcome = z.infer<typeof ActionOutcome>;
+
+/** What the executor reports for a plan; `GET /v1/plans/:id` shows it as `outcome`. */
+export const Outcome = z.strictObject({
+  status: z.enum(["applied", "stale", "failed", "expired"]),
+  reconciled: z.boolean().optional(),
+  /** Some actions were written and a later one was not: the target holds part of the plan. */
+  partial: z.boolean().optional(),
+  reason: z.string().max(4000).optional(),
+  actions: z.array(ActionOutcome),
+});
+export type Outcome = z.infer<typeof Outcome>;

@@ -1,0 +1,42 @@
+import { Hono } from "hono";
+import { claimApprovedWaiting } from "../service/claim-approved.ts";
+import type { ServiceContext } from "../service/context.ts";
+import { ServiceError } from "../service/errors.ts";
+import { heartbeatClaim } from "../service/heartbeat-claim.ts";
+import { reportOutcome } from "../service/report-outcome.ts";
+import { bearerMatches } from "./bearer.ts";
+
+export const MAX_CLAIM_WAIT_SECONDS = 25;
+
+/** `/v1/executor`: where executors claim approved plans, keep their lease, and report. */
+export function executorApi(ctx: ServiceContext, token: string | undefined): Hono {
+  const api = new Hono();
+  api.use("*", async (c, next) => {
+    if (!token) throw new ServiceError("unauthorized", "the executor API is off: set COUNTERSIGN_EXECUTOR_TOKEN on the server and the executor");
+    if (!bearerMatches(c.req.header("authorization"), token)) throw new ServiceError("unauthorized", "wrong executor token (COUNTERSIGN_EXECUTOR_TOKEN)");
+    await next();
+  });
+
+  api.post("/claim", async (c) => {
+    const raw = c.req.query("wait") ?? String(MAX_CLAIM_WAIT_SECONDS);
+    const seconds = Number(raw);
+    if (!Number.isFinite(seconds) || seconds < 0 || seconds > MAX_CLAIM_WAIT_SECONDS) {
+      throw new ServiceError("invalid_request", `wait must be 0 to ${MAX_CLAIM_WAIT_SECONDS} seconds, got '${raw}'`);
+    }
+    const claim = await claimApprovedWaiting(ctx, seconds * 1000, c.req.raw.signal);
+    return claim ? c.json(claim) : c.body(null, 204);
+  });
+
+  api.post("/claims/:claimToken/heartbeat", async (c) => c.json(await heartbeatClaim(ctx, c.req.param("claimToken"))));
+
+  api.post("/claims/:claimToken/report", async (c) => {
+    let body: unknown;
+    try {
+      body = await c.req.json();
+    } catch (err) {
+      throw new ServiceError("invalid_json", `the outcome is not valid JSON: ${(err as Error).message}`);
+    }
+    return c.json(await reportOutcome(ctx, c.req.param("claimToken"), body));
+  });
+  return api;
+}

@@ -1,0 +1,67 @@
+import { randomBytes } from "node:crypto";
+import { and, asc, eq, gt, lte, or, sql } from "drizzle-orm";
+import type { Claim } from "../executor/execute-plan.ts";
+import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
+import { plans } from "../store/schema.ts";
+import type { ServiceContext } from "./context.ts";
+import { recordPlanEvent } from "./transition.ts";
+
+/** Re-check for claimable plans this often even without a signal: leases run out silently. */
+const RECHECK_MS = 1000;
+
+/**
+ * Hands one plan to an executor: an approved plan whose grant is still valid, or an executing
+ * plan whose lease ran out (its executor died or stalled; the new one may only reconcile if the
+ * grant has expired meanwhile). Rows another executor is claiming are skipped, so no two get
+ * the same plan. Every claim gets a fresh token; only the holder of the current token may
+ * heartbeat or report (fencing).
+ */
+export async function claimApproved(ctx: ServiceContext): Promise<Claim | undefined> {
+  return ctx.database.db.transaction(async (tx) => {
+    const now = ctx.clock();
+    const [candidate] = await tx
+      .select({ id: plans.id, status: plans.status })
+      .from(plans)
+      .where(or(
+        and(eq(plans.status, "approved"), gt(plans.grantExpiresAt, now)),
+        and(eq(plans.status, "executing"), lte(plans.leaseExpiresAt, now)),
+      ))
+      .orderBy(asc(plans.updatedAt))
+      .limit(1)
+      .for("update", { skipLocked: true });
+    if (!candidate) return undefined;
+    const claimToken = randomBytes(24).toString("base64url");
+    const leaseExpiresAt = new Date(now.getTime() + ctx.config.executor.leaseSeconds * 1000);
+    const [row] = await tx
+      .update(plans)
+      .set({ status: "executing", claimToken, leaseExpiresAt, updatedAt: now, claims: sql`${plans.claims} + 1` })
+      .where(eq(plans.id, candidate.id))
+      .returning();
+    const takeover = candidate.status === "executing";
+    await recordPlanEvent(ctx, tx, row!, takeover ? "plan.reclaimed" : "plan.executing", { type: "system", process: "executor" }, now, {
+      claim: row!.claims,
+      leaseExpiresAt: leaseExpiresAt.toISOString(),
+    });
+    return {
+      plan: row!.document as PlanDocument,
+      preview: row!.preview as { actions: ActionPreview[] },
+      grant: row!.grant!,
+      claimToken,
+      leaseExpiresAt: leaseExpiresAt.toISOString(),
+    };
+  });
+}
+
+/** Long-poll: claims at once if it can, else waits for an approval (or a lease to run out). */
+export async function claimApprovedWaiting(ctx: ServiceContext, waitMs: number, signal?: AbortSignal): Promise<Claim | undefined> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const claim = await claimApproved(ctx);
+    const left = deadline - Date.now();
+    if (claim || left <= 0 || signal?.aborted) {
+      if (claim && signal?.aborted) ctx.logger.warn({ planId: claim.plan.id }, "executor went away while claiming; the lease will run out and another executor takes over");
+      return claim;
+    }
+    await ctx.signals.waitAny(Math.min(left, RECHECK_MS), signal);
+  }
+}

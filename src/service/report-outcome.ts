@@ -1,0 +1,44 @@
+import { eq } from "drizzle-orm";
+import type { Transition } from "../plan/lifecycle.ts";
+import { Outcome } from "../plan/outcome.ts";
+import { plans } from "../store/schema.ts";
+import type { ServiceContext } from "./context.ts";
+import { leaseLost } from "./heartbeat-claim.ts";
+import { transition } from "./transition.ts";
+import { validate } from "./validate.ts";
+
+const BY_STATUS: Record<Outcome["status"], Transition> = {
+  applied: "apply",
+  stale: "stale",
+  failed: "fail",
+  expired: "expireUnapplied",
+};
+
+/**
+ * The executor holding `claimToken` closes its claim with the outcome. Only the current token
+ * counts: an executor that stalled past its lease and was taken over is refused (`lease_lost`),
+ * so an outcome can be reported once.
+ */
+export async function reportOutcome(ctx: ServiceContext, claimToken: string, body: unknown): Promise<{ status: Outcome["status"] }> {
+  const outcome = validate(Outcome, body, "outcome");
+  const row = await ctx.database.db.transaction(async (tx) => {
+    const [held] = await tx.select({ id: plans.id }).from(plans).where(eq(plans.claimToken, claimToken));
+    if (!held) return undefined;
+    return transition(ctx, tx, {
+      planId: held.id,
+      transition: BY_STATUS[outcome.status],
+      actor: { type: "system", process: "executor" },
+      data: {
+        ...(outcome.reconciled ? { reconciled: true } : {}),
+        ...(outcome.partial ? { partial: true } : {}),
+        ...(outcome.reason ? { reason: outcome.reason } : {}),
+        actions: outcome.actions.map((a) => ({ index: a.index, status: a.status })),
+      },
+      set: { outcome, claimToken: null, leaseExpiresAt: null },
+      guard: eq(plans.claimToken, claimToken),
+    });
+  });
+  if (!row) throw leaseLost();
+  ctx.logger.info({ planId: row.id, status: outcome.status, reconciled: outcome.reconciled, partial: outcome.partial }, "outcome reported");
+  return { status: outcome.status };
+}
