@@ -1,5 +1,14 @@
 #!/usr/bin/env node
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { stringify as stringifyYaml } from "yaml";
 import { ConfigError, loadConfig, type Config } from "./config/load.ts";
+import { startExecutor } from "./cli/executor.ts";
+import { keysGenerate } from "./cli/keys.ts";
+import { resolveGrantKey } from "./server/grant-key.ts";
 import { agentsCommand } from "./cli/agents.ts";
 import { demoAgentKey, demoConfig, demoCurl, DEMO_REVIEWER, startDemoTarget } from "./demo/demo.ts";
 import { createLogger } from "./logger.ts";
@@ -10,8 +19,11 @@ import { openDatabase } from "./store/db.ts";
 const HELP = `countersign — agents propose, people countersign, a separate executor applies.
 
 Usage:
-  countersign start                 the embedded default: server on PGlite (./.countersign) + a demo target
-  countersign serve                 the server: agent API, expiry sweeper, outbox (DATABASE_URL or PGlite)
+  countersign start                 the embedded default: server on PGlite (./.countersign), a demo target
+                                    and one executor child process
+  countersign serve                 the server: agent API, executor API, expiry sweeper, outbox
+  countersign executor              the executor: claims approved plans, verifies, revalidates, applies
+  countersign keys generate         print a new Ed25519 key pair for signing grants
   countersign migrate               apply database migrations and exit
   countersign agents add NAME       create an agent; its API key is the last line printed
   countersign agents list           list agents
@@ -19,7 +31,9 @@ Usage:
 
 Environment: PORT (3000), PUBLIC_URL, DATABASE_URL (absent: embedded PGlite in
 COUNTERSIGN_DATA_DIR, default ./.countersign), COUNTERSIGN_CONFIG (default ./countersign.yml),
-LOG_LEVEL. See countersign.example.yml for the config file.`;
+LOG_LEVEL, COUNTERSIGN_GRANT_PRIVATE_KEY and COUNTERSIGN_EXECUTOR_TOKEN (server);
+COUNTERSIGN_URL, COUNTERSIGN_EXECUTOR_TOKEN and COUNTERSIGN_GRANT_PUBLIC_KEY (executor).
+See countersign.example.yml for the config file.`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
@@ -37,6 +51,17 @@ async function main(argv: string[]): Promise<number> {
       out(`Migrations applied (${database.kind}).`);
       return 0;
     }
+    case "executor": {
+      const executor = await startExecutor(loadConfig({ env: process.env, role: "executor" }));
+      return untilSignal(() => executor.stop());
+    }
+    case "keys":
+      if (args[0] !== "generate") {
+        process.stderr.write("usage: countersign keys generate\n");
+        return 2;
+      }
+      await keysGenerate(out);
+      return 0;
     case "agents":
       await agentsCommand(loadConfig({ env: process.env, role: "cli" }), args, out);
       return 0;
@@ -58,22 +83,46 @@ async function serve(config: Config): Promise<number> {
   return untilSignal(() => server.close());
 }
 
-/** `countersign start`: the whole flow on one machine with nothing configured. */
+/**
+ * `countersign start`: the whole flow on one machine with nothing configured: the server on
+ * PGlite, a demo target, and one executor child process, the only holder of the write token.
+ */
 async function start(out: (line: string) => void): Promise<number> {
   const probe = loadConfig({ env: process.env, role: "server" });
-  const useDemo = probe.configPath === null;
-  const demo = useDemo ? await startDemoTarget() : undefined;
-  const env = demo ? { ...process.env, COUNTERSIGN_DEMO_READ_TOKEN: demo.readToken, COUNTERSIGN_DEMO_WRITE_TOKEN: demo.writeToken } : process.env;
-  const config = loadConfig({ env, role: "server", ...(demo ? { fallback: demoConfig(demo.target.url) } : {}) });
+  const demo = probe.configPath === null ? await startDemoTarget() : undefined;
+  let env: NodeJS.ProcessEnv = process.env;
+  if (demo) {
+    // The demo config is a file, so the executor child reads the same one.
+    mkdirSync(probe.dataDir, { recursive: true });
+    const file = path.join(probe.dataDir, "demo-config.yml");
+    writeFileSync(file, "# Written by `countersign start` for its demo target; rewritten at every start.\n" + stringifyYaml(demoConfig(demo.target.url)));
+    env = { ...process.env, COUNTERSIGN_CONFIG: file, COUNTERSIGN_DEMO_READ_TOKEN: demo.readToken };
+  }
+  const executorToken = process.env.COUNTERSIGN_EXECUTOR_TOKEN || randomBytes(32).toString("base64url");
+  const config = loadConfig({ env: { ...env, COUNTERSIGN_EXECUTOR_TOKEN: executorToken }, role: "server" });
   const logger = createLogger(config.logLevel === "info" ? "warn" : config.logLevel);
-  const server = await runServer({ config, logger }).catch(async (err: unknown) => {
+  const grant = await resolveGrantKey(config);
+  const server = await runServer({ config, logger, grantKey: grant.key }).catch(async (err: unknown) => {
     await demo?.target.stop();
     throw err;
   });
 
+  const publicKey = process.env.COUNTERSIGN_GRANT_PUBLIC_KEY || (grant.publicPemFile ? readFileSync(grant.publicPemFile, "utf8") : undefined);
+  const executor = publicKey
+    ? spawnExecutor({
+        ...env,
+        ...(demo ? { COUNTERSIGN_DEMO_WRITE_TOKEN: demo.writeToken } : {}),
+        COUNTERSIGN_URL: server.url,
+        COUNTERSIGN_EXECUTOR_TOKEN: executorToken,
+        COUNTERSIGN_GRANT_PUBLIC_KEY: publicKey,
+        LOG_LEVEL: config.logLevel === "info" ? "warn" : config.logLevel,
+      })
+    : undefined;
+
   out("");
   out(`Countersign is running — ${config.publicUrl}  (${config.database.kind === "pglite" ? `embedded PGlite in ${config.database.dataDir}` : "PostgreSQL"})`);
   out(`  environment: ${config.environment}   targets: ${Object.keys(config.targets).join(", ") || "(none)"}`);
+  out(executor ? `  executor: pid ${executor.pid} (the only process with the write credential)` : "  executor: not started — set COUNTERSIGN_GRANT_PUBLIC_KEY to the public half of COUNTERSIGN_GRANT_PRIVATE_KEY");
   if (demo) {
     const key = await demoAgentKey(server.ctx.database, config.dataDir);
     out(`  demo target: contacts at ${demo.target.url} (a JSON contacts API with ETags)`);
@@ -91,9 +140,29 @@ async function start(out: (line: string) => void): Promise<number> {
   out("");
   out("Ctrl-C stops everything.");
   return untilSignal(async () => {
+    await stopChild(executor);
     await server.close();
     await demo?.target.stop();
   });
+}
+
+/** The executor as a child process with an environment of its own. */
+function spawnExecutor(env: NodeJS.ProcessEnv): ChildProcess {
+  const bin = fileURLToPath(new URL("../bin/countersign.js", import.meta.url));
+  const child = spawn(process.execPath, [bin, "executor"], { env, stdio: ["ignore", "inherit", "inherit"] });
+  child.on("exit", (code, signal) => {
+    if (code !== 0 && signal === null) process.stderr.write(`countersign: the executor exited with code ${code}; approved plans wait until it runs again\n`);
+  });
+  return child;
+}
+
+async function stopChild(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+  await exited;
+  clearTimeout(timer);
 }
 
 function untilSignal(stop: () => Promise<void>): Promise<number> {

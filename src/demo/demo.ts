@@ -26,7 +26,7 @@ export async function startDemoTarget(): Promise<{ target: JsonResourceServer; r
 }
 
 /** The config `countersign start` runs on when there is no countersign.yml. */
-export function demoConfig(targetUrl: string): unknown {
+export function demoConfig(targetUrl: string): Record<string, unknown> {
   return {
     environment: "demo",
     defaults: { approvers: [DEMO_REVIEWER], requiredApprovals: 1, ttl: { default: 900, max: 86_400 } },

@@ -34,6 +34,11 @@ export class JsonResourceServer {
   failWith: { status: number; body: string } | undefined;
   /** Omit the ETag header from answers. */
   omitEtag = false;
+  /**
+   * Called with each request before it is handled (after it is recorded); the request waits
+   * for the returned promise. Tests use it to hold a request, or to change state under it.
+   */
+  beforeHandle: ((request: RecordedRequest) => Promise<void> | void) | undefined;
 
   constructor(private readonly options: JsonResourceServerOptions = {}) {
     for (const [path, body] of Object.entries(options.seed ?? {})) this.docs.set(path, { body, version: 1 });
@@ -81,7 +86,9 @@ export class JsonResourceServer {
     const body = await readBody(req);
     const path = new URL(req.url ?? "/", "http://x").pathname;
     const method = req.method ?? "GET";
-    this.requests.push({ method, path, headers: { ...req.headers }, body });
+    const recorded: RecordedRequest = { method, path, headers: { ...req.headers }, body };
+    this.requests.push(recorded);
+    await this.beforeHandle?.(recorded);
     if (this.failWith) return { status: this.failWith.status, body: this.failWith.body };
 
     const auth = req.headers.authorization?.replace(/^Bearer\s+/i, "");

@@ -16,7 +16,7 @@ export interface ExecutorOptions {
   logger: Logger;
   fetch?: typeof fetch;
   now?: () => Date;
-  /** How often to extend the lease while working on a plan. */
+  /** How often to extend the lease while working on a plan; by default a third of the lease the server gave. */
   heartbeatMs?: number;
 }
 
@@ -52,7 +52,7 @@ export function runExecutor(options: ExecutorOptions): { stop(): Promise<void>; 
         (held) => held || log.warn("lease lost while executing; the server will refuse this report"),
         (err: unknown) => log.warn({ err }, "heartbeat failed"),
       );
-    }, options.heartbeatMs ?? 15_000);
+    }, options.heartbeatMs ?? Math.max(1000, (Date.parse(claim.leaseExpiresAt) - Date.now()) / 3));
     try {
       const outcome = await executePlan(claim, ports);
       const accepted = await server.report(claim.claimToken, outcome);

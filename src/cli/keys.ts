@@ -1,0 +1,11 @@
+import { generateGrantKeys } from "../grant/keys.ts";
+
+/** `countersign keys generate`: a new Ed25519 pair for signing and verifying grants. */
+export async function keysGenerate(out: (line: string) => void): Promise<void> {
+  const { privatePem, publicPem, kid } = await generateGrantKeys();
+  out(`# kid ${kid}`);
+  out("# COUNTERSIGN_GRANT_PRIVATE_KEY — the server's (every replica's); keep it secret");
+  out(privatePem.trimEnd());
+  out("# COUNTERSIGN_GRANT_PUBLIC_KEY — every executor's; during a rotation list the old and the new one");
+  out(publicPem.trimEnd());
+}
