@@ -10,6 +10,8 @@ export interface RecordedRequest {
   path: string;
   headers: Record<string, string | string[] | undefined>;
   body: string;
+  /** The status it was answered with, once answered. */
+  answered?: number;
 }
 
 export interface JsonResourceServerOptions {
@@ -39,6 +41,8 @@ export class JsonResourceServer {
    * for the returned promise. Tests use it to hold a request, or to change state under it.
    */
   beforeHandle: ((request: RecordedRequest) => Promise<void> | void) | undefined;
+  /** Called after a request changed state and before it is answered; the answer waits for it (a reply lost in the network). */
+  beforeAnswer: ((request: RecordedRequest) => Promise<void> | void) | undefined;
 
   constructor(private readonly options: JsonResourceServerOptions = {}) {
     for (const [path, body] of Object.entries(options.seed ?? {})) this.docs.set(path, { body, version: 1 });
@@ -46,7 +50,8 @@ export class JsonResourceServer {
 
   async start(port = 0, hostname = "127.0.0.1"): Promise<string> {
     this.server = createServer((req, res) => {
-      void this.handle(req).then(({ status, body, etag }) => {
+      void this.handle(req).then(async ({ status, body, etag, recorded }) => {
+        await this.beforeAnswer?.(recorded);
         const headers: Record<string, string> = { "content-type": "application/json" };
         if (etag && !this.omitEtag) headers.etag = etag;
         res.writeHead(status, headers).end(body === undefined ? "" : typeof body === "string" ? body : JSON.stringify(body));
@@ -82,13 +87,17 @@ export class JsonResourceServer {
     return doc && etag(doc.body, doc.version);
   }
 
-  private async handle(req: IncomingMessage): Promise<{ status: number; body?: Json | string; etag?: string }> {
+  private async handle(req: IncomingMessage): Promise<{ status: number; body?: Json | string; etag?: string; recorded: RecordedRequest }> {
     const body = await readBody(req);
-    const path = new URL(req.url ?? "/", "http://x").pathname;
-    const method = req.method ?? "GET";
-    const recorded: RecordedRequest = { method, path, headers: { ...req.headers }, body };
+    const recorded: RecordedRequest = { method: req.method ?? "GET", path: new URL(req.url ?? "/", "http://x").pathname, headers: { ...req.headers }, body };
     this.requests.push(recorded);
     await this.beforeHandle?.(recorded);
+    const answer = this.answer(req, recorded);
+    recorded.answered = answer.status;
+    return { ...answer, recorded };
+  }
+
+  private answer(req: IncomingMessage, { method, path, body }: RecordedRequest): { status: number; body?: Json | string; etag?: string } {
     if (this.failWith) return { status: this.failWith.status, body: this.failWith.body };
 
     const auth = req.headers.authorization?.replace(/^Bearer\s+/i, "");
