@@ -13,6 +13,14 @@ describe("countersign.example.yml", () => {
     expect(config.targets.crm?.write).toBeUndefined();
   });
 
+  it("gives the executor the write credential and the executor settings", () => {
+    const config = loadConfig({ env: { COUNTERSIGN_CONFIG: path.join(root, "countersign.example.yml"), CRM_READ_TOKEN: "r", CRM_WRITE_TOKEN: "w" }, role: "executor", cwd: root });
+    expect(config.targets.crm?.write?.headers.Authorization).toBe("Bearer w");
+    expect(config.executor.leaseSeconds).toBe(60);
+    expect(config.defaults.grantTtl).toBe(600);
+    expect(config.targets.crm?.policy?.grantTtl).toBe(300);
+  });
+
   it("names the missing read variable for the server", () => {
     let error: unknown;
     try {
