@@ -84,7 +84,8 @@ export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<
   const allHeld = checks.every((c) => c.kind === "held");
   if (allHeld) return { status: "applied", reconciled: true, actions: plan.actions.map((a, i) => ({ ...base(a, i), status: "applied", reconciled: true })) };
   if (grant.expired) {
-    return { status: "expired", reason: "the grant expired before the plan was applied; the targets do not hold the planned change, and nothing was written", actions: plan.actions.map((a, i) => skipped(a, i)) };
+    const why = checks.some((c) => c.kind === "unreadable") ? "a target could not be re-read to check whether it holds the planned change" : "the targets do not hold the planned change";
+    return { status: "expired", reason: `the grant expired before the plan was applied; ${why}, and nothing was written`, actions: plan.actions.map((a, i) => skipped(a, i)) };
   }
   const unreadable = checks.findIndex((c) => c.kind === "unreadable");
   if (unreadable >= 0) {

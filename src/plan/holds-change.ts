@@ -8,7 +8,8 @@ export function valueAt(doc: Json | undefined, pointer: string): Json | undefine
   let node: Json | undefined = doc;
   for (const raw of pointer.slice(1).split("/")) {
     const key = raw.replaceAll("~1", "/").replaceAll("~0", "~");
-    if (Array.isArray(node)) node = node[Number(key)];
+    // RFC 6901: an array index is "0" or digits without a leading zero, nothing looser.
+    if (Array.isArray(node)) node = /^(0|[1-9]\d*)$/.test(key) ? node[Number(key)] : undefined;
     else if (isJsonObject(node)) node = Object.hasOwn(node, key) ? node[key] : undefined;
     else return undefined;
   }
