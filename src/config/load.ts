@@ -11,6 +11,10 @@ export type Role = "server" | "executor" | "cli";
 
 export type ServerTarget = Omit<TargetConfig, "write">;
 
+export type SlackSecrets =
+  | { enabled: false }
+  | { enabled: true; botToken: string; signingSecret: string | undefined; appToken: string | undefined; apiUrl: string | undefined; reviewChannel: string };
+
 export interface Config {
   environment: string;
   port: number;
@@ -18,7 +22,8 @@ export interface Config {
   database: { kind: "pglite"; dataDir: string } | { kind: "postgres"; url: string };
   dataDir: string;
   logLevel: z.infer<typeof EnvConfig>["LOG_LEVEL"];
-  slack: FileConfig["slack"];
+  /** Slack settings; `enabled` is false when no bot token is set (browser-only). */
+  slack: FileConfig["slack"] & SlackSecrets;
   executor: FileConfig["executor"];
   /** Server: the grant signing key (PEM); absent with PostgreSQL is an error at `serve`, with PGlite one is made in the data dir. */
   grantPrivateKeyPem: string | undefined;
@@ -91,6 +96,15 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback }: LoadOpt
   }
   if (policyProblems.length > 0) throw new ConfigError(source, policyProblems);
 
+  let slack: Config["slack"] = { ...file.slack, enabled: false };
+  if (e.SLACK_BOT_TOKEN && role === "server") {
+    const problems: { key: string; message: string }[] = [];
+    if (!e.SLACK_SIGNING_SECRET && !e.SLACK_APP_TOKEN) problems.push({ key: "SLACK_SIGNING_SECRET", message: "is not set; HTTP mode needs the app's signing secret (or set SLACK_APP_TOKEN for Socket Mode)" });
+    if (!file.slack.reviewChannel) problems.push({ key: "slack.reviewChannel", message: "is not set; name the channel id where plans are posted for review" });
+    if (problems.length > 0) throw new ConfigError(`${source} + environment`, problems);
+    slack = { ...file.slack, enabled: true, botToken: e.SLACK_BOT_TOKEN, signingSecret: e.SLACK_SIGNING_SECRET, appToken: e.SLACK_APP_TOKEN, apiUrl: e.SLACK_API_URL, reviewChannel: file.slack.reviewChannel! };
+  }
+
   const publicUrl = (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, "");
   const dataDir = path.resolve(cwd, e.COUNTERSIGN_DATA_DIR);
   return {
@@ -100,7 +114,7 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback }: LoadOpt
     database: e.DATABASE_URL ? { kind: "postgres", url: e.DATABASE_URL } : { kind: "pglite", dataDir },
     dataDir,
     logLevel: e.LOG_LEVEL,
-    slack: file.slack,
+    slack,
     executor: file.executor,
     grantPrivateKeyPem: role === "server" ? e.COUNTERSIGN_GRANT_PRIVATE_KEY : undefined,
     executorToken: e.COUNTERSIGN_EXECUTOR_TOKEN,

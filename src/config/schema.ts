@@ -17,7 +17,11 @@ export const PolicyDefaults = z.strictObject({
   grantTtl: GrantTtl.default(600),
 });
 
+const ChannelId = z.string().regex(/^[CG][A-Z0-9]+$/, "must be a Slack channel id such as C0123ABCD");
+
 export const PolicyOverride = z.strictObject({
+  /** Where this target's plans are reviewed, instead of slack.reviewChannel. */
+  reviewChannel: ChannelId.optional(),
   approvers: z.array(SlackUserId).optional(),
   requiredApprovals: z.int().positive().optional(),
   ttl: TtlConfig.optional(),
@@ -42,7 +46,7 @@ export type TargetConfig = z.infer<typeof TargetConfig>;
 /** The YAML file (`countersign.yml`). Every key is documented in `countersign.example.yml`. */
 export const FileConfig = z.strictObject({
   environment: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "use lower-case letters, digits, '-' and '_'").default("default"),
-  slack: z.strictObject({ reviewChannel: z.string().regex(/^[CG][A-Z0-9]+$/, "must be a Slack channel id such as C0123ABCD").optional() }).default({}),
+  slack: z.strictObject({ reviewChannel: ChannelId.optional() }).default({}),
   defaults: PolicyDefaults.default({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600 }),
   executor: z.strictObject({
     /** Seconds an executor holds a claimed plan before another may take it over; heartbeats extend it. */
@@ -66,6 +70,12 @@ export const EnvConfig = z.object({
   COUNTERSIGN_GRANT_PRIVATE_KEY: z.string().includes("PRIVATE KEY", { message: "must be a PKCS#8 PEM ('-----BEGIN PRIVATE KEY-----'); 'countersign keys generate' prints one" }).optional(),
   /** Server and executor: the shared secret of the executor API. */
   COUNTERSIGN_EXECUTOR_TOKEN: z.string().min(16, "must be at least 16 characters; use a long random string").optional(),
+  SLACK_BOT_TOKEN: z.string().startsWith("xoxb-", "must be a bot token (xoxb-…) from the app's OAuth & Permissions page").optional(),
+  SLACK_SIGNING_SECRET: z.string().min(8).optional(),
+  /** Socket Mode when set (xapp-…): no public URL needed. */
+  SLACK_APP_TOKEN: z.string().startsWith("xapp-", "must be an app-level token (xapp-…) with connections:write").optional(),
+  /** The Web API base; tests point it at the Slack emulator. */
+  SLACK_API_URL: z.url({ protocol: /^https?$/ }).optional(),
   /** Executor: the server to claim plans from. */
   COUNTERSIGN_URL: z.url({ protocol: /^https?$/ }).optional(),
   /** Executor: SPKI PEM(s) of the grant signing key(s) it trusts. */

@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ServiceContext } from "../service/context.ts";
 import { ServiceError } from "../service/errors.ts";
@@ -8,9 +8,13 @@ import { executorApi } from "./executor-api.ts";
 import { errorResponse } from "./http-errors.ts";
 
 /** Countersign's one HTTP app: agent API now; executor API, browser pages and Slack mount here too. */
-export function createApp(ctx: ServiceContext, options: { adminToken?: string; executorToken?: string } = {}): Hono {
+export function createApp(
+  ctx: ServiceContext,
+  options: { adminToken?: string; executorToken?: string; slackHandler?: (c: Context) => Promise<Response> } = {},
+): Hono {
   const app = new Hono();
   app.get("/healthz", (c) => c.json({ ok: true, environment: ctx.config.environment }));
+  if (options.slackHandler) app.post("/slack/events", options.slackHandler);
   app.route("/v1/executor", executorApi(ctx, options.executorToken));
   app.route("/v1", agentApi(ctx));
   if (options.adminToken) app.route("/admin", adminApi(ctx.database, options.adminToken));

@@ -5,7 +5,8 @@ import { createReadOnlyHttp } from "../adapters/read-only-http.ts";
 import type { Config } from "../config/load.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { expireDue } from "../service/expire-due.ts";
-import { deliverDue, type OutboxHandler } from "../service/outbox.ts";
+import { DEFAULT_DELIVERY, deliverDue, type OutboxHandler } from "../service/outbox.ts";
+import { openSlackDoor } from "../slack/slack-door.ts";
 import { PlanSignals } from "../service/plan-signals.ts";
 import { openDatabase, type Database } from "../store/db.ts";
 import { createApp } from "./app.ts";
@@ -26,6 +27,7 @@ export interface RunServerOptions {
   /** The grant signing key; otherwise resolved from the config (see resolveGrantKey). */
   grantKey?: SigningKey;
   sweepMs?: number;
+  deliverMs?: number;
   hostname?: string;
 }
 
@@ -47,7 +49,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     await database.migrate();
     const signals = new PlanSignals(database);
     await signals.start();
-    const handlers = options.outboxHandlers ?? {};
+    const slackEnabled = config.slack.enabled;
     const grantKey = options.grantKey ?? (await resolveGrantKey(config)).key;
     const ctx: ServiceContext = {
       database,
@@ -56,11 +58,15 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
       clock: options.clock ?? (() => new Date()),
       logger,
       signals,
-      sinks: Object.keys(handlers),
+      sinks: [...Object.keys(options.outboxHandlers ?? {}), ...(slackEnabled ? ["slack"] : [])],
       grantKey,
     };
+    const slack = config.slack.enabled ? await openSlackDoor(ctx, config.slack, config, logger) : undefined;
+    if (!slack) logger.info("Slack is not configured (no SLACK_BOT_TOKEN): running browser-only");
+    const handlers: Record<string, OutboxHandler> = { ...options.outboxHandlers, ...(slack ? { slack: slack.deliver } : {}) };
 
     const app = createApp(ctx, {
+      ...(slack?.handle ? { slackHandler: slack.handle } : {}),
       ...(dataDirClaim ? { adminToken: dataDirClaim.adminToken } : {}),
       ...(config.executorToken ? { executorToken: config.executorToken } : {}),
     });
@@ -71,7 +77,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
 
     const report = (what: string) => (err: unknown) => logger.error({ err }, `${what} failed; retrying`);
     const sweeper = every(options.sweepMs ?? 1000, () => expireDue(ctx), report("expiry sweep"));
-    const delivery = every(500, () => deliverDue(database!, handlers, ctx.clock), report("outbox delivery"));
+    const delivery = every(options.deliverMs ?? 250, () => deliverDue(database!, handlers, ctx.clock, DEFAULT_DELIVERY, 20, (dead) => logger.error(dead, "a side effect failed for good and was dead-lettered")), report("outbox delivery"));
 
     logger.info({ url, publicUrl: config.publicUrl, database: database.kind, environment: config.environment, targets: Object.keys(config.targets) }, "countersign serving");
     return {
@@ -84,6 +90,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
           server.closeAllConnections?.();
         });
         await Promise.all([sweeper.stop(), delivery.stop()]);
+        await slack?.stop();
         await signals.stop();
         if (ownsDatabase) await database!.close();
         dataDirClaim?.release();

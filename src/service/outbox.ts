@@ -9,12 +9,30 @@ export interface PlanEvent {
   status: string;
   hash: string;
   at: string;
+  /** Who caused it (see audit.ts Actor). */
+  actor?: { type: string; userId?: string; via?: string; name?: string; process?: string };
   data?: Record<string, unknown>;
 }
 
 export async function enqueueEffects(tx: Tx, sinks: readonly string[], event: PlanEvent): Promise<void> {
   if (sinks.length === 0) return;
   await tx.insert(outbox).values(sinks.map((kind) => ({ planId: event.planId, kind, payload: event, availableAt: new Date(event.at) })));
+}
+
+/**
+ * What a sink throws to steer redelivery: `permanent` stops retrying at once (the failure is
+ * kept, dead-lettered, for people to see); `retryAfterMs` is the least wait the far side asked
+ * for (Slack's Retry-After), honoured even when the backoff would be shorter.
+ */
+export class DeliveryError extends Error {
+  readonly permanent: boolean;
+  readonly retryAfterMs: number | undefined;
+  constructor(message: string, options: { permanent?: boolean; retryAfterMs?: number; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.name = "DeliveryError";
+    this.permanent = options.permanent ?? false;
+    this.retryAfterMs = options.retryAfterMs;
+  }
 }
 
 export type OutboxHandler = (payload: PlanEvent, row: { id: number; attempts: number }) => Promise<void>;
@@ -56,6 +74,7 @@ export async function deliverDue(
   now: () => Date,
   policy: DeliveryPolicy = DEFAULT_DELIVERY,
   batch = 20,
+  onDead: (row: { id: number; planId: string | null; kind: string; error: string }) => void = () => {},
 ): Promise<number> {
   const kinds = Object.keys(handlers);
   if (kinds.length === 0) return 0;
@@ -69,10 +88,12 @@ export async function deliverDue(
       delivered++;
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      if (row.attempts >= policy.maxAttempts) {
+      const steer = err instanceof DeliveryError ? err : undefined;
+      if (steer?.permanent || row.attempts >= policy.maxAttempts) {
         await database.db.execute(sql`UPDATE ${outbox} SET dead_at = ${now().toISOString()}, last_error = ${message} WHERE id = ${row.id}`);
+        onDead({ id: row.id, planId: row.plan_id, kind: row.kind, error: message });
       } else {
-        const retryAt = new Date(now().getTime() + policy.backoffMs(row.attempts));
+        const retryAt = new Date(now().getTime() + Math.max(policy.backoffMs(row.attempts), steer?.retryAfterMs ?? 0));
         await database.db.execute(sql`UPDATE ${outbox} SET available_at = ${retryAt.toISOString()}, last_error = ${message} WHERE id = ${row.id}`);
       }
     }

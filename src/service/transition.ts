@@ -51,6 +51,6 @@ export async function recordPlanEvent(
   data: Record<string, unknown>,
 ): Promise<void> {
   await appendAudit(tx, { planId: plan.id, type, actor, data, at });
-  await enqueueEffects(tx, ctx.sinks, { planId: plan.id, type, status: plan.status, hash: plan.hash, at: at.toISOString(), data });
+  await enqueueEffects(tx, ctx.sinks, { planId: plan.id, type, status: plan.status, hash: plan.hash, at: at.toISOString(), actor, data });
   await PlanSignals.announce(tx, plan.id);
 }

@@ -113,3 +113,40 @@ export const outbox = pgTable(
   },
   (t) => [index("outbox_due").on(t.availableAt).where(sql`delivered_at IS NULL AND dead_at IS NULL`)],
 );
+
+/** Where a plan's preview lives in Slack, so updates and thread replies find it (and a redelivery does not post it twice). */
+export const slackMessages = pgTable("slack_messages", {
+  planId: uuid("plan_id").primaryKey().references(() => plans.id),
+  channel: text("channel").notNull(),
+  ts: text("ts").notNull(),
+  postedAt: at("posted_at").notNull().defaultNow(),
+});
+
+/** The next moment each channel may take a post: ~1 per second per channel, shared by every replica. */
+export const slackChannelSlots = pgTable("slack_channel_slots", {
+  channel: text("channel").primaryKey(),
+  nextAt: at("next_at").notNull(),
+});
+
+/** One-time browser sign-in links; only a hash of the token is kept. */
+export const loginLinks = pgTable("login_links", {
+  tokenHash: text("token_hash").primaryKey(),
+  userId: text("user_id").notNull(),
+  name: text("name"),
+  /** Who asked for it: "slack" (/countersign login) or "cli" (countersign login-link). */
+  via: text("via").notNull(),
+  createdAt: at("created_at").notNull(),
+  expiresAt: at("expires_at").notNull(),
+  usedAt: at("used_at"),
+});
+
+/** Browser sessions, each bound to a Slack user id; the cookie holds the id, the table its hash. */
+export const webSessions = pgTable("web_sessions", {
+  idHash: text("id_hash").primaryKey(),
+  userId: text("user_id").notNull(),
+  name: text("name"),
+  csrfToken: text("csrf_token").notNull(),
+  createdAt: at("created_at").notNull(),
+  expiresAt: at("expires_at").notNull(),
+  endedAt: at("ended_at"),
+});

@@ -47,7 +47,7 @@ export function testConfig(targets: Record<string, TargetConfig>, defaults: Part
     database: { kind: "pglite", dataDir: "/nonexistent" },
     dataDir: "/nonexistent",
     logLevel: "silent",
-    slack: {},
+    slack: { enabled: false },
     defaults: { approvers: APPROVERS, requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600, ...defaults },
     executor: { leaseSeconds: 60 },
     grantPrivateKeyPem: undefined,

@@ -1,0 +1,132 @@
+import { WebClient } from "@slack/web-api";
+import { eq, sql } from "drizzle-orm";
+import type { Outcome } from "../plan/outcome.ts";
+import type { PlanDocument } from "../plan/schema.ts";
+import type { ServiceContext } from "../service/context.ts";
+import { DeliveryError, type OutboxHandler, type PlanEvent } from "../service/outbox.ts";
+import { planView, type PlanView } from "../service/plan-view.ts";
+import { plans, slackChannelSlots, slackMessages } from "../store/schema.ts";
+import type { PlanMessage, SlackMessage, ThreadEvent } from "./plan-message.ts";
+import { renderPlanMessage, renderThreadReply } from "./render.ts";
+import { deliveryErrorOf } from "./slack-errors.ts";
+
+/** Slack allows about one message per second per channel. */
+const CHANNEL_SPACING_MS = 1000;
+
+export interface SlackDelivery {
+  client: WebClient;
+  /** The review channel of a plan (a target's own, or the default). */
+  channelOf(doc: PlanDocument): string;
+}
+
+/** The outbox's WebClient: no retries of its own and 429s surfaced, because the outbox owns retrying. */
+export function deliveryClient(token: string, apiUrl: string | undefined): WebClient {
+  return new WebClient(token, { ...(apiUrl ? { slackApiUrl: apiUrl } : {}), retryConfig: { retries: 0 }, rejectRateLimitedCalls: true });
+}
+
+/**
+ * The "slack" outbox sink: posts the preview when a plan is submitted, then for every later
+ * event a reply in its thread and an update of the preview, in order per plan.
+ */
+export function slackSink(ctx: ServiceContext, slack: SlackDelivery): OutboxHandler {
+  return async (event) => {
+    const [row] = await ctx.database.db.select().from(plans).where(eq(plans.id, event.planId));
+    if (!row) throw new DeliveryError(`plan ${event.planId} is gone`, { permanent: true });
+    const view = await planView(ctx.database.db, ctx.config.publicUrl, row);
+    const [posted] = await ctx.database.db.select().from(slackMessages).where(eq(slackMessages.planId, event.planId));
+
+    if (event.type === "plan.submitted") {
+      if (posted) return; // redelivered after a crash between posting and recording: post once
+      const channel = slack.channelOf(view.plan);
+      const message = renderPlanMessage(planMessageOf(view));
+      await takeChannelSlot(ctx, channel);
+      const answer = await call("posting the preview", () => slack.client.chat.postMessage({ channel, ...message, unfurl_links: false, unfurl_media: false }));
+      await ctx.database.db.insert(slackMessages).values({ planId: event.planId, channel, ts: answer.ts as string }).onConflictDoNothing();
+      return;
+    }
+
+    if (!posted) throw new DeliveryError(`plan ${event.planId} has no preview message in Slack to reply under (its post failed)`, { permanent: true });
+    const reply = threadEventOf(event, view);
+    if (reply) {
+      await takeChannelSlot(ctx, posted.channel);
+      await call(`replying (${event.type})`, () => slack.client.chat.postMessage({ channel: posted.channel, thread_ts: posted.ts, ...renderThreadReply(reply), unfurl_links: false, unfurl_media: false }));
+    }
+    // The preview always shows the plan as it is now, so an update delivered late is still right.
+    await call(`updating the preview (${event.type})`, () => slack.client.chat.update({ channel: posted.channel, ts: posted.ts, ...renderPlanMessage(planMessageOf(view)) }));
+  };
+}
+
+export function planMessageOf(view: PlanView): PlanMessage {
+  return {
+    planId: view.id,
+    hash: view.hash,
+    status: view.status,
+    environment: view.plan.environment,
+    title: view.plan.title,
+    reason: view.plan.reason,
+    agent: view.plan.agent,
+    onBehalfOf: view.plan.onBehalfOf,
+    expiresAt: view.expiresAt,
+    reviewUrl: view.reviewUrl,
+    actions: view.preview.actions,
+    policy: view.plan.policy,
+    approvals: view.approvals,
+    rejection: view.rejection && { userId: view.rejection.userId, reason: view.rejection.reason },
+    outcome: view.outcome,
+  };
+}
+
+/** The thread reply for an event, from what the event recorded. */
+export function threadEventOf(event: PlanEvent, view: PlanView): ThreadEvent | undefined {
+  const data = event.data ?? {};
+  const userId = event.actor?.userId ?? "";
+  switch (event.type) {
+    case "decision.approve":
+      return { type: "decision.approve", userId: userId, approvals: Number(data.approvals), requiredApprovals: Number(data.requiredApprovals) };
+    case "plan.approved":
+      return { type: "plan.approved", approvers: (data.approvers as string[] | undefined) ?? view.approvals.map((a) => a.userId) };
+    case "plan.rejected":
+      return { type: "plan.rejected", userId, reason: String(data.reason ?? view.rejection?.reason ?? "") };
+    case "plan.expired":
+      return { type: "plan.expired", ...(typeof data.reason === "string" ? { reason: data.reason } : {}) };
+    case "plan.cancelled":
+      return { type: "plan.cancelled", agent: view.plan.agent };
+    case "plan.executing":
+      return { type: "plan.executing" };
+    case "plan.reclaimed":
+      return { type: "plan.reclaimed", claim: Number(data.claim ?? 0) };
+    case "plan.applied":
+      return { type: "plan.applied", outcome: view.outcome as Outcome, actions: view.preview.actions };
+    case "plan.failed":
+      return { type: "plan.failed", outcome: view.outcome as Outcome };
+    case "plan.stale":
+      return { type: "plan.stale", outcome: view.outcome as Outcome };
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Waits for this channel's next free slot, shared by every replica through the database: each
+ * post books the second after the last one booked.
+ */
+async function takeChannelSlot(ctx: ServiceContext, channel: string): Promise<void> {
+  const now = ctx.clock();
+  const [slot] = await ctx.database.rows<{ next_at: string | Date }>(sql`
+    INSERT INTO ${slackChannelSlots} (channel, next_at) VALUES (${channel}, ${new Date(now.getTime() + CHANNEL_SPACING_MS).toISOString()})
+    ON CONFLICT (channel) DO UPDATE SET next_at = GREATEST(${slackChannelSlots.nextAt}, ${now.toISOString()}::timestamptz) + ${`${CHANNEL_SPACING_MS} milliseconds`}::interval
+    RETURNING next_at`);
+  const mine = new Date(slot!.next_at).getTime() - CHANNEL_SPACING_MS;
+  const wait = mine - now.getTime();
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+}
+
+async function call<T>(what: string, send: () => Promise<T>): Promise<T> {
+  try {
+    return await send();
+  } catch (err) {
+    throw deliveryErrorOf(err, what);
+  }
+}
+
+export type { SlackMessage };

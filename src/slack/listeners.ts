@@ -1,0 +1,156 @@
+import type { App, BlockAction, ButtonAction, SlashCommand, ViewSubmitAction } from "@slack/bolt";
+import type { WebClient } from "@slack/web-api";
+import { and, desc, eq, gt } from "drizzle-orm";
+import type { Logger } from "pino";
+import { whyMayNotDecide } from "../policy/may-decide.ts";
+import type { PlanDocument } from "../plan/schema.ts";
+import type { ServiceContext } from "../service/context.ts";
+import { decide } from "../service/decide.ts";
+import { plans } from "../store/schema.ts";
+import { escapeMrkdwn } from "./escape.ts";
+import { refusalText } from "./refusal-text.ts";
+import { rejectModal } from "./reject-modal.ts";
+
+/** The plan and exact hash a button was rendered for; the click decides on exactly this. */
+interface ButtonValue {
+  planId: string;
+  hash: string;
+}
+
+export interface ListenerDeps {
+  ctx: ServiceContext;
+  logger: Logger;
+  /** The workspace this Countersign belongs to; clicks from any other (Slack Connect) are refused. */
+  teamId: () => string;
+  /** A one-time browser sign-in link for a Slack user, when the browser door offers one. */
+  loginLink?: (userId: string) => Promise<string>;
+}
+
+/**
+ * Slack's door: each listener acknowledges at once, builds the actor from the verified payload
+ * and calls one service verb. Refusals go back to the clicker only, as an ephemeral message.
+ */
+export function registerListeners(app: App, deps: ListenerDeps): void {
+  const { ctx, logger } = deps;
+
+  /** Any workspace id in the payload (the user's home, the team the action came through) other than ours. */
+  const foreign = (...teamIds: (string | undefined)[]) => teamIds.some((id) => id !== undefined && id !== deps.teamId());
+  const tellClicker = async (client: WebClient, channel: string | undefined, user: string, text: string) => {
+    if (!channel) return;
+    await client.chat.postEphemeral({ channel, user, text }).catch((err: unknown) => logger.warn({ err }, "could not tell the clicker why"));
+  };
+
+  app.action<BlockAction<ButtonAction>>("approve", async ({ ack, body, client }) => {
+    await ack();
+    const channel = body.channel?.id;
+    if (foreign(body.user.team_id, body.team?.id)) {
+      return tellClicker(client, channel, body.user.id, `Countersign accepts decisions only from members of its own workspace (${deps.teamId()}); nothing was recorded.`);
+    }
+    const value = parseButtonValue(body.actions[0]?.value);
+    if (!value) return tellClicker(client, channel, body.user.id, "This button does not name a plan; nothing was recorded.");
+    try {
+      await decide(ctx, { planId: value.planId, hash: value.hash, actor: { userId: body.user.id, via: "slack" }, verdict: "approve" });
+    } catch (err) {
+      logRefusal(logger, err);
+      await tellClicker(client, channel, body.user.id, refusalText(err));
+    }
+  });
+
+  app.action<BlockAction<ButtonAction>>("reject", async ({ ack, body, client }) => {
+    await ack();
+    const channel = body.channel?.id;
+    if (foreign(body.user.team_id, body.team?.id)) {
+      return tellClicker(client, channel, body.user.id, `Countersign accepts decisions only from members of its own workspace (${deps.teamId()}); nothing was recorded.`);
+    }
+    const value = parseButtonValue(body.actions[0]?.value);
+    if (!value) return tellClicker(client, channel, body.user.id, "This button does not name a plan; nothing was recorded.");
+    // views.open must happen within 3 s of the click, so it goes direct, not through the outbox.
+    await client.views.open({ trigger_id: body.trigger_id, view: rejectModal({ ...value, channel: channel ?? "" }) }).catch(async (err: unknown) => {
+      logger.warn({ err }, "could not open the reject dialog");
+      await tellClicker(client, channel, body.user.id, "Slack would not open the reject dialog; try again, or reject from the plan page.");
+    });
+  });
+
+  app.action("view_full_plan", async ({ ack }) => {
+    await ack(); // a link button; Slack still tells us about the click
+  });
+
+  app.view<ViewSubmitAction>("reject", async ({ ack, body, view, client }) => {
+    const reason = view.state.values.reason?.reason?.value?.trim() ?? "";
+    if (!reason) {
+      await ack({ response_action: "errors", errors: { reason: "Say why, so the agent and the requester know what to change." } });
+      return;
+    }
+    await ack();
+    let meta: ButtonValue & { channel: string };
+    try {
+      meta = JSON.parse(view.private_metadata) as ButtonValue & { channel: string };
+    } catch {
+      return;
+    }
+    if (foreign(body.user.team_id, body.team?.id)) {
+      return tellClicker(client, meta.channel, body.user.id, `Countersign accepts decisions only from members of its own workspace (${deps.teamId()}); nothing was recorded.`);
+    }
+    try {
+      await decide(ctx, { planId: meta.planId, hash: meta.hash, actor: { userId: body.user.id, via: "slack" }, verdict: "reject", reason });
+    } catch (err) {
+      logRefusal(logger, err);
+      await tellClicker(client, meta.channel, body.user.id, refusalText(err));
+    }
+  });
+
+  app.command("/countersign", async ({ ack, command }) => {
+    const [verb] = command.text.trim().split(/\s+/);
+    if (foreign(command.team_id)) {
+      await ack({ response_type: "ephemeral", text: "Countersign answers only members of its own workspace." });
+      return;
+    }
+    switch (verb) {
+      case "list":
+        await ack({ response_type: "ephemeral", text: await pendingForUser(ctx, command) });
+        return;
+      case "login":
+        if (!deps.loginLink) {
+          await ack({ response_type: "ephemeral", text: "Browser sign-in is switched off on this Countersign." });
+          return;
+        }
+        await ack({ response_type: "ephemeral", text: `Your one-time sign-in link (valid 5 minutes, usable once): ${await deps.loginLink(command.user_id)}` });
+        return;
+      default:
+        await ack({
+          response_type: "ephemeral",
+          text: "*/countersign list* — pending plans you may decide\n*/countersign login* — a one-time link that signs you into the browser as yourself\n*/countersign help* — this",
+        });
+    }
+  });
+}
+
+/** Pending plans this person may decide, newest first, as ephemeral mrkdwn. */
+async function pendingForUser(ctx: ServiceContext, command: SlashCommand): Promise<string> {
+  const rows = await ctx.database.db
+    .select({ id: plans.id, document: plans.document, expiresAt: plans.expiresAt })
+    .from(plans)
+    .where(and(eq(plans.status, "pending"), gt(plans.expiresAt, ctx.clock())))
+    .orderBy(desc(plans.createdAt))
+    .limit(200);
+  const mine = rows.filter((r) => whyMayNotDecide(command.user_id, r.document as PlanDocument) === undefined).slice(0, 20);
+  if (mine.length === 0) return "Nothing is waiting for your decision.";
+  return [
+    `${mine.length} plan(s) waiting for your decision:`,
+    ...mine.map((r) => `• <${ctx.config.publicUrl}/plans/${r.id}|${escapeMrkdwn((r.document as PlanDocument).title).replace(/[|>]/g, " ").slice(0, 150)}> — expires <!date^${Math.floor(r.expiresAt.getTime() / 1000)}^{date_short_pretty} {time}|${r.expiresAt.toISOString()}>`),
+  ].join("\n");
+}
+
+function parseButtonValue(raw: string | undefined): ButtonValue | undefined {
+  try {
+    const value = JSON.parse(raw ?? "") as Partial<ButtonValue>;
+    return typeof value.planId === "string" && typeof value.hash === "string" ? { planId: value.planId, hash: value.hash } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function logRefusal(logger: Logger, err: unknown): void {
+  if (err instanceof Error && err.name === "ServiceError") logger.info({ code: (err as { code?: string }).code }, "decision refused");
+  else logger.error({ err }, "decision failed");
+}

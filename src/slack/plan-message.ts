@@ -1,0 +1,48 @@
+import type { Outcome } from "../plan/outcome.ts";
+import type { ActionPreview, PlanStatus } from "../plan/schema.ts";
+
+/** Everything the Slack preview message shows about a plan. Built from the store; rendered by render.ts (pure). */
+export interface PlanMessage {
+  planId: string;
+  hash: string;
+  status: PlanStatus;
+  environment: string;
+  /** Agent-supplied: must be shown literally (never as mrkdwn, mentions or links). */
+  title: string;
+  reason?: string | undefined;
+  /** The agent's name (configured by an operator, but still shown escaped). */
+  agent: string;
+  /** A Slack user id the agent says it acts for; shown as a mention only if it is a valid user id. */
+  onBehalfOf?: string | undefined;
+  /** ISO time. */
+  expiresAt: string;
+  /** `PUBLIC_URL/plans/:id`. */
+  reviewUrl: string;
+  actions: ActionPreview[];
+  policy: { approvers: string[]; requiredApprovals: number };
+  approvals: { userId: string; via: "slack" | "web"; at: string }[];
+  rejection?: { userId: string; reason: string } | undefined;
+  outcome?: Outcome | undefined;
+}
+
+/** One thing that happened to a plan, as a reply in the preview's thread. */
+export type ThreadEvent =
+  | { type: "decision.approve"; userId: string; approvals: number; requiredApprovals: number }
+  | { type: "plan.approved"; approvers: string[] }
+  | { type: "plan.rejected"; userId: string; reason: string }
+  | { type: "plan.expired"; reason?: string }
+  | { type: "plan.cancelled"; agent: string }
+  | { type: "plan.executing" }
+  | { type: "plan.reclaimed"; claim: number }
+  | { type: "plan.applied"; outcome: Outcome; actions: ActionPreview[] }
+  | { type: "plan.failed"; outcome: Outcome }
+  | { type: "plan.stale"; outcome: Outcome };
+
+/** Block Kit as sent to Slack; kept loose on purpose, the renderer's tests pin the shapes. */
+export type Block = Record<string, unknown>;
+
+export interface SlackMessage {
+  /** Notification / fallback text: plain, escaped like everything else. */
+  text: string;
+  blocks: Block[];
+}

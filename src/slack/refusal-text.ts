@@ -1,0 +1,33 @@
+import { ServiceError } from "../service/errors.ts";
+import { escapeMrkdwn, mention } from "./escape.ts";
+
+/**
+ * What a person who clicked is told when Countersign refused their decision. The one place a
+ * refusal becomes Slack text; the rules themselves live in the service.
+ */
+export function refusalText(err: unknown): string {
+  if (!(err instanceof ServiceError)) return "Countersign could not record that decision because of an internal error; nothing changed. Try again, or use the plan page.";
+  const details = err.details ?? {};
+  switch (err.code) {
+    case "plan_expired":
+      return "This plan expired before your decision arrived; nothing was recorded. The agent has to submit it again.";
+    case "already_decided":
+      return `This plan is already ${String(details.status ?? "decided")}; your click changed nothing.`;
+    case "already_voted":
+      return "You already approved this plan; one person counts once.";
+    case "hash_mismatch":
+      return "The plan changed since this message was rendered, so your click was not counted. Open the plan page and review the current version.";
+    case "self_approval":
+      return "This plan was requested on your behalf, so someone else has to decide it.";
+    case "not_an_approver": {
+      const approvers = Array.isArray(details.approvers) ? (details.approvers as string[]) : [];
+      return `You are not an approver for this plan. It can be decided by: ${approvers.map(mention).join(" ") || "nobody configured"}.`;
+    }
+    case "not_found":
+      return "Countersign has no such plan (it may belong to another environment).";
+    case "invalid_request":
+      return `That decision was not valid: ${escapeMrkdwn(err.message)}`;
+    default:
+      return `Countersign refused that decision (${err.code}): ${escapeMrkdwn(err.message)}`;
+  }
+}

@@ -1,0 +1,513 @@
+/**
+ * Block Kit for the review channel: the preview message (`renderPlanMessage`) and one thread
+ * reply per lifecycle event (`renderThreadReply`). Pure: the outbox and the click handlers post
+ * what these return.
+ *
+ * Two promises hold for any input (20 actions, 500 changed fields, 100 KB strings, any Unicode):
+ * every agent-supplied string shows literally (see escape.ts), and every message is within
+ * Slack's limits — what does not fit is counted in a "… N more … — see full plan" marker, and
+ * the decision buttons and the link to the full plan always fit.
+ */
+import type { Change } from "../plan/changes.ts";
+import { shortHash } from "../plan/fingerprint.ts";
+import type { Json } from "../plan/json.ts";
+import type { ActionOutcome, Outcome } from "../plan/outcome.ts";
+import type { ActionPreview } from "../plan/schema.ts";
+import {
+  inlineCode,
+  mention,
+  mrkdwn,
+  mrkdwnText,
+  plainText,
+  singleLine,
+  slackDate,
+  truncate,
+  type Mrkdwn,
+  type PlainText,
+} from "./escape.ts";
+import type { Block, PlanMessage, SlackMessage, ThreadEvent } from "./plan-message.ts";
+
+/** Slack's Block Kit limits; past any of them `chat.postMessage` answers `invalid_blocks`. */
+export const SLACK_LIMITS = {
+  blocks: 50,
+  sectionText: 3000,
+  sectionFields: 10,
+  fieldText: 2000,
+  headerText: 150,
+  contextElements: 10,
+  contextText: 3000,
+  actionsElements: 25,
+  buttonText: 75,
+  buttonValue: 2000,
+  buttonUrl: 3000,
+  confirmTitle: 100,
+  confirmText: 300,
+  confirmButton: 30,
+  /** Slack cuts the fallback at 40,000; ours is a notification line and stays far shorter. */
+  messageText: 3000,
+} as const;
+
+/**
+ * Slack also refuses a message whose blocks are too big in total (`msg_blocks_too_long`). That
+ * limit is undocumented: reported at about 13,300 characters of block text (bolt-js #2509, where
+ * a Slack engineer put it as "12,000 text characters with a buffer for block containers"), and
+ * once below 12,000 (bolt-js #2867). We measure the serialised blocks — text, structure and JSON
+ * escaping — and stay under this, which leaves a margin whichever way Slack counts.
+ */
+export const BLOCKS_JSON_BUDGET = 10_000;
+
+/**
+ * How much of a plan the preview shows at most. Slack would allow more; a reviewer reads less.
+ * The full plan is one click away, and the approval binds the full hash whatever is shown.
+ */
+const SHOWN = {
+  actions: 20,
+  changeLinesTotal: 40,
+  changeLinesPerAction: 15,
+  changeLinesPerActionInThread: 5,
+  mentions: 15,
+  title: 150,
+  agent: 200,
+  environment: 100,
+  reason: 800,
+  rejection: 500,
+  replyReason: 2000,
+  target: 100,
+  op: 20,
+  path: 300,
+  version: 200,
+  changePath: 120,
+  value: 160,
+  detail: 500,
+} as const;
+
+/** Below this many JSON characters an action section cannot show its heading and a marker. */
+const MIN_ACTION_ROOM = 320;
+/** Room kept at the end of a section for its "… N more changes" line. */
+const MARKER_ROOM = 60;
+
+// ------------------------------------------------------------------------------- the preview
+
+export function renderPlanMessage(m: PlanMessage): SlackMessage {
+  const head: Block[] = [titleBlock(m), aboutBlock(m), ...reasonBlocks(m), statusBlock(m), { type: "divider" }];
+  const tail: Block[] = [decisionBlock(m)];
+  const body = actionBlocks(m.actions, {
+    room: BLOCKS_JSON_BUDGET - jsonSize([...head, ...tail]) - MARKER_BLOCK_ROOM,
+    maxBlocks: SLACK_LIMITS.blocks - head.length - tail.length - 1, // 1: the "more actions" marker
+    maxLinesEach: SHOWN.changeLinesPerAction,
+    withVersion: true,
+  });
+  return { text: previewFallback(m), blocks: [...head, ...body, ...tail] };
+}
+
+function previewFallback(m: PlanMessage): string {
+  const lead = m.status === "pending" ? "Plan awaiting approval" : `Plan ${STATUS_WORD[m.status]}`;
+  return truncate(`${lead}: ${mrkdwnText(singleLine(m.title), SHOWN.title * 2)}`, SLACK_LIMITS.messageText);
+}
+
+const STATUS_WORD: Record<PlanMessage["status"], string> = {
+  pending: "pending",
+  approved: "approved",
+  rejected: "rejected",
+  expired: "expired",
+  cancelled: "cancelled",
+  executing: "executing",
+  applied: "applied",
+  failed: "failed",
+  stale: "stale",
+};
+
+function titleBlock(m: PlanMessage): Block {
+  return { type: "header", text: plainText(singleLine(m.title), SLACK_LIMITS.headerText) };
+}
+
+/** Who asked, for whom, where, until when, and which exact version: one context line. */
+function aboutBlock(m: PlanMessage): Block {
+  const elements: (PlainText | Mrkdwn)[] = [plainText(`Agent: ${singleLine(m.agent)}`, SHOWN.agent)];
+  if (m.onBehalfOf !== undefined) elements.push(contextMrkdwn(`on behalf of ${mention(m.onBehalfOf)}`));
+  elements.push(plainText(`Environment: ${singleLine(m.environment)}`, SHOWN.environment));
+  if (m.status === "pending" || m.status === "expired") {
+    elements.push(contextMrkdwn(`${m.status === "pending" ? "Expires" : "Expired"} ${slackDate(m.expiresAt)}`));
+  }
+  elements.push(contextMrkdwn(`Plan ${inlineCode(shortHash(m.hash), 14)}`));
+  return { type: "context", elements };
+}
+
+/** The reason is prose: `plain_text` shows it exactly, line breaks included. */
+function reasonBlocks(m: PlanMessage): Block[] {
+  if (m.reason === undefined || m.reason.trim() === "") return [];
+  return [{ type: "section", text: plainText(`Reason: ${m.reason}`, SHOWN.reason) }];
+}
+
+function statusBlock(m: PlanMessage): Block {
+  return section(statusLine(m));
+}
+
+function statusLine(m: PlanMessage): string {
+  const approvers = m.approvals.map((a) => a.userId);
+  const approvedBy = approvers.length > 0 ? ` — approved${byWhom(approvers)}` : "";
+  switch (m.status) {
+    case "pending":
+      return pendingLine(m, approvers);
+    case "approved":
+      return `✅ *Approved*${byWhom(approvers)} — handed to the executor`;
+    case "rejected":
+      return m.rejection
+        ? `🚫 *Rejected* by ${mention(m.rejection.userId)}: ${mrkdwnText(singleLine(m.rejection.reason), SHOWN.rejection)}`
+        : "🚫 *Rejected*";
+    case "expired":
+      return `⌛ *Expired* — ${m.outcome?.reason ? mrkdwnText(singleLine(m.outcome.reason), SHOWN.reason) : "nobody decided in time"}`;
+    case "cancelled":
+      return "✖️ *Cancelled* by the agent";
+    case "executing":
+      return `⚙️ *Executing…*${approvedBy}`;
+    case "applied":
+      return `✅ *Applied*${m.outcome?.reconciled ? " (the target already held these changes)" : ""}${approvedBy}`;
+    case "failed":
+      return `❌ *Failed* — ${failureReason(m.outcome)}${m.outcome?.partial ? `\n${PARTIAL_NOTE}` : ""}`;
+    case "stale":
+      return "⚠️ *Stale* — target changed, resubmit";
+  }
+}
+
+function pendingLine(m: PlanMessage, approvers: string[]): string {
+  const { requiredApprovals, approvers: eligible } = m.policy;
+  const needs = `⏳ *Pending* — needs ${requiredApprovals} of: ${eligible.length > 0 ? mentions(eligible) : "_no approver configured_"}`;
+  if (approvers.length === 0) return needs;
+  return `${needs}\nApproved so far (${approvers.length} of ${requiredApprovals}): ${mentions(approvers)}`;
+}
+
+function byWhom(userIds: string[]): string {
+  return userIds.length > 0 ? ` by ${mentions(userIds)}` : "";
+}
+
+/** Mentions of people the policy names, capped so a long list cannot crowd out the plan. */
+function mentions(userIds: string[]): string {
+  const shown = userIds.slice(0, SHOWN.mentions).map(mention).join(" ");
+  const hidden = userIds.length - SHOWN.mentions;
+  return hidden > 0 ? `${shown} and ${hidden} more` : shown;
+}
+
+/**
+ * Approve (with a confirm dialog) and Reject while the plan is pending, and always the link to
+ * the full plan. Built before the action sections and placed last, so it always fits.
+ */
+function decisionBlock(m: PlanMessage): Block {
+  const buttons = m.status === "pending" ? [approveButton(m), rejectButton(m)] : [];
+  return { type: "actions", elements: [...buttons, viewButton(m)] };
+}
+
+function approveButton(m: PlanMessage): Block {
+  return {
+    type: "button",
+    action_id: "approve",
+    style: "primary",
+    text: plainText("Approve", SLACK_LIMITS.buttonText),
+    value: buttonValue(m),
+    confirm: {
+      title: plainText("Approve this plan?", SLACK_LIMITS.confirmTitle),
+      text: plainText(confirmText(m), SLACK_LIMITS.confirmText),
+      confirm: plainText("Approve", SLACK_LIMITS.confirmButton),
+      deny: plainText("Cancel", SLACK_LIMITS.confirmButton),
+    },
+  };
+}
+
+/** No confirm dialog: Reject opens a modal asking for the reason, which is its confirmation. */
+function rejectButton(m: PlanMessage): Block {
+  return {
+    type: "button",
+    action_id: "reject",
+    style: "danger",
+    text: plainText("Reject", SLACK_LIMITS.buttonText),
+    value: buttonValue(m),
+  };
+}
+
+function viewButton(m: PlanMessage): Block {
+  const button: Block = { type: "button", action_id: "view_full_plan", text: plainText("View full plan", SLACK_LIMITS.buttonText) };
+  // Our own PUBLIC_URL; a cut URL would lead somewhere else, so an oversized one is left out.
+  if (m.reviewUrl.length <= SLACK_LIMITS.buttonUrl) button.url = m.reviewUrl;
+  return button;
+}
+
+/**
+ * What a click carries back: the handler passes exactly this hash to `decide`. It is never
+ * shortened — a cut hash would bind nothing — so an oversized one is a bug upstream, not input.
+ */
+function buttonValue(m: PlanMessage): string {
+  const value = JSON.stringify({ planId: m.planId, hash: m.hash });
+  if (value.length > SLACK_LIMITS.buttonValue) throw new RangeError(`button value for plan ${m.planId.slice(0, 64)} exceeds ${SLACK_LIMITS.buttonValue} characters`);
+  return value;
+}
+
+/** The short hash comes first, so however many targets there are, truncation never hides it. */
+function confirmText(m: PlanMessage): string {
+  const targets = [...new Set(m.actions.map((a) => singleLine(a.target)))];
+  const count = m.actions.length === 1 ? "1 action" : `${m.actions.length} actions`;
+  return `Approve plan ${shortHash(m.hash)}? ${count} on ${targets.join(", ") || "no target"}. Your approval binds to exactly this version.`;
+}
+
+// ---------------------------------------------------------------------------- action sections
+
+interface ActionListing {
+  /** JSON characters the sections (and their marker) may take together. */
+  room: number;
+  maxBlocks: number;
+  maxLinesEach: number;
+  withVersion: boolean;
+  /** What happened to the action at this index, for the thread's account of an application. */
+  result?: (index: number) => string;
+}
+
+/**
+ * One section per action. The room is shared out evenly, and field widths shrink with each
+ * action's share, so 20 actions all show their target and path; what still does not fit is
+ * counted in a marker, never silently dropped.
+ */
+function actionBlocks(actions: ActionPreview[], listing: ActionListing): Block[] {
+  const count = Math.max(0, Math.min(actions.length, SHOWN.actions, listing.maxBlocks, Math.floor(listing.room / MIN_ACTION_ROOM)));
+  const each = Math.min(SLACK_LIMITS.sectionText, Math.floor(listing.room / Math.max(1, count)) - SECTION_OVERHEAD - 1);
+  const linesEach = changeLinesPerAction(count, listing.maxLinesEach);
+  const blocks = actions.slice(0, count).map((action, i) => section(actionText(action, i, actions.length, each, linesEach, listing)));
+  const hidden = actions.length - count;
+  if (hidden > 0) blocks.push(marker(`… ${hidden} more ${hidden === 1 ? "action" : "actions"} — see full plan`));
+  return blocks;
+}
+
+function changeLinesPerAction(actionCount: number, max: number): number {
+  if (actionCount === 0) return 0;
+  return Math.max(1, Math.min(max, Math.floor(SHOWN.changeLinesTotal / actionCount)));
+}
+
+/** How many characters each shown value may take. */
+interface Widths {
+  target: number;
+  path: number;
+  version: number;
+  changePath: number;
+  value: number;
+}
+
+/** Widths for a section of `room` JSON characters: shares of it, halved because JSON escaping may double a quote. */
+function widthsFor(room: number): Widths {
+  const share = (fraction: number, min: number, max: number) => Math.max(min, Math.min(max, Math.floor((room * fraction) / 2)));
+  return {
+    target: share(1 / 8, 12, SHOWN.target),
+    path: share(1 / 4, 16, SHOWN.path),
+    version: share(1 / 6, 12, SHOWN.version),
+    changePath: share(1 / 6, 12, SHOWN.changePath),
+    value: share(1 / 5, 12, SHOWN.value),
+  };
+}
+
+function actionText(action: ActionPreview, index: number, total: number, room: number, maxLines: number, listing: ActionListing): string {
+  const widths = widthsFor(room);
+  const result = listing.result?.(index);
+  const heading = actionHeading(action, index, total, widths) + (result ? ` — ${result}` : "");
+  const head = listing.withVersion ? `${heading}\n${versionLine(action.version, widths)}` : heading;
+  return [head, ...changeLines(action.changes, room - weight(head) - 1, maxLines, widths)].join("\n");
+}
+
+function actionHeading(action: ActionPreview, index: number, total: number, widths: Widths): string {
+  return `*${index + 1}/${total}* ${inlineCode(action.op, SHOWN.op)} on ${inlineCode(singleLine(action.target), widths.target)} ${inlineCode(action.path, widths.path)}`;
+}
+
+function versionLine(version: string | null, widths: Widths): string {
+  return version === null ? "Version read: _none — the resource did not exist_" : `Version read: ${inlineCode(version, widths.version)}`;
+}
+
+/** As many `path: before → after` lines as fit in `room` JSON characters, then the marker. */
+function changeLines(changes: Change[], room: number, maxLines: number, widths: Widths): string[] {
+  if (changes.length === 0) return ["_No field changes._"];
+  const lines: string[] = [];
+  let used = 0;
+  for (const change of changes.slice(0, maxLines)) {
+    const line = changeLine(change, widths);
+    if (used + weight(line) + 1 > room - MARKER_ROOM) break;
+    lines.push(line);
+    used += weight(line) + 1;
+  }
+  const hidden = changes.length - lines.length;
+  if (hidden > 0) lines.push(`_… ${hidden} more ${hidden === 1 ? "change" : "changes"} — see full plan_`);
+  return lines;
+}
+
+function changeLine(change: Change, widths: Widths): string {
+  return `• ${changePath(change.path, widths)}: ${jsonValue(change.from, widths)} → ${jsonValue(change.to, widths)}`;
+}
+
+/** The empty JSON Pointer is the document itself (a create or a delete), which "" would not say. */
+function changePath(pointer: string, widths: Widths): string {
+  return pointer === "" ? "_whole resource_" : inlineCode(pointer, widths.changePath);
+}
+
+/** `undefined` is a field that is absent, which is not the same as JSON `null`. */
+function jsonValue(value: Json | undefined, widths: Widths): string {
+  return value === undefined ? "_absent_" : inlineCode(JSON.stringify(value), widths.value);
+}
+
+// ------------------------------------------------------------------------------ thread replies
+
+export function renderThreadReply(e: ThreadEvent): SlackMessage {
+  switch (e.type) {
+    case "decision.approve":
+      return reply(`👍 Approval ${e.approvals} of ${e.requiredApprovals} by ${mention(e.userId)}`);
+    case "plan.approved":
+      return reply(`✅ Approved${byWhom(e.approvers)} — handed to the executor`);
+    case "plan.rejected":
+      return reply(`🚫 Rejected by ${mention(e.userId)}: ${mrkdwnText(singleLine(e.reason), SHOWN.replyReason)}`);
+    case "plan.expired":
+      return reply(`⌛ Expired — ${e.reason ? mrkdwnText(singleLine(e.reason), SHOWN.replyReason) : "nobody decided in time"}`);
+    case "plan.cancelled":
+      return reply(`✖️ Cancelled by the agent (${mrkdwnText(singleLine(e.agent), SHOWN.agent)})`);
+    case "plan.executing":
+      return reply("⚙️ Executing…");
+    case "plan.reclaimed":
+      return reply(`🔁 Taken over by another executor (claim ${e.claim})`);
+    case "plan.applied":
+      return appliedReply(e.outcome, e.actions);
+    case "plan.failed":
+      return failedReply(e.outcome);
+    case "plan.stale":
+      return staleReply(e.outcome);
+  }
+}
+
+/**
+ * A reply: a summary (also the notification text) and optional detail blocks. Agent, executor
+ * and reviewer text in a summary is kept on one line, so it cannot forge a second line that
+ * looks like one of ours ("✅ Approved by …").
+ */
+function reply(summary: string, details: Block[] = []): SlackMessage {
+  return { text: truncate(summary, SLACK_LIMITS.messageText), blocks: [section(summary), ...details] };
+}
+
+/** JSON characters left for details under a summary, keeping room for a marker. */
+function roomUnder(summary: string): number {
+  return BLOCKS_JSON_BUDGET - jsonSize([section(summary)]) - MARKER_BLOCK_ROOM;
+}
+
+/** Detail sections in order while they fit; the rest counted in a marker. */
+function detailSections(details: string[], room: number): Block[] {
+  const blocks: Block[] = [];
+  let used = 0;
+  for (const detail of details) {
+    const block = section(detail);
+    const cost = jsonSize(block) + 1;
+    if (blocks.length >= SLACK_LIMITS.blocks - 2 || used + cost > room) break;
+    blocks.push(block);
+    used += cost;
+  }
+  const hidden = details.length - blocks.length;
+  if (hidden > 0) blocks.push(marker(`… ${hidden} more — see full plan`));
+  return blocks;
+}
+
+function appliedReply(outcome: Outcome, actions: ActionPreview[]): SlackMessage {
+  const written = outcome.actions.filter((a) => a.status === "applied" && !a.reconciled).length;
+  const summary = outcome.reconciled
+    ? "Applied ✅ — the target already held these changes; nothing was written"
+    : `Applied ✅ — ${written} ${written === 1 ? "action" : "actions"} written`;
+  const details = actionBlocks(actions, {
+    room: roomUnder(summary),
+    maxBlocks: SLACK_LIMITS.blocks - 2,
+    maxLinesEach: SHOWN.changeLinesPerActionInThread,
+    withVersion: false,
+    result: (index) => actionResult(outcome.actions.find((a) => a.index === index)),
+  });
+  return reply(summary, details);
+}
+
+function actionResult(result: ActionOutcome | undefined): string {
+  if (result === undefined) return "no result reported";
+  if (result.reconciled) return "already held this change, nothing written";
+  return result.status;
+}
+
+function failedReply(outcome: Outcome): SlackMessage {
+  const summary = `Failed ❌ — ${failureReason(outcome)}${outcome.partial ? `\n${PARTIAL_NOTE}` : ""}`;
+  return reply(summary, detailSections(outcome.actions.map(outcomeActionText), roomUnder(summary)));
+}
+
+const PARTIAL_NOTE = "⚠️ Partly applied: earlier actions were written, so the target holds part of the plan.";
+
+function failureReason(outcome: Outcome | undefined): string {
+  const reason = outcome?.reason ?? outcome?.actions.find((a) => a.status === "failed")?.detail;
+  return reason ? mrkdwnText(singleLine(reason), SHOWN.detail) : "the executor reported a failure";
+}
+
+function outcomeActionText(result: ActionOutcome): string {
+  const where = `${inlineCode(singleLine(result.target), SHOWN.target)} ${inlineCode(result.path, SHOWN.path)}`;
+  const detail = result.detail ? `: ${mrkdwnText(singleLine(result.detail), SHOWN.detail)}` : "";
+  return `*${result.index + 1}.* ${where} — ${result.reconciled ? "already held this change" : result.status}${detail}`;
+}
+
+function staleReply(outcome: Outcome): SlackMessage {
+  const stale = outcome.actions.filter((a) => a.status === "stale");
+  const [first, ...others] = stale;
+  if (first === undefined) return reply("⚠️ Stale — the target changed since the preview; resubmit the plan");
+  const more = others.length > 0 ? ` (and ${others.length} more)` : "";
+  // One stale action is said in full by the summary; its details add only what changed.
+  const summary = `⚠️ ${staleLine(first)}${more}`;
+  const details = others.length === 0 ? changedSincePreview(first) : stale.map(staleDetail);
+  return reply(summary, detailSections(details, roomUnder(summary)));
+}
+
+function changedSincePreview(result: ActionOutcome): string[] {
+  const changes = result.changedSincePreview ?? [];
+  if (changes.length === 0) return [];
+  const heading = "Changed on the target since the preview:";
+  return [[heading, ...changeLines(changes, SLACK_LIMITS.sectionText - weight(heading) - 1, SHOWN.changeLinesPerActionInThread, THREAD_WIDTHS)].join("\n")];
+}
+
+function staleLine(result: ActionOutcome): string {
+  const where = `${inlineCode(singleLine(result.target), SHOWN.target)} ${inlineCode(result.path, SHOWN.path)}`;
+  return `Stale — ${where} changed since the preview: expected ${versionText(result.expected)}, now ${versionText(result.now)}; resubmit the plan`;
+}
+
+/** Each stale action, with what changed on the target since the preview, as far as it fits. */
+function staleDetail(result: ActionOutcome): string {
+  const heading = staleLine(result);
+  const changes = result.changedSincePreview ?? [];
+  if (changes.length === 0) return heading;
+  const room = SLACK_LIMITS.sectionText - weight(heading) - 1;
+  return [heading, ...changeLines(changes, room, SHOWN.changeLinesPerActionInThread, THREAD_WIDTHS)].join("\n");
+}
+
+/** `null` is a resource that does not exist; missing is a version the executor did not learn. */
+function versionText(version: string | null | undefined): string {
+  if (version === null) return "_absent_";
+  if (version === undefined) return "_unknown_";
+  return inlineCode(version, SHOWN.version);
+}
+
+/** Stale details list a few changes each; the widths a whole section would give one action. */
+const THREAD_WIDTHS = widthsFor(1000);
+
+// ------------------------------------------------------------------------------ small builders
+
+function section(text: string): Block {
+  return { type: "section", text: mrkdwn(text, SLACK_LIMITS.sectionText) };
+}
+
+function marker(text: string): Block {
+  return { type: "context", elements: [contextMrkdwn(text)] };
+}
+
+function contextMrkdwn(text: string): Mrkdwn {
+  return mrkdwn(text, SLACK_LIMITS.contextText);
+}
+
+/** What a value adds to the request body: its JSON, escaping included. */
+function jsonSize(value: unknown): number {
+  return JSON.stringify(value).length;
+}
+
+/** What a string adds inside a JSON string: quotes, backslashes and control characters count double or more. */
+function weight(text: string): number {
+  return jsonSize(text) - 2;
+}
+
+const SECTION_OVERHEAD = jsonSize(section("x")) - 1;
+const MARKER_BLOCK_ROOM = jsonSize(marker("… 99999 more actions — see full plan")) + 1;

@@ -1,0 +1,59 @@
+import { App, LogLevel, SocketModeReceiver } from "@slack/bolt";
+import type { Context } from "hono";
+import type { Logger } from "pino";
+import type { Config, SlackSecrets } from "../config/load.ts";
+import type { PlanDocument } from "../plan/schema.ts";
+import type { ServiceContext } from "../service/context.ts";
+import type { OutboxHandler } from "../service/outbox.ts";
+import { deliveryClient, slackSink } from "./deliver.ts";
+import { HonoReceiver } from "./hono-receiver.ts";
+import { registerListeners, type ListenerDeps } from "./listeners.ts";
+
+export interface SlackDoor {
+  /** `POST /slack/events` in HTTP mode; undefined in Socket Mode. */
+  handle: ((c: Context) => Promise<Response>) | undefined;
+  /** The "slack" outbox sink. */
+  deliver: OutboxHandler;
+  teamId: string;
+  mode: "http" | "socket";
+  stop(): Promise<void>;
+}
+
+/**
+ * Wires Bolt to Countersign: our receiver on our own HTTP server (or Bolt's Socket Mode
+ * receiver), listeners that call the service, and the outbox sink that posts and updates.
+ */
+export async function openSlackDoor(
+  ctx: ServiceContext,
+  slack: Extract<SlackSecrets, { enabled: true }>,
+  config: Pick<Config, "targets">,
+  logger: Logger,
+  options: Pick<ListenerDeps, "loginLink"> = {},
+): Promise<SlackDoor> {
+  const log = logger.child({ door: "slack" });
+  const clientOptions = { ...(slack.apiUrl ? { slackApiUrl: slack.apiUrl } : {}), retryConfig: { retries: 1, factor: 1, minTimeout: 200, maxTimeout: 500 } };
+  const socket = slack.appToken !== undefined;
+  // Signatures are checked against the wall clock: it is Slack's clock they must agree with.
+  const httpReceiver = socket ? undefined : new HonoReceiver(slack.signingSecret!, log, () => new Date());
+  const receiver = httpReceiver ?? new SocketModeReceiver({ appToken: slack.appToken!, logLevel: LogLevel.WARN });
+  // deferInitialization: Bolt's constructor would otherwise fire auth.test unawaited, and a bad token then crashes the process.
+  const app = new App({ token: slack.botToken, receiver, deferInitialization: true, clientOptions, logLevel: LogLevel.WARN });
+  await app.init();
+  const auth = await app.client.auth.test();
+  const teamId = String(auth.team_id);
+  registerListeners(app, { ctx, logger: log, teamId: () => teamId, ...options });
+  if (socket) await app.start();
+
+  const client = deliveryClient(slack.botToken, slack.apiUrl);
+  const channelOf = (doc: PlanDocument) => config.targets[doc.actions[0]!.target]?.policy?.reviewChannel ?? slack.reviewChannel;
+  log.info({ mode: socket ? "socket" : "http", teamId, reviewChannel: slack.reviewChannel }, "Slack connected");
+  return {
+    handle: httpReceiver ? (c) => httpReceiver.handle(c) : undefined,
+    deliver: slackSink(ctx, { client, channelOf }),
+    teamId,
+    mode: socket ? "socket" : "http",
+    stop: async () => {
+      if (socket) await app.stop();
+    },
+  };
+}

@@ -1,0 +1,376 @@
+import { sql } from "drizzle-orm";
+import postgres from "postgres";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
+import { runExecutor } from "../../src/executor/run-executor.ts";
+import { executorServer } from "../../src/executor/server-client.ts";
+import { runServer, type RunningServer } from "../../src/server/run-server.ts";
+import { addAgent } from "../../src/service/add-agent.ts";
+import type { AgentIdentity } from "../../src/service/authenticate-agent.ts";
+import { expireDue } from "../../src/service/expire-due.ts";
+import type { PlanView } from "../../src/service/plan-view.ts";
+import { submitPlan } from "../../src/service/submit-plan.ts";
+import type { Database } from "../../src/store/db.ts";
+import { databaseKinds, postgresKind, type TestDatabaseKind } from "../support/databases.ts";
+import { READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
+import { SlackEmulator, type SlackMessage } from "../support/slack-emulator.ts";
+import { SlackRequests } from "../support/slack-requests.ts";
+import { waitFor } from "../support/wait-for.ts";
+
+const SIGNING_SECRET = "slack-signing-secret-for-tests";
+const EXECUTOR_TOKEN = "executor-token-0123456789abcdef";
+const REVIEW = "C0REVIEW";
+
+/** Countersign's Slack door over real HTTP: the emulator plays Slack's Web API, SlackRequests plays Slack's servers. */
+function slackSuite(kind: TestDatabaseKind) {
+  const s = {} as {
+    database: Database;
+    target: JsonResourceServer;
+    slack: SlackEmulator;
+    server: RunningServer;
+    clicks: SlackRequests;
+    agent: AgentIdentity;
+    clockOffsetMs: number;
+  };
+  beforeAll(async () => {
+    s.clockOffsetMs = 0;
+    s.database = await kind.open();
+    s.target = new JsonResourceServer({
+      seed: Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`/contacts/${i}`, { id: i, email: `c${i}@old.example` }])),
+      readTokens: [READ_TOKEN],
+      writeToken: WRITE_TOKEN,
+    });
+    await s.target.start();
+    s.slack = new SlackEmulator({ teamId: "T0TEST" });
+    await s.slack.start();
+    const config = {
+      ...testConfig({
+        crm: targetConfig(s.target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } }),
+        vault: targetConfig(s.target.url, { policy: { requiredApprovals: 2 } }),
+      }),
+      executorToken: EXECUTOR_TOKEN,
+      slack: { enabled: true as const, botToken: s.slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: s.slack.url, reviewChannel: REVIEW },
+    };
+    const serverConfig = { ...config, targets: { crm: targetConfig(s.target.url), vault: config.targets.vault! } };
+    // The sweeper never runs by itself here: expiry is provoked by hand, so "before the sweeper ran" is real.
+    s.server = await runServer({ config: serverConfig, logger: silentLogger, database: s.database, grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, deliverMs: 50, clock: () => new Date(Date.now() + s.clockOffsetMs) });
+    s.clicks = new SlackRequests({ baseUrl: s.server.url, signingSecret: SIGNING_SECRET, teamId: "T0TEST" });
+    s.agent = await addAgent(s.database, "slack-agent");
+  });
+  afterEach(() => {
+    s.slack.clearFaults();
+    s.slack.delay(0);
+  });
+  afterAll(async () => {
+    await s.server?.close();
+    await s.slack?.stop();
+    await s.target?.stop();
+    await s.database?.close();
+  });
+  return s;
+}
+
+let contact = 0;
+/** Submits a plan over one contact and waits until its preview is in the review channel. */
+async function proposed(s: ReturnType<typeof slackSuite>, overrides: Record<string, unknown> = {}): Promise<{ plan: PlanView; message: SlackMessage }> {
+  const n = contact++;
+  const { plan } = await submitPlan(s.server.ctx, s.agent, {
+    title: `Update contact ${n}`,
+    onBehalfOf: "U0REQUESTER",
+    actions: [{ kind: "http.json", target: "crm", path: `/contacts/${n}`, op: "merge", body: { email: `c${n}@new.example` } }],
+    ...overrides,
+  });
+  const message = await previewOf(s, plan);
+  return { plan, message };
+}
+
+async function previewOf(s: ReturnType<typeof slackSuite>, plan: PlanView): Promise<SlackMessage> {
+  const ts = await waitFor(`the preview of ${plan.id}`, async () => {
+    const [row] = await s.database.rows<{ ts: string }>(sql`SELECT ts FROM slack_messages WHERE plan_id = ${plan.id}`);
+    return row?.ts;
+  });
+  return s.slack.message(REVIEW, ts)!;
+}
+
+function buttons(message: SlackMessage): { action_id: string; value?: string; style?: string; url?: string }[] {
+  return (message.blocks ?? []).flatMap((b) => ((b as { type: string }).type === "actions" ? ((b as { elements: unknown[] }).elements as never[]) : []));
+}
+
+const click = (s: ReturnType<typeof slackSuite>, message: SlackMessage, user: string, actionId: "approve" | "reject", options: { teamId?: string } = {}) => {
+  const button = buttons(message).find((b) => b.action_id === actionId)!;
+  return s.clicks.blockAction({ user, actionId, value: button.value!, channelId: REVIEW, messageTs: message.ts, ...options });
+};
+
+const statusOf = async (s: ReturnType<typeof slackSuite>, plan: PlanView) =>
+  (await s.database.rows<{ status: string }>(sql`SELECT status FROM plans WHERE id = ${plan.id}`))[0]!.status;
+const decisionsOf = async (s: ReturnType<typeof slackSuite>, plan: PlanView) =>
+  s.database.rows<{ user_id: string; verdict: string; via: string }>(sql`SELECT user_id, verdict, via FROM decisions WHERE plan_id = ${plan.id} ORDER BY id`);
+const ephemeralsFor = (s: ReturnType<typeof slackSuite>, user: string) => s.slack.ephemerals.filter((e) => e.user === user);
+const repliesText = (s: ReturnType<typeof slackSuite>, message: SlackMessage) => s.slack.thread(REVIEW, message.ts).map((r) => r.text ?? "");
+
+describe.each(databaseKinds)("Slack door on $name", (kind) => {
+  const s = slackSuite(kind);
+
+  it("submit → preview with Approve/Reject bound to the hash → click → executor applies → the thread tells every step", async () => {
+    const { plan, message } = await proposed(s);
+    const [approve, reject] = [buttons(message).find((b) => b.action_id === "approve")!, buttons(message).find((b) => b.action_id === "reject")!];
+    expect(approve).toMatchObject({ style: "primary", value: JSON.stringify({ planId: plan.id, hash: plan.hash }) });
+    expect(reject).toMatchObject({ style: "danger", value: JSON.stringify({ planId: plan.id, hash: plan.hash }) });
+    expect(JSON.stringify(message.blocks)).toContain(plan.id);
+
+    const res = await click(s, message, "U0ALICE", "approve");
+    expect(res.status).toBe(200);
+    await waitFor("approval", async () => (await statusOf(s, plan)) === "approved");
+    expect(await decisionsOf(s, plan)).toEqual([{ user_id: "U0ALICE", verdict: "approve", via: "slack" }]);
+
+    const { publicPem } = await testGrantKeys();
+    const { loadVerifyingKeys } = await import("../../src/grant/keys.ts");
+    const executor = runExecutor({
+      server: executorServer(s.server.url, EXECUTOR_TOKEN),
+      keys: await loadVerifyingKeys(publicPem),
+      environment: "test",
+      targets: { crm: targetConfig(s.target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } }) },
+      logger: silentLogger,
+    });
+    try {
+      await waitFor("apply", async () => (await statusOf(s, plan)) === "applied");
+    } finally {
+      await executor.stop();
+    }
+    const replies = await waitFor("the whole story in the thread", () => {
+      const texts = repliesText(s, message);
+      return texts.some((t) => /applied/i.test(t)) && texts;
+    });
+    expect(replies.findIndex((t) => /approv/i.test(t))).toBeLessThan(replies.findIndex((t) => /executing/i.test(t)));
+    expect(replies.findIndex((t) => /executing/i.test(t))).toBeLessThan(replies.findIndex((t) => /applied/i.test(t)));
+    const final = await waitFor("the preview to show applied without buttons", () => {
+      const m = s.slack.message(REVIEW, message.ts)!;
+      return buttons(m).every((b) => b.action_id !== "approve") && /applied/i.test(JSON.stringify(m.blocks)) && m;
+    });
+    expect(buttons(final).map((b) => b.action_id)).not.toContain("reject");
+  });
+
+  it("Reject opens a modal asking for a reason, and the submission rejects the plan (reason in the thread)", async () => {
+    const { plan, message } = await proposed(s);
+    const triggerId = `trigger-${plan.id}`;
+    const button = buttons(message).find((b) => b.action_id === "reject")!;
+    await s.clicks.blockAction({ user: "U0BOB", actionId: "reject", value: button.value!, channelId: REVIEW, messageTs: message.ts, triggerId });
+    const opened = await waitFor("the reject modal", () => s.slack.views.find((v) => v.trigger_id === triggerId));
+    expect(opened.view).toMatchObject({ callback_id: "reject", type: "modal" });
+    expect(JSON.parse(opened.view.private_metadata as string)).toMatchObject({ planId: plan.id, hash: plan.hash });
+    expect(JSON.stringify(opened.view.blocks)).toContain('"block_id":"reason"');
+
+    await s.clicks.viewSubmission({ user: "U0BOB", callbackId: "reject", privateMetadata: opened.view.private_metadata as string, reason: "Wrong customer <!channel>" });
+    await waitFor("rejection", async () => (await statusOf(s, plan)) === "rejected");
+    const texts = await waitFor("the rejection in the thread", () => repliesText(s, message).find((t) => /rejected/i.test(t)));
+    expect(texts).toContain("Wrong customer");
+    expect(texts).not.toContain("<!channel>");
+  });
+
+  it("17: the person the agent acts for is refused, told why, and nothing is recorded", async () => {
+    const { plan, message } = await proposed(s, { onBehalfOf: "U0ALICE" });
+    await click(s, message, "U0ALICE", "approve");
+    const told = await waitFor("an ephemeral refusal", () => ephemeralsFor(s, "U0ALICE").find((e) => /on your behalf/i.test(e.text ?? "")));
+    expect(told.channel).toBe(REVIEW);
+    expect(await decisionsOf(s, plan)).toEqual([]);
+    expect(await statusOf(s, plan)).toBe("pending");
+  });
+
+  it("18: an outsider is refused, and the message says who may approve", async () => {
+    const { plan, message } = await proposed(s);
+    await click(s, message, "U0MALLORY", "approve");
+    const told = await waitFor("an ephemeral refusal", () => ephemeralsFor(s, "U0MALLORY").find((e) => /not an approver/i.test(e.text ?? "")));
+    for (const approver of ["U0ALICE", "U0BOB", "U0CAROL"]) expect(told.text).toContain(`<@${approver}>`);
+    expect(await decisionsOf(s, plan)).toEqual([]);
+  });
+
+  it("19: a click after the plan expired, before any sweeper ran, is refused as expired", async () => {
+    const { plan, message } = await proposed(s, { ttlSeconds: 10 });
+    s.clockOffsetMs += 11_000;
+    await click(s, message, "U0CAROL", "approve");
+    await waitFor("an ephemeral refusal", () => ephemeralsFor(s, "U0CAROL").find((e) => /expired/i.test(e.text ?? "")));
+    expect(await statusOf(s, plan)).toBe("pending"); // the sweeper has not run; the click still could not approve
+    expect(await decisionsOf(s, plan)).toEqual([]);
+    expect(await expireDue(s.server.ctx)).toContain(plan.id);
+    await waitFor("expired in the thread", () => repliesText(s, message).some((t) => /expired/i.test(t)));
+  });
+
+  it("20: quorum 2 — the same person approving twice counts once; a second person approves", async () => {
+    const { plan, message } = await proposed(s, { actions: [{ kind: "http.json", target: "vault", path: "/contacts/59", op: "merge", body: { email: "v@new.example" } }] });
+    await click(s, message, "U0ALICE", "approve");
+    await waitFor("first approval", async () => (await decisionsOf(s, plan)).length === 1);
+    await click(s, message, "U0ALICE", "approve");
+    await waitFor("an ephemeral 'already approved'", () => ephemeralsFor(s, "U0ALICE").find((e) => /already approved/i.test(e.text ?? "")));
+    expect(await decisionsOf(s, plan)).toHaveLength(1);
+    expect(await statusOf(s, plan)).toBe("pending");
+    await waitFor("approval 1 of 2 in the thread", () => repliesText(s, message).some((t) => /1 of 2/.test(t)));
+    await click(s, message, "U0BOB", "approve");
+    await waitFor("approved", async () => (await statusOf(s, plan)) === "approved");
+  });
+
+  it("3: a click carrying another hash is refused with a clear message and records nothing", async () => {
+    const { plan, message } = await proposed(s);
+    await s.clicks.blockAction({ user: "U0BOB", actionId: "approve", value: JSON.stringify({ planId: plan.id, hash: "sha256:" + "ab".repeat(32) }), channelId: REVIEW, messageTs: message.ts });
+    await waitFor("an ephemeral refusal", () => ephemeralsFor(s, "U0BOB").find((e) => /plan changed/i.test(e.text ?? "")));
+    expect(await decisionsOf(s, plan)).toEqual([]);
+  });
+
+  it("12/13: stale or future timestamps, a changed byte and missing signatures get 401 and record nothing", async () => {
+    const { plan, message } = await proposed(s);
+    const value = buttons(message).find((b) => b.action_id === "approve")!.value!;
+    const input = { user: "U0ALICE", actionId: "approve", value, channelId: REVIEW, messageTs: message.ts };
+    const now = Math.floor(Date.now() / 1000);
+    const refused = [
+      await s.clicks.blockAction(input, { timestamp: now - 301 }),
+      await s.clicks.blockAction(input, { timestamp: now + 330 }), // margin: the request takes time to arrive
+      await s.clicks.blockAction(input, { changeBodyByte: true }),
+      await s.clicks.blockAction(input, { omit: ["signature"] }),
+      await s.clicks.blockAction(input, { omit: ["timestamp"] }),
+      await s.clicks.blockAction(input, { signingSecret: "forged-secret" }),
+    ];
+    expect(refused.map((r) => r.status)).toEqual([401, 401, 401, 401, 401, 401]);
+    expect(await decisionsOf(s, plan)).toEqual([]);
+  });
+
+  it("11: a captured signed click replayed later has no second effect", async () => {
+    const { plan, message } = await proposed(s);
+    await click(s, message, "U0CAROL", "approve");
+    await waitFor("approval", async () => (await decisionsOf(s, plan)).length === 1);
+    const replay = await s.clicks.replay();
+    expect(replay.status).toBe(200);
+    await waitFor("an ephemeral refusal", () => ephemeralsFor(s, "U0CAROL").find((e) => /already approved/i.test(e.text ?? "")));
+    expect(await decisionsOf(s, plan)).toHaveLength(1);
+  });
+
+  it("refuses clicks from another workspace (Slack Connect)", async () => {
+    const { plan, message } = await proposed(s);
+    await click(s, message, "U0ALICE", "approve", { teamId: "T0OTHER" });
+    await waitFor("an ephemeral refusal", () => ephemeralsFor(s, "U0ALICE").find((e) => /own workspace/i.test(e.text ?? "")));
+    expect(await decisionsOf(s, plan)).toEqual([]);
+  });
+
+  it("23: hostile plan text is shown literally: no mention fires, no disguised link", async () => {
+    const hostile = "<!channel> <!here> <@U0ALICE> <!subteam^S123> <https://evil.example|prod> *bold* _x_ ~x~ `code`";
+    const { message } = await proposed(s, { title: hostile, reason: hostile });
+    const sent = JSON.stringify({ text: message.text, blocks: message.blocks });
+    for (const token of ["<!channel>", "<!here>", "<!subteam^S123>", "<https://evil.example|prod>"]) expect(sent).not.toContain(token);
+    const post = s.slack.callsTo("chat.postMessage").find((c) => c.body.ts === message.ts || JSON.stringify(c.body).includes("evil.example"))!;
+    expect(post.body.link_names).toBeUndefined();
+    expect(post.body.parse).toBeUndefined();
+  });
+
+  it("24: a plan larger than a message allows is posted within Block Kit limits, marked as truncated, and still binds the full hash", async () => {
+    const fields = Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`field${i}`, "x".repeat(200)]));
+    const actions = Array.from({ length: 20 }, (_, i) => ({ kind: "http.json", target: "crm", path: `/contacts/${30 + i}`, op: "merge", body: i === 0 ? fields : { note: "y".repeat(5000) } }));
+    const { plan, message } = await proposed(s, { title: "T".repeat(200), actions });
+    expect(message.blocks!.length).toBeLessThanOrEqual(50);
+    expect(JSON.stringify(message.blocks)).toMatch(/see full plan/i);
+    expect(buttons(message).find((b) => b.action_id === "approve")!.value).toBe(JSON.stringify({ planId: plan.id, hash: plan.hash }));
+  });
+});
+
+describe.skipIf(!postgresKind)("Slack delivery and concurrency on PostgreSQL", () => {
+  const s = slackSuite(postgresKind!);
+
+  it("8: 20 identical signed approve clicks at once → exactly one approval; the rest are told", async () => {
+    const { plan, message } = await proposed(s);
+    const before = ephemeralsFor(s, "U0ALICE").length;
+    const responses = await Promise.all(Array.from({ length: 20 }, () => click(s, message, "U0ALICE", "approve")));
+    expect(responses.every((r) => r.status === 200)).toBe(true);
+    const told = await waitFor("19 refusals", () => { const e = ephemeralsFor(s, "U0ALICE").slice(before); return e.length >= 19 && e; });
+    expect(told.every((e) => /already/i.test(e.text ?? ""))).toBe(true);
+    expect(await decisionsOf(s, plan)).toHaveLength(1);
+    expect(await statusOf(s, plan)).toBe("approved");
+    const approvedEvents = await s.database.rows(sql`SELECT 1 FROM audit_events WHERE plan_id = ${plan.id} AND type = 'plan.approved'`);
+    expect(approvedEvents).toHaveLength(1);
+  });
+
+  it("9: approve and reject at the same moment → one terminal decision; the loser is told", async () => {
+    const { plan, message } = await proposed(s);
+    const meta = JSON.stringify({ planId: plan.id, hash: plan.hash, channel: REVIEW });
+    const before = s.slack.ephemerals.length;
+    await Promise.all([
+      click(s, message, "U0BOB", "approve"),
+      s.clicks.viewSubmission({ user: "U0CAROL", callbackId: "reject", privateMetadata: meta, reason: "no" }),
+    ]);
+    const status = await waitFor("a terminal status", async () => { const st = await statusOf(s, plan); return st !== "pending" && st; });
+    expect(["approved", "rejected"]).toContain(status);
+    await waitFor("the loser to be told", () => s.slack.ephemerals.slice(before).some((e) => /already/i.test(e.text ?? "")));
+    expect((await decisionsOf(s, plan)).length).toBe(1);
+  });
+
+  it("10: a handler slower than 3 s acknowledges first, and Slack's retry adds no second decision", async () => {
+    const { plan, message } = await proposed(s);
+    // Hold the plan row so the decision cannot finish; the click must still be answered.
+    const url = new URL(process.env.TEST_DATABASE_URL!);
+    const dbName = (await s.database.rows<{ d: string }>(sql`SELECT current_database() AS d`))[0]!.d;
+    url.pathname = `/${dbName}`;
+    const blocker = postgres(url.toString(), { max: 1, onnotice: () => {} });
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const locked = new Promise<void>((ready) => {
+      void blocker.begin(async (tx) => {
+        await tx`SELECT id FROM plans WHERE id = ${plan.id} FOR UPDATE`;
+        ready();
+        await held;
+      });
+    });
+    await locked;
+    try {
+      const first = await click(s, message, "U0ALICE", "approve");
+      expect(first.status).toBe(200); // answered while the decision is still blocked
+      const retry = await s.clicks.replay(undefined);
+      expect(retry.status).toBe(200);
+      expect(await decisionsOf(s, plan)).toEqual([]);
+    } finally {
+      release();
+    }
+    await waitFor("the decision", async () => (await statusOf(s, plan)) === "approved");
+    await waitFor("the retry's refusal", () => ephemeralsFor(s, "U0ALICE").some((e) => /already/i.test(e.text ?? "")));
+    expect(await decisionsOf(s, plan)).toHaveLength(1);
+    await blocker.end();
+  });
+
+  it("14: Slack answers 429 with Retry-After → the bot waits at least that long and posts once", async () => {
+    // The fault must meet this plan's post, not a reply still queued from an earlier test.
+    await waitFor("an idle outbox", async () => (await s.database.rows(sql`SELECT 1 FROM outbox WHERE delivered_at IS NULL AND dead_at IS NULL`)).length === 0);
+    s.slack.failNext("chat.postMessage", { status: 429, retryAfter: 2 });
+    const { plan } = await submitPlan(s.server.ctx, s.agent, { title: "rate limited", actions: [{ kind: "http.json", target: "crm", path: "/contacts/58", op: "merge", body: { a: 1 } }] });
+    const message = await previewOf(s, plan);
+    const posts = s.slack.callsTo("chat.postMessage").filter((c) => JSON.stringify(c.body).includes(plan.id) && !c.body.thread_ts);
+    expect(posts.map((p) => p.answer?.status)).toEqual([429, 200]);
+    expect(posts[1]!.at.getTime() - posts[0]!.at.getTime()).toBeGreaterThanOrEqual(2000);
+    expect(s.slack.messagesIn(REVIEW).filter((m) => m.ts === message.ts)).toHaveLength(1);
+  });
+
+  it("15: chat.update fails after a decision → the decision stands and the update is retried from the outbox", async () => {
+    const { plan, message } = await proposed(s);
+    s.slack.failNext("chat.update", { status: 500, count: 2 });
+    await click(s, message, "U0BOB", "approve");
+    await waitFor("approved", async () => (await statusOf(s, plan)) === "approved");
+    await waitFor("the update to land", () => s.slack.message(REVIEW, message.ts)!.history.length > 0 && buttons(s.slack.message(REVIEW, message.ts)!).every((b) => b.action_id !== "approve"), 20_000);
+    expect(await decisionsOf(s, plan)).toHaveLength(1);
+  });
+
+  it("16: Slack unreachable for a while → every post and reply is kept and delivered in order when it returns", async () => {
+    await s.slack.down();
+    const plans: PlanView[] = [];
+    try {
+      for (let i = 0; i < 3; i++) {
+        plans.push((await submitPlan(s.server.ctx, s.agent, { title: `while down ${i}`, actions: [{ kind: "http.json", target: "crm", path: `/contacts/${55 + i}`, op: "merge", body: { b: i } }] })).plan);
+      }
+      const { decide } = await import("../../src/service/decide.ts");
+      await decide(s.server.ctx, { planId: plans[0]!.id, hash: plans[0]!.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
+      await new Promise((r) => setTimeout(r, 2500));
+    } finally {
+      await s.slack.up();
+    }
+    const previews = await Promise.all(plans.map((p) => previewOf(s, p)));
+    expect(previews).toHaveLength(3);
+    const replies = await waitFor("the approval under the first preview", () => {
+      const texts = s.slack.thread(REVIEW, previews[0]!.ts).map((r) => r.text ?? "");
+      return texts.some((t) => /approved/i.test(t)) && texts;
+    }, 30_000);
+    expect(replies.findIndex((t) => /1 of 1|approval/i.test(t))).toBeLessThanOrEqual(replies.findIndex((t) => /approved/i.test(t)));
+  }, 60_000);
+});
