@@ -86,8 +86,8 @@ describe("loadConfig: environment", () => {
     expect(config.environment).toBe("default");
     expect(config.logLevel).toBe("info");
     expect(config.configPath).toBeNull();
-    expect(config.targets).toStrictEqual({ enabled: false });
-    expect(config.slack).toStrictEqual({});
+    expect(config.targets).toStrictEqual({});
+    expect(config.slack).toStrictEqual({ enabled: false });
     expect(config.defaults).toStrictEqual({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600 });
   });
 
