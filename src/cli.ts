@@ -9,7 +9,8 @@ import { ConfigError, loadConfig, type Config } from "./config/load.ts";
 import { startExecutor } from "./cli/executor.ts";
 import { keysGenerate } from "./cli/keys.ts";
 import { resolveGrantKey } from "./server/grant-key.ts";
-import { agentsCommand } from "./cli/agents.ts";
+import { createLoginLink } from "./service/login-links.ts";
+import { agentsCommand, loginLinkCommand } from "./cli/agents.ts";
 import { demoAgentKey, demoConfig, demoCurl, DEMO_REVIEWER, startDemoTarget } from "./demo/demo.ts";
 import { createLogger } from "./logger.ts";
 import { runServer } from "./server/run-server.ts";
@@ -28,6 +29,8 @@ Usage:
   countersign agents add NAME       create an agent; its API key is the last line printed
   countersign agents list           list agents
   countersign agents revoke NAME    revoke an agent's key
+  countersign login-link --user U… [--name NAME]
+                                    a one-time browser sign-in link (last line printed)
 
 Environment: PORT (3000), PUBLIC_URL, DATABASE_URL (absent: embedded PGlite in
 COUNTERSIGN_DATA_DIR, default ./.countersign), COUNTERSIGN_CONFIG (default ./countersign.yml),
@@ -61,6 +64,9 @@ async function main(argv: string[]): Promise<number> {
         return 2;
       }
       await keysGenerate(out);
+      return 0;
+    case "login-link":
+      await loginLinkCommand(loadConfig({ env: process.env, role: "cli" }), args, out);
       return 0;
     case "agents":
       await agentsCommand(loadConfig({ env: process.env, role: "cli" }), args, out);
@@ -127,6 +133,11 @@ async function start(out: (line: string) => void): Promise<number> {
     const key = await demoAgentKey(server.ctx.database, config.dataDir);
     out(`  demo target: contacts at ${demo.target.url} (a JSON contacts API with ETags)`);
     out(`  demo reviewer: ${DEMO_REVIEWER} (may approve plans for 'contacts')`);
+    if (config.browser.loginLinks) {
+      const link = await createLoginLink(server.ctx, { userId: DEMO_REVIEWER, name: "Demo Reviewer", via: "cli" });
+      out(`  review in the browser: ${config.publicUrl}/plans — sign in as the demo reviewer (one-time, 5 min):`);
+      out(`    ${link.url}`);
+    }
     out("");
     if (key) {
       out("Propose a change as the demo agent:");

@@ -1,14 +1,17 @@
+import { parseArgs } from "node:util";
 import type { Config } from "../config/load.ts";
 import { runningServer } from "../server/data-dir-lock.ts";
 import { addAgent } from "../service/add-agent.ts";
 import { ServiceError } from "../service/errors.ts";
 import { listAgents, type AgentSummary } from "../service/list-agents.ts";
 import { revokeAgent } from "../service/revoke-agent.ts";
+import { createLoginLink } from "../service/login-links.ts";
 import { openDatabase } from "../store/db.ts";
 
 /** The agent verbs the CLI offers, whichever way it reaches the database. */
 interface AgentAdmin {
   add(name: string): Promise<{ name: string; key: string }>;
+  loginLink(userId: string, name: string | undefined): Promise<{ url: string; expiresAt: string }>;
   list(): Promise<AgentSummary[]>;
   revoke(name: string): Promise<void>;
   close(): Promise<void>;
@@ -25,6 +28,10 @@ export async function agentAdmin(config: Config): Promise<AgentAdmin> {
   await database.migrate();
   return {
     add: (name) => addAgent(database, name),
+    loginLink: (userId, name) => {
+      if (!config.browser.loginLinks) throw new ServiceError("invalid_request", "sign-in links are switched off in the config (browser.loginLinks: false)");
+      return createLoginLink({ database, clock: () => new Date(), config }, { userId, name, via: "cli" });
+    },
     list: () => listAgents(database),
     revoke: (name) => revokeAgent(database, name),
     close: () => database.close(),
@@ -46,6 +53,7 @@ function remoteAdmin(url: string, token: string): AgentAdmin {
   };
   return {
     add: (name) => call("POST", "/agents", { name }),
+    loginLink: (userId, name) => call("POST", "/login-links", { userId, ...(name !== undefined ? { name } : {}) }),
     list: async () => (await call<{ agents: AgentSummary[] }>("GET", "/agents")).agents,
     revoke: async (name) => void (await call("POST", `/agents/${encodeURIComponent(name)}/revoke`)),
     close: async () => {},
@@ -70,6 +78,20 @@ export async function agentsCommand(config: Config, args: string[], out: (line: 
       if (agents.length === 0) out("No agents yet. 'countersign agents add NAME' creates one.");
       for (const a of agents) out(`${a.name}\t${a.revokedAt ? `revoked ${a.revokedAt}` : "active"}\tcreated ${a.createdAt}`);
     }
+  } finally {
+    await admin.close();
+  }
+}
+
+/** `countersign login-link --user U… [--name …]`: a one-time browser sign-in link, printed as the last line. */
+export async function loginLinkCommand(config: Config, args: string[], out: (line: string) => void): Promise<void> {
+  const { values } = parseArgs({ args, options: { user: { type: "string" }, name: { type: "string" } }, strict: true });
+  if (!values.user) throw new ServiceError("invalid_request", "usage: countersign login-link --user U024BE7LH [--name 'Ana Lima']");
+  const admin = await agentAdmin(config);
+  try {
+    const link = await admin.loginLink(values.user, values.name);
+    out(`One-time sign-in link for ${values.user}, valid until ${link.expiresAt} and usable once:`);
+    out(link.url);
   } finally {
     await admin.close();
   }

@@ -25,6 +25,7 @@ export interface Config {
   /** Slack settings; `enabled` is false when no bot token is set (browser-only). */
   slack: FileConfig["slack"] & SlackSecrets;
   executor: FileConfig["executor"];
+  browser: FileConfig["browser"];
   /** Server: the grant signing key (PEM); absent with PostgreSQL is an error at `serve`, with PGlite one is made in the data dir. */
   grantPrivateKeyPem: string | undefined;
   executorToken: string | undefined;
@@ -116,6 +117,7 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback }: LoadOpt
     logLevel: e.LOG_LEVEL,
     slack,
     executor: file.executor,
+    browser: file.browser,
     grantPrivateKeyPem: role === "server" ? e.COUNTERSIGN_GRANT_PRIVATE_KEY : undefined,
     executorToken: e.COUNTERSIGN_EXECUTOR_TOKEN,
     serverUrl: e.COUNTERSIGN_URL,

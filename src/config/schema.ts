@@ -48,6 +48,10 @@ export const FileConfig = z.strictObject({
   environment: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "use lower-case letters, digits, '-' and '_'").default("default"),
   slack: z.strictObject({ reviewChannel: ChannelId.optional() }).default({}),
   defaults: PolicyDefaults.default({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600 }),
+  browser: z.strictObject({
+    /** One-time sign-in links (Slack's /countersign login, `countersign login-link`); switch off where only SSO may sign in. */
+    loginLinks: z.boolean().default(true),
+  }).default({ loginLinks: true }),
   executor: z.strictObject({
     /** Seconds an executor holds a claimed plan before another may take it over; heartbeats extend it. */
     leaseSeconds: z.int().min(5).max(3600).default(60),

@@ -11,7 +11,7 @@ import { bearerMatches } from "./bearer.ts";
  * which only one process may open. Authenticated by a random token the server writes, readable
  * only by its owner, into the data dir.
  */
-export function adminApi(database: Database, adminToken: string): Hono {
+export function adminApi(database: Database, adminToken: string, loginLink?: (userId: string, name: string | undefined) => Promise<{ url: string; expiresAt: string }>): Hono {
   const admin = new Hono();
   admin.use("*", async (c, next) => {
     if (!bearerMatches(c.req.header("authorization"), adminToken)) {
@@ -27,6 +27,11 @@ export function adminApi(database: Database, adminToken: string): Hono {
   admin.post("/agents/:name/revoke", async (c) => {
     await revokeAgent(database, c.req.param("name"));
     return c.json({ revoked: c.req.param("name") });
+  });
+  admin.post("/login-links", async (c) => {
+    if (!loginLink) throw new ServiceError("invalid_request", "sign-in links are switched off in this Countersign's config (browser.loginLinks)");
+    const { userId, name } = (await c.req.json()) as { userId: string; name?: string };
+    return c.json(await loginLink(String(userId), name === undefined ? undefined : String(name)), 201);
   });
   return admin;
 }

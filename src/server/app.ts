@@ -4,20 +4,26 @@ import type { ServiceContext } from "../service/context.ts";
 import { ServiceError } from "../service/errors.ts";
 import { adminApi } from "./admin-api.ts";
 import { agentApi } from "./agent-api.ts";
+import { createLoginLink } from "../service/login-links.ts";
+import { webRoutes } from "../web/web-routes.tsx";
 import { executorApi } from "./executor-api.ts";
 import { errorResponse } from "./http-errors.ts";
 
-/** Countersign's one HTTP app: agent API now; executor API, browser pages and Slack mount here too. */
+/** Countersign's one HTTP app: agent API, executor API, Slack's requests and the browser pages. */
 export function createApp(
   ctx: ServiceContext,
-  options: { adminToken?: string; executorToken?: string; slackHandler?: (c: Context) => Promise<Response> } = {},
+  options: { adminToken?: string; executorToken?: string; slackHandler?: (c: Context) => Promise<Response>; loginLinks?: boolean } = {},
 ): Hono {
   const app = new Hono();
   app.get("/healthz", (c) => c.json({ ok: true, environment: ctx.config.environment }));
   if (options.slackHandler) app.post("/slack/events", options.slackHandler);
   app.route("/v1/executor", executorApi(ctx, options.executorToken));
   app.route("/v1", agentApi(ctx));
-  if (options.adminToken) app.route("/admin", adminApi(ctx.database, options.adminToken));
+  app.route("/", webRoutes(ctx, { loginLinks: options.loginLinks ?? true }));
+  if (options.adminToken) {
+    const loginLink = options.loginLinks === false ? undefined : (userId: string, name: string | undefined) => createLoginLink(ctx, { userId, name, via: "cli" });
+    app.route("/admin", adminApi(ctx.database, options.adminToken, loginLink));
+  }
 
   app.notFound((c) => errorResponse(c, new ServiceError("not_found", `no route for ${c.req.method} ${c.req.path}`)));
   app.onError((err, c) => {

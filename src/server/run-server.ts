@@ -7,6 +7,7 @@ import type { ServiceContext } from "../service/context.ts";
 import { expireDue } from "../service/expire-due.ts";
 import { DEFAULT_DELIVERY, deliverDue, type OutboxHandler } from "../service/outbox.ts";
 import { openSlackDoor } from "../slack/slack-door.ts";
+import { createLoginLink } from "../service/login-links.ts";
 import { PlanSignals } from "../service/plan-signals.ts";
 import { openDatabase, type Database } from "../store/db.ts";
 import { createApp } from "./app.ts";
@@ -61,7 +62,8 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
       sinks: [...Object.keys(options.outboxHandlers ?? {}), ...(slackEnabled ? ["slack"] : [])],
       grantKey,
     };
-    const slack = config.slack.enabled ? await openSlackDoor(ctx, config.slack, config, logger) : undefined;
+    const loginLink = config.browser.loginLinks ? (userId: string) => createLoginLink(ctx, { userId, via: "slack" }).then((l) => l.url) : undefined;
+    const slack = config.slack.enabled ? await openSlackDoor(ctx, config.slack, config, logger, loginLink ? { loginLink } : {}) : undefined;
     if (!slack) logger.info("Slack is not configured (no SLACK_BOT_TOKEN): running browser-only");
     const handlers: Record<string, OutboxHandler> = { ...options.outboxHandlers, ...(slack ? { slack: slack.deliver } : {}) };
 
@@ -69,6 +71,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
       ...(slack?.handle ? { slackHandler: slack.handle } : {}),
       ...(dataDirClaim ? { adminToken: dataDirClaim.adminToken } : {}),
       ...(config.executorToken ? { executorToken: config.executorToken } : {}),
+      loginLinks: config.browser.loginLinks,
     });
     const server = await listen(app.fetch, config.port, options.hostname);
     const port = (server.address() as AddressInfo).port;

@@ -1,8 +1,8 @@
+/** @jsxRuntime automatic @jsxImportSource hono/jsx */
 import type { Child } from "hono/jsx";
-import { raw } from "hono/html";
 import type { WebSession } from "../service/login-links.ts";
 
-const STYLE = `
+export const STYLESHEET = `
 :root{--bg:#f6f7f9;--card:#fff;--ink:#111827;--muted:#6b7280;--line:#e5e7eb;--accent:#2563eb;--ok:#047857;--okbg:#ecfdf5;--bad:#b91c1c;--badbg:#fef2f2;--warn:#92400e;--warnbg:#fffbeb;--code:#f3f4f6}
 *{box-sizing:border-box}body{margin:0;font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;background:var(--bg);color:var(--ink)}
 a{color:var(--accent)}header.top{background:#111827;color:#fff;padding:.75rem 1.25rem;display:flex;gap:1rem;align-items:center;justify-content:space-between;flex-wrap:wrap}
@@ -35,7 +35,8 @@ export function Layout(props: { title: string; session?: WebSession | undefined;
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>{props.title} · Countersign</title>
-        <style>{raw(STYLE)}</style>
+        <link rel="stylesheet" href="/assets/app.css" />
+        <script src="/assets/app.js" defer></script>
       </head>
       <body>
         <header class="top">

@@ -5,6 +5,7 @@ import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MIGRATIONS_FOLDER } from "../../src/store/db.ts";
 import { postgresKind } from "../support/databases.ts";
+import { chromiumAvailable, launchChromium } from "../support/chromium.ts";
 import { runCli, startCli } from "../support/cli.ts";
 
 const lastLine = (text: string) => text.trimEnd().split("\n").at(-1)!;
@@ -45,7 +46,7 @@ describe("countersign CLI", () => {
     expect(env.stderr).toContain("PORT");
   });
 
-  it("start: runs the demo, its printed curl line creates a plan, the CLI reaches it through the admin channel, Ctrl-C stops it", async () => {
+  it("start: the printed curl line proposes, the printed login link signs the demo reviewer in, Approve in Chromium, the executor child applies; Ctrl-C stops it all", async () => {
     const cwd = mkdtempSync(path.join(dir, "start-"));
     const port = String(20_000 + Math.floor(Math.random() * 20_000));
     const app = await startCli(["start"], { cwd, env: { PORT: port }, ready: /Ctrl-C stops everything/ });
@@ -64,6 +65,31 @@ describe("countersign CLI", () => {
       const plan = (await res.json()) as { status: string; preview: { actions: { changes: { path: string }[] }[] } };
       expect(plan.status).toBe("pending");
       expect(plan.preview.actions[0]!.changes.map((c) => c.path)).toEqual(["/email"]);
+
+      if (chromiumAvailable) {
+        // What the README promises a newcomer: approve the demo plan in a browser, see it applied.
+        const loginUrl = /^\s+(http:\/\/\S+\/login\/\S+)$/m.exec(output)![1]!;
+        const browser = await launchChromium();
+        try {
+          const page = await browser.newPage();
+          await page.goto(loginUrl);
+          await page.getByRole("button", { name: "Sign in" }).click();
+          await page.waitForURL(/\/plans$/);
+          await page.goto(`http://localhost:${port}/plans/${(plan as unknown as { id: string }).id}`);
+          await page.getByRole("button", { name: "Approve" }).click();
+          await page.waitForURL(/notice=approved/);
+        } finally {
+          await browser.close();
+        }
+        const applied = await fetch(`http://127.0.0.1:${port}/v1/plans/${(plan as unknown as { id: string }).id}/wait?timeout=30`, { headers: { authorization: `Bearer ${key}` } });
+        const done = (await applied.json()) as { status: string; outcome: { status: string } };
+        expect(done.status).toBe("applied");
+        expect(done.outcome.status).toBe("applied");
+      }
+
+      const link = await runCli(["login-link", "--user", "U0SOMEONE", "--name", "Some One"], { cwd });
+      expect(link.code, link.stderr).toBe(0);
+      expect(lastLine(link.stdout)).toMatch(/^http:\/\/localhost:\d+\/login\/[A-Za-z0-9_-]{43}$/);
 
       // The data dir is held by the server: the CLI goes through it, and a second server is refused.
       const added = await runCli(["agents", "add", "second-agent"], { cwd });

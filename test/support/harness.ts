@@ -50,6 +50,7 @@ export function testConfig(targets: Record<string, TargetConfig>, defaults: Part
     slack: { enabled: false },
     defaults: { approvers: APPROVERS, requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600, ...defaults },
     executor: { leaseSeconds: 60 },
+    browser: { loginLinks: true },
     grantPrivateKeyPem: undefined,
     executorToken: undefined,
     serverUrl: undefined,

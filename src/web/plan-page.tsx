@@ -1,0 +1,171 @@
+/** @jsxRuntime automatic @jsxImportSource hono/jsx */
+import { shortHash } from "../plan/fingerprint.ts";
+import type { Json } from "../plan/json.ts";
+import type { ActionPreview } from "../plan/schema.ts";
+import { whyMayNotDecide } from "../policy/may-decide.ts";
+import type { WebSession } from "../service/login-links.ts";
+import type { ReviewedPlan } from "../service/review-plan.ts";
+import { Layout, StatusBadge } from "./layout.tsx";
+
+const show = (value: Json | undefined) => (value === undefined ? "(absent)" : JSON.stringify(value, null, 2));
+const when = (iso: string) => iso.replace("T", " ").replace(/\.\d+Z$/, " UTC");
+
+/** Whether this person can act on the plan now: the policy rule, plus "has not already approved". */
+export function mayDecideNow(session: WebSession | undefined, reviewed: ReviewedPlan["plan"]): boolean {
+  if (!session || reviewed.status !== "pending" || Date.parse(reviewed.expiresAt) <= Date.now()) return false;
+  return whyMayNotDecide(session.userId, reviewed.plan) === undefined && !reviewed.approvals.some((a) => a.userId === session.userId);
+}
+
+export function PlanPage(props: { reviewed: ReviewedPlan; session: WebSession | undefined; notice?: { kind: "ok" | "bad"; text: string } | undefined }) {
+  const { plan } = props.reviewed;
+  return (
+    <Layout title={plan.plan.title} session={props.session}>
+      <p><a href="/plans">← All plans</a></p>
+      {props.notice ? <div class={`notice ${props.notice.kind}`} role="status">{props.notice.text}</div> : null}
+      <div data-live={`/plans/${plan.id}/live`} data-fragment={`/plans/${plan.id}?fragment=1`}>
+        <PlanBody reviewed={props.reviewed} session={props.session} />
+      </div>
+    </Layout>
+  );
+}
+
+/** The part of the plan page that live updates replace. */
+export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | undefined }) {
+  const { plan, events, deadDeliveries } = props.reviewed;
+  const doc = plan.plan;
+  const canDecide = mayDecideNow(props.session, plan);
+  return (
+    <>
+      <h1>{doc.title}</h1>
+      <p>
+        <StatusBadge status={plan.status} /> <span class="muted">plan</span> <span class="hash" title={plan.hash}>{shortHash(plan.hash)}</span>
+      </p>
+      <section class="card">
+        <dl class="meta">
+          <dt>Agent</dt><dd>{doc.agent}</dd>
+          <dt>On behalf of</dt><dd>{doc.onBehalfOf ?? <span class="muted">nobody named</span>}</dd>
+          <dt>Reason</dt><dd>{doc.reason ?? <span class="muted">none given</span>}</dd>
+          <dt>Environment</dt><dd>{doc.environment}</dd>
+          <dt>Submitted</dt><dd>{when(plan.createdAt)}</dd>
+          <dt>Expires</dt>
+          <dd>
+            {when(plan.expiresAt)}{plan.status === "pending" ? <> · <strong data-expires={plan.expiresAt}>…</strong></> : null}
+          </dd>
+          <dt>Hash</dt><dd class="hash">{plan.hash}</dd>
+        </dl>
+      </section>
+
+      <section class="card" aria-labelledby="decisions">
+        <h2 id="decisions">Decisions</h2>
+        <p>
+          {plan.approvals.length} of {doc.policy.requiredApprovals} approval(s). May approve: {doc.policy.approvers.map((a) => <code>{a} </code>)}
+        </p>
+        {plan.approvals.length > 0 ? (
+          <ul>{plan.approvals.map((a) => <li>Approved by <code>{a.userId}</code> via {a.via} at {when(a.at)}</li>)}</ul>
+        ) : null}
+        {plan.rejection ? <p>Rejected by <code>{plan.rejection.userId}</code> via {plan.rejection.via}: {plan.rejection.reason}</p> : null}
+        {canDecide ? <DecisionForms planId={plan.id} hash={plan.hash} csrf={props.session!.csrfToken} /> : <WhyNoButtons reviewed={plan} session={props.session} />}
+      </section>
+
+      {plan.outcome ? (
+        <section class="card" aria-labelledby="outcome">
+          <h2 id="outcome">Outcome: <StatusBadge status={plan.outcome.status} />{plan.outcome.reconciled ? " (reconciled: the target already held the change)" : ""}{plan.outcome.partial ? " — partially applied" : ""}</h2>
+          {plan.outcome.reason ? <p>{plan.outcome.reason}</p> : null}
+          <table>
+            <thead><tr><th>#</th><th>Target</th><th>Path</th><th>Result</th><th>Detail</th></tr></thead>
+            <tbody>
+              {plan.outcome.actions.map((a) => (
+                <tr>
+                  <td>{a.index}</td><td>{a.target}</td><td><code>{a.path}</code></td><td><StatusBadge status={a.status} /></td>
+                  <td>{a.detail ?? ""}{a.expected !== undefined ? ` (expected ${a.expected ?? "absent"}, now ${a.now ?? "absent"})` : ""}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      ) : null}
+
+      <h2>Changes</h2>
+      {plan.preview.actions.map((action, i) => <ActionDiff action={action} index={i} />)}
+
+      {deadDeliveries.length > 0 ? (
+        <section class="card notice bad">
+          <strong>Some notifications could not be delivered:</strong>
+          <ul>{deadDeliveries.map((d) => <li>{d.kind}: {d.error ?? "unknown error"} ({when(d.at)})</li>)}</ul>
+        </section>
+      ) : null}
+
+      <section class="card" aria-labelledby="timeline">
+        <h2 id="timeline">Audit timeline</h2>
+        <ol class="timeline">
+          {events.map((e) => (
+            <li><time datetime={e.at}>{when(e.at)}</time><strong>{e.type}</strong> <span class="muted">{describeActor(e.actor)}</span></li>
+          ))}
+        </ol>
+      </section>
+    </>
+  );
+}
+
+function ActionDiff(props: { action: ActionPreview; index: number }) {
+  const { action } = props;
+  return (
+    <section class="card" aria-label={`Action ${props.index + 1}`}>
+      <p>
+        <span class="badge s-approved">{action.op}</span> <strong>{action.target}</strong> <code>{action.path}</code>
+        <span class="muted"> · version read: {action.version ?? "(absent)"}</span>
+      </p>
+      {action.changes.length === 0 ? <p class="muted">No field changes.</p> : (
+        <table class="diff">
+          <thead><tr><th>Field</th><th>Before</th><th>After</th></tr></thead>
+          <tbody>
+            {action.changes.map((c) => (
+              <tr><td>{c.path || "(whole document)"}</td><td class="before">{show(c.from)}</td><td class="after">{show(c.to)}</td></tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <details>
+        <summary>Full before and after</summary>
+        <p class="muted">Before</p><pre>{show(action.before ?? undefined)}</pre>
+        <p class="muted">After</p><pre>{show(action.after ?? undefined)}</pre>
+      </details>
+    </section>
+  );
+}
+
+function DecisionForms(props: { planId: string; hash: string; csrf: string }) {
+  return (
+    <div class="actions-bar">
+      <form method="post" action={`/plans/${props.planId}/approve`} class="inline">
+        <input type="hidden" name="hash" value={props.hash} />
+        <input type="hidden" name="_csrf" value={props.csrf} />
+        <button type="submit" class="approve">Approve</button>
+      </form>
+      <form method="post" action={`/plans/${props.planId}/reject`} class="inline">
+        <input type="hidden" name="hash" value={props.hash} />
+        <input type="hidden" name="_csrf" value={props.csrf} />
+        <label for="reason" class="muted">Reason</label>
+        <textarea id="reason" name="reason" required maxlength={2000} placeholder="Why reject? The agent sees this."></textarea>
+        <button type="submit" class="reject">Reject</button>
+      </form>
+    </div>
+  );
+}
+
+function WhyNoButtons(props: { reviewed: ReviewedPlan["plan"]; session: WebSession | undefined }) {
+  const { reviewed, session } = props;
+  if (reviewed.status !== "pending") return <p class="muted">This plan is {reviewed.status}; there is nothing left to decide.</p>;
+  if (Date.parse(reviewed.expiresAt) <= Date.now()) return <p class="muted">This plan has expired; there is nothing left to decide.</p>;
+  if (!session) return <p class="muted">Sign in (<code>/countersign login</code> in Slack) to decide.</p>;
+  if (reviewed.approvals.some((a) => a.userId === session.userId)) return <p class="muted">You approved this plan; it waits for other approvers.</p>;
+  const why = whyMayNotDecide(session.userId, reviewed.plan);
+  return <p class="muted">{why === "self_approval" ? "This plan was requested on your behalf, so someone else must decide it." : "You are not an approver for this plan."}</p>;
+}
+
+function describeActor(actor: unknown): string {
+  const a = actor as { type?: string; userId?: string; via?: string; name?: string; process?: string };
+  if (a.type === "user") return `by ${a.userId} via ${a.via}`;
+  if (a.type === "agent") return `by agent ${a.name}`;
+  return a.process ? `by ${a.process}` : "";
+}
