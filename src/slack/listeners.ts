@@ -40,14 +40,23 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
     await client.chat.postEphemeral({ channel, user, text }).catch((err: unknown) => logger.warn({ err }, "could not tell the clicker why"));
   };
 
+  /** The plan and hash a click is about, or undefined after telling the clicker why it counts for nothing. */
+  const clickedPlan = async (body: BlockAction<ButtonAction>, client: WebClient): Promise<ButtonValue | undefined> => {
+    const channel = body.channel?.id;
+    if (foreign(body.user.team_id, body.team?.id)) {
+      await tellClicker(client, channel, body.user.id, `Countersign accepts decisions only from members of its own workspace (${deps.teamId()}); nothing was recorded.`);
+      return undefined;
+    }
+    const value = parseButtonValue(body.actions[0]?.value);
+    if (!value) await tellClicker(client, channel, body.user.id, "This button does not name a plan; nothing was recorded.");
+    return value;
+  };
+
   app.action<BlockAction<ButtonAction>>("approve", async ({ ack, body, client }) => {
     await ack();
     const channel = body.channel?.id;
-    if (foreign(body.user.team_id, body.team?.id)) {
-      return tellClicker(client, channel, body.user.id, `Countersign accepts decisions only from members of its own workspace (${deps.teamId()}); nothing was recorded.`);
-    }
-    const value = parseButtonValue(body.actions[0]?.value);
-    if (!value) return tellClicker(client, channel, body.user.id, "This button does not name a plan; nothing was recorded.");
+    const value = await clickedPlan(body, client);
+    if (!value) return;
     try {
       await decide(ctx, { planId: value.planId, hash: value.hash, actor: { userId: body.user.id, via: "slack" }, verdict: "approve" });
     } catch (err) {
@@ -59,11 +68,8 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
   app.action<BlockAction<ButtonAction>>("reject", async ({ ack, body, client }) => {
     await ack();
     const channel = body.channel?.id;
-    if (foreign(body.user.team_id, body.team?.id)) {
-      return tellClicker(client, channel, body.user.id, `Countersign accepts decisions only from members of its own workspace (${deps.teamId()}); nothing was recorded.`);
-    }
-    const value = parseButtonValue(body.actions[0]?.value);
-    if (!value) return tellClicker(client, channel, body.user.id, "This button does not name a plan; nothing was recorded.");
+    const value = await clickedPlan(body, client);
+    if (!value) return;
     // views.open must happen within 3 s of the click, so it goes direct, not through the outbox.
     await client.views.open({ trigger_id: body.trigger_id, view: rejectModal({ ...value, channel: channel ?? "" }) }).catch(async (err: unknown) => {
       logger.warn({ err }, "could not open the reject dialog");
