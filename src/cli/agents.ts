@@ -10,7 +10,7 @@ import { openDatabase } from "../store/db.ts";
 
 /** The agent verbs the CLI offers, whichever way it reaches the database. */
 interface AgentAdmin {
-  add(name: string): Promise<{ name: string; key: string }>;
+  add(name: string): Promise<{ name: string; key: string; webhookSecret: string }>;
   loginLink(userId: string, name: string | undefined): Promise<{ url: string; expiresAt: string }>;
   list(): Promise<AgentSummary[]>;
   revoke(name: string): Promise<void>;
@@ -68,7 +68,8 @@ export async function agentsCommand(config: Config, args: string[], out: (line: 
   try {
     if (verb === "add") {
       const agent = await admin.add(name!);
-      out(`Created agent '${agent.name}'. Its key is shown once, on the next line; send it as 'Authorization: Bearer <key>'.`);
+      out(`Created agent '${agent.name}'. Its webhook signing secret, then its key (shown once; send it as 'Authorization: Bearer <key>'):`);
+      out(agent.webhookSecret);
       out(agent.key);
     } else if (verb === "revoke") {
       await admin.revoke(name!);

@@ -26,6 +26,7 @@ export interface Config {
   slack: FileConfig["slack"] & SlackSecrets;
   executor: FileConfig["executor"];
   browser: FileConfig["browser"];
+  webhooks: FileConfig["webhooks"];
   /** Server: the grant signing key (PEM); absent with PostgreSQL is an error at `serve`, with PGlite one is made in the data dir. */
   grantPrivateKeyPem: string | undefined;
   executorToken: string | undefined;
@@ -118,6 +119,7 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback }: LoadOpt
     slack,
     executor: file.executor,
     browser: file.browser,
+    webhooks: file.webhooks,
     grantPrivateKeyPem: role === "server" ? e.COUNTERSIGN_GRANT_PRIVATE_KEY : undefined,
     executorToken: e.COUNTERSIGN_EXECUTOR_TOKEN,
     serverUrl: e.COUNTERSIGN_URL,

@@ -48,6 +48,12 @@ export const FileConfig = z.strictObject({
   environment: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "use lower-case letters, digits, '-' and '_'").default("default"),
   slack: z.strictObject({ reviewChannel: ChannelId.optional() }).default({}),
   defaults: PolicyDefaults.default({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600 }),
+  webhooks: z.strictObject({
+    /** Hosts callbacks may go to ("hooks.example.com", or "*.example.com" for its subdomains). Deny by default: no SSRF into the server's network. */
+    allowedHosts: z.array(z.string().min(1)).default([]),
+    /** A callback URL per agent name, used when a plan names none. */
+    agents: z.record(z.string(), z.strictObject({ callbackUrl: z.url({ protocol: /^https?$/ }) })).default({}),
+  }).default({ allowedHosts: [], agents: {} }),
   browser: z.strictObject({
     /** One-time sign-in links (Slack's /countersign login, `countersign login-link`); switch off where only SSO may sign in. */
     loginLinks: z.boolean().default(true),

@@ -61,6 +61,8 @@ export const PlanRequest = z
     ttlSeconds: z.int().positive().optional(),
     onBehalfOf: SlackUserId.optional(),
     idempotencyKey: z.string().min(1).max(200).optional(),
+    /** Receives a signed POST on every status change; its host must be allowed in config (webhooks.allowedHosts). */
+    callbackUrl: z.url({ protocol: /^https?$/, error: "callbackUrl must be an http(s) URL" }).max(2048).optional(),
   })
   .superRefine((plan, ctx) => {
     // The first write to a resource would make a second action on it stale.

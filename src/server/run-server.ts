@@ -5,7 +5,8 @@ import { createReadOnlyHttp } from "../adapters/read-only-http.ts";
 import type { Config } from "../config/load.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { expireDue } from "../service/expire-due.ts";
-import { DEFAULT_DELIVERY, deliverDue, type OutboxHandler } from "../service/outbox.ts";
+import { DEFAULT_DELIVERY, deliverDue, type DeliveryPolicy, type OutboxHandler } from "../service/outbox.ts";
+import { webhookSink } from "../webhooks/webhook-sink.ts";
 import { openSlackDoor } from "../slack/slack-door.ts";
 import { createLoginLink } from "../service/login-links.ts";
 import { PlanSignals } from "../service/plan-signals.ts";
@@ -29,6 +30,8 @@ export interface RunServerOptions {
   grantKey?: SigningKey;
   sweepMs?: number;
   deliverMs?: number;
+  /** Retry policy of the outbox (tests shorten it). */
+  delivery?: DeliveryPolicy;
   hostname?: string;
 }
 
@@ -59,13 +62,13 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
       clock: options.clock ?? (() => new Date()),
       logger,
       signals,
-      sinks: [...Object.keys(options.outboxHandlers ?? {}), ...(slackEnabled ? ["slack"] : [])],
+      sinks: [...Object.keys(options.outboxHandlers ?? {}), "webhook", ...(slackEnabled ? ["slack"] : [])],
       grantKey,
     };
     const loginLink = config.browser.loginLinks ? (userId: string) => createLoginLink(ctx, { userId, via: "slack" }).then((l) => l.url) : undefined;
     const slack = config.slack.enabled ? await openSlackDoor(ctx, config.slack, config, logger, loginLink ? { loginLink } : {}) : undefined;
     if (!slack) logger.info("Slack is not configured (no SLACK_BOT_TOKEN): running browser-only");
-    const handlers: Record<string, OutboxHandler> = { ...options.outboxHandlers, ...(slack ? { slack: slack.deliver } : {}) };
+    const handlers: Record<string, OutboxHandler> = { ...options.outboxHandlers, webhook: webhookSink(ctx), ...(slack ? { slack: slack.deliver } : {}) };
 
     const app = createApp(ctx, {
       ...(slack?.handle ? { slackHandler: slack.handle } : {}),
@@ -80,7 +83,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
 
     const report = (what: string) => (err: unknown) => logger.error({ err }, `${what} failed; retrying`);
     const sweeper = every(options.sweepMs ?? 1000, () => expireDue(ctx), report("expiry sweep"));
-    const delivery = every(options.deliverMs ?? 250, () => deliverDue(database!, handlers, ctx.clock, DEFAULT_DELIVERY, 20, (dead) => logger.error(dead, "a side effect failed for good and was dead-lettered")), report("outbox delivery"));
+    const delivery = every(options.deliverMs ?? 250, () => deliverDue(database!, handlers, ctx.clock, options.delivery ?? DEFAULT_DELIVERY, 20, (dead) => logger.error(dead, "a side effect failed for good and was dead-lettered")), report("outbox delivery"));
 
     logger.info({ url, publicUrl: config.publicUrl, database: database.kind, environment: config.environment, targets: Object.keys(config.targets) }, "countersign serving");
     return {

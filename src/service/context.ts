@@ -8,7 +8,7 @@ import type { PlanSignals } from "./plan-signals.ts";
 /** Everything a service verb may touch, injected once at start. Nothing below reads process.env. */
 export interface ServiceContext {
   database: Database;
-  config: Pick<Config, "environment" | "publicUrl" | "defaults" | "targets" | "executor">;
+  config: Pick<Config, "environment" | "publicUrl" | "defaults" | "targets" | "executor" | "webhooks">;
   /** Signs the grant an approved plan carries to the executor. */
   grantKey: SigningKey;
   /** The only way the server reaches a target: read-only. */

@@ -4,6 +4,7 @@ import { previewHttpJson, TargetReadError } from "../adapters/http-json.ts";
 import { fingerprint } from "../plan/fingerprint.ts";
 import { PlanDocument, PlanRequest, type ActionPreview, type PlannedAction } from "../plan/schema.ts";
 import { effectivePolicy } from "../policy/effective-policy.ts";
+import { whyCallbackRefused } from "../policy/callback-url.ts";
 import { resolveTtl } from "../policy/ttl.ts";
 import { plans } from "../store/schema.ts";
 import type { AgentIdentity } from "./authenticate-agent.ts";
@@ -43,6 +44,9 @@ export async function submitPlan(ctx: ServiceContext, agent: AgentIdentity, body
   if (eligible.length < policy.requiredApprovals) {
     throw new ServiceError("policy_denied", `this plan needs ${policy.requiredApprovals} approval(s) from people who may approve every target it touches and are not the requester, but only ${eligible.length} such approver(s) exist (${eligible.join(", ") || "none"})`);
   }
+  const callbackUrl = request.callbackUrl ?? ctx.config.webhooks.agents[agent.name]?.callbackUrl;
+  const callbackRefused = callbackUrl === undefined ? undefined : whyCallbackRefused(callbackUrl, ctx.config.webhooks.allowedHosts);
+  if (callbackRefused) throw new ServiceError("invalid_request", `callbackUrl refused: ${callbackRefused}`, { issues: [{ path: "/callbackUrl", message: callbackRefused }] });
   const ttl = resolveTtl(request.ttlSeconds, policy.ttl);
   if ("error" in ttl) throw new ServiceError("invalid_request", ttl.error, { issues: [{ path: "/ttlSeconds", message: ttl.error }] });
 
@@ -82,6 +86,7 @@ export async function submitPlan(ctx: ServiceContext, agent: AgentIdentity, body
         status: "pending",
         expiresAt,
         idempotencyKey: request.idempotencyKey ?? null,
+        callbackUrl: callbackUrl ?? null,
         requestDigest,
         createdAt: now,
         updatedAt: now,

@@ -44,13 +44,15 @@ export async function transition(
 export async function recordPlanEvent(
   ctx: Pick<ServiceContext, "sinks">,
   tx: Tx,
-  plan: Pick<PlanRow, "id" | "status" | "hash">,
+  plan: Pick<PlanRow, "id" | "status" | "hash" | "callbackUrl">,
   type: string,
   actor: Actor,
   at: Date,
   data: Record<string, unknown>,
 ): Promise<void> {
   await appendAudit(tx, { planId: plan.id, type, actor, data, at });
-  await enqueueEffects(tx, ctx.sinks, { planId: plan.id, type, status: plan.status, hash: plan.hash, at: at.toISOString(), actor, data });
+  // Webhooks go only where the agent asked for them.
+  const sinks = ctx.sinks.filter((kind) => kind !== "webhook" || plan.callbackUrl);
+  await enqueueEffects(tx, sinks, { planId: plan.id, type, status: plan.status, hash: plan.hash, at: at.toISOString(), actor, data });
   await PlanSignals.announce(tx, plan.id);
 }

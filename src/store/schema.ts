@@ -25,6 +25,8 @@ export const agents = pgTable("agents", {
   name: text("name").notNull().unique(),
   /** sha256 of the API key; the key itself is shown once and never stored. */
   keyHash: text("key_hash").notNull().unique(),
+  /** Signs this agent's webhooks (HMAC): kept, not hashed, because the server must sign with it. */
+  webhookSecret: text("webhook_secret"),
   createdAt: at("created_at").notNull().defaultNow(),
   revokedAt: at("revoked_at"),
 });
@@ -43,6 +45,8 @@ export const plans = pgTable(
     /** Fingerprint of the request body, to tell a retry from a different plan under the same key. */
     requestDigest: text("request_digest").notNull(),
     rejectReason: text("reject_reason"),
+    /** Where the agent hears about status changes; not part of the hash (it changes no target). */
+    callbackUrl: text("callback_url"),
     /** The signed grant (compact JWS) issued when the plan was approved, and when it stops being valid. */
     grant: text("grant"),
     grantExpiresAt: at("grant_expires_at"),

@@ -1,0 +1,151 @@
+/**
+ * The TypeScript client agents use to reach Countersign (`countersign/client`). It proposes and
+ * waits; nothing here can apply a change. Types come from the server's own schemas (type-only
+ * imports: no runtime dependency beyond `fetch` and node:crypto for webhook checks).
+ */
+import type { z } from "zod";
+import type { Outcome } from "../plan/outcome.ts";
+import type { PlanRequest } from "../plan/schema.ts";
+import type { ErrorCode, Issue } from "../service/errors.ts";
+import type { AuditEventView } from "../service/list-events.ts";
+import type { PlanView } from "../service/plan-view.ts";
+
+export type { Outcome, PlanView, AuditEventView, Issue, ErrorCode };
+export type PlanRequestInput = z.input<typeof PlanRequest>;
+export { verifyWebhook, type WebhookPayload } from "./webhook-signature.ts";
+
+/** Statuses a plan never leaves. */
+export const FINAL_STATUSES = ["rejected", "expired", "cancelled", "applied", "failed", "stale"] as const;
+export type FinalStatus = (typeof FINAL_STATUSES)[number];
+
+/** A refusal from the server, with its stable code (`plan_expired`, `preview_failed`, …). */
+export class CountersignError extends Error {
+  readonly code: ErrorCode | "internal" | "timeout" | "network";
+  readonly status: number | undefined;
+  readonly issues: Issue[] | undefined;
+  readonly details: Record<string, unknown> | undefined;
+  constructor(code: CountersignError["code"], message: string, extra: { status?: number; issues?: Issue[]; details?: Record<string, unknown> } = {}) {
+    super(message);
+    this.name = "CountersignError";
+    this.code = code;
+    this.status = extra.status;
+    this.issues = extra.issues;
+    this.details = extra.details;
+  }
+}
+
+/** How a plan ended, with what an agent needs to act on it. */
+export interface FinalOutcome {
+  id: string;
+  hash: string;
+  status: FinalStatus;
+  approvals: PlanView["approvals"];
+  /** Why it was rejected (reject), or why it did not apply (stale, failed, expired). */
+  reason?: string;
+  /** Per-action results from the executor (applied, stale, failed). */
+  outcome?: Outcome;
+  plan: PlanView;
+}
+
+export interface CountersignOptions {
+  /** Countersign's base URL, e.g. http://localhost:3000. */
+  url: string;
+  /** The agent key (`countersign agents add NAME`). */
+  key: string;
+  fetch?: typeof fetch;
+}
+
+/** The longest a single long-poll waits; waitForOutcome loops over it. */
+const LONG_POLL_SECONDS = 30;
+
+export class Countersign {
+  private readonly base: string;
+  private readonly key: string;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(options: CountersignOptions) {
+    this.base = options.url.replace(/\/+$/, "");
+    this.key = options.key;
+    this.fetchImpl = options.fetch ?? fetch;
+  }
+
+  /** Proposes a plan. Resolves once it is previewed and pending review. */
+  submitPlan(request: PlanRequestInput, options: { signal?: AbortSignal } = {}): Promise<PlanView> {
+    return this.call("POST", "/v1/plans", request, options.signal);
+  }
+
+  getPlan(id: string, options: { signal?: AbortSignal } = {}): Promise<PlanView> {
+    return this.call("GET", `/v1/plans/${encodeURIComponent(id)}`, undefined, options.signal);
+  }
+
+  /** Withdraws a pending plan. */
+  cancel(id: string, options: { signal?: AbortSignal } = {}): Promise<PlanView> {
+    return this.call("POST", `/v1/plans/${encodeURIComponent(id)}/cancel`, undefined, options.signal);
+  }
+
+  async events(id: string, options: { signal?: AbortSignal } = {}): Promise<AuditEventView[]> {
+    return (await this.call<{ events: AuditEventView[] }>("GET", `/v1/plans/${encodeURIComponent(id)}/events`, undefined, options.signal)).events;
+  }
+
+  /**
+   * Waits until the plan reaches a final status (applied, rejected, expired, cancelled,
+   * stale, failed) and returns it. Throws CountersignError("timeout") after `timeoutMs`, and
+   * the signal's reason when aborted.
+   */
+  async waitForOutcome(id: string, options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<FinalOutcome> {
+    const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
+    for (;;) {
+      options.signal?.throwIfAborted();
+      const left = deadline - Date.now();
+      if (left <= 0) throw new CountersignError("timeout", `plan ${id} was still open after ${options.timeoutMs} ms`);
+      const seconds = Math.max(0, Math.min(LONG_POLL_SECONDS, Math.floor(left / 1000)));
+      const plan = await this.call<PlanView>("GET", `/v1/plans/${encodeURIComponent(id)}/wait?timeout=${seconds}`, undefined, options.signal);
+      if ((FINAL_STATUSES as readonly string[]).includes(plan.status)) return finalOutcome(plan);
+      if (seconds === 0) await new Promise((r) => setTimeout(r, Math.min(250, Math.max(0, deadline - Date.now()))));
+    }
+  }
+
+  private async call<T>(method: string, path: string, body: unknown, signal: AbortSignal | undefined): Promise<T> {
+    let response: Response;
+    try {
+      response = await this.fetchImpl(this.base + path, {
+        method,
+        headers: { authorization: `Bearer ${this.key}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        ...(signal ? { signal } : {}),
+      });
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason;
+      throw new CountersignError("network", `could not reach Countersign at ${this.base}: ${(err as Error).message}`);
+    }
+    const text = await response.text();
+    let json: unknown;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      throw new CountersignError("internal", `Countersign answered HTTP ${response.status} with a body that is not JSON`, { status: response.status });
+    }
+    if (!response.ok) {
+      const error = (json as { error?: { code: ErrorCode; message: string; issues?: Issue[]; details?: Record<string, unknown> } } | undefined)?.error;
+      throw new CountersignError(error?.code ?? "internal", error?.message ?? `HTTP ${response.status}`, {
+        status: response.status,
+        ...(error?.issues ? { issues: error.issues } : {}),
+        ...(error?.details ? { details: error.details } : {}),
+      });
+    }
+    return json as T;
+  }
+}
+
+function finalOutcome(plan: PlanView): FinalOutcome {
+  const reason = plan.rejection?.reason ?? plan.outcome?.reason;
+  return {
+    id: plan.id,
+    hash: plan.hash,
+    status: plan.status as FinalStatus,
+    approvals: plan.approvals,
+    ...(reason !== undefined ? { reason } : {}),
+    ...(plan.outcome ? { outcome: plan.outcome } : {}),
+    plan,
+  };
+}
