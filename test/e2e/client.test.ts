@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Countersign, CountersignError } from "../../src/client/index.ts";
+import { Countersign, CountersignError, type PlanRequestInput } from "../../src/client/index.ts";
 import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
 import { runServer, type RunningServer } from "../../src/server/run-server.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
 import { decide } from "../../src/service/decide.ts";
 import type { Database } from "../../src/store/db.ts";
 import { databaseKinds } from "../support/databases.ts";
-import { mergeRequest, READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys } from "../support/harness.ts";
+import { READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys } from "../support/harness.ts";
 
 describe.each(databaseKinds)("the TypeScript client against a real server on $name", (kind) => {
   let database: Database;
@@ -14,7 +14,11 @@ describe.each(databaseKinds)("the TypeScript client against a real server on $na
   let server: RunningServer;
   let client: Countersign;
   let n = 0;
-  const request = () => mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: `/contacts/${n++}`, op: "merge", body: { email: "new@example.com" } }] });
+  const request = (): PlanRequestInput => ({
+    title: "Update a contact",
+    onBehalfOf: "U0REQUESTER",
+    actions: [{ kind: "http.json", target: "crm", path: `/contacts/${n++}`, op: "merge", body: { email: "new@example.com" } }],
+  });
 
   beforeAll(async () => {
     database = await kind.open();
