@@ -38,6 +38,13 @@ export const TargetConfig = z.strictObject({
   /** Only the executor resolves this; the server drops it before it is ever validated. */
   write: Credentials.optional(),
   policy: PolicyOverride.optional(),
+  /** What agents may propose here. Deny by default: without it, every plan for this target is refused. */
+  allow: z.strictObject({
+    ops: z.array(z.enum(["merge", "replace", "delete", "create"])).min(1),
+    paths: z.array(z.string().regex(/^\//, "path patterns start with '/' (use * for one segment, ** for any)")).min(1),
+    maxActions: z.int().positive().max(20).optional(),
+    maxBodyBytes: z.int().positive().optional(),
+  }).optional(),
   /** Milliseconds a preview read may take before it fails. */
   timeoutMs: z.int().positive().max(60_000).default(5_000),
 });

@@ -36,6 +36,7 @@ export function demoConfig(targetUrl: string): Record<string, unknown> {
         baseUrl: targetUrl,
         read: { headers: { Authorization: "Bearer ${COUNTERSIGN_DEMO_READ_TOKEN}" } },
         write: { headers: { Authorization: "Bearer ${COUNTERSIGN_DEMO_WRITE_TOKEN}" } },
+        allow: { ops: ["merge", "create"], paths: ["/contacts/*"], maxActions: 5, maxBodyBytes: 4096 },
       },
     },
   };

@@ -4,6 +4,7 @@ import { previewHttpJson, TargetReadError } from "../adapters/http-json.ts";
 import { fingerprint } from "../plan/fingerprint.ts";
 import { PlanDocument, PlanRequest, type ActionPreview, type PlannedAction } from "../plan/schema.ts";
 import { effectivePolicy } from "../policy/effective-policy.ts";
+import { refusalsFor } from "../policy/allowlist.ts";
 import { whyCallbackRefused } from "../policy/callback-url.ts";
 import { resolveTtl } from "../policy/ttl.ts";
 import { plans } from "../store/schema.ts";
@@ -38,6 +39,17 @@ export async function submitPlan(ctx: ServiceContext, agent: AgentIdentity, body
     }
     return target;
   });
+
+  // What may be proposed is checked before any request reaches a target.
+  const refusals = [...new Set(request.actions.map((a) => a.target))].flatMap((name) =>
+    refusalsFor(name, ctx.config.targets[name]!.allow, request.actions.flatMap((a, index) => (a.target === name ? [{ index, op: a.op, path: a.path, body: a.body }] : []))),
+  );
+  if (refusals.length > 0) {
+    throw new ServiceError("policy_denied", `the plan is outside what its targets allow: ${refusals.map((r) => `${r.message} (rule ${r.rule})`).join("; ")}`, {
+      issues: refusals.map((r) => ({ path: r.path, message: `${r.message} (rule ${r.rule})` })),
+      details: { rules: [...new Set(refusals.map((r) => r.rule))] },
+    });
+  }
 
   const policy = effectivePolicy(ctx.config.defaults, targets.map((t) => t.policy));
   const eligible = policy.approvers.filter((a) => a !== request.onBehalfOf);

@@ -191,3 +191,48 @@ describe.each(databaseKinds)("agent API over HTTP on $name", (kind) => {
     }
   });
 });
+
+describe("what may be proposed (deny by default), over HTTP", () => {
+  let database: Database;
+  let target: JsonResourceServer;
+  let server: RunningServer;
+  let key: string;
+
+  beforeAll(async () => {
+    database = await databaseKinds[0]!.open();
+    target = new JsonResourceServer({ seed: { "/contacts/1": { id: 1 }, "/admin/1": { id: 1 } }, readTokens: [READ_TOKEN] });
+    await target.start();
+    const config = testConfig({
+      crm: targetConfig(target.url, { allow: { ops: ["merge"], paths: ["/contacts/*"], maxBodyBytes: 64 } }),
+      locked: targetConfig(target.url, { allow: undefined }),
+    });
+    server = await runServer({ config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing });
+    key = (await addAgent(database, "policy-agent")).key;
+  });
+  afterAll(async () => {
+    await server?.close();
+    await target?.stop();
+    await database?.close();
+  });
+
+  it.each([
+    ["an op the target does not allow", { target: "crm", path: "/contacts/1", op: "delete" }, "targets.crm.allow.ops", "/actions/0/op"],
+    ["a path outside its patterns", { target: "crm", path: "/admin/1", op: "merge", body: { a: 1 } }, "targets.crm.allow.paths", "/actions/0/path"],
+    ["an oversize body", { target: "crm", path: "/contacts/1", op: "merge", body: { note: "x".repeat(100) } }, "targets.crm.allow.maxBodyBytes", "/actions/0/body"],
+    ["a target that allows nothing", { target: "locked", path: "/contacts/1", op: "merge", body: { a: 1 } }, "targets.locked.allow", "/actions/0/target"],
+  ])("refuses %s with 422 policy_denied naming the rule, before any request reaches the target", async (_name, action, rule, path) => {
+    target.requests.length = 0;
+    const res = await fetch(`${server.url}/v1/plans`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ title: "t", actions: [{ kind: "http.json", ...action }] }),
+    });
+    expect(res.status).toBe(422);
+    const body = (await res.json()) as { error: { code: string; message: string; issues: { path: string; message: string }[]; details: { rules: string[] } } };
+    expect(body.error.code).toBe("policy_denied");
+    expect(body.error.details.rules).toEqual([rule]);
+    expect(body.error.issues.map((i) => i.path)).toEqual([path]);
+    expect(body.error.message).toContain(rule);
+    expect(target.requests).toEqual([]);
+  });
+});

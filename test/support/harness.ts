@@ -36,7 +36,8 @@ export function testGrantKeys(): Promise<{ signing: SigningKey; verifying: Verif
 }
 
 export function targetConfig(baseUrl: string, overrides: Partial<Record<keyof TargetConfig, unknown>> = {}): TargetConfig {
-  return TargetConfig.parse({ adapter: "http.json", baseUrl, read: { headers: { Authorization: `Bearer ${READ_TOKEN}` } }, ...overrides });
+  // Tests allow everything unless they say otherwise; the allowlist has tests of its own.
+  return TargetConfig.parse({ adapter: "http.json", baseUrl, read: { headers: { Authorization: `Bearer ${READ_TOKEN}` } }, allow: { ops: ["merge", "replace", "delete", "create"], paths: ["/**"] }, ...overrides });
 }
 
 export function testConfig(targets: Record<string, TargetConfig>, defaults: Partial<Config["defaults"]> = {}): Config {
