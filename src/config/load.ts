@@ -27,6 +27,7 @@ export interface Config {
   executor: FileConfig["executor"];
   browser: FileConfig["browser"];
   webhooks: FileConfig["webhooks"];
+  redact: FileConfig["redact"];
   /** Server: the grant signing key (PEM); absent with PostgreSQL is an error at `serve`, with PGlite one is made in the data dir. */
   grantPrivateKeyPem: string | undefined;
   executorToken: string | undefined;
@@ -120,6 +121,7 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback }: LoadOpt
     executor: file.executor,
     browser: file.browser,
     webhooks: file.webhooks,
+    redact: file.redact,
     grantPrivateKeyPem: role === "server" ? e.COUNTERSIGN_GRANT_PRIVATE_KEY : undefined,
     executorToken: e.COUNTERSIGN_EXECUTOR_TOKEN,
     serverUrl: e.COUNTERSIGN_URL,

@@ -61,6 +61,10 @@ export const FileConfig = z.strictObject({
     /** A callback URL per agent name, used when a plan names none. */
     agents: z.record(z.string(), z.strictObject({ callbackUrl: z.url({ protocol: /^https?$/ }) })).default({}),
   }).default({ allowedHosts: [], agents: {} }),
+  redact: z.strictObject({
+    /** More field names to treat as secret, on top of password, token, secret, authorization, api_key, private_key, … */
+    fields: z.array(z.string().min(1)).default([]),
+  }).default({ fields: [] }),
   browser: z.strictObject({
     /** One-time sign-in links (Slack's /countersign login, `countersign login-link`); switch off where only SSO may sign in. */
     loginLinks: z.boolean().default(true),

@@ -9,6 +9,7 @@ import { getPlan } from "../service/get-plan.ts";
 import { listPlanEvents } from "../service/list-events.ts";
 import { submitPlan } from "../service/submit-plan.ts";
 import { MAX_WAIT_SECONDS, waitForPlan } from "../service/wait-for-plan.ts";
+import { openApiDocument } from "./openapi.ts";
 
 type Env = { Variables: { agent: AgentIdentity } };
 
@@ -22,6 +23,9 @@ export function agentApi(ctx: ServiceContext): Hono<Env> {
   });
   api.use("/plans", authenticate);
   api.use("/plans/*", authenticate);
+
+  // Public: the document describes the API, so a client can read it before it has a key.
+  api.get("/openapi.json", (c) => c.json(openApiDocument(ctx.config.publicUrl)));
 
   api.post("/plans", async (c) => {
     const { created, plan } = await submitPlan(ctx, c.get("agent"), await jsonBody(c.req.raw));

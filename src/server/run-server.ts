@@ -7,6 +7,7 @@ import type { ServiceContext } from "../service/context.ts";
 import { expireDue } from "../service/expire-due.ts";
 import { DEFAULT_DELIVERY, deliverDue, type DeliveryPolicy, type OutboxHandler } from "../service/outbox.ts";
 import { webhookSink } from "../webhooks/webhook-sink.ts";
+import { redactionRules } from "../policy/redact.ts";
 import { openSlackDoor } from "../slack/slack-door.ts";
 import { createLoginLink } from "../service/login-links.ts";
 import { PlanSignals } from "../service/plan-signals.ts";
@@ -64,6 +65,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
       signals,
       sinks: [...Object.keys(options.outboxHandlers ?? {}), "webhook", ...(slackEnabled ? ["slack"] : [])],
       grantKey,
+      redaction: redactionRules(config.redact.fields),
     };
     const loginLink = config.browser.loginLinks ? (userId: string) => createLoginLink(ctx, { userId, via: "slack" }).then((l) => l.url) : undefined;
     const slack = config.slack.enabled ? await openSlackDoor(ctx, config.slack, config, logger, loginLink ? { loginLink } : {}) : undefined;

@@ -19,5 +19,5 @@ export async function cancelPlan(ctx: ServiceContext, agent: AgentIdentity, plan
     const current = await ownPlanRow(ctx, agent, planId);
     throw new ServiceError("already_decided", `plan ${planId} is already ${current.status}; only a pending plan can be cancelled`, { details: { status: current.status } });
   }
-  return planView(ctx.database.db, ctx.config.publicUrl, row);
+  return planView(ctx.database.db, ctx.config.publicUrl, row, "agent", ctx.redaction);
 }

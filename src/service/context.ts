@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { ReadOnlyHttp } from "../adapters/read-only-http.ts";
 import type { Config } from "../config/load.ts";
 import type { SigningKey } from "../grant/keys.ts";
+import type { RedactionRules } from "../policy/redact.ts";
 import type { Database } from "../store/db.ts";
 import type { PlanSignals } from "./plan-signals.ts";
 
@@ -9,6 +10,8 @@ import type { PlanSignals } from "./plan-signals.ts";
 export interface ServiceContext {
   database: Database;
   config: Pick<Config, "environment" | "publicUrl" | "defaults" | "targets" | "executor" | "webhooks">;
+  /** What counts as a secret, for every view of a plan but the executor's. */
+  redaction: RedactionRules;
   /** Signs the grant an approved plan carries to the executor. */
   grantKey: SigningKey;
   /** The only way the server reaches a target: read-only. */

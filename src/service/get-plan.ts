@@ -8,7 +8,7 @@ import type { PlanRow } from "./transition.ts";
 
 /** A plan as its own agent sees it. Another agent's plan is indistinguishable from none. */
 export async function getPlan(ctx: ServiceContext, agent: AgentIdentity, planId: string): Promise<PlanView> {
-  return planView(ctx.database.db, ctx.config.publicUrl, await ownPlanRow(ctx, agent, planId));
+  return planView(ctx.database.db, ctx.config.publicUrl, await ownPlanRow(ctx, agent, planId), "agent", ctx.redaction);
 }
 
 export async function ownPlanRow(ctx: ServiceContext, agent: AgentIdentity, planId: string): Promise<PlanRow> {

@@ -1,5 +1,7 @@
 import { asc, eq } from "drizzle-orm";
+import type { Change } from "../plan/changes.ts";
 import type { Outcome } from "../plan/outcome.ts";
+import { redactChange, redactJson, redactText, type RedactionRules } from "../policy/redact.ts";
 import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
 import { decisions } from "../store/schema.ts";
 import type { Queryable } from "../store/db.ts";
@@ -29,7 +31,38 @@ export interface PlanView {
   outcome?: Outcome;
 }
 
-export async function planView(db: Queryable, publicUrl: string, row: PlanRow): Promise<PlanView> {
+/**
+ * Who a view is for. Reviewers (Slack, browser) never see secret-looking values. The agent gets
+ * back the arguments it submitted (to recompute the hash) but not secrets read from the target.
+ * Only the executor, through its claim, receives everything as stored.
+ */
+export type Audience = "agent" | "reviewer";
+
+export async function planView(db: Queryable, publicUrl: string, row: PlanRow, audience: Audience, rules: RedactionRules): Promise<PlanView> {
+  return redactView(await rawPlanView(db, publicUrl, row), audience, rules);
+}
+
+function redactView(view: PlanView, audience: Audience, rules: RedactionRules): PlanView {
+  const actions = view.preview.actions.map((a) => ({
+    ...a,
+    before: a.before === null ? null : redactJson(a.before, rules),
+    after: a.after === null ? null : redactJson(a.after, rules),
+    changes: a.changes.map((c) => redactChange(c, rules)),
+  }));
+  const outcome = view.outcome && {
+    ...view.outcome,
+    ...(view.outcome.reason !== undefined ? { reason: redactText(view.outcome.reason) } : {}),
+    actions: view.outcome.actions.map((a) => ({
+      ...a,
+      ...(a.detail !== undefined ? { detail: redactText(a.detail) } : {}),
+      ...(a.changedSincePreview ? { changedSincePreview: a.changedSincePreview.map((c) => redactChange(c as Change, rules)) } : {}),
+    })),
+  };
+  const plan = audience === "agent" ? view.plan : { ...view.plan, actions: view.plan.actions.map((a) => (a.body === undefined ? a : { ...a, body: redactJson(a.body, rules) })) };
+  return { ...view, plan, preview: { actions }, ...(outcome ? { outcome } : {}) };
+}
+
+async function rawPlanView(db: Queryable, publicUrl: string, row: PlanRow): Promise<PlanView> {
   const votes = await db.select().from(decisions).where(eq(decisions.planId, row.id)).orderBy(asc(decisions.id));
   const approvals = votes.filter((v) => v.verdict === "approve").map((v) => ({ userId: v.userId, via: v.via, at: v.decidedAt.toISOString() }));
   const reject = row.status === "rejected" ? votes.find((v) => v.verdict === "reject") : undefined;

@@ -21,7 +21,7 @@ export async function reviewPlan(ctx: ServiceContext, planId: string): Promise<R
   const events = await ctx.database.db.select().from(auditEvents).where(eq(auditEvents.planId, planId)).orderBy(asc(auditEvents.id));
   const dead = await ctx.database.db.select().from(outbox).where(and(eq(outbox.planId, planId), isNotNull(outbox.deadAt))).orderBy(asc(outbox.id));
   return {
-    plan: await planView(ctx.database.db, ctx.config.publicUrl, row),
+    plan: await planView(ctx.database.db, ctx.config.publicUrl, row, "reviewer", ctx.redaction),
     events: events.map((e) => ({ id: e.id, type: e.type, actor: e.actor, data: e.data, at: e.at.toISOString() })),
     deadDeliveries: dead.map((d) => ({ kind: d.kind, error: d.lastError, at: d.deadAt!.toISOString() })),
   };
@@ -31,7 +31,7 @@ export async function reviewPlan(ctx: ServiceContext, planId: string): Promise<R
 export async function listPlansForReview(ctx: ServiceContext, filter: { statuses?: PlanStatus[]; limit?: number } = {}): Promise<PlanView[]> {
   const where: SQL | undefined = filter.statuses?.length ? inArray(plans.status, filter.statuses) : undefined;
   const rows = await ctx.database.db.select().from(plans).where(where).orderBy(desc(plans.createdAt)).limit(filter.limit ?? 100);
-  return Promise.all(rows.map((r) => planView(ctx.database.db, ctx.config.publicUrl, r)));
+  return Promise.all(rows.map((r) => planView(ctx.database.db, ctx.config.publicUrl, r, "reviewer", ctx.redaction)));
 }
 
 export function parseStatusFilter(raw: string | undefined): PlanStatus[] | undefined {

@@ -5,6 +5,7 @@ import { fingerprint } from "../plan/fingerprint.ts";
 import { PlanDocument, PlanRequest, type ActionPreview, type PlannedAction } from "../plan/schema.ts";
 import { effectivePolicy } from "../policy/effective-policy.ts";
 import { refusalsFor } from "../policy/allowlist.ts";
+import { redactText } from "../policy/redact.ts";
 import { whyCallbackRefused } from "../policy/callback-url.ts";
 import { resolveTtl } from "../policy/ttl.ts";
 import { plans } from "../store/schema.ts";
@@ -107,7 +108,7 @@ export async function submitPlan(ctx: ServiceContext, agent: AgentIdentity, body
       return inserted!;
     });
     ctx.logger.info({ planId: row.id, hash, agent: agent.name, actions: actions.length }, "plan submitted");
-    return { created: true, plan: await planView(ctx.database.db, ctx.config.publicUrl, row) };
+    return { created: true, plan: await planView(ctx.database.db, ctx.config.publicUrl, row, "agent", ctx.redaction) };
   } catch (err) {
     // Two retries with one key raced past the first lookup; the loser answers with the winner's plan.
     if (request.idempotencyKey !== undefined && isUniqueViolation(err)) {
@@ -124,14 +125,14 @@ async function findByIdempotencyKey(ctx: ServiceContext, agentId: string, key: s
   if (row.requestDigest !== requestDigest) {
     throw new ServiceError("idempotency_conflict", `idempotencyKey '${key}' was already used for a different plan (${row.id}); use a new key for a new plan`, { details: { planId: row.id } });
   }
-  return planView(ctx.database.db, ctx.config.publicUrl, row);
+  return planView(ctx.database.db, ctx.config.publicUrl, row, "agent", ctx.redaction);
 }
 
 function previewFailure(err: unknown, index: number): ServiceError {
   if (err instanceof TargetReadError) {
     return new ServiceError("preview_failed", `preview of actions[${index}] failed: ${err.message}`, {
       issues: [{ path: `/actions/${index}`, message: err.message }],
-      details: { target: err.target, path: err.path, ...(err.answer ? { targetAnswer: err.answer } : {}) },
+      details: { target: err.target, path: err.path, ...(err.answer ? { targetAnswer: { status: err.answer.status, body: redactText(err.answer.body) } } : {}) },
     });
   }
   throw err;

@@ -32,7 +32,7 @@ export function slackSink(ctx: ServiceContext, slack: SlackDelivery): OutboxHand
   return async (event) => {
     const [row] = await ctx.database.db.select().from(plans).where(eq(plans.id, event.planId));
     if (!row) throw new DeliveryError(`plan ${event.planId} is gone`, { permanent: true });
-    const view = await planView(ctx.database.db, ctx.config.publicUrl, row);
+    const view = await planView(ctx.database.db, ctx.config.publicUrl, row, "reviewer", ctx.redaction);
     const [posted] = await ctx.database.db.select().from(slackMessages).where(eq(slackMessages.planId, event.planId));
 
     if (event.type === "plan.submitted") {

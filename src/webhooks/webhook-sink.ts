@@ -18,7 +18,7 @@ export function webhookSink(ctx: ServiceContext, fetchImpl: typeof fetch = fetch
     if (!row?.callbackUrl) return;
     const [agent] = await ctx.database.db.select({ secret: agents.webhookSecret }).from(agents).where(eq(agents.id, row.agentId));
     if (!agent?.secret) throw new DeliveryError(`agent of plan ${row.id} has no webhook secret; recreate it with 'countersign agents add'`, { permanent: true });
-    const view = await planView(ctx.database.db, ctx.config.publicUrl, row);
+    const view = await planView(ctx.database.db, ctx.config.publicUrl, row, "agent", ctx.redaction);
     const reason = event.status === "rejected" ? view.rejection?.reason : typeof event.data?.reason === "string" ? event.data.reason : undefined;
     const payload: WebhookPayload = {
       planId: row.id,

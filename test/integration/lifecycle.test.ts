@@ -289,11 +289,14 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
       expect(await eventTypes(expired.id)).toEqual(["plan.submitted", "plan.expired"]);
     });
 
-    it("writes one row for each configured sink", async () => {
+    it("writes one row for each configured sink; webhooks only for plans that asked for them", async () => {
       const ctx = { ...h.ctx, sinks: ["slack", "webhook"] };
-      const plan = await newPlan({}, ctx);
-      const rows = await database.db.select().from(outbox).where(eq(outbox.planId, plan.id));
-      expect(rows.map((r) => r.kind).sort()).toEqual(["slack", "webhook"]);
+      const plain = await newPlan({}, ctx);
+      const plainRows = await database.db.select().from(outbox).where(eq(outbox.planId, plain.id));
+      expect(plainRows.map((r) => r.kind)).toEqual(["slack"]);
+      const hooked = await newPlan({ callbackUrl: "http://127.0.0.1:9/hook" }, ctx);
+      const hookedRows = await database.db.select().from(outbox).where(eq(outbox.planId, hooked.id));
+      expect(hookedRows.map((r) => r.kind).sort()).toEqual(["slack", "webhook"]);
     });
 
     it("is written in the transaction of the transition: when the outbox write fails, nothing is recorded", async () => {

@@ -9,6 +9,7 @@ import type { AgentIdentity } from "../../src/service/authenticate-agent.ts";
 import type { ServiceContext } from "../../src/service/context.ts";
 import { PlanSignals } from "../../src/service/plan-signals.ts";
 import type { Database } from "../../src/store/db.ts";
+import { redactionRules } from "../../src/policy/redact.ts";
 
 export const READ_TOKEN = "read-token-123";
 export const WRITE_TOKEN = "write-token-456";
@@ -53,6 +54,7 @@ export function testConfig(targets: Record<string, TargetConfig>, defaults: Part
     executor: { leaseSeconds: 60 },
     browser: { loginLinks: true },
     webhooks: { allowedHosts: ["127.0.0.1"], agents: {} },
+    redact: { fields: [] },
     grantPrivateKeyPem: undefined,
     executorToken: undefined,
     serverUrl: undefined,
@@ -100,6 +102,7 @@ export async function openHarness(
     signals,
     sinks: options.sinks ?? [],
     grantKey: (await testGrantKeys()).signing,
+    redaction: redactionRules(),
   };
   const { id, name } = await addAgent(database, `agent-${Math.random().toString(36).slice(2, 10)}`);
   return {
