@@ -8,6 +8,7 @@ import { stringify as stringifyYaml } from "yaml";
 import { ConfigError, loadConfig, type Config } from "./config/load.ts";
 import { startExecutor } from "./cli/executor.ts";
 import { keysGenerate } from "./cli/keys.ts";
+import { policyCheck } from "./cli/policy-check.ts";
 import { resolveGrantKey } from "./server/grant-key.ts";
 import { createLoginLink } from "./service/login-links.ts";
 import { agentsCommand, loginLinkCommand } from "./cli/agents.ts";
@@ -26,11 +27,13 @@ Usage:
   countersign executor              the executor: claims approved plans, verifies, revalidates, applies
   countersign keys generate         print a new Ed25519 key pair for signing grants
   countersign migrate               apply database migrations and exit
+  countersign policy check [FILE]   validate a config and print each target's effective policy
   countersign agents add NAME       create an agent; its API key is the last line printed
   countersign agents list           list agents
   countersign agents revoke NAME    revoke an agent's key
   countersign login-link --user U… [--name NAME]
                                     a one-time browser sign-in link (last line printed)
+  countersign mcp                   an MCP server over stdio for agents (COUNTERSIGN_URL, COUNTERSIGN_AGENT_KEY)
 
 Environment: PORT (3000), PUBLIC_URL, DATABASE_URL (absent: embedded PGlite in
 COUNTERSIGN_DATA_DIR, default ./.countersign), COUNTERSIGN_CONFIG (default ./countersign.yml),
@@ -65,12 +68,22 @@ async function main(argv: string[]): Promise<number> {
       }
       await keysGenerate(out);
       return 0;
+    case "policy":
+      if (args[0] !== "check") {
+        process.stderr.write("usage: countersign policy check [file]\n");
+        return 2;
+      }
+      policyCheck(args.slice(1), process.env, out);
+      return 0;
     case "login-link":
       await loginLinkCommand(loadConfig({ env: process.env, role: "cli" }), args, out);
       return 0;
     case "agents":
       await agentsCommand(loadConfig({ env: process.env, role: "cli" }), args, out);
       return 0;
+    case "mcp":
+      // Loaded only here: the MCP SDK is not needed by any other command.
+      return (await import("./mcp/mcp-server.ts")).runMcpServer(process.env);
     case undefined:
     case "help":
     case "--help":

@@ -7,7 +7,7 @@ import { interpolate } from "./interpolate.ts";
 import { EnvConfig, FileConfig, type TargetConfig } from "./schema.ts";
 
 /** Who is reading the config: each resolves only the credentials it uses. */
-export type Role = "server" | "executor" | "cli";
+export type Role = "server" | "executor" | "cli" | "check";
 
 export type ServerTarget = Omit<TargetConfig, "write">;
 
@@ -81,7 +81,9 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback }: LoadOpt
   }
 
   // The server never resolves a target's write block; it drops it unread.
-  const skip = (p: readonly string[]) => role !== "executor" && p.length === 3 && p[0] === "targets" && p[2] === "write";
+  // `policy check` resolves no credential at all, so it runs anywhere without secrets.
+  const skip = (p: readonly string[]) =>
+    p.length === 3 && p[0] === "targets" && ((p[2] === "write" && role !== "executor") || (p[2] === "read" && role === "check"));
   const { value, problems } = interpolate(raw, env, skip);
   if (problems.length > 0) throw new ConfigError(source, problems);
 

@@ -1,0 +1,115 @@
+/**
+ * Countersign for the OpenAI Agents SDK (`@openai/agents` 0.14.x, an optional peer dependency:
+ * 0.15+ pulls `openai@7`, which needs Node 22). Only this module imports it.
+ *
+ * `countersignTool` turns a zod-typed action into an SDK `tool()` that does not do the action:
+ * it proposes it as a plan, waits for people to decide and for the executor to apply it, and
+ * tells the model how it ended in a few words the model can act on. The agent never holds a
+ * credential for the target.
+ */
+import { tool, type FunctionTool } from "@openai/agents";
+import type { z } from "zod";
+import { CountersignError, type Countersign, type FinalOutcome, type PlanRequestInput } from "./index.ts";
+
+export interface CountersignToolOptions<P extends z.ZodObject> {
+  /** Countersign's client, holding the agent's key. */
+  client: Countersign;
+  /** The tool's name as the model sees it, e.g. "update_contact_email". */
+  name: string;
+  /** What the action does, for the model. A note on approval and the possible results is appended. */
+  description: string;
+  /**
+   * The arguments the model fills in. The SDK uses strict mode for zod parameters: every field
+   * must be required (use `.nullable()` rather than `.optional()`).
+   */
+  parameters: P;
+  /** Builds the plan from the model's (already validated) arguments. */
+  toPlan: (args: z.output<P>) => PlanRequestInput;
+  /**
+   * How long to wait for an outcome before telling the model the plan is still pending. Default:
+   * no limit of our own: every plan ends by itself (it expires when nobody decides).
+   */
+  timeoutMs?: number;
+}
+
+/** What the model is told. Short on purpose: it is a prompt for the next step, not a report. */
+export type CountersignToolResult =
+  | "applied"
+  | `rejected: ${string}`
+  | "stale: target changed, re-plan"
+  | "expired"
+  | "cancelled"
+  | `failed: ${string}`
+  | `refused: ${string}`
+  | `pending: ${string}`
+  | `error: ${string}`;
+
+const RESULTS_NOTE =
+  "Calling this does not make the change: it proposes it to people for approval and waits. " +
+  'It returns "applied" (done), "rejected: <reason>", "stale: target changed, re-plan", "expired", "cancelled", ' +
+  '"failed: <reason>", or "refused: <code>: <message>" when Countersign refuses the proposal itself.';
+
+export function countersignTool<P extends z.ZodObject, Context = unknown>(options: CountersignToolOptions<P>): FunctionTool<Context, P, string> {
+  const { client, name, toPlan, timeoutMs } = options;
+  // tool()'s options type distributes over strict/non-strict parameters (Extract<P, …>), which
+  // TypeScript cannot resolve for a generic P; any zod object is strict-mode parameters, so the
+  // tool is built over the base type and the arguments are cast back to P's output below.
+  return tool<z.ZodObject, Context, string>({
+    name,
+    description: `${options.description.trim()}\n\n${RESULTS_NOTE}`,
+    parameters: options.parameters,
+    async execute(args, _runContext, details) {
+      const signal = details?.signal;
+      const request = toPlan(args as z.output<P>);
+      // The model's call id makes a repeated invocation of the same call (a resumed run, a
+      // retry) find the plan it already proposed instead of asking people twice.
+      const callId = details?.toolCall?.callId;
+      const plan = request.idempotencyKey === undefined && callId ? { ...request, idempotencyKey: `openai-agents:${name}:${callId}` } : request;
+
+      let id: string;
+      try {
+        id = (await client.submitPlan(plan, signal ? { signal } : {})).id;
+      } catch (err) {
+        // Only the server's refusals are answers; anything else (network, abort) is the SDK's to handle.
+        if (err instanceof CountersignError && err.status !== undefined) return refused(err);
+        throw err;
+      }
+
+      try {
+        return outcomeResult(await client.waitForOutcome(id, { ...(signal ? { signal } : {}), ...(timeoutMs !== undefined ? { timeoutMs } : {}) }));
+      } catch (err) {
+        if (signal?.aborted) throw err;
+        // The plan exists and people may still decide it: say so, so the model does not propose it again.
+        if (err instanceof CountersignError && err.code === "timeout") {
+          return `pending: no outcome after ${Math.round((timeoutMs ?? 0) / 1000)} s; plan ${id} is still open, do not propose it again`;
+        }
+        return `error: lost track of plan ${id} (${(err as Error).message}); it may still be decided, do not propose it again`;
+      }
+    },
+  });
+}
+
+/** The final status in the words the model is told to expect. */
+export function outcomeResult(outcome: FinalOutcome): CountersignToolResult {
+  switch (outcome.status) {
+    case "applied":
+      return "applied";
+    case "rejected":
+      return `rejected: ${outcome.reason || "no reason given"}`;
+    case "stale":
+      return "stale: target changed, re-plan";
+    case "expired":
+      return "expired";
+    case "cancelled":
+      return "cancelled";
+    case "failed": {
+      const failedAction = outcome.outcome?.actions.find((a) => a.status === "failed");
+      return `failed: ${outcome.reason ?? failedAction?.detail ?? "the executor could not apply it"}`;
+    }
+  }
+}
+
+function refused(err: CountersignError): CountersignToolResult {
+  const issues = (err.issues ?? []).map((i) => `${i.path || "(request)"}: ${i.message}`);
+  return `refused: ${err.code}: ${err.message}${issues.length ? ` (${issues.join("; ")})` : ""}`;
+}

@@ -1,0 +1,357 @@
+/**
+ * `countersign mcp`: Countersign as an MCP server over stdio, for agents that speak MCP.
+ *
+ * It is a thin door onto the agent API through the TypeScript client: an agent can propose a
+ * plan, read it and wait for its outcome. Nothing here can apply a change (only the executor
+ * holds write credentials), which is why every tool is annotated as not touching the world.
+ *
+ * stdout carries MCP protocol messages and nothing else: a stray line there corrupts the
+ * client's stream, so everything human goes to stderr.
+ */
+import { readFileSync } from "node:fs";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import { Countersign, CountersignError, FINAL_STATUSES, type FinalOutcome, type PlanView } from "../client/index.ts";
+import { ConfigError } from "../config/load.ts";
+import { HttpJsonAction, LIMITS, PlanRequest } from "../plan/schema.ts";
+import type { Json } from "../plan/json.ts";
+
+/** The longest wait_for_outcome blocks; an agent that needs longer calls it again. */
+export const MAX_WAIT_SECONDS = 600;
+/**
+ * wait_for_outcome's default: under the 60 s request timeout most MCP clients use (the SDK's
+ * own included), so a default call returns "still pending" rather than a client-side timeout.
+ */
+export const DEFAULT_WAIT_SECONDS = 50;
+/** How often a long wait tells the client it is alive (clients may reset their timeout on it). */
+const PROGRESS_EVERY_MS = 10_000;
+
+/*
+ * The input schema of propose_plan is the server's own PlanRequest, with a description on each
+ * field for the model. `safeExtend` keeps PlanRequest's and HttpJsonAction's refinements
+ * (body per op, one action per resource), and any field added to PlanRequest later is carried
+ * along as it is. The server validates again and answers with its own codes.
+ */
+const describedAction = HttpJsonAction.safeExtend({
+  kind: HttpJsonAction.shape.kind.describe('Always "http.json": a JSON resource reached over HTTP.'),
+  target: HttpJsonAction.shape.target.describe(
+    'Name of a target configured in Countersign, e.g. "contacts". An unknown name is refused with unknown_target.',
+  ),
+  path: HttpJsonAction.shape.path.describe('Path of the resource on the target, starting with "/", e.g. "/contacts/1".'),
+  op: HttpJsonAction.shape.op.describe(
+    "merge: JSON Merge Patch into the existing resource (only the fields in body change; null removes a field). " +
+      "replace: the whole resource becomes body. create: a new resource at path, which must not exist yet. " +
+      "delete: remove the resource (no body).",
+  ),
+  body: HttpJsonAction.shape.body.describe(
+    "The JSON to write: for merge, an object with just the fields to change; for replace and create, the complete object or array. Omit for delete.",
+  ),
+});
+
+export const ProposePlanInput = PlanRequest.safeExtend({
+  title: PlanRequest.shape.title.describe("One line a reviewer reads first: what changes, where, for whom. E.g. \"Update Ana Lima's email\"."),
+  reason: PlanRequest.shape.reason.describe(
+    "Why this change is needed: the request, ticket or evidence behind it. Reviewers see it verbatim; a clear reason gets a faster decision.",
+  ),
+  actions: z
+    .array(z.discriminatedUnion("kind", [describedAction]))
+    .min(1)
+    .max(LIMITS.maxActions)
+    .describe(
+      `The changes, 1 to ${LIMITS.maxActions}, applied in this order by a separate executor only after people approve. ` +
+        "Each resource (target + path) at most once.",
+    ),
+  ttlSeconds: PlanRequest.shape.ttlSeconds.describe(
+    "Seconds reviewers have to decide before the plan expires by itself. Omit for the target's default; above its maximum is refused.",
+  ),
+  onBehalfOf: PlanRequest.shape.onBehalfOf.describe(
+    "Slack user id (e.g. U024BE7LH) of the person who asked for this change. Shown to reviewers; that person cannot approve it.",
+  ),
+  idempotencyKey: PlanRequest.shape.idempotencyKey.describe(
+    "A unique string for this proposal. Retrying with the same key and the same plan returns the existing plan instead of creating a second one; " +
+      "the same key with a different plan is refused (idempotency_conflict). Use it whenever a call might be retried.",
+  ),
+});
+
+const PlanId = z.string().min(1).max(100).describe("The plan id returned by propose_plan.");
+
+/** The tools over a client. Exported so the tool set can be built without stdio. */
+export function createMcpServer(client: Countersign, version = packageVersion()): McpServer {
+  const server = new McpServer({ name: "countersign", version });
+
+  server.registerTool(
+    "propose_plan",
+    {
+      title: "Propose a plan for human approval",
+      description:
+        "Propose changes to a system for people to review. Nothing is changed by this call: Countersign reads the current state " +
+        "(read-only), shows reviewers a before → after preview, and a separate executor applies the plan only if they approve. " +
+        "Returns the plan id, its hash, status (pending), expiry, the previewed changes and the URL where people review it. " +
+        "Then call wait_for_outcome with the id. Idempotent only when you pass an idempotencyKey: a retry with the same key and " +
+        "the same plan returns the existing plan; without a key every call creates a new plan.",
+      inputSchema: ProposePlanInput,
+      // It creates a plan (so not read-only) but changes no target; without an idempotencyKey a
+      // repeat creates a second plan, and annotations cannot depend on the arguments.
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    },
+    (request, extra) =>
+      refusalsAsToolErrors(async () => {
+        const plan = await client.submitPlan(request, { signal: extra.signal });
+        return result(proposedText(plan), {
+          id: plan.id,
+          hash: plan.hash,
+          status: plan.status,
+          expiresAt: plan.expiresAt,
+          reviewUrl: plan.reviewUrl,
+          preview: plan.preview.actions.map((a) => ({ target: a.target, path: a.path, op: a.op, changes: a.changes })),
+        });
+      }),
+  );
+
+  server.registerTool(
+    "get_plan",
+    {
+      title: "Read a plan",
+      description:
+        "Read one of your plans as it is now: status (pending, approved, executing, applied, rejected, expired, cancelled, stale, failed), " +
+        "its actions and previewed changes, approvals, the rejection reason and the executor's per-action results. Does not wait; use wait_for_outcome for that.",
+      inputSchema: z.strictObject({ planId: PlanId }),
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    ({ planId }, extra) =>
+      refusalsAsToolErrors(async () => {
+        const plan = await client.getPlan(planId, { signal: extra.signal });
+        return result(planText(plan), structuredPlan(plan));
+      }),
+  );
+
+  server.registerTool(
+    "wait_for_outcome",
+    {
+      title: "Wait for a plan's outcome",
+      description:
+        "Wait until people decide on a plan and, if approved, the executor has applied it. Returns the final status with approvals, " +
+        "the reason (rejected, stale, failed, expired) and per-action results. applied: done. rejected: read the reason before proposing anything else. " +
+        "stale: the target changed after the preview and nothing was written; re-read and propose again. expired/cancelled: nothing was applied. " +
+        `If the plan is still open after timeoutSeconds (default ${DEFAULT_WAIT_SECONDS}, at most ${MAX_WAIT_SECONDS}) it says so; call again to keep waiting.`,
+      inputSchema: z.strictObject({
+        planId: PlanId,
+        timeoutSeconds: z
+          .int()
+          .min(0)
+          .max(MAX_WAIT_SECONDS)
+          .default(DEFAULT_WAIT_SECONDS)
+          .describe(`How long to wait, in seconds (0 to ${MAX_WAIT_SECONDS}). Your MCP client may give up on a call sooner than this.`),
+      }),
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    ({ planId, timeoutSeconds }, extra) =>
+      refusalsAsToolErrors(async () => {
+        // Progress notifications let clients that reset their request timeout on progress wait
+        // for the whole timeoutSeconds; they are only sent when the client asked for them.
+        const progressToken = extra._meta?.progressToken;
+        const started = Date.now();
+        const timer =
+          progressToken === undefined
+            ? undefined
+            : setInterval(() => {
+                const elapsed = Math.round((Date.now() - started) / 1000);
+                void extra
+                  .sendNotification({
+                    method: "notifications/progress",
+                    params: { progressToken, progress: elapsed, total: timeoutSeconds, message: `waiting for plan ${planId} (${elapsed} s)` },
+                  })
+                  .catch(() => {});
+              }, PROGRESS_EVERY_MS);
+        try {
+          const outcome = await client.waitForOutcome(planId, { signal: extra.signal, timeoutMs: timeoutSeconds * 1000 });
+          return result(outcomeText(outcome), structuredOutcome(outcome));
+        } catch (err) {
+          if (!(err instanceof CountersignError) || err.code !== "timeout") throw err;
+          const plan = await client.getPlan(planId, { signal: extra.signal });
+          // It may have ended between the last poll and now.
+          if ((FINAL_STATUSES as readonly string[]).includes(plan.status)) {
+            return result(planText(plan), structuredPlan(plan));
+          }
+          return result(
+            `Plan ${plan.id} is still ${plan.status} after ${timeoutSeconds} s (${plan.approvals.length} approval(s) so far; expires ${plan.expiresAt}). ` +
+              `Call wait_for_outcome again to keep waiting. Review: ${plan.reviewUrl}`,
+            { planId: plan.id, status: plan.status, final: false, approvals: plan.approvals, expiresAt: plan.expiresAt, reviewUrl: plan.reviewUrl },
+          );
+        } finally {
+          if (timer) clearInterval(timer);
+        }
+      }),
+  );
+
+  return server;
+}
+
+/**
+ * Runs the MCP server on stdin/stdout until the client closes stdin or a signal arrives.
+ * Resolves with the process exit code.
+ */
+export async function runMcpServer(env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const url = env.COUNTERSIGN_URL?.trim();
+  const key = env.COUNTERSIGN_AGENT_KEY?.trim();
+  const problems: { key: string; message: string }[] = [];
+  if (!url) problems.push({ key: "COUNTERSIGN_URL", message: "is not set: set it to Countersign's base URL (e.g. http://localhost:3000) in the MCP client's env for this server" });
+  else if (!URL.canParse(url)) problems.push({ key: "COUNTERSIGN_URL", message: `is not a URL: '${url}'` });
+  if (!key) problems.push({ key: "COUNTERSIGN_AGENT_KEY", message: "is not set: create an agent with `countersign agents add NAME` and put its key (the last line printed) in the MCP client's env for this server" });
+  if (!url || !key || problems.length > 0) throw new ConfigError("countersign mcp environment", problems);
+
+  // A library writing to stdout through console would corrupt the protocol stream.
+  console.log = console.info = console.debug = (...args: unknown[]) => console.error(...args);
+
+  const server = createMcpServer(new Countersign({ url, key }));
+  const transport = new StdioServerTransport();
+  const closed = new Promise<void>((resolve) => {
+    // The client ends the session by closing our stdin (or by signalling us).
+    process.stdin.once("end", () => resolve());
+    process.stdin.once("close", () => resolve());
+    process.once("SIGINT", () => resolve());
+    process.once("SIGTERM", () => resolve());
+  });
+  await server.connect(transport);
+  process.stderr.write(`countersign mcp: serving ${url} over stdio\n`);
+  await closed;
+  await server.close();
+  return 0;
+}
+
+// ——— results ———
+
+function result(text: string, structured: Record<string, unknown>): CallToolResult {
+  return { content: [{ type: "text", text }], structuredContent: structured };
+}
+
+/** A refusal from Countersign becomes a tool error the model can read: its code, message and issues. */
+async function refusalsAsToolErrors(run: () => Promise<CallToolResult>): Promise<CallToolResult> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!(err instanceof CountersignError)) throw err;
+    const issues = (err.issues ?? []).map((i) => `\n- ${i.path || "(request)"}: ${i.message}`).join("");
+    return {
+      isError: true,
+      content: [{ type: "text", text: `${err.code}: ${err.message}${issues}` }],
+      structuredContent: { error: { code: err.code, message: err.message, ...(err.issues ? { issues: err.issues } : {}) } },
+    };
+  }
+}
+
+const MAX_CHANGES_SHOWN = 20;
+
+function short(value: Json | undefined, max = 120): string {
+  if (value === undefined) return "(absent)";
+  const text = JSON.stringify(value);
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** The preview's changes, one line each: what a reviewer will see, in short. */
+function changesText(plan: PlanView): string {
+  return plan.preview.actions
+    .map((action, i) => {
+      const changes = action.changes.slice(0, MAX_CHANGES_SHOWN).map((c) => `\n    ${c.path || "(whole resource)"}: ${short(c.from)} → ${short(c.to)}`);
+      const more = action.changes.length > MAX_CHANGES_SHOWN ? `\n    … and ${action.changes.length - MAX_CHANGES_SHOWN} more` : "";
+      const none = action.changes.length === 0 ? "\n    (no change: the target already holds this)" : "";
+      return `  ${i}. ${action.op} ${action.target} ${action.path} (version read: ${action.version ?? "none"})${changes.join("")}${more}${none}`;
+    })
+    .join("\n");
+}
+
+function proposedText(plan: PlanView): string {
+  return [
+    `Proposed plan ${plan.id} — status ${plan.status}. Nothing has been applied; people review it now.`,
+    `hash: ${plan.hash}`,
+    `expires: ${plan.expiresAt}`,
+    `review: ${plan.reviewUrl}`,
+    "changes:",
+    changesText(plan),
+    `Next: call wait_for_outcome with planId "${plan.id}".`,
+  ].join("\n");
+}
+
+function approvalsText(approvals: PlanView["approvals"]): string {
+  return approvals.length === 0 ? "none" : approvals.map((a) => `${a.userId} via ${a.via} at ${a.at}`).join(", ");
+}
+
+function actionResultsText(outcome: FinalOutcome["outcome"]): string[] {
+  if (!outcome) return [];
+  return [
+    "results:",
+    ...outcome.actions.map((a) => `  ${a.index}. ${a.target} ${a.path}: ${a.status}${a.reconciled ? " (already held the change)" : ""}${a.detail ? ` — ${a.detail}` : ""}`),
+    ...(outcome.partial ? ["  (partial: some actions were written and a later one was not)"] : []),
+  ];
+}
+
+const NEXT_STEP: Record<FinalOutcome["status"], string> = {
+  applied: "The change is applied.",
+  rejected: "A reviewer rejected it; nothing was applied. Address the reason before proposing again.",
+  expired: "Nobody decided in time (or the approval went unused); nothing was applied.",
+  cancelled: "It was withdrawn; nothing was applied.",
+  stale: "The target changed after the preview; nothing was written. Re-read the target and propose a new plan.",
+  failed: "The executor could not apply it; see the results for what was written.",
+};
+
+function outcomeText(outcome: FinalOutcome): string {
+  return [
+    `Plan ${outcome.id}: ${outcome.status}${outcome.reason ? `: ${outcome.reason}` : ""}`,
+    NEXT_STEP[outcome.status],
+    `approvals: ${approvalsText(outcome.approvals)}`,
+    ...actionResultsText(outcome.outcome),
+  ].join("\n");
+}
+
+function structuredOutcome(outcome: FinalOutcome): Record<string, unknown> {
+  return {
+    planId: outcome.id,
+    hash: outcome.hash,
+    status: outcome.status,
+    final: true,
+    approvals: outcome.approvals,
+    ...(outcome.reason !== undefined ? { reason: outcome.reason } : {}),
+    ...(outcome.outcome ? { results: outcome.outcome.actions, partial: outcome.outcome.partial ?? false } : {}),
+  };
+}
+
+function planText(plan: PlanView): string {
+  const reason = plan.rejection?.reason ?? plan.outcome?.reason;
+  return [
+    `Plan ${plan.id}: ${plan.status}${reason ? `: ${reason}` : ""}`,
+    `title: ${plan.plan.title}`,
+    `hash: ${plan.hash}`,
+    `expires: ${plan.expiresAt}`,
+    `review: ${plan.reviewUrl}`,
+    `approvals: ${approvalsText(plan.approvals)} (${plan.plan.policy.requiredApprovals} required)`,
+    ...(plan.rejection ? [`rejected by ${plan.rejection.userId} via ${plan.rejection.via}`] : []),
+    "changes:",
+    changesText(plan),
+    ...actionResultsText(plan.outcome),
+  ].join("\n");
+}
+
+function structuredPlan(plan: PlanView): Record<string, unknown> {
+  const reason = plan.rejection?.reason ?? plan.outcome?.reason;
+  return {
+    planId: plan.id,
+    hash: plan.hash,
+    status: plan.status,
+    final: (FINAL_STATUSES as readonly string[]).includes(plan.status),
+    title: plan.plan.title,
+    expiresAt: plan.expiresAt,
+    reviewUrl: plan.reviewUrl,
+    requiredApprovals: plan.plan.policy.requiredApprovals,
+    approvals: plan.approvals,
+    ...(reason !== undefined ? { reason } : {}),
+    actions: plan.preview.actions.map((a) => ({ target: a.target, path: a.path, op: a.op, changes: a.changes })),
+    ...(plan.outcome ? { results: plan.outcome.actions } : {}),
+  };
+}
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version?: string };
+  return pkg.version ?? "0.0.0";
+}
