@@ -16,7 +16,8 @@ export function policyCheck(args: string[], env: NodeJS.ProcessEnv, out: (line: 
     const policy = effectivePolicy(config.defaults, [target.policy]);
     out("");
     out(`target ${name} (${target.adapter} ${target.baseUrl})`);
-    out(`  approvers:  ${policy.approvers.join(", ")} — ${policy.requiredApprovals} of ${policy.approvers.length} needed${target.policy?.approvers ? " (target rule)" : " (defaults)"}`);
+    const rule = (key: "approvers" | "requiredApprovals" | "ttl" | "grantTtl") => (target.policy?.[key] !== undefined ? `targets.${name}.policy.${key}` : `defaults.${key}`);
+    out(`  approvers:  ${policy.approvers.join(", ")} (${rule("approvers")}); ${policy.requiredApprovals} of ${policy.approvers.length} needed (${rule("requiredApprovals")})`);
     out(`  ttl:        ${policy.ttl.default} s by default, at most ${policy.ttl.max} s; grant valid ${policy.grantTtl} s after approval`);
     out(`  review in:  ${target.policy?.reviewChannel ?? config.slack.reviewChannel ?? "(no Slack channel: browser only)"}`);
     if (target.allow) {

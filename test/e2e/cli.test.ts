@@ -34,6 +34,33 @@ describe("countersign CLI", () => {
     expect(bad.stderr).toContain("agent name");
   });
 
+  it("policy check prints each target's effective policy, and names bad keys", async () => {
+    const cwd = mkdtempSync(path.join(dir, "policy-"));
+    writeFileSync(path.join(cwd, "ok.yml"), [
+      "defaults: { approvers: [U0ALICE, U0BOB], requiredApprovals: 1 }",
+      "targets:",
+      "  crm:",
+      "    adapter: http.json",
+      "    baseUrl: http://127.0.0.1:4010",
+      '    read: { headers: { Authorization: "Bearer ${UNSET_READ_TOKEN}" } }',
+      "    allow: { ops: [merge], paths: [\"/contacts/*\"] }",
+      "    policy: { requiredApprovals: 2 }",
+      "  locked:",
+      "    adapter: http.json",
+      "    baseUrl: http://127.0.0.1:4011",
+    ].join("\n"));
+    const ok = await runCli(["policy", "check", "ok.yml"], { cwd });
+    expect(ok.code, ok.stderr).toBe(0); // credentials are not resolved, so none need to be set
+    expect(ok.stdout).toContain("U0ALICE, U0BOB (defaults.approvers); 2 of 2 needed (targets.crm.policy.requiredApprovals)");
+    expect(ok.stdout).toContain("may propose: ops merge on /contacts/*");
+    expect(ok.stdout).toMatch(/target locked[\s\S]*may propose: NOTHING/);
+    writeFileSync(path.join(cwd, "bad.yml"), "targets:\n  crm:\n    adapter: http.json\n    baseUrl: http://x\n    allow: { ops: [drop], paths: [x] }\n");
+    const bad = await runCli(["policy", "check", "bad.yml"], { cwd });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("targets.crm.allow.ops.0");
+    expect(bad.stderr).toContain("targets.crm.allow.paths.0");
+  });
+
   it("reports a config error naming the key and how to fix it", async () => {
     const cwd = mkdtempSync(path.join(dir, "config-"));
     writeFileSync(path.join(cwd, "countersign.yml"), "targets:\n  crm:\n    adapter: http.json\n    baseUrl: http://127.0.0.1:4010\n    colour: blue\n");
