@@ -138,7 +138,8 @@ function policyProblemsOf(name: string, policy: TargetPolicy): { key: string; me
   if (policy.approvers.length === 0) {
     return [{ key: `targets.${name}.policy.approvers`, message: "nobody may approve plans for this target; set defaults.approvers or targets." + name + ".policy.approvers" }];
   }
-  if (policy.requiredApprovals > policy.approvers.length) {
+  // With user groups the number of people is only known at decision time.
+  if (policy.approvers.every((a) => !a.startsWith("S")) && policy.requiredApprovals > policy.approvers.length) {
     return [{
       key: `targets.${name}.policy.requiredApprovals`,
       message: `needs ${policy.requiredApprovals} approvals but only ${policy.approvers.length} approver(s) are listed; add approvers or lower requiredApprovals`,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { SlackUserId } from "../plan/schema.ts";
+import { ApproverId } from "../plan/schema.ts";
 
 const Seconds = z.int().positive();
 
@@ -11,7 +11,7 @@ export const TtlConfig = z
 const GrantTtl = z.int().min(30).max(86_400);
 
 export const PolicyDefaults = z.strictObject({
-  approvers: z.array(SlackUserId).default([]),
+  approvers: z.array(ApproverId).default([]),
   requiredApprovals: z.int().positive().default(1),
   ttl: TtlConfig.default({ default: 900, max: 86_400 }),
   grantTtl: GrantTtl.default(600),
@@ -22,7 +22,7 @@ const ChannelId = z.string().regex(/^[CG][A-Z0-9]+$/, "must be a Slack channel i
 export const PolicyOverride = z.strictObject({
   /** Where this target's plans are reviewed, instead of slack.reviewChannel. */
   reviewChannel: ChannelId.optional(),
-  approvers: z.array(SlackUserId).optional(),
+  approvers: z.array(ApproverId).optional(),
   requiredApprovals: z.int().positive().optional(),
   ttl: TtlConfig.optional(),
   grantTtl: GrantTtl.optional(),

@@ -18,6 +18,8 @@ export type Op = (typeof OPS)[number];
 
 /** Slack user ids: U… or W… (Enterprise Grid). */
 export const SlackUserId = z.string().regex(/^[UW][A-Z0-9]{2,}$/, "must be a Slack user id such as U024BE7LH");
+/** An approver: a Slack user id, or a user group id (S…) whose members are looked up when someone decides. */
+export const ApproverId = z.string().regex(/^([UW]|S)[A-Z0-9]{2,}$/, "must be a Slack user id (U024BE7LH) or user group id (S0614TZR7)");
 
 const jsonValue: z.ZodType<Json> = z.json();
 
@@ -102,7 +104,7 @@ export const PlannedAction = z.strictObject({
 export type PlannedAction = z.infer<typeof PlannedAction>;
 
 export const AppliedPolicy = z.strictObject({
-  approvers: z.array(SlackUserId),
+  approvers: z.array(ApproverId),
   requiredApprovals: z.int().positive(),
   /** Seconds the executor has after approval; part of what approvers sign. */
   grantTtlSeconds: z.int().positive(),

@@ -3,8 +3,8 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ErrorCode, Issue } from "../service/errors.ts";
 import { ServiceError } from "../service/errors.ts";
 
-/** The agent API's one mapping from a refusal to an HTTP status. */
-const STATUS: Record<ErrorCode, ContentfulStatusCode> = {
+/** The agent API's one mapping from a refusal to an HTTP status (the OpenAPI document reads it too). */
+export const HTTP_STATUS_OF: Record<ErrorCode, ContentfulStatusCode> = {
   invalid_json: 400,
   invalid_request: 400,
   unauthorized: 401,
@@ -12,6 +12,7 @@ const STATUS: Record<ErrorCode, ContentfulStatusCode> = {
   idempotency_conflict: 409,
   conflict: 409,
   lease_lost: 409,
+  approver_check_failed: 503,
   already_decided: 409,
   already_voted: 409,
   hash_mismatch: 409,
@@ -37,5 +38,5 @@ export function errorResponse(c: Context, err: ServiceError): Response {
       ...(err.details ? { details: err.details } : {}),
     },
   };
-  return c.json(body, STATUS[err.code]);
+  return c.json(body, HTTP_STATUS_OF[err.code]);
 }

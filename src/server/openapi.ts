@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from "node:util";
+import { HTTP_STATUS_OF } from "./http-errors.ts";
 import { z } from "zod";
 import pkg from "../../package.json" with { type: "json" };
 import { SHA256_PATTERN } from "../plan/fingerprint.ts";
@@ -90,26 +91,8 @@ export const AuditEventSchema = z.strictObject({
 
 export const PlanEventsSchema = z.strictObject({ events: z.array(AuditEventSchema).describe("Oldest first") });
 
-/** Every code the agent API can answer with, by HTTP status; `internal` is the 500. */
-const ERROR_STATUS: Record<ErrorCode, number> = {
-  invalid_json: 400,
-  invalid_request: 400,
-  unauthorized: 401,
-  not_found: 404,
-  idempotency_conflict: 409,
-  conflict: 409,
-  lease_lost: 409,
-  already_decided: 409,
-  already_voted: 409,
-  hash_mismatch: 409,
-  plan_expired: 409,
-  self_approval: 403,
-  not_an_approver: 403,
-  payload_too_large: 413,
-  unknown_target: 422,
-  preview_failed: 422,
-  policy_denied: 422,
-};
+/** Every code the agent API can answer with, by HTTP status (the server's own table); `internal` is the 500. */
+const ERROR_STATUS = HTTP_STATUS_OF;
 const ERROR_CODES = [...(Object.keys(ERROR_STATUS) as ErrorCode[]), "internal"] as const;
 
 export const ErrorCodeSchema = z.enum(ERROR_CODES);

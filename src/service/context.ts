@@ -3,6 +3,7 @@ import type { ReadOnlyHttp } from "../adapters/read-only-http.ts";
 import type { Config } from "../config/load.ts";
 import type { SigningKey } from "../grant/keys.ts";
 import type { RedactionRules } from "../policy/redact.ts";
+import type { ApproverDirectory } from "./approver-groups.ts";
 import type { Database } from "../store/db.ts";
 import type { PlanSignals } from "./plan-signals.ts";
 
@@ -10,6 +11,8 @@ import type { PlanSignals } from "./plan-signals.ts";
 export interface ServiceContext {
   database: Database;
   config: Pick<Config, "environment" | "publicUrl" | "defaults" | "targets" | "executor" | "webhooks">;
+  /** User group membership, when Slack is connected; approver groups cannot be checked without it. */
+  directory?: ApproverDirectory | undefined;
   /** What counts as a secret, for every view of a plan but the executor's. */
   redaction: RedactionRules;
   /** Signs the grant an approved plan carries to the executor. */

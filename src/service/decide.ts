@@ -8,6 +8,7 @@ import { decisions, plans } from "../store/schema.ts";
 import type { Actor } from "./audit.ts";
 import type { ServiceContext } from "./context.ts";
 import { ServiceError } from "./errors.ts";
+import { groupsOfApprover } from "./approver-groups.ts";
 import { recordPlanEvent, transition, type PlanRow } from "./transition.ts";
 
 export interface DecideInput {
@@ -38,6 +39,10 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
     throw new ServiceError("invalid_request", "a rejection needs a reason, so the agent and the requester know what to change", { issues: [{ path: "/reason", message: "required to reject" }] });
   }
   const actor: Actor = { type: "user", userId: input.actor.userId, via: input.actor.via };
+  // Group membership is looked up before the transaction (no network I/O while holding the
+  // row lock); the plan document it depends on never changes, so reading it first is safe.
+  const [stored] = await ctx.database.db.select({ document: plans.document }).from(plans).where(eq(plans.id, input.planId));
+  const memberOf = stored ? await groupsOfApprover(ctx, input.actor.userId, (stored.document as PlanDocument).policy) : [];
 
   const result = await ctx.database.db.transaction(async (tx) => {
     const [plan] = await tx.select().from(plans).where(eq(plans.id, input.planId)).for("update");
@@ -54,7 +59,7 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
     if (input.hash !== plan.hash) {
       throw new ServiceError("hash_mismatch", `you decided on plan version ${shortHash(input.hash)}, but the plan is ${shortHash(plan.hash)}; reload it and review what changed`, { details: { expected: plan.hash, got: input.hash } });
     }
-    const refusal = whyMayNotDecide(input.actor.userId, doc);
+    const refusal = whyMayNotDecide(input.actor.userId, doc, memberOf);
     if (refusal === "self_approval") {
       throw new ServiceError("self_approval", "this plan was requested on your behalf, so someone else must decide it");
     }

@@ -19,6 +19,7 @@ export type ErrorCode =
   | "not_an_approver"
   | "already_voted"
   | "lease_lost"
+  | "approver_check_failed"
   | "conflict";
 
 export interface Issue {

@@ -6,6 +6,7 @@ import { whyMayNotDecide } from "../policy/may-decide.ts";
 import type { PlanDocument } from "../plan/schema.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { decide } from "../service/decide.ts";
+import { groupsOfApprover } from "../service/approver-groups.ts";
 import { plans } from "../store/schema.ts";
 import { escapeMrkdwn } from "./escape.ts";
 import { refusalText } from "./refusal-text.ts";
@@ -139,7 +140,9 @@ async function pendingForUser(ctx: ServiceContext, command: SlashCommand): Promi
     .where(and(eq(plans.status, "pending"), gt(plans.expiresAt, ctx.clock())))
     .orderBy(desc(plans.createdAt))
     .limit(200);
-  const mine = rows.filter((r) => whyMayNotDecide(command.user_id, r.document as PlanDocument) === undefined).slice(0, 20);
+  const approvers = [...new Set(rows.flatMap((r) => (r.document as PlanDocument).policy.approvers))];
+  const memberOf = await groupsOfApprover(ctx, command.user_id, { approvers: approvers.filter((a) => a.startsWith("S")) }).catch(() => []);
+  const mine = rows.filter((r) => whyMayNotDecide(command.user_id, r.document as PlanDocument, memberOf) === undefined).slice(0, 20);
   if (mine.length === 0) return "Nothing is waiting for your decision.";
   return [
     `${mine.length} plan(s) waiting for your decision:`,

@@ -21,8 +21,12 @@ export function refusalText(err: unknown): string {
       return "This plan was requested on your behalf, so someone else has to decide it.";
     case "not_an_approver": {
       const approvers = Array.isArray(details.approvers) ? (details.approvers as string[]) : [];
-      return `You are not an approver for this plan. It can be decided by: ${approvers.map(mention).join(" ") || "nobody configured"}.`;
+      // Groups are named, never mentioned: a <!subteam^…> would page the whole group.
+      const who = approvers.map((a) => (a.startsWith("S") ? `members of user group ${escapeMrkdwn(a)}` : mention(a)));
+      return `You are not an approver for this plan. It can be decided by: ${who.join(", ") || "nobody configured"}.`;
     }
+    case "approver_check_failed":
+      return "Countersign could not check your user group membership with Slack just now, so nothing was recorded. Try again shortly.";
     case "not_found":
       return "Countersign has no such plan (it may belong to another environment).";
     case "invalid_request":

@@ -6,6 +6,8 @@ import type { PlanDocument } from "../plan/schema.ts";
 import type { ServiceContext } from "../service/context.ts";
 import type { OutboxHandler } from "../service/outbox.ts";
 import { deliveryClient, slackSink } from "./deliver.ts";
+import type { ApproverDirectory } from "../service/approver-groups.ts";
+import { slackDirectory } from "./directory.ts";
 import { HonoReceiver } from "./hono-receiver.ts";
 import { registerListeners, type ListenerDeps } from "./listeners.ts";
 
@@ -16,6 +18,8 @@ export interface SlackDoor {
   deliver: OutboxHandler;
   teamId: string;
   mode: "http" | "socket";
+  /** User group membership for approver groups. */
+  directory: ApproverDirectory;
   stop(): Promise<void>;
 }
 
@@ -52,6 +56,7 @@ export async function openSlackDoor(
     deliver: slackSink(ctx, { client, channelOf }),
     teamId,
     mode: socket ? "socket" : "http",
+    directory: slackDirectory(app.client),
     stop: async () => {
       if (socket) await app.stop();
     },

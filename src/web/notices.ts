@@ -11,6 +11,7 @@ export function noticeFor(code: string): { kind: "ok" | "bad"; text: string } | 
     case "hash_mismatch": return { kind: "bad", text: "The plan changed since this page was loaded, so your decision was not counted. Review the current version below." };
     case "self_approval": return { kind: "bad", text: "This plan was requested on your behalf, so someone else must decide it." };
     case "not_an_approver": return { kind: "bad", text: "You are not an approver for this plan; nothing was recorded." };
+    case "approver_check_failed": return { kind: "bad", text: "Countersign could not check your user group membership with Slack just now, so nothing was recorded. Try again shortly." };
     case "invalid_request": return { kind: "bad", text: "A rejection needs a reason; nothing was recorded." };
     default: return undefined;
   }

@@ -11,29 +11,29 @@ const show = (value: Json | undefined) => (value === undefined ? "(absent)" : JS
 const when = (iso: string) => iso.replace("T", " ").replace(/\.\d+Z$/, " UTC");
 
 /** Whether this person can act on the plan now: the policy rule, plus "has not already approved". */
-export function mayDecideNow(session: WebSession | undefined, reviewed: ReviewedPlan["plan"]): boolean {
+export function mayDecideNow(session: WebSession | undefined, reviewed: ReviewedPlan["plan"], memberOf: readonly string[] = []): boolean {
   if (!session || reviewed.status !== "pending" || Date.parse(reviewed.expiresAt) <= Date.now()) return false;
-  return whyMayNotDecide(session.userId, reviewed.plan) === undefined && !reviewed.approvals.some((a) => a.userId === session.userId);
+  return whyMayNotDecide(session.userId, reviewed.plan, memberOf) === undefined && !reviewed.approvals.some((a) => a.userId === session.userId);
 }
 
-export function PlanPage(props: { reviewed: ReviewedPlan; session: WebSession | undefined; notice?: { kind: "ok" | "bad"; text: string } | undefined }) {
+export function PlanPage(props: { reviewed: ReviewedPlan; session: WebSession | undefined; memberOf: readonly string[]; notice?: { kind: "ok" | "bad"; text: string } | undefined }) {
   const { plan } = props.reviewed;
   return (
     <Layout title={plan.plan.title} session={props.session}>
       <p><a href="/plans">← All plans</a></p>
       {props.notice ? <div class={`notice ${props.notice.kind}`} role="status">{props.notice.text}</div> : null}
       <div data-live={`/plans/${plan.id}/live`} data-fragment={`/plans/${plan.id}?fragment=1`}>
-        <PlanBody reviewed={props.reviewed} session={props.session} />
+        <PlanBody reviewed={props.reviewed} session={props.session} memberOf={props.memberOf} />
       </div>
     </Layout>
   );
 }
 
 /** The part of the plan page that live updates replace. */
-export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | undefined }) {
+export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | undefined; memberOf: readonly string[] }) {
   const { plan, events, deadDeliveries } = props.reviewed;
   const doc = plan.plan;
-  const canDecide = mayDecideNow(props.session, plan);
+  const canDecide = mayDecideNow(props.session, plan, props.memberOf);
   return (
     <>
       <h1>{doc.title}</h1>
@@ -64,7 +64,7 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
           <ul>{plan.approvals.map((a) => <li>Approved by <code>{a.userId}</code> via {a.via} at {when(a.at)}</li>)}</ul>
         ) : null}
         {plan.rejection ? <p>Rejected by <code>{plan.rejection.userId}</code> via {plan.rejection.via}: {plan.rejection.reason}</p> : null}
-        {canDecide ? <DecisionForms planId={plan.id} hash={plan.hash} csrf={props.session!.csrfToken} /> : <WhyNoButtons reviewed={plan} session={props.session} />}
+        {canDecide ? <DecisionForms planId={plan.id} hash={plan.hash} csrf={props.session!.csrfToken} /> : <WhyNoButtons reviewed={plan} session={props.session} memberOf={props.memberOf} />}
       </section>
 
       {plan.outcome ? (
@@ -153,13 +153,13 @@ function DecisionForms(props: { planId: string; hash: string; csrf: string }) {
   );
 }
 
-function WhyNoButtons(props: { reviewed: ReviewedPlan["plan"]; session: WebSession | undefined }) {
+function WhyNoButtons(props: { reviewed: ReviewedPlan["plan"]; session: WebSession | undefined; memberOf: readonly string[] }) {
   const { reviewed, session } = props;
   if (reviewed.status !== "pending") return <p class="muted">This plan is {reviewed.status}; there is nothing left to decide.</p>;
   if (Date.parse(reviewed.expiresAt) <= Date.now()) return <p class="muted">This plan has expired; there is nothing left to decide.</p>;
   if (!session) return <p class="muted">Sign in (<code>/countersign login</code> in Slack) to decide.</p>;
   if (reviewed.approvals.some((a) => a.userId === session.userId)) return <p class="muted">You approved this plan; it waits for other approvers.</p>;
-  const why = whyMayNotDecide(session.userId, reviewed.plan);
+  const why = whyMayNotDecide(session.userId, reviewed.plan, props.memberOf);
   return <p class="muted">{why === "self_approval" ? "This plan was requested on your behalf, so someone else must decide it." : "You are not an approver for this plan."}</p>;
 }
 

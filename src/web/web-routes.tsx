@@ -3,6 +3,7 @@ import { timingSafeEqual } from "node:crypto";
 import { Hono, type Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { streamSSE } from "hono/streaming";
+import { groupsOfApprover } from "../service/approver-groups.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { decide } from "../service/decide.ts";
 import { ServiceError } from "../service/errors.ts";
@@ -29,6 +30,12 @@ export function webRoutes(ctx: ServiceContext, options: { loginLinks: boolean })
   const origin = new URL(ctx.config.publicUrl).origin;
   const secure = ctx.config.publicUrl.startsWith("https:");
   const session = (c: Context) => sessionOf(ctx, getCookie(c, COOKIE));
+  /** The approver groups the signed-in person is in, for showing buttons; the decision itself checks again. */
+  const memberOf = async (who: WebSession | undefined, plans: { plan: { policy: { approvers: string[] } } }[]): Promise<string[]> => {
+    if (!who) return [];
+    const approvers = [...new Set(plans.flatMap((p) => p.plan.policy.approvers))];
+    return groupsOfApprover(ctx, who.userId, { approvers: approvers.filter((a) => a.startsWith("S")) }).catch(() => []);
+  };
 
   web.use("*", async (c, next) => {
     await next();
@@ -60,8 +67,9 @@ export function webRoutes(ctx: ServiceContext, options: { loginLinks: boolean })
     const who = await session(c);
     const filter = c.req.query("status");
     const plans = await listPlansForReview(ctx, { ...(parseStatusFilter(filter) ? { statuses: parseStatusFilter(filter)! } : {}) });
-    if (c.req.query("fragment")) return c.html(<PlansTable plans={plans} session={who} />);
-    return c.html(<PlansPage plans={plans} session={who} filter={parseStatusFilter(filter) ? filter : undefined} />);
+    const groups = await memberOf(who, plans);
+    if (c.req.query("fragment")) return c.html(<PlansTable plans={plans} session={who} memberOf={groups} />);
+    return c.html(<PlansPage plans={plans} session={who} filter={parseStatusFilter(filter) ? filter : undefined} memberOf={groups} />);
   });
 
   web.get("/plans/live", (c) => liveStream(c, ctx, undefined));
@@ -75,8 +83,9 @@ export function webRoutes(ctx: ServiceContext, options: { loginLinks: boolean })
       if (err instanceof ServiceError && err.code === "not_found") return c.html(<MessagePage title="No such plan" text={err.message} />, 404);
       throw err;
     }
-    if (c.req.query("fragment")) return c.html(<PlanBody reviewed={reviewed} session={who} />);
-    return c.html(<PlanPage reviewed={reviewed} session={who} notice={noticeFor(c.req.query("notice") ?? "")} />);
+    const groups = await memberOf(who, [reviewed.plan]);
+    if (c.req.query("fragment")) return c.html(<PlanBody reviewed={reviewed} session={who} memberOf={groups} />);
+    return c.html(<PlanPage reviewed={reviewed} session={who} memberOf={groups} notice={noticeFor(c.req.query("notice") ?? "")} />);
   });
 
   web.get("/plans/:id/live", (c) => liveStream(c, ctx, c.req.param("id")));

@@ -47,11 +47,15 @@ function slackSuite(kind: TestDatabaseKind) {
       ...testConfig({
         crm: targetConfig(s.target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } }),
         vault: targetConfig(s.target.url, { policy: { requiredApprovals: 2 } }),
+        grouped: targetConfig(s.target.url, { policy: { approvers: ["S0REVIEWERS"], requiredApprovals: 2 } }),
+        flaky: targetConfig(s.target.url, { policy: { approvers: ["S0FLAKY"], requiredApprovals: 1 } }),
       }),
       executorToken: EXECUTOR_TOKEN,
       slack: { enabled: true as const, botToken: s.slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: s.slack.url, reviewChannel: REVIEW },
     };
-    const serverConfig = { ...config, targets: { crm: targetConfig(s.target.url), vault: config.targets.vault! } };
+    const serverConfig = { ...config, targets: { crm: targetConfig(s.target.url), vault: config.targets.vault!, grouped: config.targets.grouped!, flaky: config.targets.flaky! } };
+    s.slack.setUsergroup("S0REVIEWERS", ["U0GROUPIE", "U0GROUPIE2"]);
+    s.slack.setUsergroup("S0FLAKY", ["U0GROUPIE"]);
     // The sweeper never runs by itself here: expiry is provoked by hand, so "before the sweeper ran" is real.
     s.server = await runServer({ config: serverConfig, logger: silentLogger, database: s.database, grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, deliverMs: 50, clock: () => new Date(Date.now() + s.clockOffsetMs) });
     s.clicks = new SlackRequests({ baseUrl: s.server.url, signingSecret: SIGNING_SECRET, teamId: "T0TEST" });
@@ -206,6 +210,30 @@ describe.each(databaseKinds)("Slack door on $name", (kind) => {
     await waitFor("approval 1 of 2 in the thread", () => repliesText(s, message).some((t) => /1 of 2/.test(t)));
     await click(s, message, "U0BOB", "approve");
     await waitFor("approved", async () => (await statusOf(s, plan)) === "approved");
+  });
+
+  it("user group approvers: members count toward the quorum, outsiders are refused and told which group may", async () => {
+    const { plan, message } = await proposed(s, { actions: [{ kind: "http.json", target: "grouped", path: "/contacts/57", op: "merge", body: { g: 1 } }] });
+    await click(s, message, "U0ALICE", "approve"); // a direct approver elsewhere, but not of this plan
+    const told = await waitFor("a refusal", () => ephemeralsFor(s, "U0ALICE").find((e) => /user group S0REVIEWERS/.test(e.text ?? "")));
+    expect(told.text).not.toContain("<!subteam");
+    await click(s, message, "U0GROUPIE", "approve");
+    await waitFor("first approval", async () => (await decisionsOf(s, plan)).length === 1);
+    expect(await statusOf(s, plan)).toBe("pending");
+    await click(s, message, "U0GROUPIE2", "approve");
+    await waitFor("approved by two members", async () => (await statusOf(s, plan)) === "approved");
+    expect((await decisionsOf(s, plan)).map((d) => d.user_id)).toEqual(["U0GROUPIE", "U0GROUPIE2"]);
+  });
+
+  it("a Slack outage while looking up a group refuses the decision instead of allowing it", async () => {
+    const { plan, message } = await proposed(s, { actions: [{ kind: "http.json", target: "flaky", path: "/contacts/56", op: "merge", body: { f: 1 } }] });
+    s.slack.failNext("usergroups.users.list", { status: 500, count: 5 });
+    await click(s, message, "U0GROUPIE", "approve");
+    await waitFor("a refusal", () => ephemeralsFor(s, "U0GROUPIE").find((e) => /could not check your user group/i.test(e.text ?? "")));
+    expect(await decisionsOf(s, plan)).toEqual([]);
+    s.slack.clearFaults();
+    await click(s, message, "U0GROUPIE", "approve");
+    await waitFor("approved once Slack answers", async () => (await statusOf(s, plan)) === "approved");
   });
 
   it("3: a click carrying another hash is refused with a clear message and records nothing", async () => {

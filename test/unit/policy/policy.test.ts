@@ -6,7 +6,7 @@ import {
   type PolicyOverrideConfig,
   type TargetPolicy,
 } from "../../../src/policy/effective-policy.ts";
-import { quorumMet, whyMayNotDecide, type DecisionRefusal } from "../../../src/policy/may-decide.ts";
+import { approverGroups, quorumMet, whyMayNotDecide, type DecisionRefusal } from "../../../src/policy/may-decide.ts";
 import { resolveTtl } from "../../../src/policy/ttl.ts";
 
 const DEFAULTS: PolicyDefaultsConfig = {
@@ -193,5 +193,23 @@ describe("quorumMet", () => {
     ["five clicks by two people, three required", ["U0A", "U0B", "U0A", "U0B", "U0A"], 3, false],
   ])("%s → %s", (_name, approvals, required, met) => {
     expect(quorumMet(approvals, { approvers: ["U0ALICE", "U0BOB", "U0CAROL", "U0A", "U0B"], requiredApprovals: required, grantTtlSeconds: 600 })).toBe(met);
+  });
+});
+
+describe("user group approvers", () => {
+  const policy: AppliedPolicy = { approvers: ["U0ALICE", "S0REVIEWERS"], requiredApprovals: 1, grantTtlSeconds: 600 };
+  it.each<[string, string, string[], string | undefined, DecisionRefusal | undefined]>([
+    ["a listed user", "U0ALICE", [], undefined, undefined],
+    ["a member of a listed group", "U0GROUPIE", ["S0REVIEWERS"], undefined, undefined],
+    ["a member of an unlisted group", "U0GROUPIE", ["S0OTHERS"], undefined, "not_an_approver"],
+    ["nobody's member", "U0MALLORY", [], undefined, "not_an_approver"],
+    ["a group member who is the requester", "U0GROUPIE", ["S0REVIEWERS"], "U0GROUPIE", "self_approval"],
+  ])("%s", (_name, userId, memberOf, onBehalfOf, expected) => {
+    expect(whyMayNotDecide(userId, { policy, ...(onBehalfOf ? { onBehalfOf } : {}) }, memberOf)).toBe(expected);
+  });
+
+  it("finds the groups among the approvers", () => {
+    expect(approverGroups(policy)).toEqual(["S0REVIEWERS"]);
+    expect(approverGroups({ approvers: ["U0A", "W0B"] })).toEqual([]);
   });
 });

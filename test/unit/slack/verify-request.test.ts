@@ -78,7 +78,7 @@ describe("manifest.yml", () => {
   });
 
   it("asks for the scopes Countersign uses and no more", () => {
-    expect([...manifest.oauth_config.scopes.bot].sort()).toEqual(["chat:write", "commands"]);
+    expect([...manifest.oauth_config.scopes.bot].sort()).toEqual(["chat:write", "commands", "usergroups:read"]);
   });
 
   it("points the slash command and interactivity at /slack/events", () => {
