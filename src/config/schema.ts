@@ -15,6 +15,8 @@ export const PolicyDefaults = z.strictObject({
   requiredApprovals: z.int().positive().default(1),
   ttl: TtlConfig.default({ default: 900, max: 86_400 }),
   grantTtl: GrantTtl.default(600),
+  /** Seconds before expiry at which undecided plans get a reminder in their thread, mentioning who is still needed. */
+  reminders: z.array(Seconds).max(5).default([]),
 });
 
 const ChannelId = z.string().regex(/^[CG][A-Z0-9]+$/, "must be a Slack channel id such as C0123ABCD");
@@ -26,6 +28,7 @@ export const PolicyOverride = z.strictObject({
   requiredApprovals: z.int().positive().optional(),
   ttl: TtlConfig.optional(),
   grantTtl: GrantTtl.optional(),
+  reminders: z.array(Seconds).max(5).optional(),
 });
 
 const Headers = z.record(z.string().min(1), z.string());
@@ -54,7 +57,7 @@ export type TargetConfig = z.infer<typeof TargetConfig>;
 export const FileConfig = z.strictObject({
   environment: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "use lower-case letters, digits, '-' and '_'").default("default"),
   slack: z.strictObject({ reviewChannel: ChannelId.optional() }).default({}),
-  defaults: PolicyDefaults.default({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600 }),
+  defaults: PolicyDefaults.default({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600, reminders: [] }),
   webhooks: z.strictObject({
     /** Hosts callbacks may go to ("hooks.example.com", or "*.example.com" for its subdomains). Deny by default: no SSRF into the server's network. */
     allowedHosts: z.array(z.string().min(1)).default([]),

@@ -5,6 +5,7 @@ import { createReadOnlyHttp } from "../adapters/read-only-http.ts";
 import type { Config } from "../config/load.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { expireDue } from "../service/expire-due.ts";
+import { remindDue } from "../service/remind-due.ts";
 import { DEFAULT_DELIVERY, deliverDue, type DeliveryPolicy, type OutboxHandler } from "../service/outbox.ts";
 import { webhookSink } from "../webhooks/webhook-sink.ts";
 import { redactionRules } from "../policy/redact.ts";
@@ -31,6 +32,7 @@ export interface RunServerOptions {
   grantKey?: SigningKey;
   sweepMs?: number;
   deliverMs?: number;
+  remindMs?: number;
   /** Retry policy of the outbox (tests shorten it). */
   delivery?: DeliveryPolicy;
   hostname?: string;
@@ -86,6 +88,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
 
     const report = (what: string) => (err: unknown) => logger.error({ err }, `${what} failed; retrying`);
     const sweeper = every(options.sweepMs ?? 1000, () => expireDue(ctx), report("expiry sweep"));
+    const reminders = every(options.remindMs ?? 5000, () => remindDue(ctx), report("reminders"));
     const delivery = every(options.deliverMs ?? 250, () => deliverDue(database!, handlers, ctx.clock, options.delivery ?? DEFAULT_DELIVERY, 20, (dead) => logger.error(dead, "a side effect failed for good and was dead-lettered")), report("outbox delivery"));
 
     logger.info({ url, publicUrl: config.publicUrl, database: database.kind, environment: config.environment, targets: Object.keys(config.targets) }, "countersign serving");
@@ -98,7 +101,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
           server.close(() => resolve());
           server.closeAllConnections?.();
         });
-        await Promise.all([sweeper.stop(), delivery.stop()]);
+        await Promise.all([sweeper.stop(), delivery.stop(), reminders.stop()]);
         await slack?.stop();
         await signals.stop();
         if (ownsDatabase) await database!.close();

@@ -12,6 +12,8 @@ import { deliveryErrorOf } from "./slack-errors.ts";
 
 /** Slack allows about one message per second per channel. */
 const CHANNEL_SPACING_MS = 1000;
+/** Booked slots run ahead by at most a few seconds (one per busy worker); anything longer is a clock jump. */
+const MAX_SLOT_WAIT_MS = 10_000;
 
 export interface SlackDelivery {
   client: WebClient;
@@ -95,6 +97,8 @@ export function threadEventOf(event: PlanEvent, view: PlanView): ThreadEvent | u
       return { type: "plan.executing" };
     case "plan.reclaimed":
       return { type: "plan.reclaimed", claim: Number(data.claim ?? 0) };
+    case "plan.reminder":
+      return { type: "plan.reminder", expiresAt: view.expiresAt, missing: (data.missing as string[] | undefined) ?? [], approvals: Number(data.approvals ?? 0), requiredApprovals: Number(data.requiredApprovals ?? 1) };
     case "plan.applied":
       return { type: "plan.applied", outcome: view.outcome as Outcome, actions: view.preview.actions };
     case "plan.failed":
@@ -108,16 +112,15 @@ export function threadEventOf(event: PlanEvent, view: PlanView): ThreadEvent | u
 
 /**
  * Waits for this channel's next free slot, shared by every replica through the database: each
- * post books the second after the last one booked.
+ * post books the second after the last one booked. Slots are kept on the database's clock, so
+ * replicas with skewed clocks agree, and a wait is capped so that no clock jump can stall posts.
  */
 async function takeChannelSlot(ctx: ServiceContext, channel: string): Promise<void> {
-  const now = ctx.clock();
-  const [slot] = await ctx.database.rows<{ next_at: string | Date }>(sql`
-    INSERT INTO ${slackChannelSlots} (channel, next_at) VALUES (${channel}, ${new Date(now.getTime() + CHANNEL_SPACING_MS).toISOString()})
-    ON CONFLICT (channel) DO UPDATE SET next_at = GREATEST(${slackChannelSlots.nextAt}, ${now.toISOString()}::timestamptz) + ${`${CHANNEL_SPACING_MS} milliseconds`}::interval
-    RETURNING next_at`);
-  const mine = new Date(slot!.next_at).getTime() - CHANNEL_SPACING_MS;
-  const wait = mine - now.getTime();
+  const [slot] = await ctx.database.rows<{ wait_ms: string | number }>(sql`
+    INSERT INTO ${slackChannelSlots} (channel, next_at) VALUES (${channel}, clock_timestamp() + ${`${CHANNEL_SPACING_MS} milliseconds`}::interval)
+    ON CONFLICT (channel) DO UPDATE SET next_at = GREATEST(${slackChannelSlots.nextAt}, clock_timestamp()) + ${`${CHANNEL_SPACING_MS} milliseconds`}::interval
+    RETURNING EXTRACT(EPOCH FROM (next_at - clock_timestamp())) * 1000 - ${CHANNEL_SPACING_MS} AS wait_ms`);
+  const wait = Math.min(Number(slot!.wait_ms), MAX_SLOT_WAIT_MS);
   if (wait > 0) await new Promise((r) => setTimeout(r, wait));
 }
 

@@ -36,7 +36,9 @@ export type ThreadEvent =
   | { type: "plan.reclaimed"; claim: number }
   | { type: "plan.applied"; outcome: Outcome; actions: ActionPreview[] }
   | { type: "plan.failed"; outcome: Outcome }
-  | { type: "plan.stale"; outcome: Outcome };
+  | { type: "plan.stale"; outcome: Outcome }
+  /** Still undecided close to expiry: mentions who could still decide. */
+  | { type: "plan.reminder"; expiresAt: string; missing: string[]; approvals: number; requiredApprovals: number };
 
 /** Block Kit as sent to Slack; kept loose on purpose, the renderer's tests pin the shapes. */
 export type Block = Record<string, unknown>;

@@ -365,6 +365,11 @@ export function renderThreadReply(e: ThreadEvent): SlackMessage {
       return reply("⚙️ Executing…");
     case "plan.reclaimed":
       return reply(`🔁 Taken over by another executor (claim ${e.claim})`);
+    case "plan.reminder": {
+      // A reminder exists to reach people: approvers are mentioned, groups too (that is the point).
+      const who = e.missing.map((a) => (/^S[A-Z0-9]{2,}$/.test(a) ? `<!subteam^${a}>` : mention(a))).join(" ");
+      return reply(`⏰ Still waiting: ${e.approvals} of ${e.requiredApprovals} approval(s); expires ${slackDate(e.expiresAt)}. ${who}`.trim());
+    }
     case "plan.applied":
       return appliedReply(e.outcome, e.actions);
     case "plan.failed":

@@ -154,3 +154,10 @@ export const webSessions = pgTable("web_sessions", {
   expiresAt: at("expires_at").notNull(),
   endedAt: at("ended_at"),
 });
+
+/** Which reminder points a plan has had, so each reminder is sent once however many replicas sweep. */
+export const planReminders = pgTable("plan_reminders", {
+  planId: uuid("plan_id").notNull().references(() => plans.id),
+  secondsBefore: integer("seconds_before").notNull(),
+  sentAt: at("sent_at").notNull(),
+}, (t) => [uniqueIndex("plan_reminders_once").on(t.planId, t.secondsBefore)]);

@@ -13,7 +13,7 @@ const TIMEOUT_MS = 10_000;
  */
 export function webhookSink(ctx: ServiceContext, fetchImpl: typeof fetch = fetch): OutboxHandler {
   return async (event) => {
-    if (!event.type.startsWith("plan.")) return; // a vote is not a status change
+    if (!event.type.startsWith("plan.") || event.type === "plan.reminder") return; // votes and reminders are not status changes
     const [row] = await ctx.database.db.select().from(plans).where(eq(plans.id, event.planId));
     if (!row?.callbackUrl) return;
     const [agent] = await ctx.database.db.select({ secret: agents.webhookSecret }).from(agents).where(eq(agents.id, row.agentId));

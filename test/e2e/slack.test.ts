@@ -8,6 +8,7 @@ import { runServer, type RunningServer } from "../../src/server/run-server.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
 import type { AgentIdentity } from "../../src/service/authenticate-agent.ts";
 import { expireDue } from "../../src/service/expire-due.ts";
+import { remindDue } from "../../src/service/remind-due.ts";
 import type { PlanView } from "../../src/service/plan-view.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import type { Database } from "../../src/store/db.ts";
@@ -49,15 +50,16 @@ function slackSuite(kind: TestDatabaseKind) {
         vault: targetConfig(s.target.url, { policy: { requiredApprovals: 2 } }),
         grouped: targetConfig(s.target.url, { policy: { approvers: ["S0REVIEWERS"], requiredApprovals: 2 } }),
         flaky: targetConfig(s.target.url, { policy: { approvers: ["S0FLAKY"], requiredApprovals: 1 } }),
+        reminded: targetConfig(s.target.url, { policy: { approvers: ["U0ALICE", "U0BOB", "S0REVIEWERS"], requiredApprovals: 2, reminders: [600, 60] } }),
       }),
       executorToken: EXECUTOR_TOKEN,
       slack: { enabled: true as const, botToken: s.slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: s.slack.url, reviewChannel: REVIEW },
     };
-    const serverConfig = { ...config, targets: { crm: targetConfig(s.target.url), vault: config.targets.vault!, grouped: config.targets.grouped!, flaky: config.targets.flaky! } };
+    const serverConfig = { ...config, targets: { crm: targetConfig(s.target.url), vault: config.targets.vault!, grouped: config.targets.grouped!, flaky: config.targets.flaky!, reminded: config.targets.reminded! } };
     s.slack.setUsergroup("S0REVIEWERS", ["U0GROUPIE", "U0GROUPIE2"]);
     s.slack.setUsergroup("S0FLAKY", ["U0GROUPIE"]);
     // The sweeper never runs by itself here: expiry is provoked by hand, so "before the sweeper ran" is real.
-    s.server = await runServer({ config: serverConfig, logger: silentLogger, database: s.database, grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, deliverMs: 50, clock: () => new Date(Date.now() + s.clockOffsetMs) });
+    s.server = await runServer({ config: serverConfig, logger: silentLogger, database: s.database, grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, remindMs: 3_600_000, deliverMs: 50, clock: () => new Date(Date.now() + s.clockOffsetMs) });
     s.clicks = new SlackRequests({ baseUrl: s.server.url, signingSecret: SIGNING_SECRET, teamId: "T0TEST" });
     s.agent = await addAgent(s.database, "slack-agent");
   });
@@ -234,6 +236,29 @@ describe.each(databaseKinds)("Slack door on $name", (kind) => {
     s.slack.clearFaults();
     await click(s, message, "U0GROUPIE", "approve");
     await waitFor("approved once Slack answers", async () => (await statusOf(s, plan)) === "approved");
+  });
+
+  it("reminds in the thread at the configured points, mentioning who is still needed, and stops once decided", async () => {
+    const { plan, message } = await proposed(s, { ttlSeconds: 900, actions: [{ kind: "http.json", target: "reminded", path: "/contacts/54", op: "merge", body: { r: 1 } }] });
+    const reminders = () => repliesText(s, message).filter((t) => /Still waiting/.test(t));
+    expect(await remindDue(s.server.ctx)).toBe(0); // 900 s left: nothing due
+    await click(s, message, "U0ALICE", "approve");
+    await waitFor("the first approval", async () => (await decisionsOf(s, plan)).length === 1);
+    s.clockOffsetMs += 301_000; // 599 s left
+    await remindDue(s.server.ctx);
+    await remindDue(s.server.ctx); // a second sweep (or replica) sends nothing more
+    const first = await waitFor("the first reminder", () => reminders().length === 1 && reminders()[0]!);
+    expect(first).toContain("1 of 2");
+    expect(first).toContain("<@U0BOB>");
+    expect(first).toContain("<!subteam^S0REVIEWERS>");
+    expect(first).not.toContain("<@U0ALICE>"); // already approved
+    s.clockOffsetMs += 540_000; // 59 s left
+    await remindDue(s.server.ctx);
+    await waitFor("the second reminder", () => reminders().length === 2);
+    await click(s, message, "U0BOB", "approve");
+    await waitFor("approved", async () => (await statusOf(s, plan)) === "approved");
+    expect(await remindDue(s.server.ctx)).toBe(0);
+    s.clockOffsetMs -= 841_000;
   });
 
   it("3: a click carrying another hash is refused with a clear message and records nothing", async () => {

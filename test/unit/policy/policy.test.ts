@@ -14,6 +14,7 @@ const DEFAULTS: PolicyDefaultsConfig = {
   requiredApprovals: 1,
   ttl: { default: 900, max: 86_400 },
   grantTtl: 600,
+  reminders: [],
 };
 
 describe("effectivePolicy", () => {
