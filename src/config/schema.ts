@@ -7,6 +7,9 @@ export const TtlConfig = z
   .strictObject({ default: Seconds.default(900), max: Seconds.default(86_400) })
   .refine((t) => t.default <= t.max, { message: "ttl.default must not exceed ttl.max", path: ["default"] });
 
+const Risk = z.enum(["low", "medium", "high"]);
+const RiskByOp = z.strictObject({ merge: Risk.optional(), replace: Risk.optional(), delete: Risk.optional(), create: Risk.optional() });
+
 /** Seconds an executor has, after approval, to start applying a plan. */
 const GrantTtl = z.int().min(30).max(86_400);
 
@@ -17,6 +20,11 @@ export const PolicyDefaults = z.strictObject({
   grantTtl: GrantTtl.default(600),
   /** Seconds before expiry at which undecided plans get a reminder in their thread, mentioning who is still needed. */
   reminders: z.array(Seconds).max(5).default([]),
+  /** How risky changes are by default; shown to reviewers. */
+  risk: Risk.default("low"),
+  riskByOp: RiskByOp.optional(),
+  /** What a high-risk plan needs instead: more approvals, less time. */
+  highRisk: z.strictObject({ requiredApprovals: z.int().positive().optional(), ttlMax: Seconds.optional() }).optional(),
 });
 
 const ChannelId = z.string().regex(/^[CG][A-Z0-9]+$/, "must be a Slack channel id such as C0123ABCD");
@@ -29,6 +37,8 @@ export const PolicyOverride = z.strictObject({
   ttl: TtlConfig.optional(),
   grantTtl: GrantTtl.optional(),
   reminders: z.array(Seconds).max(5).optional(),
+  risk: Risk.optional(),
+  riskByOp: RiskByOp.optional(),
 });
 
 const Headers = z.record(z.string().min(1), z.string());
@@ -57,7 +67,7 @@ export type TargetConfig = z.infer<typeof TargetConfig>;
 export const FileConfig = z.strictObject({
   environment: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "use lower-case letters, digits, '-' and '_'").default("default"),
   slack: z.strictObject({ reviewChannel: ChannelId.optional() }).default({}),
-  defaults: PolicyDefaults.default({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600, reminders: [] }),
+  defaults: PolicyDefaults.default({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600, reminders: [], risk: "low" }),
   webhooks: z.strictObject({
     /** Hosts callbacks may go to ("hooks.example.com", or "*.example.com" for its subdomains). Deny by default: no SSRF into the server's network. */
     allowedHosts: z.array(z.string().min(1)).default([]),

@@ -5,6 +5,8 @@ import { fingerprint } from "../plan/fingerprint.ts";
 import { PlanDocument, PlanRequest, type ActionPreview, type PlannedAction } from "../plan/schema.ts";
 import { effectivePolicy } from "../policy/effective-policy.ts";
 import { refusalsFor } from "../policy/allowlist.ts";
+import { applyRisk, assessRisk, type RiskRules } from "../policy/risk.ts";
+import type { PolicyDefaultsConfig, PolicyOverrideConfig } from "../policy/effective-policy.ts";
 import { redactText } from "../policy/redact.ts";
 import { whyCallbackRefused } from "../policy/callback-url.ts";
 import { resolveTtl } from "../policy/ttl.ts";
@@ -52,7 +54,8 @@ export async function submitPlan(ctx: ServiceContext, agent: AgentIdentity, body
     });
   }
 
-  const policy = effectivePolicy(ctx.config.defaults, targets.map((t) => t.policy));
+  const risk = assessRisk(request.actions.map((a) => ({ op: a.op, rules: riskRulesOf(ctx.config.defaults, a.target, ctx.config.targets[a.target]!.policy) })));
+  const policy = applyRisk(effectivePolicy(ctx.config.defaults, targets.map((t) => t.policy)), risk.level, ctx.config.defaults.highRisk);
   const eligible = policy.approvers.filter((a) => a !== request.onBehalfOf);
   if (!eligible.some((a) => a.startsWith("S")) && eligible.length < policy.requiredApprovals) {
     throw new ServiceError("policy_denied", `this plan needs ${policy.requiredApprovals} approval(s) from people who may approve every target it touches and are not the requester, but only ${eligible.length} such approver(s) exist (${eligible.join(", ") || "none"})`);
@@ -83,7 +86,7 @@ export async function submitPlan(ctx: ServiceContext, agent: AgentIdentity, body
     ...(request.reason !== undefined ? { reason: request.reason } : {}),
     ...(request.onBehalfOf !== undefined ? { onBehalfOf: request.onBehalfOf } : {}),
     actions,
-    policy: { approvers: policy.approvers, requiredApprovals: policy.requiredApprovals, grantTtlSeconds: policy.grantTtl },
+    policy: { approvers: policy.approvers, requiredApprovals: policy.requiredApprovals, grantTtlSeconds: policy.grantTtl, risk },
     expiresAt: expiresAt.toISOString(),
   });
   const hash = fingerprint(document);
@@ -143,4 +146,16 @@ function isUniqueViolation(err: unknown): boolean {
     if ((e as { code?: string }).code === "23505") return true;
   }
   return false;
+}
+
+/** Where each risk level for this target comes from, as config keys reviewers can look up. */
+function riskRulesOf(defaults: PolicyDefaultsConfig, target: string, override: PolicyOverrideConfig | undefined): RiskRules {
+  const byOp: RiskRules["byOp"] = {};
+  for (const [source, ops] of [["defaults.riskByOp", defaults.riskByOp], [`targets.${target}.policy.riskByOp`, override?.riskByOp]] as const) {
+    for (const [op, level] of Object.entries(ops ?? {})) if (level) byOp[op as keyof RiskRules["byOp"]] = { level, rule: `${source}.${op}` };
+  }
+  return {
+    risk: override?.risk ? { level: override.risk, rule: `targets.${target}.policy.risk` } : { level: defaults.risk, rule: "defaults.risk" },
+    byOp,
+  };
 }

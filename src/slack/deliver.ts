@@ -72,6 +72,7 @@ export function planMessageOf(view: PlanView): PlanMessage {
     reviewUrl: view.reviewUrl,
     actions: view.preview.actions,
     policy: view.plan.policy,
+    risk: view.plan.policy.risk,
     approvals: view.approvals,
     rejection: view.rejection && { userId: view.rejection.userId, reason: view.rejection.reason },
     outcome: view.outcome,

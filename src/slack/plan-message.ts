@@ -20,6 +20,8 @@ export interface PlanMessage {
   reviewUrl: string;
   actions: ActionPreview[];
   policy: { approvers: string[]; requiredApprovals: number };
+  /** How risky, and the config rule that says so. */
+  risk?: { level: "low" | "medium" | "high"; rule: string } | undefined;
   approvals: { userId: string; via: "slack" | "web"; at: string }[];
   rejection?: { userId: string; reason: string } | undefined;
   outcome?: Outcome | undefined;

@@ -126,6 +126,7 @@ function aboutBlock(m: PlanMessage): Block {
   const elements: (PlainText | Mrkdwn)[] = [plainText(`Agent: ${singleLine(m.agent)}`, SHOWN.agent)];
   if (m.onBehalfOf !== undefined) elements.push(contextMrkdwn(`on behalf of ${mention(m.onBehalfOf)}`));
   elements.push(plainText(`Environment: ${singleLine(m.environment)}`, SHOWN.environment));
+  if (m.risk) elements.push(plainText(`Risk: ${m.risk.level.toUpperCase()} (${singleLine(m.risk.rule)})`, 150));
   if (m.status === "pending" || m.status === "expired") {
     elements.push(contextMrkdwn(`${m.status === "pending" ? "Expires" : "Expired"} ${slackDate(m.expiresAt)}`));
   }

@@ -46,6 +46,7 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
           <dt>On behalf of</dt><dd>{doc.onBehalfOf ?? <span class="muted">nobody named</span>}</dd>
           <dt>Reason</dt><dd>{doc.reason ?? <span class="muted">none given</span>}</dd>
           <dt>Environment</dt><dd>{doc.environment}</dd>
+          {doc.policy.risk ? <><dt>Risk</dt><dd><span class={`badge risk-${doc.policy.risk.level}`}>{doc.policy.risk.level}</span> <span class="muted">({doc.policy.risk.rule})</span></dd></> : null}
           <dt>Submitted</dt><dd>{when(plan.createdAt)}</dd>
           <dt>Expires</dt>
           <dd>

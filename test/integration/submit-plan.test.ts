@@ -91,7 +91,7 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
         beforeDigest: fingerprint(before),
         afterDigest: fingerprint(after),
       }],
-      policy: { approvers: [...APPROVERS].sort(), requiredApprovals: 1, grantTtlSeconds: 600 },
+      policy: { approvers: [...APPROVERS].sort(), requiredApprovals: 1, grantTtlSeconds: 600, risk: { level: "low", rule: "defaults.risk" } },
       expiresAt: plan.expiresAt,
     });
 
@@ -344,7 +344,7 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
     expect(hSolo.target.requests.length).toBe(from);
     // The same plan for someone else is fine.
     const { plan } = await submitPlan(hSolo.ctx, hSolo.agent, mergeRequest({ onBehalfOf: "U0REQUESTER" }));
-    expect(plan.plan.policy).toEqual({ approvers: ["U0ALICE"], requiredApprovals: 1, grantTtlSeconds: 600 });
+    expect(plan.plan.policy).toEqual({ approvers: ["U0ALICE"], requiredApprovals: 1, grantTtlSeconds: 600, risk: { level: "low", rule: "defaults.risk" } });
   });
 
   it("writes a plan.submitted audit event in the same breath", async () => {
@@ -367,16 +367,16 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
     it("lives under the intersection of their policies: common approvers, largest quorum, shortest TTL", async () => {
       const submittedAt = hMulti.clock.now();
       const { plan } = await submitPlan(hMulti.ctx, hMulti.agent, mergeRequest({ title: "Two targets", actions: twoTargets }));
-      expect(plan.plan.policy).toEqual({ approvers: ["U0BOB", "U0CAROL"], requiredApprovals: 2, grantTtlSeconds: 600 });
+      expect(plan.plan.policy).toEqual({ approvers: ["U0BOB", "U0CAROL"], requiredApprovals: 2, grantTtlSeconds: 600, risk: { level: "low", rule: "defaults.risk" } });
       expect(plan.expiresAt).toBe(new Date(submittedAt.getTime() + 600_000).toISOString());
       expect(fingerprint(plan.plan)).toBe(plan.hash);
     });
 
     it("a plan over one of them keeps that target's own policy", async () => {
       const { plan: crmOnly } = await submitPlan(hMulti.ctx, hMulti.agent, mergeRequest({ title: "crm only", actions: [twoTargets[0]] }));
-      expect(crmOnly.plan.policy).toEqual({ approvers: ["U0ALICE", "U0BOB", "U0CAROL"], requiredApprovals: 1, grantTtlSeconds: 600 });
+      expect(crmOnly.plan.policy).toEqual({ approvers: ["U0ALICE", "U0BOB", "U0CAROL"], requiredApprovals: 1, grantTtlSeconds: 600, risk: { level: "low", rule: "defaults.risk" } });
       const { plan: billingOnly } = await submitPlan(hMulti.ctx, hMulti.agent, mergeRequest({ title: "billing only", actions: [twoTargets[1]] }));
-      expect(billingOnly.plan.policy).toEqual({ approvers: ["U0BOB", "U0CAROL", "U0DAVE"], requiredApprovals: 2, grantTtlSeconds: 600 });
+      expect(billingOnly.plan.policy).toEqual({ approvers: ["U0BOB", "U0CAROL", "U0DAVE"], requiredApprovals: 2, grantTtlSeconds: 600, risk: { level: "low", rule: "defaults.risk" } });
     });
 
     it("is bounded by the smallest TTL maximum", async () => {
@@ -393,5 +393,30 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
       expect(err.code).toBe("policy_denied");
       expect(await planCount()).toBe(rows);
     });
+  });
+});
+
+describe.each(databaseKinds)("risk levels on $name", (kind) => {
+  let database: Database;
+  let h: Harness;
+  beforeAll(async () => {
+    database = await kind.open();
+    h = await openHarness(database, {
+      defaults: { highRisk: { requiredApprovals: 2, ttlMax: 600 } },
+      targets: (url) => ({ crm: targetConfig(url, { policy: { riskByOp: { delete: "high" } } }) }),
+    });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await database?.close();
+  });
+
+  it("a high-risk plan records its risk and the rule, needs more approvals and gets less time", async () => {
+    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "delete" }] }));
+    expect(plan.plan.policy).toMatchObject({ requiredApprovals: 2, risk: { level: "high", rule: "targets.crm.policy.riskByOp.delete" } });
+    expect(Date.parse(plan.expiresAt) - h.clock.now().getTime()).toBe(600_000);
+    expect(plan.hash).toBe(fingerprint(plan.plan));
+    const low = (await submitPlan(h.ctx, h.agent, mergeRequest())).plan;
+    expect(low.plan.policy).toMatchObject({ requiredApprovals: 1, risk: { level: "low", rule: "defaults.risk" } });
   });
 });

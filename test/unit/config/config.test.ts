@@ -88,7 +88,7 @@ describe("loadConfig: environment", () => {
     expect(config.configPath).toBeNull();
     expect(config.targets).toStrictEqual({});
     expect(config.slack).toStrictEqual({ enabled: false });
-    expect(config.defaults).toStrictEqual({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600, reminders: [] });
+    expect(config.defaults).toStrictEqual({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600, reminders: [], risk: "low" });
   });
 
   it("ignores process.env: only the env it is given counts", () => {

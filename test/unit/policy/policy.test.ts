@@ -15,6 +15,7 @@ const DEFAULTS: PolicyDefaultsConfig = {
   ttl: { default: 900, max: 86_400 },
   grantTtl: 600,
   reminders: [],
+  risk: "low",
 };
 
 describe("effectivePolicy", () => {

@@ -601,3 +601,20 @@ describe("checkLimits itself", () => {
 const _exhaustive: Record<PlanStatus, true> = Object.fromEntries(PLAN_STATUSES.map((s) => [s, true])) as Record<PlanStatus, true>;
 void _exhaustive;
 void (null as unknown as Block);
+
+describe("risk in the preview", () => {
+  it("shows the level and the rule that set it, within limits", () => {
+    const message = renderPlanMessage(plan({ risk: { level: "high", rule: "targets.crm.policy.riskByOp.delete" } }));
+    checkLimits(message);
+    expect(allText(message)).toContain("Risk: HIGH (targets.crm.policy.riskByOp.delete)");
+    expect(allText(renderPlanMessage(plan()))).not.toContain("Risk:");
+  });
+
+  it("a reminder mentions who is still needed, groups included", () => {
+    const reply = renderThreadReply({ type: "plan.reminder", expiresAt: "2026-12-02T12:15:00.000Z", missing: ["U0BOB", "S0REVIEWERS"], approvals: 1, requiredApprovals: 2 });
+    checkLimits(reply);
+    expect(reply.text).toContain("1 of 2");
+    expect(reply.text).toContain("<@U0BOB>");
+    expect(reply.text).toContain("<!subteam^S0REVIEWERS>");
+  });
+});
