@@ -22,8 +22,9 @@ export async function applyHttpJson(
   if (!target.write) return { status: "failed", detail: `target '${name}' has no write credential configured` };
   const url = targetUrl(target.baseUrl, action.path);
   const headers: Record<string, string> = { accept: "application/json", "idempotency-key": idempotencyKey, ...target.write.headers };
+  // A digest precondition was checked by re-reading just before; the target has nothing to match.
   if ("etag" in action.precondition) headers["if-match"] = action.precondition.etag;
-  else headers["if-none-match"] = "*";
+  else if ("absent" in action.precondition) headers["if-none-match"] = "*";
   let method: string;
   let body: string | undefined;
   switch (action.op) {

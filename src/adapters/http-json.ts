@@ -22,7 +22,7 @@ export class TargetReadError extends Error {
 }
 
 /** What one read of a JSON resource found: its document and version, or nothing there. */
-export type ResourceState = { exists: true; body: Json; etag: string } | { exists: false };
+export type ResourceState = { exists: true; body: Json; etag: string | null } | { exists: false };
 
 /** GET the resource with the read credential. The state the preview and, later, revalidation compare against. */
 export async function readResource(http: ReadOnlyHttp, name: string, target: ServerTarget, path: string): Promise<ResourceState> {
@@ -50,8 +50,8 @@ export async function readResource(http: ReadOnlyHttp, name: string, target: Ser
     throw new TargetReadError(name, path, `target '${name}' did not return JSON for ${path}`, shown);
   }
   const etag = answer.headers.get("etag");
-  if (!etag) {
-    throw new TargetReadError(name, path, `target '${name}' gave no ETag for ${path}; Countersign needs one to detect changes before applying`, shown);
+  if (!etag && target.precondition !== "digest") {
+    throw new TargetReadError(name, path, `target '${name}' gave no ETag for ${path}; Countersign needs one to detect changes before applying (or set targets.${name}.precondition: digest, which is weaker)`, shown);
   }
   return { exists: true, body, etag };
 }
@@ -84,7 +84,7 @@ export async function previewHttpJson(
     before = null;
   } else {
     if (!state.exists) throw new TargetReadError(action.target, action.path, `target '${action.target}' has nothing at ${action.path} (HTTP 404); use op 'create' to make it`, { status: 404, body: "" });
-    precondition = { etag: state.etag };
+    precondition = state.etag ? { etag: state.etag } : { digest: fingerprint(state.body) };
     before = state.body;
   }
   const after = plannedAfter(action, before);
@@ -105,6 +105,7 @@ export async function previewHttpJson(
     before,
     after,
     version: state.exists ? state.etag : null,
+    precondition: "absent" in precondition ? "absent" : "etag" in precondition ? "etag" : "digest",
     changes: listChanges(before ?? undefined, after ?? undefined),
   };
   return { planned, preview };

@@ -58,6 +58,12 @@ export const TargetConfig = z.strictObject({
     maxActions: z.int().positive().max(20).optional(),
     maxBodyBytes: z.int().positive().optional(),
   }).optional(),
+  /**
+   * How a change since the preview is detected: the target's ETag (If-Match on write), or, for
+   * targets without one, a digest of the state read (checked by re-reading: weaker, as the target
+   * itself cannot refuse a write that races the check).
+   */
+  precondition: z.enum(["etag", "digest"]).default("etag"),
   /** Milliseconds a preview read may take before it fails. */
   timeoutMs: z.int().positive().max(60_000).default(5_000),
 });

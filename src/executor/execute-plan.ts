@@ -73,8 +73,8 @@ export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<
           ...base(action, i),
           status: "stale",
           detail: `${action.target} ${action.path} changed since the preview`,
-          expected: "etag" in action.precondition ? action.precondition.etag : null,
-          now: current.exists ? current.etag : null,
+          expected: "etag" in action.precondition ? action.precondition.etag : "digest" in action.precondition ? action.precondition.digest : null,
+          now: current.exists ? (current.etag ?? fingerprint(current.body)) : null,
           changedSincePreview: listChanges(before ?? undefined, current.exists ? current.body : undefined).slice(0, 200),
         },
       });
@@ -125,7 +125,9 @@ export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<
 }
 
 function preconditionHolds(action: PlannedAction, current: ResourceState): boolean {
-  return "etag" in action.precondition ? current.exists && current.etag === action.precondition.etag : !current.exists;
+  if ("etag" in action.precondition) return current.exists && current.etag === action.precondition.etag;
+  if ("digest" in action.precondition) return current.exists && fingerprint(current.body) === action.precondition.digest;
+  return !current.exists;
 }
 
 function base(action: PlannedAction, index: number): Pick<ActionOutcome, "index" | "target" | "path"> {

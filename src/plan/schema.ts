@@ -87,6 +87,8 @@ export type PlanRequest = z.infer<typeof PlanRequest>;
 /** What the preview proved about a target before anyone decided: the precondition the executor re-checks. */
 export const Precondition = z.union([
   z.strictObject({ etag: z.string().min(1) }),
+  /** The target gives no version: the executor compares a digest of what it re-reads (weaker than an ETag). */
+  z.strictObject({ digest: z.string().regex(SHA256_PATTERN) }),
   z.strictObject({ absent: z.literal(true) }),
 ]);
 export type Precondition = z.infer<typeof Precondition>;
@@ -139,5 +141,7 @@ export interface ActionPreview {
   before: Json | null;
   after: Json | null;
   version: string | null;
+  /** How the executor will detect a change since this preview; "digest" is weaker than "etag". */
+  precondition?: "etag" | "digest" | "absent";
   changes: import("./changes.ts").Change[];
 }

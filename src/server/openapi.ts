@@ -46,8 +46,9 @@ export const ActionPreviewSchema = z.strictObject({
   op: z.enum(OPS),
   before: JsonValue.nullable().describe("The resource as the preview read it; null for `create` (nothing there yet)"),
   after: JsonValue.nullable().describe("The resource as it will be once applied; null for `delete`"),
-  version: z.string().nullable().describe("The target's ETag at preview time; null when nothing exists"),
+  version: z.string().nullable().describe("The target's ETag at preview time; null when nothing exists or the target gives none"),
   changes: z.array(ChangeSchema).describe("Field-by-field difference between `before` and `after`, as reviewers see it"),
+  precondition: z.enum(["etag", "digest", "absent"]).optional().describe("How the executor detects a change since the preview; `digest` (re-read and compare) is weaker than `etag` (If-Match)"),
 });
 
 export const ApprovalSchema = z.strictObject({ userId: z.string(), via: Via, at: IsoDateTime });

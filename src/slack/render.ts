@@ -306,7 +306,7 @@ function actionText(action: ActionPreview, index: number, total: number, room: n
   const widths = widthsFor(room);
   const result = listing.result?.(index);
   const heading = actionHeading(action, index, total, widths) + (result ? ` — ${result}` : "");
-  const head = listing.withVersion ? `${heading}\n${versionLine(action.version, widths)}` : heading;
+  const head = listing.withVersion ? `${heading}\n${versionLine(action, widths)}` : heading;
   return [head, ...changeLines(action.changes, room - weight(head) - 1, maxLines, widths)].join("\n");
 }
 
@@ -314,8 +314,9 @@ function actionHeading(action: ActionPreview, index: number, total: number, widt
   return `*${index + 1}/${total}* ${inlineCode(action.op, SHOWN.op)} on ${inlineCode(singleLine(action.target), widths.target)} ${inlineCode(action.path, widths.path)}`;
 }
 
-function versionLine(version: string | null, widths: Widths): string {
-  return version === null ? "Version read: _none — the resource did not exist_" : `Version read: ${inlineCode(version, widths.version)}`;
+function versionLine(action: Pick<ActionPreview, "version" | "precondition">, widths: Widths): string {
+  if (action.precondition === "digest") return "Version read: _none given — checked by digest of the state read (⚠ weaker than an ETag)_";
+  return action.version === null ? "Version read: _none — the resource did not exist_" : `Version read: ${inlineCode(action.version, widths.version)}`;
 }
 
 /** As many `path: before → after` lines as fit in `room` JSON characters, then the marker. */

@@ -115,6 +115,7 @@ function ActionDiff(props: { action: ActionPreview; index: number }) {
       <p>
         <span class="badge s-approved">{action.op}</span> <strong>{action.target}</strong> <code>{action.path}</code>
         <span class="muted"> · version read: {action.version ?? "(absent)"}</span>
+        {action.precondition === "digest" ? <span class="badge risk-medium" title="The target gives no ETag: the executor re-reads and compares a digest, but the target cannot refuse a racing write"> weaker precondition: digest</span> : null}
       </p>
       {action.changes.length === 0 ? <p class="muted">No field changes.</p> : (
         <table class="diff">

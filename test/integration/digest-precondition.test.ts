@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readResource } from "../../src/adapters/http-json.ts";
+import { applyHttpJson } from "../../src/adapters/http-json-apply.ts";
+import { createReadOnlyHttp } from "../../src/adapters/read-only-http.ts";
+import { executePlan } from "../../src/executor/execute-plan.ts";
+import { loadVerifyingKeys } from "../../src/grant/keys.ts";
+import { fingerprint } from "../../src/plan/fingerprint.ts";
+import { claimApproved } from "../../src/service/claim-approved.ts";
+import { decide } from "../../src/service/decide.ts";
+import { submitPlan } from "../../src/service/submit-plan.ts";
+import { planMessageOf } from "../../src/slack/deliver.ts";
+import { renderPlanMessage } from "../../src/slack/render.ts";
+import { reviewPlan } from "../../src/service/review-plan.ts";
+import type { Database } from "../../src/store/db.ts";
+import { databaseKinds } from "../support/databases.ts";
+import { openHarness, targetConfig, testGrantKeys, WRITE_TOKEN, type Harness } from "../support/harness.ts";
+
+/** A target that gives no ETag: refused by default (scenario 7), accepted as a weaker digest precondition when configured. */
+describe.each(databaseKinds)("digest preconditions on $name", (kind) => {
+  let database: Database;
+  let h: Harness;
+  beforeAll(async () => {
+    database = await kind.open();
+    h = await openHarness(database, { targets: (url) => ({ crm: targetConfig(url), plain: targetConfig(url, { precondition: "digest" }) }) });
+    h.target.omitEtag = true;
+  });
+  afterAll(async () => {
+    await h?.close();
+    await database?.close();
+  });
+
+  const request = (target: string, path: string) => ({ title: "no etag", actions: [{ kind: "http.json", target, path, op: "merge", body: { email: "new@example.com" } }] });
+  const execute = async () => {
+    const write = targetConfig(h.target.url, { precondition: "digest", write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } });
+    return executePlan((await claimApproved(h.ctx))!, {
+      keys: await loadVerifyingKeys((await testGrantKeys()).publicPem),
+      environment: "test",
+      now: h.clock.now,
+      read: (a) => readResource(createReadOnlyHttp(), a.target, write, a.path),
+      write: (a, key) => applyHttpJson(fetch, a.target, write, a, key),
+    });
+  };
+
+  it("without digest mode the preview fails clearly", async () => {
+    await expect(submitPlan(h.ctx, h.agent, request("crm", "/contacts/1"))).rejects.toMatchObject({ code: "preview_failed", message: expect.stringContaining("precondition: digest") });
+  });
+
+  it("in digest mode the plan binds a digest of the state read, is marked weaker, and applies when nothing changed", async () => {
+    const { plan } = await submitPlan(h.ctx, h.agent, request("plain", "/contacts/1"));
+    expect(plan.plan.actions[0]!.precondition).toEqual({ digest: fingerprint({ id: 1, name: "Ana Lima", email: "ana@old.example" }) });
+    expect(plan.preview.actions[0]!.precondition).toBe("digest");
+    expect(JSON.stringify(renderPlanMessage(planMessageOf((await reviewPlan(h.ctx, plan.id)).plan)))).toContain("weaker than an ETag");
+    await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
+    const before = h.target.writes().length;
+    expect((await execute()).status).toBe("applied");
+    const [write] = h.target.writes().slice(before);
+    expect(write!.headers["if-match"]).toBeUndefined();
+    expect(h.target.get("/contacts/1")).toMatchObject({ email: "new@example.com" });
+  });
+
+  it("in digest mode a change since the preview is still caught: stale, nothing written", async () => {
+    const { plan } = await submitPlan(h.ctx, h.agent, request("plain", "/contacts/2"));
+    await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
+    h.target.set("/contacts/2", { id: 2, name: "Bruno Costa", email: "someone-else@example.com" });
+    const before = h.target.writes().length;
+    const outcome = await execute();
+    expect(outcome.status).toBe("stale");
+    expect(outcome.actions[0]).toMatchObject({ status: "stale", expected: (plan.plan.actions[0]!.precondition as { digest: string }).digest });
+    expect(h.target.writes().length).toBe(before);
+  });
+});
