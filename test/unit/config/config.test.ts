@@ -173,6 +173,7 @@ describe("loadConfig: the config file", () => {
       adapter: "http.json",
       baseUrl: "http://127.0.0.1:4010/api/",
       read: { headers: {} },
+      precondition: "etag",
       timeoutMs: 5_000,
     });
     expect(config.defaults.approvers).toEqual(["U0ALICE", "U0BOB"]);
