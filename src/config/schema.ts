@@ -72,7 +72,11 @@ export type TargetConfig = z.infer<typeof TargetConfig>;
 /** The YAML file (`countersign.yml`). Every key is documented in `countersign.example.yml`. */
 export const FileConfig = z.strictObject({
   environment: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "use lower-case letters, digits, '-' and '_'").default("default"),
-  slack: z.strictObject({ reviewChannel: ChannelId.optional() }).default({}),
+  slack: z.strictObject({
+    reviewChannel: ChannelId.optional(),
+    /** Where high-risk plans that nobody has approved yet are escalated when a reminder comes due. */
+    escalationChannel: ChannelId.optional(),
+  }).default({}),
   defaults: PolicyDefaults.default({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600, reminders: [], risk: "low" }),
   webhooks: z.strictObject({
     /** Hosts callbacks may go to ("hooks.example.com", or "*.example.com" for its subdomains). Deny by default: no SSRF into the server's network. */

@@ -39,6 +39,8 @@ export async function remindDue(ctx: ServiceContext): Promise<number> {
           missing,
           approvals: approved.length,
           requiredApprovals: doc.policy.requiredApprovals,
+          // Nobody has picked up a high-risk plan: worth telling more people than the thread.
+          escalate: doc.policy.risk?.level === "high" && approved.length === 0,
         });
         sent++;
       });

@@ -7,6 +7,7 @@ import { DeliveryError, type OutboxHandler, type PlanEvent } from "../service/ou
 import { planView, type PlanView } from "../service/plan-view.ts";
 import { plans, slackChannelSlots, slackMessages } from "../store/schema.ts";
 import type { PlanMessage, SlackMessage, ThreadEvent } from "./plan-message.ts";
+import { escapeMrkdwn, slackDate } from "./escape.ts";
 import { renderPlanMessage, renderThreadReply } from "./render.ts";
 import { deliveryErrorOf } from "./slack-errors.ts";
 
@@ -17,6 +18,8 @@ const MAX_SLOT_WAIT_MS = 10_000;
 
 export interface SlackDelivery {
   client: WebClient;
+  /** Where untouched high-risk plans are escalated, if anywhere. */
+  escalationChannel?: string | undefined;
   /** The review channel of a plan (a target's own, or the default). */
   channelOf(doc: PlanDocument): string;
 }
@@ -52,6 +55,18 @@ export function slackSink(ctx: ServiceContext, slack: SlackDelivery): OutboxHand
     if (reply) {
       await takeChannelSlot(ctx, posted.channel);
       await call(`replying (${event.type})`, () => slack.client.chat.postMessage({ channel: posted.channel, thread_ts: posted.ts, ...renderThreadReply(reply), unfurl_links: false, unfurl_media: false }));
+    }
+    if (event.type === "plan.reminder" && event.data?.escalate === true && slack.escalationChannel) {
+      await takeChannelSlot(ctx, slack.escalationChannel);
+      // A link to the thread is a nicety: without it the plan page link still gets people there.
+      const permalink = await slack.client.chat.getPermalink({ channel: posted.channel, message_ts: posted.ts }).then((d) => d.permalink, () => undefined);
+      const where = permalink ? `<${permalink}|the review thread>` : "the review channel";
+      await call("escalating", () => slack.client.chat.postMessage({
+        channel: slack.escalationChannel!,
+        text: `🚨 A high-risk plan has no approvals yet and expires ${slackDate(view.expiresAt)}: ${escapeMrkdwn(view.plan.title)} — see ${where} or ${view.reviewUrl}`,
+        unfurl_links: false,
+        unfurl_media: false,
+      }));
     }
     // The preview always shows the plan as it is now, so an update delivered late is still right.
     await call(`updating the preview (${event.type})`, () => slack.client.chat.update({ channel: posted.channel, ts: posted.ts, ...renderPlanMessage(planMessageOf(view)) }));

@@ -1,7 +1,7 @@
 import { App, LogLevel, SocketModeReceiver } from "@slack/bolt";
 import type { Context } from "hono";
 import type { Logger } from "pino";
-import type { Config, SlackSecrets } from "../config/load.ts";
+import type { Config } from "../config/load.ts";
 import type { PlanDocument } from "../plan/schema.ts";
 import type { ServiceContext } from "../service/context.ts";
 import type { OutboxHandler } from "../service/outbox.ts";
@@ -29,7 +29,7 @@ export interface SlackDoor {
  */
 export async function openSlackDoor(
   ctx: ServiceContext,
-  slack: Extract<SlackSecrets, { enabled: true }>,
+  slack: Extract<Config["slack"], { enabled: true }>,
   config: Pick<Config, "targets">,
   logger: Logger,
   options: Pick<ListenerDeps, "loginLink"> = {},
@@ -53,7 +53,7 @@ export async function openSlackDoor(
   log.info({ mode: socket ? "socket" : "http", teamId, reviewChannel: slack.reviewChannel }, "Slack connected");
   return {
     handle: httpReceiver ? (c) => httpReceiver.handle(c) : undefined,
-    deliver: slackSink(ctx, { client, channelOf }),
+    deliver: slackSink(ctx, { client, channelOf, escalationChannel: slack.escalationChannel }),
     teamId,
     mode: socket ? "socket" : "http",
     directory: slackDirectory(app.client),

@@ -51,11 +51,12 @@ function slackSuite(kind: TestDatabaseKind) {
         grouped: targetConfig(s.target.url, { policy: { approvers: ["S0REVIEWERS"], requiredApprovals: 2 } }),
         flaky: targetConfig(s.target.url, { policy: { approvers: ["S0FLAKY"], requiredApprovals: 1 } }),
         reminded: targetConfig(s.target.url, { policy: { approvers: ["U0ALICE", "U0BOB", "S0REVIEWERS"], requiredApprovals: 2, reminders: [600, 60] } }),
+        risky: targetConfig(s.target.url, { policy: { risk: "high", reminders: [600] } }),
       }),
       executorToken: EXECUTOR_TOKEN,
-      slack: { enabled: true as const, botToken: s.slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: s.slack.url, reviewChannel: REVIEW },
+      slack: { enabled: true as const, botToken: s.slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: s.slack.url, reviewChannel: REVIEW, escalationChannel: "C0ESCALATE" },
     };
-    const serverConfig = { ...config, targets: { crm: targetConfig(s.target.url), vault: config.targets.vault!, grouped: config.targets.grouped!, flaky: config.targets.flaky!, reminded: config.targets.reminded! } };
+    const serverConfig = { ...config, targets: { crm: targetConfig(s.target.url), vault: config.targets.vault!, grouped: config.targets.grouped!, flaky: config.targets.flaky!, reminded: config.targets.reminded!, risky: config.targets.risky! } };
     s.slack.setUsergroup("S0REVIEWERS", ["U0GROUPIE", "U0GROUPIE2"]);
     s.slack.setUsergroup("S0FLAKY", ["U0GROUPIE"]);
     // The sweeper never runs by itself here: expiry is provoked by hand, so "before the sweeper ran" is real.
@@ -259,6 +260,19 @@ describe.each(databaseKinds)("Slack door on $name", (kind) => {
     await waitFor("approved", async () => (await statusOf(s, plan)) === "approved");
     expect(await remindDue(s.server.ctx)).toBe(0);
     s.clockOffsetMs -= 841_000;
+  });
+
+  it("escalates a high-risk plan nobody has approved when its reminder comes due", async () => {
+    const { plan } = await proposed(s, { ttlSeconds: 900, actions: [{ kind: "http.json", target: "risky", path: "/contacts/53", op: "merge", body: { e: 1 } }] });
+    expect(plan.plan.policy.risk).toEqual({ level: "high", rule: "targets.risky.policy.risk" });
+    s.clockOffsetMs += 301_000;
+    try {
+      await remindDue(s.server.ctx);
+      const escalation = await waitFor("the escalation", () => s.slack.messagesIn("C0ESCALATE").find((m) => (m.text ?? "").includes(plan.reviewUrl)));
+      expect(escalation.text).toContain("high-risk");
+    } finally {
+      s.clockOffsetMs -= 301_000;
+    }
   });
 
   it("3: a click carrying another hash is refused with a clear message and records nothing", async () => {
