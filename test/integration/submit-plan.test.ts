@@ -103,6 +103,7 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
         before,
         after,
         version: etag,
+        precondition: "etag",
         changes: [{ path: "/email", from: "ana@old.example", to: "ana@new.example" }],
       }],
     });
@@ -165,7 +166,7 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
     expect(plan.plan.actions[0]!.precondition).toEqual({ absent: true });
     expect(plan.plan.actions[0]!.beforeDigest).toBe(fingerprint(null));
     expect(plan.plan.actions[0]!.afterDigest).toBe(fingerprint(body));
-    expect(plan.preview.actions[0]).toEqual({ target: "crm", path: "/contacts/7", op: "create", before: null, after: body, version: null, changes: [{ path: "", to: body }] });
+    expect(plan.preview.actions[0]).toEqual({ target: "crm", path: "/contacts/7", op: "create", before: null, after: body, version: null, precondition: "absent", changes: [{ path: "", to: body }] });
     expect(fingerprint(plan.plan)).toBe(plan.hash);
     expect(h.target.get("/contacts/7")).toBeUndefined();
   });
