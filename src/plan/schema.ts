@@ -110,6 +110,8 @@ export const AppliedPolicy = z.strictObject({
   requiredApprovals: z.int().positive(),
   /** Seconds the executor has after approval; part of what approvers sign. */
   grantTtlSeconds: z.int().positive(),
+  /** Which config rules set the approvers and the quorum (e.g. "targets.crm.policy", "defaults"), for reviewers. */
+  rule: z.string().optional(),
   /** How risky the plan is and which config rule says so (its riskiest action decides). */
   risk: z.strictObject({ level: z.enum(["low", "medium", "high"]), rule: z.string() }).optional(),
 });

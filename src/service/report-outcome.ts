@@ -1,6 +1,7 @@
 import { eq } from "drizzle-orm";
 import type { Transition } from "../plan/lifecycle.ts";
 import { Outcome } from "../plan/outcome.ts";
+import { redactText } from "../policy/redact.ts";
 import { plans } from "../store/schema.ts";
 import type { ServiceContext } from "./context.ts";
 import { leaseLost } from "./heartbeat-claim.ts";
@@ -31,7 +32,7 @@ export async function reportOutcome(ctx: ServiceContext, claimToken: string, bod
       data: {
         ...(outcome.reconciled ? { reconciled: true } : {}),
         ...(outcome.partial ? { partial: true } : {}),
-        ...(outcome.reason ? { reason: outcome.reason } : {}),
+        ...(outcome.reason ? { reason: redactText(outcome.reason) } : {}),
         actions: outcome.actions.map((a) => ({ index: a.index, status: a.status })),
       },
       set: { outcome, claimToken: null, leaseExpiresAt: null },

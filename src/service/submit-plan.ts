@@ -86,7 +86,7 @@ export async function submitPlan(ctx: ServiceContext, agent: AgentIdentity, body
     ...(request.reason !== undefined ? { reason: request.reason } : {}),
     ...(request.onBehalfOf !== undefined ? { onBehalfOf: request.onBehalfOf } : {}),
     actions,
-    policy: { approvers: policy.approvers, requiredApprovals: policy.requiredApprovals, grantTtlSeconds: policy.grantTtl, risk },
+    policy: { approvers: policy.approvers, requiredApprovals: policy.requiredApprovals, grantTtlSeconds: policy.grantTtl, rule: policyRule(request.actions.map((a) => a.target), ctx.config.targets), risk },
     expiresAt: expiresAt.toISOString(),
   });
   const hash = fingerprint(document);
@@ -158,4 +158,13 @@ function riskRulesOf(defaults: PolicyDefaultsConfig, target: string, override: P
     risk: override?.risk ? { level: override.risk, rule: `targets.${target}.policy.risk` } : { level: defaults.risk, rule: "defaults.risk" },
     byOp,
   };
+}
+
+/** The config rules the approvers and quorum come from: each target's own policy where it sets them, else the defaults. */
+function policyRule(targetNames: string[], targets: ServiceContext["config"]["targets"]): string {
+  const rules = [...new Set(targetNames.map((name) => {
+    const own = targets[name]?.policy;
+    return own?.approvers !== undefined || own?.requiredApprovals !== undefined ? `targets.${name}.policy` : "defaults";
+  }))];
+  return rules.join(" + ");
 }

@@ -19,7 +19,7 @@ export interface PlanMessage {
   /** `PUBLIC_URL/plans/:id`. */
   reviewUrl: string;
   actions: ActionPreview[];
-  policy: { approvers: string[]; requiredApprovals: number };
+  policy: { approvers: string[]; requiredApprovals: number; rule?: string | undefined };
   /** How risky, and the config rule that says so. */
   risk?: { level: "low" | "medium" | "high"; rule: string } | undefined;
   approvals: { userId: string; via: "slack" | "web"; at: string }[];

@@ -173,7 +173,8 @@ function statusLine(m: PlanMessage): string {
 
 function pendingLine(m: PlanMessage, approvers: string[]): string {
   const { requiredApprovals, approvers: eligible } = m.policy;
-  const needs = `⏳ *Pending* — needs ${requiredApprovals} of: ${eligible.length > 0 ? mentions(eligible) : "_no approver configured_"}`;
+  const rule = m.policy.rule ? ` (rule ${inlineCode(m.policy.rule, 80)})` : "";
+  const needs = `⏳ *Pending* — needs ${requiredApprovals} of: ${eligible.length > 0 ? mentions(eligible) : "_no approver configured_"}${rule}`;
   if (approvers.length === 0) return needs;
   return `${needs}\nApproved so far (${approvers.length} of ${requiredApprovals}): ${mentions(approvers)}`;
 }

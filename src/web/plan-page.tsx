@@ -60,6 +60,7 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
         <h2 id="decisions">Decisions</h2>
         <p>
           {plan.approvals.length} of {doc.policy.requiredApprovals} approval(s). May approve: {doc.policy.approvers.map((a) => <code>{a} </code>)}
+          {doc.policy.rule ? <span class="muted"> (rule {doc.policy.rule})</span> : null}
         </p>
         {plan.approvals.length > 0 ? (
           <ul>{plan.approvals.map((a) => <li>Approved by <code>{a.userId}</code> via {a.via} at {when(a.at)}</li>)}</ul>

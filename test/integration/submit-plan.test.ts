@@ -91,7 +91,7 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
         beforeDigest: fingerprint(before),
         afterDigest: fingerprint(after),
       }],
-      policy: { approvers: [...APPROVERS].sort(), requiredApprovals: 1, grantTtlSeconds: 600, risk: { level: "low", rule: "defaults.risk" } },
+      policy: { approvers: [...APPROVERS].sort(), requiredApprovals: 1, grantTtlSeconds: 600, rule: "defaults", risk: { level: "low", rule: "defaults.risk" } },
       expiresAt: plan.expiresAt,
     });
 
@@ -345,7 +345,7 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
     expect(hSolo.target.requests.length).toBe(from);
     // The same plan for someone else is fine.
     const { plan } = await submitPlan(hSolo.ctx, hSolo.agent, mergeRequest({ onBehalfOf: "U0REQUESTER" }));
-    expect(plan.plan.policy).toEqual({ approvers: ["U0ALICE"], requiredApprovals: 1, grantTtlSeconds: 600, risk: { level: "low", rule: "defaults.risk" } });
+    expect(plan.plan.policy).toEqual({ approvers: ["U0ALICE"], requiredApprovals: 1, grantTtlSeconds: 600, rule: "defaults", risk: { level: "low", rule: "defaults.risk" } });
   });
 
   it("writes a plan.submitted audit event in the same breath", async () => {
@@ -368,16 +368,16 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
     it("lives under the intersection of their policies: common approvers, largest quorum, shortest TTL", async () => {
       const submittedAt = hMulti.clock.now();
       const { plan } = await submitPlan(hMulti.ctx, hMulti.agent, mergeRequest({ title: "Two targets", actions: twoTargets }));
-      expect(plan.plan.policy).toEqual({ approvers: ["U0BOB", "U0CAROL"], requiredApprovals: 2, grantTtlSeconds: 600, risk: { level: "low", rule: "defaults.risk" } });
+      expect(plan.plan.policy).toEqual({ approvers: ["U0BOB", "U0CAROL"], requiredApprovals: 2, grantTtlSeconds: 600, rule: "targets.crm.policy + targets.billing.policy", risk: { level: "low", rule: "defaults.risk" } });
       expect(plan.expiresAt).toBe(new Date(submittedAt.getTime() + 600_000).toISOString());
       expect(fingerprint(plan.plan)).toBe(plan.hash);
     });
 
     it("a plan over one of them keeps that target's own policy", async () => {
       const { plan: crmOnly } = await submitPlan(hMulti.ctx, hMulti.agent, mergeRequest({ title: "crm only", actions: [twoTargets[0]] }));
-      expect(crmOnly.plan.policy).toEqual({ approvers: ["U0ALICE", "U0BOB", "U0CAROL"], requiredApprovals: 1, grantTtlSeconds: 600, risk: { level: "low", rule: "defaults.risk" } });
+      expect(crmOnly.plan.policy).toEqual({ approvers: ["U0ALICE", "U0BOB", "U0CAROL"], requiredApprovals: 1, grantTtlSeconds: 600, rule: "targets.crm.policy", risk: { level: "low", rule: "defaults.risk" } });
       const { plan: billingOnly } = await submitPlan(hMulti.ctx, hMulti.agent, mergeRequest({ title: "billing only", actions: [twoTargets[1]] }));
-      expect(billingOnly.plan.policy).toEqual({ approvers: ["U0BOB", "U0CAROL", "U0DAVE"], requiredApprovals: 2, grantTtlSeconds: 600, risk: { level: "low", rule: "defaults.risk" } });
+      expect(billingOnly.plan.policy).toEqual({ approvers: ["U0BOB", "U0CAROL", "U0DAVE"], requiredApprovals: 2, grantTtlSeconds: 600, rule: "targets.billing.policy", risk: { level: "low", rule: "defaults.risk" } });
     });
 
     it("is bounded by the smallest TTL maximum", async () => {

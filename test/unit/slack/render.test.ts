@@ -618,3 +618,11 @@ describe("risk in the preview", () => {
     expect(reply.text).toContain("<!subteam^S0REVIEWERS>");
   });
 });
+
+describe("which rule set the approvers", () => {
+  it("is named in the pending line", () => {
+    const message = renderPlanMessage(plan({ status: "pending", policy: { approvers: ["U0ALICE"], requiredApprovals: 1, rule: "targets.crm.policy" } }));
+    checkLimits(message);
+    expect(allText(message)).toContain("targets.crm.policy");
+  });
+});
