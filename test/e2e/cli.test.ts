@@ -32,7 +32,7 @@ describe("countersign CLI", () => {
     const bad = await runCli(["agents", "add", "Bad Name!"], { cwd });
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain("agent name");
-  });
+  }, 120_000); // six CLI processes, each booting the embedded database
 
   it("policy check prints each target's effective policy, and names bad keys", async () => {
     const cwd = mkdtempSync(path.join(dir, "policy-"));
