@@ -11,7 +11,7 @@ import { keysGenerate } from "./cli/keys.ts";
 import { policyCheck } from "./cli/policy-check.ts";
 import { resolveGrantKey } from "./server/grant-key.ts";
 import { createLoginLink } from "./service/login-links.ts";
-import { agentsCommand, loginLinkCommand } from "./cli/agents.ts";
+import { agentsCommand, auditVerifyCommand, loginLinkCommand } from "./cli/agents.ts";
 import { demoAgentKey, demoConfig, demoCurl, DEMO_REVIEWER, startDemoTarget } from "./demo/demo.ts";
 import { createLogger } from "./logger.ts";
 import { runServer } from "./server/run-server.ts";
@@ -28,6 +28,7 @@ Usage:
   countersign keys generate         print a new Ed25519 key pair for signing grants
   countersign migrate               apply database migrations and exit
   countersign policy check [FILE]   validate a config and print each target's effective policy
+  countersign audit verify          recompute the audit log's hash chain; exit 1 naming where it breaks
   countersign agents add NAME       create an agent; its API key is the last line printed
   countersign agents list           list agents
   countersign agents revoke NAME    revoke an agent's key
@@ -75,6 +76,12 @@ async function main(argv: string[]): Promise<number> {
       }
       policyCheck(args.slice(1), process.env, out);
       return 0;
+    case "audit":
+      if (args[0] !== "verify") {
+        process.stderr.write("usage: countersign audit verify\n");
+        return 2;
+      }
+      return auditVerifyCommand(loadConfig({ env: process.env, role: "cli" }), out);
     case "login-link":
       await loginLinkCommand(loadConfig({ env: process.env, role: "cli" }), args, out);
       return 0;

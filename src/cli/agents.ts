@@ -6,12 +6,14 @@ import { ServiceError } from "../service/errors.ts";
 import { listAgents, type AgentSummary } from "../service/list-agents.ts";
 import { revokeAgent } from "../service/revoke-agent.ts";
 import { createLoginLink } from "../service/login-links.ts";
+import { verifyAudit, type AuditVerdict } from "../service/verify-audit.ts";
 import { openDatabase } from "../store/db.ts";
 
 /** The agent verbs the CLI offers, whichever way it reaches the database. */
 interface AgentAdmin {
   add(name: string): Promise<{ name: string; key: string; webhookSecret: string }>;
   loginLink(userId: string, name: string | undefined): Promise<{ url: string; expiresAt: string }>;
+  auditVerify(): Promise<AuditVerdict>;
   list(): Promise<AgentSummary[]>;
   revoke(name: string): Promise<void>;
   close(): Promise<void>;
@@ -28,6 +30,7 @@ export async function agentAdmin(config: Config): Promise<AgentAdmin> {
   await database.migrate();
   return {
     add: (name) => addAgent(database, name),
+    auditVerify: () => verifyAudit(database),
     loginLink: (userId, name) => {
       if (!config.browser.loginLinks) throw new ServiceError("invalid_request", "sign-in links are switched off in the config (browser.loginLinks: false)");
       return createLoginLink({ database, clock: () => new Date(), config }, { userId, name, via: "cli" });
@@ -53,6 +56,7 @@ function remoteAdmin(url: string, token: string): AgentAdmin {
   };
   return {
     add: (name) => call("POST", "/agents", { name }),
+    auditVerify: () => call("GET", "/audit/verify"),
     loginLink: (userId, name) => call("POST", "/login-links", { userId, ...(name !== undefined ? { name } : {}) }),
     list: async () => (await call<{ agents: AgentSummary[] }>("GET", "/agents")).agents,
     revoke: async (name) => void (await call("POST", `/agents/${encodeURIComponent(name)}/revoke`)),
@@ -93,6 +97,22 @@ export async function loginLinkCommand(config: Config, args: string[], out: (lin
     const link = await admin.loginLink(values.user, values.name);
     out(`One-time sign-in link for ${values.user}, valid until ${link.expiresAt} and usable once:`);
     out(link.url);
+  } finally {
+    await admin.close();
+  }
+}
+
+/** `countersign audit verify`: recompute the hash chain; exit 1 naming where it breaks. */
+export async function auditVerifyCommand(config: Config, out: (line: string) => void): Promise<number> {
+  const admin = await agentAdmin(config);
+  try {
+    const verdict = await admin.auditVerify();
+    if (verdict.ok) {
+      out(`Audit log intact: ${verdict.events} event(s), every hash and link checks out.`);
+      return 0;
+    }
+    out(`Audit log BROKEN at ${verdict.problem!.at === "tail" ? "its end" : `event ${verdict.problem!.at}`} (after ${verdict.events} event(s) checked): ${verdict.problem!.message}`);
+    return 1;
   } finally {
     await admin.close();
   }

@@ -3,6 +3,7 @@ import { addAgent } from "../service/add-agent.ts";
 import { ServiceError } from "../service/errors.ts";
 import { listAgents } from "../service/list-agents.ts";
 import { revokeAgent } from "../service/revoke-agent.ts";
+import { verifyAudit } from "../service/verify-audit.ts";
 import type { Database } from "../store/db.ts";
 import { bearerMatches } from "./bearer.ts";
 
@@ -28,6 +29,7 @@ export function adminApi(database: Database, adminToken: string, loginLink?: (us
     await revokeAgent(database, c.req.param("name"));
     return c.json({ revoked: c.req.param("name") });
   });
+  admin.get("/audit/verify", async (c) => c.json(await verifyAudit(database)));
   admin.post("/login-links", async (c) => {
     if (!loginLink) throw new ServiceError("invalid_request", "sign-in links are switched off in this Countersign's config (browser.loginLinks)");
     const { userId, name } = (await c.req.json()) as { userId: string; name?: string };

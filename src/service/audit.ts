@@ -1,6 +1,6 @@
 import { desc, sql } from "drizzle-orm";
 import { fingerprint } from "../plan/fingerprint.ts";
-import { auditEvents } from "../store/schema.ts";
+import { auditEvents, auditHead } from "../store/schema.ts";
 import type { Tx } from "../store/db.ts";
 
 /** Who caused an event: an agent through the API, a person through Slack or the web, or Countersign itself. */
@@ -31,5 +31,7 @@ export async function appendAudit(tx: Tx, event: AuditInput): Promise<void> {
   await tx.execute(sql`SELECT pg_advisory_xact_lock(${AUDIT_CHAIN_LOCK})`);
   const [last] = await tx.select({ hash: auditEvents.hash }).from(auditEvents).orderBy(desc(auditEvents.id)).limit(1);
   const prevHash = last?.hash ?? GENESIS_HASH;
-  await tx.insert(auditEvents).values({ ...event, prevHash, hash: auditEventHash(prevHash, event) });
+  const hash = auditEventHash(prevHash, event);
+  const [row] = await tx.insert(auditEvents).values({ ...event, prevHash, hash }).returning({ id: auditEvents.id });
+  await tx.insert(auditHead).values({ id: 1, lastEventId: row!.id, hash }).onConflictDoUpdate({ target: auditHead.id, set: { lastEventId: row!.id, hash } });
 }

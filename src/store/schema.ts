@@ -161,3 +161,10 @@ export const planReminders = pgTable("plan_reminders", {
   secondsBefore: integer("seconds_before").notNull(),
   sentAt: at("sent_at").notNull(),
 }, (t) => [uniqueIndex("plan_reminders_once").on(t.planId, t.secondsBefore)]);
+
+/** The audit chain's head, moved in the same transaction as every append: a deleted tail no longer matches it. */
+export const auditHead = pgTable("audit_head", {
+  id: integer("id").primaryKey(),
+  lastEventId: integer("last_event_id").notNull(),
+  hash: text("hash").notNull(),
+});

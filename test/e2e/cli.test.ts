@@ -132,6 +132,9 @@ describe("countersign CLI", () => {
     const listed = await runCli(["agents", "list"], { cwd });
     expect(listed.stdout).toMatch(/^demo-agent\tactive/m);
     expect(listed.stdout).toMatch(/^second-agent\tactive/m);
+    const audit = await runCli(["audit", "verify"], { cwd });
+    expect(audit.code, audit.stdout + audit.stderr).toBe(0);
+    expect(audit.stdout).toMatch(/Audit log intact: \d+ event/);
   }, 90_000);
 
   describe.skipIf(!postgresKind)("on PostgreSQL", () => {
