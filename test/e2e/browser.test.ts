@@ -79,13 +79,14 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
     const port = await freePort();
     origin = `http://127.0.0.1:${port}`;
     const config = {
-      ...testConfig({ crm: targetConfig(target.url) }),
+      ...testConfig({ crm: targetConfig(target.url), grouped: targetConfig(target.url, { policy: { approvers: ["S0WEBREVIEW"], requiredApprovals: 1 } }) }),
       port,
       publicUrl: origin,
       slack: { enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW" },
     };
     server = await runServer({ config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing, hostname: "127.0.0.1", sweepMs: 3_600_000, clock: () => new Date(Date.now() + clockOffsetMs) });
     agent = await addAgent(database, "browser-agent");
+    slack.setUsergroup("S0WEBREVIEW", ["U0GROUPIE"]);
     browser = await launchChromium();
   });
   afterEach(async () => {
@@ -217,6 +218,20 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
     const stale = await fetch(`${origin}/plans/${plan.id}/approve`, { method: "POST", headers: { ...headers, origin }, body: `hash=${encodeURIComponent("sha256:" + "0".repeat(64))}&_csrf=${csrf}`, redirect: "manual" });
     expect(stale.headers.get("location")).toContain("notice=hash_mismatch");
     expect(await statusOf(plan)).toBe("pending");
+  });
+
+  it("a member of an approver user group sees the plan as theirs and approves it; a non-member gets no buttons", async () => {
+    const plan = await propose({ actions: [{ kind: "http.json", target: "grouped", path: "/contacts/39", op: "merge", body: { tier: "gold" } }] });
+    const outsider = await signedIn("U0ALICE");
+    await outsider.goto(`${origin}/plans/${plan.id}`);
+    expect(await outsider.getByRole("button", { name: "Approve" }).count()).toBe(0);
+    expect(await outsider.getByText("You are not an approver for this plan.").count()).toBe(1);
+    const member = await signedIn("U0GROUPIE");
+    await expect(member.getByRole("row", { name: new RegExp(plan.plan.title) }).getByText("yours to decide").isVisible()).resolves.toBe(true);
+    await member.goto(`${origin}/plans/${plan.id}`);
+    await member.getByRole("button", { name: "Approve" }).click();
+    await member.waitForURL(/notice=approved/);
+    expect(await statusOf(plan)).toBe("approved");
   });
 
   it("hostile agent text renders literally and runs nothing", async () => {
