@@ -13,6 +13,11 @@ export const LIMITS = {
 
 export { PLAN_STATUSES, type PlanStatus } from "./status.ts";
 
+/** Plan ids are UUIDs; anything else is no plan, answered before the database is asked. */
+export function isPlanId(id: string): boolean {
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id);
+}
+
 export const OPS = ["merge", "replace", "delete", "create"] as const;
 export type Op = (typeof OPS)[number];
 

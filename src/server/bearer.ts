@@ -1,8 +1,13 @@
 import { timingSafeEqual } from "node:crypto";
 
-/** Whether an Authorization header carries exactly this bearer secret, compared in constant time. */
+/** Whether a presented secret equals the expected one, compared in constant time. */
+export function sameSecret(got: string | undefined, expected: string): boolean {
+  const a = Buffer.from(got ?? "");
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** Whether an Authorization header carries exactly this bearer secret. */
 export function bearerMatches(header: string | undefined, secret: string): boolean {
-  const got = Buffer.from(header ?? "");
-  const expected = Buffer.from(`Bearer ${secret}`);
-  return got.length === expected.length && timingSafeEqual(got, expected);
+  return sameSecret(header, `Bearer ${secret}`);
 }

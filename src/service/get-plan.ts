@@ -1,4 +1,5 @@
 import { and, eq } from "drizzle-orm";
+import { isPlanId } from "../plan/schema.ts";
 import { plans } from "../store/schema.ts";
 import type { AgentIdentity } from "./authenticate-agent.ts";
 import type { ServiceContext } from "./context.ts";
@@ -13,7 +14,7 @@ export async function getPlan(ctx: ServiceContext, agent: AgentIdentity, planId:
 
 export async function ownPlanRow(ctx: ServiceContext, agent: AgentIdentity, planId: string): Promise<PlanRow> {
   const notFound = new ServiceError("not_found", `there is no plan ${planId} for agent '${agent.name}'`);
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(planId)) throw notFound;
+  if (!isPlanId(planId)) throw notFound;
   const [row] = await ctx.database.db.select().from(plans).where(and(eq(plans.id, planId), eq(plans.agentId, agent.id)));
   if (!row) throw notFound;
   return row;

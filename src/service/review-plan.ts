@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, inArray, isNotNull, type SQL } from "drizzle-orm";
-import type { PlanStatus } from "../plan/schema.ts";
+import { isPlanId, type PlanStatus } from "../plan/schema.ts";
 import { PLAN_STATUSES } from "../plan/status.ts";
 import { auditEvents, outbox, plans } from "../store/schema.ts";
 import type { ServiceContext } from "./context.ts";
@@ -13,10 +13,8 @@ export interface ReviewedPlan {
   deadDeliveries: { kind: string; error: string | null; at: string }[];
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export async function reviewPlan(ctx: ServiceContext, planId: string): Promise<ReviewedPlan> {
-  const [row] = UUID.test(planId) ? await ctx.database.db.select().from(plans).where(eq(plans.id, planId)) : [];
+  const [row] = isPlanId(planId) ? await ctx.database.db.select().from(plans).where(eq(plans.id, planId)) : [];
   if (!row) throw new ServiceError("not_found", `there is no plan ${planId}`);
   const events = await ctx.database.db.select().from(auditEvents).where(eq(auditEvents.planId, planId)).orderBy(asc(auditEvents.id));
   const dead = await ctx.database.db.select().from(outbox).where(and(eq(outbox.planId, planId), isNotNull(outbox.deadAt))).orderBy(asc(outbox.id));

@@ -1,4 +1,5 @@
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { createHmac } from "node:crypto";
+import { sameSecret } from "../server/bearer.ts";
 
 /** Slack's requests are refused when their timestamp is this far from now, in either direction. */
 export const MAX_SKEW_SECONDS = 5 * 60;
@@ -20,9 +21,7 @@ export function whyUnsigned(signingSecret: string, request: SignedRequest, now: 
   if (!/^\d{1,12}$/.test(timestamp)) return "malformed X-Slack-Request-Timestamp";
   const skew = Math.abs(now.getTime() / 1000 - Number(timestamp));
   if (skew > MAX_SKEW_SECONDS) return `timestamp is ${Math.round(skew)} s away from now (limit ${MAX_SKEW_SECONDS} s)`;
-  const expected = Buffer.from(slackSignature(signingSecret, timestamp, rawBody));
-  const got = Buffer.from(signature);
-  if (got.length !== expected.length || !timingSafeEqual(got, expected)) return "signature does not match";
+  if (!sameSecret(signature, slackSignature(signingSecret, timestamp, rawBody))) return "signature does not match";
   return undefined;
 }
 

@@ -1,5 +1,6 @@
 /** @jsxRuntime automatic @jsxImportSource hono/jsx */
 import { shortHash } from "../plan/fingerprint.ts";
+import { hasExpired } from "../plan/lifecycle.ts";
 import type { Json } from "../plan/json.ts";
 import type { ActionPreview } from "../plan/schema.ts";
 import { whyMayNotDecide } from "../policy/may-decide.ts";
@@ -12,7 +13,7 @@ const when = (iso: string) => iso.replace("T", " ").replace(/\.\d+Z$/, " UTC");
 
 /** Whether this person can act on the plan now: the policy rule, plus "has not already approved". */
 export function mayDecideNow(session: WebSession | undefined, reviewed: ReviewedPlan["plan"], memberOf: readonly string[] = []): boolean {
-  if (!session || reviewed.status !== "pending" || Date.parse(reviewed.expiresAt) <= Date.now()) return false;
+  if (!session || reviewed.status !== "pending" || hasExpired({ status: reviewed.status, expiresAt: new Date(reviewed.expiresAt) }, new Date())) return false;
   return whyMayNotDecide(session.userId, reviewed.plan, memberOf) === undefined && !reviewed.approvals.some((a) => a.userId === session.userId);
 }
 
@@ -159,7 +160,7 @@ function DecisionForms(props: { planId: string; hash: string; csrf: string }) {
 function WhyNoButtons(props: { reviewed: ReviewedPlan["plan"]; session: WebSession | undefined; memberOf: readonly string[] }) {
   const { reviewed, session } = props;
   if (reviewed.status !== "pending") return <p class="muted">This plan is {reviewed.status}; there is nothing left to decide.</p>;
-  if (Date.parse(reviewed.expiresAt) <= Date.now()) return <p class="muted">This plan has expired; there is nothing left to decide.</p>;
+  if (hasExpired({ status: reviewed.status, expiresAt: new Date(reviewed.expiresAt) }, new Date())) return <p class="muted">This plan has expired; there is nothing left to decide.</p>;
   if (!session) return <p class="muted">Sign in (<code>/countersign login</code> in Slack) to decide.</p>;
   if (reviewed.approvals.some((a) => a.userId === session.userId)) return <p class="muted">You approved this plan; it waits for other approvers.</p>;
   const why = whyMayNotDecide(session.userId, reviewed.plan, props.memberOf);

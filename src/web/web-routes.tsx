@@ -1,5 +1,4 @@
 /** @jsxRuntime automatic @jsxImportSource hono/jsx */
-import { timingSafeEqual } from "node:crypto";
 import { Hono, type Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { streamSSE } from "hono/streaming";
@@ -9,6 +8,7 @@ import { decide } from "../service/decide.ts";
 import { ServiceError } from "../service/errors.ts";
 import { consumeLoginLink, endSession, SESSION_TTL_MS, sessionOf, type WebSession } from "../service/login-links.ts";
 import { listPlansForReview, parseStatusFilter, reviewPlan } from "../service/review-plan.ts";
+import { sameSecret } from "../server/bearer.ts";
 import { APP_SCRIPT } from "./app-script.ts";
 import { STYLESHEET } from "./layout.tsx";
 import { LoginConfirmPage, MessagePage } from "./login-page.tsx";
@@ -55,7 +55,7 @@ export function webRoutes(ctx: ServiceContext, options: { loginLinks: boolean })
     const who = await session(c);
     if (!who) return forbidden(c, "You are not signed in; nothing changed. Use /countersign login in Slack.");
     const form = Object.fromEntries(Object.entries(await c.req.parseBody()).map(([k, v]) => [k, String(v)]));
-    if (!tokensMatch(form._csrf, who.csrfToken)) return forbidden(c, "This form's security token is missing or stale; reload the page and try again. Nothing changed.");
+    if (!sameSecret(form._csrf, who.csrfToken)) return forbidden(c, "This form's security token is missing or stale; reload the page and try again. Nothing changed.");
     return { session: who, form };
   };
 
@@ -158,10 +158,4 @@ function refererOrigin(referer: string | undefined): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-function tokensMatch(got: string | undefined, expected: string): boolean {
-  const a = Buffer.from(got ?? "");
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
 }
