@@ -18,6 +18,8 @@ export type SlackSecrets =
 export interface Config {
   environment: string;
   port: number;
+  /** The interface the server listens on (env HOST). */
+  host: string;
   publicUrl: string;
   database: { kind: "pglite"; dataDir: string } | { kind: "postgres"; url: string };
   dataDir: string;
@@ -26,6 +28,8 @@ export interface Config {
   slack: FileConfig["slack"] & SlackSecrets;
   executor: FileConfig["executor"];
   browser: FileConfig["browser"];
+  /** People and user groups who may read every plan (and, later, pause and resume). */
+  admins: FileConfig["admins"];
   webhooks: FileConfig["webhooks"];
   redact: FileConfig["redact"];
   /** Server: the grant signing key (PEM); absent with PostgreSQL is an error at `serve`, with PGlite one is made in the data dir. */
@@ -110,11 +114,16 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback }: LoadOpt
     slack = { ...file.slack, enabled: true, botToken: e.SLACK_BOT_TOKEN, signingSecret: e.SLACK_SIGNING_SECRET, appToken: e.SLACK_APP_TOKEN, apiUrl: e.SLACK_API_URL, reviewChannel: file.slack.reviewChannel! };
   }
 
+  if (role === "server" && file.browser.oidc && !file.browser.oidc.teamId && !slack.enabled) {
+    throw new ConfigError(source, [{ key: "browser.oidc.teamId", message: "is not set, and without Slack (no SLACK_BOT_TOKEN) there is no bot token's team to default to; set the team id (T…) whose people may sign in" }]);
+  }
+
   const publicUrl = (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, "");
   const dataDir = path.resolve(cwd, e.COUNTERSIGN_DATA_DIR);
   return {
     environment: file.environment,
     port: e.PORT,
+    host: e.HOST,
     publicUrl,
     database: e.DATABASE_URL ? { kind: "postgres", url: e.DATABASE_URL } : { kind: "pglite", dataDir },
     dataDir,
@@ -122,6 +131,7 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback }: LoadOpt
     slack,
     executor: file.executor,
     browser: file.browser,
+    admins: file.admins,
     webhooks: file.webhooks,
     redact: file.redact,
     grantPrivateKeyPem: role === "server" ? e.COUNTERSIGN_GRANT_PRIVATE_KEY : undefined,

@@ -69,6 +69,21 @@ export const TargetConfig = z.strictObject({
 });
 export type TargetConfig = z.infer<typeof TargetConfig>;
 
+const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]"]);
+
+/** Sign in with Slack (OpenID Connect). */
+export const OidcConfig = z.strictObject({
+  clientId: z.string().min(1, "is empty; copy the Client ID from the Slack app's Basic Information page"),
+  clientSecret: z.string().min(1, "is empty; copy the Client Secret from the Slack app's Basic Information page (use ${VAR})"),
+  // Plain http only to a loopback issuer (a local emulator): elsewhere tokens would cross the network in clear.
+  issuer: z.url({ protocol: /^https?$/, error: "must be an https URL such as https://slack.com" })
+    .refine((u) => u.startsWith("https:") || LOOPBACK.has(new URL(u).hostname), "must be https (plain http only for a loopback issuer)")
+    .default("https://slack.com"),
+  /** The workspace whose people may sign in; defaults to the bot token's team. */
+  teamId: z.string().regex(/^T[A-Z0-9]+$/, "must be a Slack team id such as T0123ABCD").optional(),
+});
+export type OidcConfig = z.infer<typeof OidcConfig>;
+
 /** The YAML file (`countersign.yml`). Every key is documented in `countersign.example.yml`. */
 export const FileConfig = z.strictObject({
   environment: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "use lower-case letters, digits, '-' and '_'").default("default"),
@@ -91,7 +106,13 @@ export const FileConfig = z.strictObject({
   browser: z.strictObject({
     /** One-time sign-in links (Slack's /countersign login, `countersign login-link`); switch off where only SSO may sign in. */
     loginLinks: z.boolean().default(true),
+    /** Sign in with Slack (OpenID Connect): the app's client id and secret from its Basic Information page. */
+    oidc: OidcConfig.optional(),
+    /** Who may read plans besides their approvers and admins (user ids and user groups); absent: anyone signed in. */
+    readers: z.array(ApproverId).optional(),
   }).default({ loginLinks: true }),
+  /** People and user groups who operate Countersign: they may read every plan. */
+  admins: z.array(ApproverId).default([]),
   executor: z.strictObject({
     /** Seconds an executor holds a claimed plan before another may take it over; heartbeats extend it. */
     leaseSeconds: z.int().min(5).max(3600).default(60),
@@ -105,6 +126,8 @@ const Port = z.coerce.number().int().min(0).max(65_535);
 /** The environment variables Countersign reads, once, at start. */
 export const EnvConfig = z.object({
   PORT: Port.default(3000),
+  /** The interface `serve` listens on; `start` always uses 127.0.0.1. */
+  HOST: z.string().regex(/^([0-9a-fA-F:.]+|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)$/, "must be an interface address or host name such as 0.0.0.0, 127.0.0.1, :: or localhost").default("0.0.0.0"),
   PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL").optional(),
   COUNTERSIGN_DATA_DIR: z.string().min(1).default("./.countersign"),

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { and, eq, gt, isNull } from "drizzle-orm";
 import { SlackUserId } from "../plan/schema.ts";
+import type { Tx } from "../store/db.ts";
 import { loginLinks, webSessions } from "../store/schema.ts";
 import { appendAudit } from "./audit.ts";
 import type { ServiceContext } from "./context.ts";
@@ -51,12 +52,20 @@ export async function consumeLoginLink(ctx: Pick<ServiceContext, "database" | "c
       .where(and(eq(loginLinks.tokenHash, sha256(token)), isNull(loginLinks.usedAt), gt(loginLinks.expiresAt, now)))
       .returning();
     if (!link) throw new ServiceError("unauthorized", "this sign-in link was already used or has expired; ask for a new one with /countersign login");
-    const sessionId = randomBytes(32).toString("base64url");
-    const session: WebSession = { userId: link.userId, name: link.name, csrfToken: randomBytes(24).toString("base64url") };
-    await tx.insert(webSessions).values({ idHash: sha256(sessionId), userId: session.userId, name: session.name, csrfToken: session.csrfToken, createdAt: now, expiresAt: new Date(now.getTime() + SESSION_TTL_MS) });
-    await appendAudit(tx, { planId: null, type: "session.created", actor: { type: "user", userId: link.userId, via: "web" }, data: { via: link.via }, at: now });
-    return { sessionId, session };
+    return openSession(tx, { userId: link.userId, name: link.name, via: link.via, now });
   });
+}
+
+/**
+ * Opens a browser session for a person whose identity a sign-in (link or Sign in with Slack) has
+ * just proven, audited with how they signed in. Always a fresh id: see consumeLoginLink.
+ */
+export async function openSession(tx: Tx, input: { userId: string; name: string | null; via: string; now: Date }): Promise<{ sessionId: string; session: WebSession }> {
+  const sessionId = randomBytes(32).toString("base64url");
+  const session: WebSession = { userId: input.userId, name: input.name, csrfToken: randomBytes(24).toString("base64url") };
+  await tx.insert(webSessions).values({ idHash: sha256(sessionId), userId: session.userId, name: session.name, csrfToken: session.csrfToken, createdAt: input.now, expiresAt: new Date(input.now.getTime() + SESSION_TTL_MS) });
+  await appendAudit(tx, { planId: null, type: "session.created", actor: { type: "user", userId: input.userId, via: "web" }, data: { via: input.via }, at: input.now });
+  return { sessionId, session };
 }
 
 export async function sessionOf(ctx: Pick<ServiceContext, "database" | "clock">, sessionId: string | undefined): Promise<WebSession | undefined> {
