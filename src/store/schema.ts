@@ -168,3 +168,20 @@ export const auditHead = pgTable("audit_head", {
   lastEventId: integer("last_event_id").notNull(),
   hash: text("hash").notNull(),
 });
+
+/**
+ * What `countersign_purge_plans()` removed, and why: the one way rows leave the append-only
+ * tables is through that function, and each call leaves its mark here (itself append-only).
+ */
+export const purges = pgTable("purges", {
+  id: bigserial("id", { mode: "number" }).primaryKey(),
+  at: at("at").notNull().defaultNow(),
+  /** The database role that called the function (session_user), for whoever reviews purges. */
+  byRole: text("by_role").notNull(),
+  reason: text("reason").notNull(),
+  /** Final plans last changed before this moment were removed. */
+  before: at("before").notNull(),
+  plans: integer("plans").notNull(),
+  decisions: integer("decisions").notNull(),
+  outbox: integer("outbox").notNull(),
+});

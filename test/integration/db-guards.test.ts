@@ -1,0 +1,190 @@
+import { sql, type SQL } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cancelPlan } from "../../src/service/cancel-plan.ts";
+import { claimApproved } from "../../src/service/claim-approved.ts";
+import { decide } from "../../src/service/decide.ts";
+import { heartbeatClaim } from "../../src/service/heartbeat-claim.ts";
+import { reportOutcome } from "../../src/service/report-outcome.ts";
+import { submitPlan } from "../../src/service/submit-plan.ts";
+import { verifyAudit } from "../../src/service/verify-audit.ts";
+import type { Database } from "../../src/store/db.ts";
+import { databaseKinds } from "../support/databases.ts";
+import { mergeRequest, openHarness, type Harness } from "../support/harness.ts";
+
+/** The database's own guards: append-only tables, an allowlist of plan columns that may move, one way to delete. */
+describe.each(databaseKinds)("database guards on $name", (kind) => {
+  let database: Database;
+  let h: Harness;
+  beforeAll(async () => {
+    database = await kind.open();
+    h = await openHarness(database, { sinks: ["slack.post"] });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await database?.close();
+  });
+
+  const run = (statement: SQL) => database.db.execute(statement);
+  /** What the database said: drizzle wraps it as the `cause` of its "Failed query" error. */
+  const refusal = (work: Promise<unknown>) =>
+    work.then(
+      () => { throw new Error("the statement was not refused"); },
+      (err: Error) => (err.cause instanceof Error ? err.cause.message : err.message),
+    );
+  const count = async (statement: SQL) => Number((await database.rows<{ n: number | string }>(statement))[0]!.n);
+
+  async function approvedPlan() {
+    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ title: `guarded ${Math.random()}` }));
+    await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
+    return plan;
+  }
+
+  async function rejectedPlan() {
+    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ title: `turned down ${Math.random()}` }));
+    await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0BOB", via: "slack" }, verdict: "reject", reason: "not today" });
+    return plan;
+  }
+
+  describe.each([
+    ["decisions", sql`UPDATE decisions SET user_id = 'U0MALLORY'`, sql`DELETE FROM decisions`, sql`TRUNCATE decisions`],
+    ["audit_events", sql`UPDATE audit_events SET data = '{}'`, sql`DELETE FROM audit_events`, sql`TRUNCATE audit_events`],
+  ])("%s", (table, update, remove, truncate) => {
+    it.each([
+      ["UPDATE", update],
+      ["DELETE", remove],
+      ["TRUNCATE", truncate],
+    ])("refuses %s, naming the table", async (op, statement) => {
+      await approvedPlan();
+      const before = await count(sql`SELECT count(*) AS n FROM ${sql.identifier(table)}`);
+      expect(before).toBeGreaterThan(0);
+      expect(await refusal(run(statement))).toMatch(new RegExp(`${table} is append-only: ${op} refused`));
+      expect(await count(sql`SELECT count(*) AS n FROM ${sql.identifier(table)}`)).toBe(before);
+    });
+  });
+
+  it.each([
+    ["document", sql`document = replace(document, 'ana@new.example', 'evil@example.com')`],
+    ["hash", sql`hash = 'sha256:' || repeat('0', 64)`],
+    ["created_at", sql`created_at = created_at - interval '1 day'`],
+    ["agent_id", sql`agent_id = gen_random_uuid()`],
+    ["callback_url", sql`callback_url = 'https://evil.example/hook'`],
+  ])("refuses an UPDATE of the plan's %s and names the column", async (column, assignment) => {
+    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest());
+    expect(await refusal(run(sql`UPDATE plans SET ${assignment} WHERE id = ${plan.id}`))).toMatch(
+      new RegExp(`plan ${plan.id} is immutable: .*refused a change to ${column};`),
+    );
+    const [row] = await database.rows<{ hash: string; status: string }>(sql`SELECT hash, status FROM plans WHERE id = ${plan.id}`);
+    expect(row).toEqual({ hash: plan.hash, status: "pending" });
+  });
+
+  it("refuses a change to a lifecycle column when it comes with a change to a fixed one", async () => {
+    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest());
+    expect(await refusal(run(sql`UPDATE plans SET status = 'cancelled', preview = '{}' WHERE id = ${plan.id}`))).toMatch(/refused a change to preview;/);
+    expect((await database.rows<{ status: string }>(sql`SELECT status FROM plans WHERE id = ${plan.id}`))[0]!.status).toBe("pending");
+  });
+
+  it("keeps a grant fixed once issued", async () => {
+    const plan = await approvedPlan();
+    expect(await refusal(run(sql`UPDATE plans SET grant_expires_at = grant_expires_at + interval '1 day' WHERE id = ${plan.id}`))).toMatch(/grant is fixed once issued/);
+  });
+
+  it("refuses DELETE and TRUNCATE of plans", async () => {
+    const plan = await rejectedPlan();
+    expect(await refusal(run(sql`DELETE FROM plans WHERE id = ${plan.id}`))).toMatch(/DELETE of plan .* refused/);
+    expect(await refusal(run(sql`TRUNCATE plans CASCADE`))).toMatch(/TRUNCATE refused/);
+    expect(await count(sql`SELECT count(*) AS n FROM plans WHERE id = ${plan.id}`)).toBe(1);
+  });
+
+  it("moves every lifecycle column through the service verbs: approve, claim, heartbeat, report, reject, cancel", async () => {
+    const approved = await approvedPlan();
+    // Earlier tests left approved plans too: take them all through to applied.
+    for (let claim = await claimApproved(h.ctx); claim; claim = await claimApproved(h.ctx)) {
+      await heartbeatClaim(h.ctx, claim.claimToken);
+      await reportOutcome(h.ctx, claim.claimToken, {
+        status: "applied",
+        actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied" }],
+      });
+    }
+    const rejected = await rejectedPlan();
+    const { plan: cancelled } = await submitPlan(h.ctx, h.agent, mergeRequest({ title: "cancelled" }));
+    await cancelPlan(h.ctx, h.agent, cancelled.id);
+    const statuses = await database.rows<{ id: string; status: string }>(
+      sql`SELECT id, status FROM plans WHERE id IN (${approved.id}, ${rejected.id}, ${cancelled.id})`,
+    );
+    expect(Object.fromEntries(statuses.map((r) => [r.id, r.status]))).toMatchObject({
+      [approved.id]: "applied",
+      [rejected.id]: "rejected",
+      [cancelled.id]: "cancelled",
+    });
+  });
+
+  describe("countersign_purge_plans", () => {
+    it("deletes final plans older than the cutoff with their decisions and outbox rows, keeps the rest, and records itself", async () => {
+      const old = await rejectedPlan();
+      const open = await approvedPlan();
+      const cutoff = new Date(h.clock.now().getTime() + 1000);
+      h.clock.advance(60);
+      const recent = await rejectedPlan();
+      expect(await count(sql`SELECT count(*) AS n FROM outbox WHERE plan_id = ${old.id}`)).toBeGreaterThan(0);
+      const auditBefore = await count(sql`SELECT count(*) AS n FROM audit_events`);
+
+      const [{ purged }] = (await database.rows<{ purged: number }>(
+        sql`SELECT countersign_purge_plans(${cutoff.toISOString()}::timestamptz, 'retention: 30 days') AS purged`,
+      )) as [{ purged: number }];
+
+      expect(Number(purged)).toBeGreaterThanOrEqual(1);
+      expect(await count(sql`SELECT count(*) AS n FROM plans WHERE id = ${old.id}`)).toBe(0);
+      expect(await count(sql`SELECT count(*) AS n FROM decisions WHERE plan_id = ${old.id}`)).toBe(0);
+      expect(await count(sql`SELECT count(*) AS n FROM outbox WHERE plan_id = ${old.id}`)).toBe(0);
+      // An open plan is never purged, however old; a final one newer than the cutoff stays.
+      expect(await count(sql`SELECT count(*) AS n FROM plans WHERE id IN (${open.id}, ${recent.id})`)).toBe(2);
+      expect(await count(sql`SELECT count(*) AS n FROM decisions WHERE plan_id IN (${open.id}, ${recent.id})`)).toBe(2);
+      // Audit events stay, so the chain still verifies from its start.
+      expect(await count(sql`SELECT count(*) AS n FROM audit_events`)).toBe(auditBefore);
+      expect(await verifyAudit(database)).toMatchObject({ ok: true });
+
+      const [record] = await database.rows<{ reason: string; plans: number; decisions: number; outbox: number; by_role: string; before: string | Date }>(
+        sql`SELECT reason, plans, decisions, outbox, by_role, before FROM purges ORDER BY id DESC LIMIT 1`,
+      );
+      expect(record).toMatchObject({ reason: "retention: 30 days", plans: Number(purged) });
+      expect(record!.decisions).toBeGreaterThanOrEqual(1);
+      expect(record!.outbox).toBeGreaterThanOrEqual(1);
+      expect(record!.by_role).toBeTruthy();
+      expect(new Date(record!.before).getTime()).toBe(cutoff.getTime());
+      expect(await refusal(run(sql`DELETE FROM purges`))).toMatch(/purges is append-only: DELETE refused/);
+    });
+
+    it("opens the guards for its own deletes only: later statements in the same transaction are refused", async () => {
+      const survivor = await rejectedPlan();
+      // A cutoff before the survivor was decided: the purge runs, and leaves it.
+      const cutoff = new Date(h.clock.now().getTime() - 3_600_000).toISOString();
+      expect(await refusal(
+        database.db.transaction(async (tx) => {
+          await tx.execute(sql`SELECT countersign_purge_plans(${cutoff}::timestamptz, 'tidy up')`);
+          await tx.execute(sql`DELETE FROM decisions WHERE plan_id = ${survivor.id}`);
+        }),
+      )).toMatch(/decisions is append-only: DELETE refused/);
+      expect(await count(sql`SELECT count(*) AS n FROM decisions WHERE plan_id = ${survivor.id}`)).toBe(1);
+    });
+
+    it.each([
+      ["a cutoff in the future", sql`SELECT countersign_purge_plans(now() + interval '1 day', 'oops')`, /cutoff must be a moment in the past/],
+      ["no cutoff", sql`SELECT countersign_purge_plans(NULL, 'oops')`, /cutoff must be a moment in the past, got NULL/],
+      ["a blank reason", sql`SELECT countersign_purge_plans(now() - interval '1 day', '  ')`, /a reason is required/],
+    ])("refuses %s", async (_what, statement, message) => {
+      const purges = await count(sql`SELECT count(*) AS n FROM purges`);
+      expect(await refusal(run(statement))).toMatch(message);
+      expect(await count(sql`SELECT count(*) AS n FROM purges`)).toBe(purges);
+    });
+  });
+
+  // Last: the added column stays on this file's database.
+  it("a column added later is immutable until it is named as one that may change (fail closed)", async () => {
+    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest());
+    await run(sql`ALTER TABLE plans ADD COLUMN future_column text`);
+    expect(await refusal(run(sql`UPDATE plans SET future_column = 'surprise' WHERE id = ${plan.id}`))).toMatch(/refused a change to future_column;/);
+    // The lifecycle still moves with the new column in place.
+    await cancelPlan(h.ctx, h.agent, plan.id);
+    expect((await database.rows<{ status: string }>(sql`SELECT status FROM plans WHERE id = ${plan.id}`))[0]!.status).toBe("cancelled");
+  });
+});
