@@ -6,20 +6,23 @@ import { adminApi } from "./admin-api.ts";
 import { agentApi } from "./agent-api.ts";
 import { createLoginLink } from "../service/login-links.ts";
 import { webRoutes } from "../web/web-routes.tsx";
+import { OIDC_START_PATH } from "../web/oidc-routes.tsx";
+import type { SlackSignIn } from "../service/oidc-sign-in.ts";
 import { executorApi } from "./executor-api.ts";
 import { errorResponse } from "./http-errors.ts";
+import { DATABASE_UNAVAILABLE, isDatabaseUnreachable } from "../store/database-errors.ts";
 
 /** Countersign's one HTTP app: agent API, executor API, Slack's requests and the browser pages. */
 export function createApp(
   ctx: ServiceContext,
-  options: { adminToken?: string; executorToken?: string; slackHandler?: (c: Context) => Promise<Response>; loginLinks?: boolean } = {},
+  options: { adminToken?: string; executorToken?: string; slackHandler?: (c: Context) => Promise<Response>; loginLinks?: boolean; oidc?: SlackSignIn } = {},
 ): Hono {
   const app = new Hono();
   app.get("/healthz", (c) => c.json({ ok: true, environment: ctx.config.environment }));
   if (options.slackHandler) app.post("/slack/events", options.slackHandler);
   app.route("/v1/executor", executorApi(ctx, options.executorToken));
   app.route("/v1", agentApi(ctx));
-  app.route("/", webRoutes(ctx, { loginLinks: options.loginLinks ?? true }));
+  app.route("/", webRoutes(ctx, { loginLinks: options.loginLinks ?? true, oidc: options.oidc, oidcStartUrl: options.oidc ? OIDC_START_PATH : undefined }));
   if (options.adminToken) {
     const loginLink = options.loginLinks === false ? undefined : (userId: string, name: string | undefined) => createLoginLink(ctx, { userId, name, via: "cli" });
     app.route("/admin", adminApi(ctx.database, options.adminToken, loginLink));
@@ -31,6 +34,7 @@ export function createApp(
     if (err instanceof HTTPException && err.status < 500) {
       return c.json({ error: { code: "invalid_request", message: err.message || "bad request" } }, err.status);
     }
+    if (isDatabaseUnreachable(err)) return c.json({ error: DATABASE_UNAVAILABLE }, 503, { "retry-after": "2" });
     ctx.logger.error({ err, method: c.req.method, path: c.req.path }, "request failed");
     return c.json({ error: { code: "internal", message: "Countersign hit an internal error; it is in the server log" } }, 500);
   });

@@ -58,8 +58,17 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   };
 }
 
+/**
+ * postgres.js reconnects by itself; its default backoff grows to 20 s per connection after a few
+ * refused attempts, so a server that was down for seconds would stay unused for long after it
+ * returned. Retry at most a second apart: a click held during an outage must land within
+ * seconds of the database coming back. (The driver's null-socket crash on a restart is fixed
+ * by patches/apply.mjs.)
+ */
+const RECONNECT = { backoff: (attempt: number) => Math.min(0.05 * 2 ** attempt, 1), connect_timeout: 10 };
+
 function openPostgres(url: string): Database {
-  const client = postgres(url, { onnotice: () => {}, max: 10 });
+  const client = postgres(url, { onnotice: () => {}, max: 10, ...RECONNECT });
   const db = drizzlePostgres({ client, schema }) as unknown as Db;
   return {
     db,
