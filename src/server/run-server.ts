@@ -13,9 +13,10 @@ import { openSlackDoor } from "../slack/slack-door.ts";
 import { createLoginLink } from "../service/login-links.ts";
 import { PlanSignals } from "../service/plan-signals.ts";
 import { openDatabase, type Database } from "../store/db.ts";
+import { isDatabaseUnreachable } from "../store/database-errors.ts";
 import { createApp } from "./app.ts";
 import { claimDataDir } from "./data-dir-lock.ts";
-import { every } from "./every.ts";
+import { every, outageAwareReport } from "./every.ts";
 import { resolveGrantKey } from "./grant-key.ts";
 import type { SigningKey } from "../grant/keys.ts";
 
@@ -86,7 +87,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     const url = `http://127.0.0.1:${port}`;
     dataDirClaim?.publish(url);
 
-    const report = (what: string) => (err: unknown) => logger.error({ err }, `${what} failed; retrying`);
+    const report = (what: string) => outageAwareReport(what, isDatabaseUnreachable, logger);
     const sweeper = every(options.sweepMs ?? 1000, () => expireDue(ctx), report("expiry sweep"));
     const reminders = every(options.remindMs ?? 5000, () => remindDue(ctx), report("reminders"));
     const delivery = every(options.deliverMs ?? 250, () => deliverDue(database!, handlers, ctx.clock, options.delivery ?? DEFAULT_DELIVERY, 20, (dead) => logger.error(dead, "a side effect failed for good and was dead-lettered")), report("outbox delivery"));
