@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { decide } from "../../src/service/decide.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
@@ -26,23 +26,32 @@ describe.each(databaseKinds)("audit verify on $name", (kind) => {
     await database?.close();
   });
 
+  /** The database refuses edits to the log; a table owner who switches the guard off is what verify catches. */
+  async function tamper(statement: SQL): Promise<void> {
+    await database.db.transaction(async (tx) => {
+      await tx.execute(sql`ALTER TABLE audit_events DISABLE TRIGGER audit_events_append_only`);
+      await tx.execute(statement);
+      await tx.execute(sql`ALTER TABLE audit_events ENABLE TRIGGER audit_events_append_only`);
+    });
+  }
+
   it("an untouched log verifies", async () => {
     expect(await verifyAudit(database)).toEqual({ ok: true, events: ids.length });
   });
 
   it("an edited row is named", async () => {
     const victim = ids[4]!;
-    await database.db.execute(sql`UPDATE audit_events SET data = '{"approvers":["U0MALLORY"]}' WHERE id = ${victim}`);
+    await tamper(sql`UPDATE audit_events SET data = '{"approvers":["U0MALLORY"]}' WHERE id = ${victim}`);
     expect(await verifyAudit(database)).toMatchObject({ ok: false, problem: { at: victim, message: expect.stringContaining("edited") } });
   });
 
   it("a row deleted from the middle breaks the next link", async () => {
-    await database.db.execute(sql`DELETE FROM audit_events WHERE id = ${ids[2]!}`);
+    await tamper(sql`DELETE FROM audit_events WHERE id = ${ids[2]!}`);
     expect(await verifyAudit(database)).toMatchObject({ ok: false, problem: { at: ids[3], message: expect.stringContaining("deleted or changed") } });
   });
 
   it("a deleted tail is found against the recorded head", async () => {
-    await database.db.execute(sql`DELETE FROM audit_events WHERE id >= ${ids.at(-2)!}`);
+    await tamper(sql`DELETE FROM audit_events WHERE id >= ${ids.at(-2)!}`);
     expect(await verifyAudit(database)).toMatchObject({ ok: false, problem: { at: "tail", message: expect.stringContaining("were deleted") } });
   });
 });
