@@ -128,7 +128,8 @@ async function start(out: (line: string) => void): Promise<number> {
   const config = loadConfig({ env: { ...env, COUNTERSIGN_EXECUTOR_TOKEN: executorToken }, role: "server" });
   const logger = createLogger(config.logLevel === "info" ? "warn" : config.logLevel);
   const grant = await resolveGrantKey(config);
-  const server = await runServer({ config, logger, grantKey: grant.key }).catch(async (err: unknown) => {
+  // The embedded default is for one person on one machine: loopback only, whatever HOST says.
+  const server = await runServer({ config, logger, grantKey: grant.key, hostname: "127.0.0.1" }).catch(async (err: unknown) => {
     await demo?.target.stop();
     throw err;
   });

@@ -36,6 +36,7 @@ export interface RunServerOptions {
   remindMs?: number;
   /** Retry policy of the outbox (tests shorten it). */
   delivery?: DeliveryPolicy;
+  /** The interface to listen on; otherwise the config's `host` (env HOST). */
   hostname?: string;
 }
 
@@ -82,9 +83,10 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
       ...(config.executorToken ? { executorToken: config.executorToken } : {}),
       loginLinks: config.browser.loginLinks,
     });
-    const server = await listen(app.fetch, config.port, options.hostname);
+    const hostname = options.hostname ?? config.host;
+    const server = await listen(app.fetch, config.port, hostname);
     const port = (server.address() as AddressInfo).port;
-    const url = `http://127.0.0.1:${port}`;
+    const url = `http://${localAddressOf(hostname)}:${port}`;
     dataDirClaim?.publish(url);
 
     const report = (what: string) => outageAwareReport(what, isDatabaseUnreachable, logger);
@@ -116,9 +118,15 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
   }
 }
 
-function listen(fetch: (req: Request) => Response | Promise<Response>, port: number, hostname?: string): Promise<ServerType & { closeAllConnections?: () => void }> {
+function listen(fetch: (req: Request) => Response | Promise<Response>, port: number, hostname: string): Promise<ServerType & { closeAllConnections?: () => void }> {
   return new Promise((resolve, reject) => {
-    const server = serve({ fetch, port, ...(hostname ? { hostname } : {}) }, () => resolve(server as never));
+    const server = serve({ fetch, port, hostname }, () => resolve(server as never));
     server.once("error", reject);
   });
+}
+
+/** How a process on this machine reaches a server listening on `hostname` (the wildcard addresses via loopback). */
+function localAddressOf(hostname: string): string {
+  if (hostname === "0.0.0.0" || hostname === "::") return "127.0.0.1";
+  return hostname.includes(":") ? `[${hostname}]` : hostname;
 }

@@ -45,6 +45,7 @@ export function testConfig(targets: Record<string, TargetConfig>, defaults: Part
   return {
     environment: "test",
     port: 0,
+    host: "127.0.0.1",
     publicUrl: "http://countersign.test",
     database: { kind: "pglite", dataDir: "/nonexistent" },
     dataDir: "/nonexistent",
