@@ -5,9 +5,9 @@ import type { Logger } from "pino";
 import { whyMayNotDecide } from "../policy/may-decide.ts";
 import type { PlanDocument } from "../plan/schema.ts";
 import type { ServiceContext } from "../service/context.ts";
-import { decide } from "../service/decide.ts";
 import { groupsOfApprover } from "../service/approver-groups.ts";
 import { plans } from "../store/schema.ts";
+import { decideDurably } from "./durable-decision.ts";
 import { escapeMrkdwn } from "./escape.ts";
 import { refusalText } from "./refusal-text.ts";
 import { rejectModal } from "./reject-modal.ts";
@@ -25,6 +25,8 @@ export interface ListenerDeps {
   teamId: () => string;
   /** A one-time browser sign-in link for a Slack user, when the browser door offers one. */
   loginLink?: (userId: string) => Promise<string>;
+  /** How long a click waits for an unreachable database before the clicker is told it was not recorded. */
+  decisionRetryMs?: number;
 }
 
 /**
@@ -59,7 +61,7 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
     const value = await clickedPlan(body, client);
     if (!value) return;
     try {
-      await decide(ctx, { planId: value.planId, hash: value.hash, actor: { userId: body.user.id, via: "slack" }, verdict: "approve" });
+      await decideDurably(ctx, { planId: value.planId, hash: value.hash, actor: { userId: body.user.id, via: "slack" }, verdict: "approve" }, { windowMs: deps.decisionRetryMs, tell: (text) => tellClicker(client, channel, body.user.id, text) });
     } catch (err) {
       logRefusal(logger, err);
       await tellClicker(client, channel, body.user.id, refusalText(err));
@@ -99,7 +101,7 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
       return tellClicker(client, meta.channel, body.user.id, `Countersign accepts decisions only from members of its own workspace (${deps.teamId()}); nothing was recorded.`);
     }
     try {
-      await decide(ctx, { planId: meta.planId, hash: meta.hash, actor: { userId: body.user.id, via: "slack" }, verdict: "reject", reason });
+      await decideDurably(ctx, { planId: meta.planId, hash: meta.hash, actor: { userId: body.user.id, via: "slack" }, verdict: "reject", reason }, { windowMs: deps.decisionRetryMs, tell: (text) => tellClicker(client, meta.channel, body.user.id, text) });
     } catch (err) {
       logRefusal(logger, err);
       await tellClicker(client, meta.channel, body.user.id, refusalText(err));
