@@ -5,7 +5,12 @@ import { createReadOnlyHttp } from "../adapters/read-only-http.ts";
 import type { TargetConfig } from "../config/schema.ts";
 import type { VerifyingKeys } from "../grant/keys.ts";
 import { executePlan, type Claim, type ExecutionPorts } from "./execute-plan.ts";
-import { ServerRefused, type ExecutorServer } from "./server-client.ts";
+import type { Outcome } from "../plan/outcome.ts";
+import { minimalOutcome, reportableOutcome } from "./reportable-outcome.ts";
+import { ReportRefused, ServerRefused, type ExecutorServer } from "./server-client.ts";
+
+/** Transient report failures retried before giving the plan back to the lease (about 15 s in all). */
+const REPORT_ATTEMPTS = 5;
 
 export interface ExecutorOptions {
   server: ExecutorServer;
@@ -45,6 +50,38 @@ export function runExecutor(options: ExecutorOptions): { stop(): Promise<void>; 
     write: (action, key) => applyHttpJson(fetchImpl, action.target, target(action.target), action, key),
   };
 
+  /**
+   * Reports until the server has the outcome: a transient failure (network, 5xx) is retried
+   * while the lease is kept; a permanent refusal gets the minimal report once, and then is
+   * logged and left, never resent (which would loop until the lease ran out, and again after).
+   */
+  const reportOnce = async (claimToken: string, outcome: Outcome, log: Logger): Promise<boolean> => {
+    const full = reportableOutcome(outcome);
+    let delay = 500;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await server.report(claimToken, full);
+      } catch (err) {
+        if (err instanceof ReportRefused) {
+          log.warn({ status: err.status }, "the server refused the full report; sending the minimal one");
+          try {
+            return await server.report(claimToken, minimalOutcome(outcome, err.message));
+          } catch (again) {
+            if (again instanceof ReportRefused) {
+              log.error({ status: again.status, outcome: outcome.status }, `the server refused even the minimal report; not retrying: ${again.message}`);
+              return false;
+            }
+            throw again;
+          }
+        }
+        if (err instanceof ServerRefused || attempt >= REPORT_ATTEMPTS || stopping.signal.aborted) throw err;
+        log.warn({ err }, `report failed; retrying in ${delay} ms`);
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 5000);
+      }
+    }
+  };
+
   const handle = async (claim: Claim) => {
     const log = logger.child({ planId: claim.plan.id });
     const heartbeat = setInterval(() => {
@@ -55,7 +92,7 @@ export function runExecutor(options: ExecutorOptions): { stop(): Promise<void>; 
     }, options.heartbeatMs ?? Math.max(1000, (Date.parse(claim.leaseExpiresAt) - Date.now()) / 3));
     try {
       const outcome = await executePlan(claim, ports);
-      const accepted = await server.report(claim.claimToken, outcome);
+      const accepted = await reportOnce(claim.claimToken, outcome, log);
       log.info({ status: outcome.status, reconciled: outcome.reconciled, partial: outcome.partial, accepted }, accepted ? "plan executed" : "report refused: lease lost");
     } finally {
       clearInterval(heartbeat);

@@ -7,11 +7,24 @@ export interface ExecutorServer {
   claim(signal?: AbortSignal): Promise<Claim | undefined>;
   /** Extends the lease; false when the lease was lost (someone else holds the plan now). */
   heartbeat(claimToken: string): Promise<boolean>;
-  /** Closes the claim with the outcome; false when the lease was lost and the report refused. */
+  /** Closes the claim with the outcome; false when the lease was lost. Throws ReportRefused for a permanent 4xx. */
   report(claimToken: string, outcome: Outcome): Promise<boolean>;
 }
 
 export class ServerRefused extends Error {}
+
+/**
+ * The server answered a report with a 4xx that resending cannot change (the outcome is invalid,
+ * too large or not JSON). Unlike a network error or a 5xx, retrying it would loop forever.
+ */
+export class ReportRefused extends Error {
+  readonly status: number;
+  constructor(status: number, body: string) {
+    super(`the server refused the report with HTTP ${status}: ${body.slice(0, 300)}`);
+    this.name = "ReportRefused";
+    this.status = status;
+  }
+}
 
 export function executorServer(baseUrl: string, token: string, fetchImpl: typeof fetch = fetch): ExecutorServer {
   const post = async (path: string, body?: unknown, signal?: AbortSignal) => {
@@ -37,6 +50,10 @@ export function executorServer(baseUrl: string, token: string, fetchImpl: typeof
       return (await response.json()) as Claim;
     },
     heartbeat: async (claimToken) => leaseAnswer(await post(`/claims/${encodeURIComponent(claimToken)}/heartbeat`)),
-    report: async (claimToken, outcome) => leaseAnswer(await post(`/claims/${encodeURIComponent(claimToken)}/report`, outcome)),
+    async report(claimToken, outcome) {
+      const response = await post(`/claims/${encodeURIComponent(claimToken)}/report`, outcome);
+      if (response.status >= 400 && response.status < 500 && response.status !== 409) throw new ReportRefused(response.status, await response.text());
+      return leaseAnswer(response);
+    },
   };
 }

@@ -1,6 +1,5 @@
 import { Hono } from "hono";
 import { createMiddleware } from "hono/factory";
-import { LIMITS } from "../plan/schema.ts";
 import { authenticateAgent, type AgentIdentity } from "../service/authenticate-agent.ts";
 import { cancelPlan } from "../service/cancel-plan.ts";
 import type { ServiceContext } from "../service/context.ts";
@@ -9,6 +8,7 @@ import { getPlan } from "../service/get-plan.ts";
 import { listPlanEvents } from "../service/list-events.ts";
 import { submitPlan } from "../service/submit-plan.ts";
 import { MAX_WAIT_SECONDS, waitForPlan } from "../service/wait-for-plan.ts";
+import { readJsonBody } from "./json-body.ts";
 import { openApiDocument } from "./openapi.ts";
 
 type Env = { Variables: { agent: AgentIdentity } };
@@ -28,7 +28,7 @@ export function agentApi(ctx: ServiceContext): Hono<Env> {
   api.get("/openapi.json", (c) => c.json(openApiDocument(ctx.config.publicUrl)));
 
   api.post("/plans", async (c) => {
-    const { created, plan } = await submitPlan(ctx, c.get("agent"), await jsonBody(c.req.raw));
+    const { created, plan } = await submitPlan(ctx, c.get("agent"), await readJsonBody(c.req.raw, { what: "the plan request", requireJsonType: true }));
     return c.json(plan, created ? 201 : 200);
   });
 
@@ -48,39 +48,4 @@ export function agentApi(ctx: ServiceContext): Hono<Env> {
   api.get("/plans/:id/events", async (c) => c.json({ events: await listPlanEvents(ctx, c.get("agent"), c.req.param("id")) }));
 
   return api;
-}
-
-/** Past this, an oversized body is cut off rather than read to the end to answer politely. */
-const DRAIN_LIMIT = 32 * 1024 * 1024;
-
-/**
- * Reads a JSON body of at most LIMITS.maxBodyBytes. An oversized body is still drained (up to
- * DRAIN_LIMIT) before the 413, so an ordinary client that sends it all reads the answer
- * instead of a reset connection.
- */
-async function jsonBody(request: Request): Promise<unknown> {
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  if (request.body) {
-    const reader = request.body.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size <= LIMITS.maxBodyBytes) chunks.push(value);
-      else if (size > DRAIN_LIMIT) {
-        await reader.cancel();
-        break;
-      }
-    }
-  }
-  if (size > LIMITS.maxBodyBytes) {
-    throw new ServiceError("payload_too_large", `the request body is larger than ${LIMITS.maxBodyBytes / 1024} KiB; split the plan or shrink its bodies`);
-  }
-  const text = Buffer.concat(chunks).toString("utf8");
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new ServiceError("invalid_json", `the request body is not valid JSON: ${(err as Error).message}`);
-  }
 }

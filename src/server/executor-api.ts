@@ -2,11 +2,14 @@ import { Hono } from "hono";
 import { claimApprovedWaiting } from "../service/claim-approved.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { ServiceError } from "../service/errors.ts";
-import { heartbeatClaim } from "../service/heartbeat-claim.ts";
+import { heartbeatClaim, leaseLost } from "../service/heartbeat-claim.ts";
 import { reportOutcome } from "../service/report-outcome.ts";
 import { bearerMatches } from "./bearer.ts";
+import { readJsonBody } from "./json-body.ts";
 
 export const MAX_CLAIM_WAIT_SECONDS = 25;
+/** An outcome carries up to 200 changed fields per action, so it may be larger than a plan request. */
+const MAX_OUTCOME_BYTES = 8 * 1024 * 1024;
 
 /** `/v1/executor`: where executors claim approved plans, keep their lease, and report. */
 export function executorApi(ctx: ServiceContext, token: string | undefined): Hono {
@@ -14,6 +17,13 @@ export function executorApi(ctx: ServiceContext, token: string | undefined): Hon
   api.use("*", async (c, next) => {
     if (!token) throw new ServiceError("unauthorized", "the executor API is off: set COUNTERSIGN_EXECUTOR_TOKEN on the server and the executor");
     if (!bearerMatches(c.req.header("authorization"), token)) throw new ServiceError("unauthorized", "wrong executor token (COUNTERSIGN_EXECUTOR_TOKEN)");
+    await next();
+  });
+
+  // Tokens are 24 random bytes in base64url; anything else was never issued, and is answered
+  // before the database is asked (a NUL in it would otherwise fail inside PostgreSQL).
+  api.use("/claims/:claimToken/*", async (c, next) => {
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(c.req.param("claimToken") ?? "")) throw leaseLost();
     await next();
   });
 
@@ -30,12 +40,7 @@ export function executorApi(ctx: ServiceContext, token: string | undefined): Hon
   api.post("/claims/:claimToken/heartbeat", async (c) => c.json(await heartbeatClaim(ctx, c.req.param("claimToken"))));
 
   api.post("/claims/:claimToken/report", async (c) => {
-    let body: unknown;
-    try {
-      body = await c.req.json();
-    } catch (err) {
-      throw new ServiceError("invalid_json", `the outcome is not valid JSON: ${(err as Error).message}`);
-    }
+    const body = await readJsonBody(c.req.raw, { what: "the outcome", maxBytes: MAX_OUTCOME_BYTES });
     return c.json(await reportOutcome(ctx, c.req.param("claimToken"), body));
   });
   return api;

@@ -20,6 +20,7 @@ export const HTTP_STATUS_OF: Record<ErrorCode, ContentfulStatusCode> = {
   self_approval: 403,
   not_an_approver: 403,
   payload_too_large: 413,
+  unsupported_media_type: 415,
   unknown_target: 422,
   preview_failed: 422,
   policy_denied: 422,

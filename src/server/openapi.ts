@@ -305,6 +305,7 @@ function build(publicUrl: string): object {
             ...common,
             ...errors(409, ["idempotency_conflict"], "The `idempotencyKey` was used for a different plan (`details.planId`)"),
             ...errors(413, ["payload_too_large"], `The body is over ${LIMITS.maxBodyBytes / 1024} KiB`),
+            ...errors(415, ["unsupported_media_type"], "The body is not sent as `Content-Type: application/json`"),
             ...errors(422, ["unknown_target", "preview_failed", "policy_denied"], "The plan is well-formed but cannot be proposed"),
           },
         },

@@ -9,6 +9,7 @@ export type ErrorCode =
   | "not_found"
   | "idempotency_conflict"
   | "payload_too_large"
+  | "unsupported_media_type"
   | "unknown_target"
   | "preview_failed"
   | "policy_denied"

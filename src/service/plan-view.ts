@@ -1,5 +1,7 @@
 import { asc, eq } from "drizzle-orm";
+import { neutralizeBidiJson } from "../plan/bidi.ts";
 import type { Change } from "../plan/changes.ts";
+import type { Json } from "../plan/json.ts";
 import type { Outcome } from "../plan/outcome.ts";
 import { redactChange, redactJson, redactText, type RedactionRules } from "../policy/redact.ts";
 import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
@@ -59,7 +61,11 @@ function redactView(view: PlanView, audience: Audience, rules: RedactionRules): 
     })),
   };
   const plan = audience === "agent" ? view.plan : { ...view.plan, actions: view.plan.actions.map((a) => (a.body === undefined ? a : { ...a, body: redactJson(a.body, rules) })) };
-  return { ...view, plan, preview: { actions }, ...(outcome ? { outcome } : {}) };
+  const redacted: PlanView = { ...view, plan, preview: { actions }, ...(outcome ? { outcome } : {}) };
+  // This is the one place bidi controls are neutralized: every reviewer display (Slack messages,
+  // browser pages and streams) reads a plan through this view, and the agent's view must keep its
+  // own text exactly (it recomputes the hash from it).
+  return audience === "reviewer" ? neutralizeBidiJson(redacted as unknown as Json) as unknown as PlanView : redacted;
 }
 
 async function rawPlanView(db: Queryable, publicUrl: string, row: PlanRow): Promise<PlanView> {

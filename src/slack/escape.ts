@@ -13,6 +13,8 @@
  * All lengths are UTF-16 code units, which is what Slack counts.
  */
 
+import { neutralizeBidi } from "../plan/bidi.ts";
+
 export const ELLIPSIS = "…";
 
 /** Zero-width, no-break and invisible: keeps a `<` from starting a Slack token without showing anything. */
@@ -88,6 +90,15 @@ export function wellFormed(text: string): string {
   return text.replace(LONE_SURROGATE, "\uFFFD");
 }
 
+/**
+ * What every escape below starts from: well-formed, with bidi controls shown as markers. Plan
+ * data already arrives neutralized through the reviewer view (plan-view.ts); this catches the
+ * text that reaches Slack another way (audit-event reasons in thread replies, `/countersign list`).
+ */
+function shown(text: string): string {
+  return neutralizeBidi(wellFormed(text));
+}
+
 /** Line breaks as spaces: for values shown on one line, where an agent could otherwise forge a second line. */
 export function singleLine(text: string): string {
   return text.replace(LINE_BREAKS, " ");
@@ -96,7 +107,7 @@ export function singleLine(text: string): string {
 /** Agent text for mrkdwn outside code: `&`, `<`, `>` as entities, formatting characters defused. */
 export function escapeMrkdwn(text: string): string {
   return (
-    wellFormed(text)
+    shown(text)
       .replace(MRKDWN_SPECIAL, (c) => HTML_ENTITIES[c] ?? FORMATTING_LOOKALIKES[c] ?? c)
       // A line starting with `>` (escaped or full-width) is still a block quote; a soft hyphen in
       // front stops that (jsx-slack's tested workaround) and is invisible.
@@ -106,7 +117,7 @@ export function escapeMrkdwn(text: string): string {
 
 /** Text for the inside of a code span: entities, invisible characters spelled out, backticks defused. */
 export function escapeInCode(text: string): string {
-  return wellFormed(text)
+  return shown(text)
     .replace(INVISIBLE_IN_CODE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
     .replace(CODE_SPECIAL, (c) => HTML_ENTITIES[c] ?? FORMATTING_LOOKALIKES[c] ?? c);
 }
@@ -116,7 +127,7 @@ export function escapeInCode(text: string): string {
  * client ever could, and keeps our own output free of agent-made `<!…>`, `<@…>` and `<http…>`.
  */
 export function defuseTokens(text: string): string {
-  return wellFormed(text).replaceAll("<", "<" + WORD_JOINER);
+  return shown(text).replaceAll("<", "<" + WORD_JOINER);
 }
 
 /** `text` as an inline code span of at most `max` (≥ 3) characters, backticks included. */

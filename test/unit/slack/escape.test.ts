@@ -56,7 +56,7 @@ describe("escapeInCode", () => {
     ["a backtick cannot end the span", "a`b", "a\u02CBb"],
     ["& < > become entities", "<@U123>&", "&lt;@U123&gt;&amp;"],
     ["a newline is spelled out", "a\nb", "a\\u000ab"],
-    ["a right-to-left override is spelled out", "abc\u202Efed", "abc\\u202efed"],
+    ["a right-to-left override is shown as a marker", "abc\u202Efed", "abc⟨U+202E⟩fed"],
     ["a zero-width space is spelled out", "ad\u200Bmin", "ad\\u200bmin"],
     ["an emoji ZWJ sequence stays whole", "👩‍💻", "👩‍💻"],
   ])("%s", (_name, input, expected) => {
