@@ -1,12 +1,23 @@
-import { pino, type Logger } from "pino";
+import { pino, type DestinationStream, type Logger } from "pino";
+import { loggableError } from "./log-redaction.ts";
 
-/** JSON lines on stdout. Credentials are redacted wherever they appear under these names. */
-export function createLogger(level: string): Logger {
-  return pino({
+/** Credentials are redacted wherever they appear under these names, one level deep. */
+const REDACT_PATHS = [
+  "authorization", "*.authorization", "headers.*", "*.headers.*",
+  "cookie", "*.cookie", "password", "*.password", "secret", "*.secret", "token", "*.token",
+  "key", "*.key", "adminToken", "*.adminToken", "params", "*.params",
+];
+
+/**
+ * Every logger in a Countersign process (server, executor, CLI) comes from here, so one rule
+ * decides what an error may say in a log line: never its query parameters or the values a
+ * database quotes back (see log-redaction.ts). JSON lines on stdout, or on `destination`.
+ */
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  const options = {
     level,
-    redact: {
-      paths: ["authorization", "*.authorization", "headers.*", "*.headers.*", "key", "*.key", "adminToken", "*.adminToken"],
-      censor: "[redacted]",
-    },
-  });
+    serializers: { err: loggableError, error: loggableError },
+    redact: { paths: REDACT_PATHS, censor: "[redacted]" },
+  };
+  return destination ? pino(options, destination) : pino(options);
 }
