@@ -425,3 +425,45 @@ describe("interpolate", () => {
     expect(raw).toStrictEqual({ a: "${A}", b: ["${A}"] });
   });
 });
+
+describe("loadConfig: browser.oidc (Sign in with Slack)", () => {
+  const SLACK_ENV = { SLACK_BOT_TOKEN: "xoxb-1", SLACK_SIGNING_SECRET: "signing-secret" };
+  const withOidc = (oidc: string, slack = "slack:\n  reviewChannel: C0REVIEW\n") => `${slack}browser:\n  oidc:\n${oidc}`;
+
+  it("reads clientId and a ${VAR} clientSecret, with Slack as the default issuer and the bot token's team as the default team", () => {
+    const config = load(withOidc("    clientId: '1234.5678'\n    clientSecret: ${SLACK_CLIENT_SECRET}\n"), { env: { ...SLACK_ENV, SLACK_CLIENT_SECRET: "s3cret" } });
+    expect(config.browser.oidc).toEqual({ clientId: "1234.5678", clientSecret: "s3cret", issuer: "https://slack.com" });
+    expect(config.browser.loginLinks).toBe(true);
+  });
+
+  it("names the unset variable of a ${VAR} clientSecret", () => {
+    const err = configError(() => load(withOidc("    clientId: '1234.5678'\n    clientSecret: ${SLACK_CLIENT_SECRET}\n"), { env: SLACK_ENV }));
+    expect(problemAt(err, "browser.oidc.clientSecret")).toContain("SLACK_CLIENT_SECRET");
+  });
+
+  it("without Slack, teamId is required and its absence names browser.oidc.teamId", () => {
+    const err = configError(() => load(withOidc("    clientId: '1234.5678'\n    clientSecret: s\n", "")));
+    expect(problemAt(err, "browser.oidc.teamId")).toContain("SLACK_BOT_TOKEN");
+    expect(load(withOidc("    clientId: '1234.5678'\n    clientSecret: s\n    teamId: T0TEAM\n", "")).browser.oidc?.teamId).toBe("T0TEAM");
+  });
+
+  it("loginLinks: false with OIDC is a valid sign-in setup", () => {
+    const config = load("browser:\n  loginLinks: false\n  oidc:\n    clientId: a\n    clientSecret: b\n    teamId: T0TEAM\n");
+    expect(config.browser.loginLinks).toBe(false);
+    expect(config.browser.oidc?.clientId).toBe("a");
+  });
+
+  it.each([
+    ["a missing clientId", "    clientSecret: s\n    teamId: T0TEAM\n", "browser.oidc.clientId"],
+    ["an empty clientSecret", "    clientId: a\n    clientSecret: ''\n    teamId: T0TEAM\n", "browser.oidc.clientSecret"],
+    ["a malformed teamId", "    clientId: a\n    clientSecret: s\n    teamId: acme\n", "browser.oidc.teamId"],
+    ["a plain-http issuer that is not loopback", "    clientId: a\n    clientSecret: s\n    teamId: T0TEAM\n    issuer: http://slack.example\n", "browser.oidc.issuer"],
+    ["an unknown key", "    clientId: a\n    clientSecret: s\n    teamId: T0TEAM\n    scope: openid\n", "browser.oidc.scope"],
+  ])("%s is an error naming the key", (_name, oidc, key) => {
+    problemAt(configError(() => load(withOidc(oidc, ""))), key);
+  });
+
+  it("a loopback issuer may be plain http (a local emulator)", () => {
+    expect(load(withOidc("    clientId: a\n    clientSecret: s\n    teamId: T0TEAM\n    issuer: http://127.0.0.1:4999\n", "")).browser.oidc?.issuer).toBe("http://127.0.0.1:4999");
+  });
+});
