@@ -1,3 +1,5 @@
+import { redactText } from "./policy/redact.ts";
+
 /**
  * What an error may say in a log line. Errors carry more than their message: drizzle appends
  * every query parameter ("params: …", a plan's document included), PostgreSQL's `detail` quotes
@@ -56,15 +58,14 @@ export function withoutQueryParameters(message: string): string {
 }
 
 /**
- * Credentials in free text: a URL's user:password, an Authorization scheme's token, and tokens
- * shaped like Slack's, Countersign's own (agent keys, webhook secrets) or common API keys. In a
- * database error the value PostgreSQL quotes at the end ("invalid input syntax for type uuid: "…"") goes too.
+ * Credentials in free text: a URL's user:password, an Authorization scheme's token, and values
+ * shaped like credentials (the reviewers' rule, redactText). In a database error the value
+ * PostgreSQL quotes at the end ("invalid input syntax for type uuid: "…"") goes too.
  */
 export function scrubText(text: string, fromDatabase: boolean): string {
-  let out = text
+  let out = redactText(text)
     .replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi, "$1[redacted]@")
-    .replace(/\b(Bearer|Basic|Token)\s+[^\s"',;]+/gi, "$1 [redacted]")
-    .replace(/\b(xox[a-z]-|xapp-|csk_|whsec_|sk-|ghp_|github_pat_|AKIA)[A-Za-z0-9._-]+/g, "$1[redacted]");
+    .replace(/\b(Bearer|Basic|Token)\s+[^\s"',;]+/gi, "$1 [redacted]");
   if (fromDatabase) out = out.replace(/: ".*"$/s, ': "[redacted]"');
   return out;
 }
