@@ -19,6 +19,7 @@ export const HTTP_STATUS_OF: Record<ErrorCode, ContentfulStatusCode> = {
   plan_expired: 409,
   self_approval: 403,
   not_an_approver: 403,
+  not_a_reader: 403,
   payload_too_large: 413,
   unsupported_media_type: 415,
   unknown_target: 422,

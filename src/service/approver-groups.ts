@@ -1,4 +1,4 @@
-import { approverGroups } from "../policy/may-decide.ts";
+import { approverGroups } from "../policy/approvers.ts";
 import type { AppliedPolicy } from "../plan/schema.ts";
 import type { ServiceContext } from "./context.ts";
 import { ServiceError } from "./errors.ts";
@@ -8,6 +8,32 @@ export interface ApproverDirectory {
   membersOf(groupId: string): Promise<readonly string[]>;
 }
 
+/** The groups (of those asked about) a person is in, and those nobody could answer for just now. */
+export interface Membership {
+  memberOf: string[];
+  unchecked: { group: string; error: string }[];
+}
+
+/**
+ * Which of `groups` this person is in, looked up now. A group the directory cannot answer for
+ * (or every group, without Slack) is `unchecked`: callers treat it as "not a member" and say so.
+ */
+export async function membershipOf(ctx: Pick<ServiceContext, "directory">, userId: string, groups: readonly string[]): Promise<Membership> {
+  const membership: Membership = { memberOf: [], unchecked: [] };
+  for (const group of new Set(groups)) {
+    if (!ctx.directory) {
+      membership.unchecked.push({ group, error: "Slack is not connected" });
+      continue;
+    }
+    try {
+      if ((await ctx.directory.membersOf(group)).includes(userId)) membership.memberOf.push(group);
+    } catch (err) {
+      membership.unchecked.push({ group, error: (err as Error).message });
+    }
+  }
+  return membership;
+}
+
 /**
  * The approver groups of this policy that `userId` belongs to, looked up now. A directory that
  * cannot answer refuses the decision (`approver_check_failed`): an outage never lets anyone in.
@@ -15,18 +41,13 @@ export interface ApproverDirectory {
 export async function groupsOfApprover(ctx: Pick<ServiceContext, "directory">, userId: string, policy: Pick<AppliedPolicy, "approvers">): Promise<string[]> {
   const groups = approverGroups(policy);
   if (groups.length === 0 || policy.approvers.includes(userId)) return [];
-  if (!ctx.directory) {
+  const { memberOf, unchecked } = await membershipOf(ctx, userId, groups);
+  const [failed] = unchecked;
+  if (failed && !ctx.directory) {
     throw new ServiceError("approver_check_failed", `this plan's approvers include user groups (${groups.join(", ")}), which need Slack to look up; nothing was recorded`);
   }
-  const memberOf: string[] = [];
-  for (const group of groups) {
-    let members: readonly string[];
-    try {
-      members = await ctx.directory.membersOf(group);
-    } catch (err) {
-      throw new ServiceError("approver_check_failed", `could not check whether you are in user group ${group} (${(err as Error).message}); nothing was recorded, try again shortly`);
-    }
-    if (members.includes(userId)) memberOf.push(group);
+  if (failed) {
+    throw new ServiceError("approver_check_failed", `could not check whether you are in user group ${failed.group} (${failed.error}); nothing was recorded, try again shortly`);
   }
   return memberOf;
 }

@@ -1,15 +1,19 @@
 import { and, asc, eq } from "drizzle-orm";
 import { issueGrant, type GrantApprover } from "../grant/grant.ts";
-import { shortHash } from "../plan/fingerprint.ts";
-import { hasExpired } from "../plan/lifecycle.ts";
-import type { PlanDocument } from "../plan/schema.ts";
-import { quorumMet, whyMayNotDecide } from "../policy/may-decide.ts";
+import { isPlanId, type PlanDocument } from "../plan/schema.ts";
+import { whyUnstorableText } from "../plan/storable.ts";
+import { quorumMet } from "../policy/approvers.ts";
+import { whyMayNot } from "../policy/may-act.ts";
 import { decisions, plans } from "../store/schema.ts";
 import type { Actor } from "./audit.ts";
 import type { ServiceContext } from "./context.ts";
 import { ServiceError } from "./errors.ts";
 import { groupsOfApprover } from "./approver-groups.ts";
+import { refusalError } from "./refusal-error.ts";
 import { recordPlanEvent, transition, type PlanRow } from "./transition.ts";
+
+/** The longest reject reason, in characters: the agent and the requester read it, and so does Slack. */
+export const MAX_REJECT_REASON_CHARS = 2000;
 
 export interface DecideInput {
   planId: string;
@@ -28,16 +32,14 @@ export interface DecideResult {
 }
 
 /**
- * A person approves or rejects a plan. Refusals are typed errors and record nothing, checked in
- * a fixed order so every door gives the same answer: expired, already decided, hash mismatch,
- * self-approval, not an approver. Votes are counted under a row lock on the plan, so
- * concurrent clicks are neither lost nor double counted, and the quorum transition happens once.
+ * A person approves or rejects a plan. Refusals are typed errors and record nothing; whether
+ * this person may decide is the one rule in `policy/may-act.ts`, asked under a row lock on the
+ * plan, so concurrent clicks are neither lost nor double counted and the quorum transition
+ * happens once.
  */
 export async function decide(ctx: ServiceContext, input: DecideInput): Promise<DecideResult> {
-  const reason = input.reason?.trim();
-  if (input.verdict === "reject" && !reason) {
-    throw new ServiceError("invalid_request", "a rejection needs a reason, so the agent and the requester know what to change", { issues: [{ path: "/reason", message: "required to reject" }] });
-  }
+  if (!isPlanId(input.planId)) throw new ServiceError("not_found", `there is no plan ${input.planId}`);
+  const reason = checkedReason(input);
   const actor: Actor = { type: "user", userId: input.actor.userId, via: input.actor.via };
   // Group membership is looked up before the transaction (no network I/O while holding the
   // row lock); the plan document it depends on never changes, so reading it first is safe.
@@ -49,29 +51,16 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
     if (!plan) throw new ServiceError("not_found", `there is no plan ${input.planId}`);
     const now = ctx.clock();
     const doc = plan.document as PlanDocument;
-
-    if (hasExpired(plan, now)) {
-      throw new ServiceError("plan_expired", `this plan expired at ${plan.expiresAt.toISOString()}; nothing was recorded. The agent must submit it again.`, { details: { expiresAt: plan.expiresAt.toISOString() } });
-    }
-    if (plan.status !== "pending") {
-      throw new ServiceError("already_decided", `this plan is already ${plan.status}; nothing was recorded`, { details: { status: plan.status } });
-    }
-    if (input.hash !== plan.hash) {
-      throw new ServiceError("hash_mismatch", `you decided on plan version ${shortHash(input.hash)}, but the plan is ${shortHash(plan.hash)}; reload it and review what changed`, { details: { expected: plan.hash, got: input.hash } });
-    }
-    const refusal = whyMayNotDecide(input.actor.userId, doc, memberOf);
-    if (refusal === "self_approval") {
-      throw new ServiceError("self_approval", "this plan was requested on your behalf, so someone else must decide it");
-    }
-    if (refusal === "not_an_approver") {
-      throw new ServiceError("not_an_approver", `you may not decide this plan; it needs ${doc.policy.requiredApprovals} approval(s) from: ${doc.policy.approvers.join(", ")}`, { details: { approvers: doc.policy.approvers } });
-    }
-
     const votes = await tx.select().from(decisions).where(and(eq(decisions.planId, plan.id), eq(decisions.verdict, "approve"))).orderBy(asc(decisions.id));
     const approvers = votes.map((v) => v.userId);
-    if (input.verdict === "approve" && approvers.includes(input.actor.userId)) {
-      throw new ServiceError("already_voted", "you already approved this plan; one person counts once", { details: { approvals: approvers, requiredApprovals: doc.policy.requiredApprovals } });
-    }
+
+    const refusal = whyMayNot(
+      { userId: input.actor.userId, memberOf },
+      { status: plan.status, expiresAt: plan.expiresAt, hash: plan.hash, onBehalfOf: doc.onBehalfOf, policy: doc.policy, approvals: approvers },
+      { verb: "decide", verdict: input.verdict, hash: input.hash },
+      now,
+    );
+    if (refusal) throw refusalError(refusal);
 
     await tx.insert(decisions).values({
       planId: plan.id,
@@ -113,4 +102,21 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
 
   ctx.logger.info({ planId: input.planId, userId: input.actor.userId, via: input.actor.via, verdict: input.verdict, status: result.status }, "decision recorded");
   return result;
+}
+
+/** The reason, trimmed, once it is one a person may give: required to reject, bounded, storable. */
+function checkedReason(input: DecideInput): string | undefined {
+  const reason = input.reason?.trim();
+  const invalid = (message: string, detail: string) => new ServiceError("invalid_request", message, { issues: [{ path: "/reason", message: detail }] });
+  if (input.verdict === "reject" && !reason) {
+    throw invalid("a rejection needs a reason, so the agent and the requester know what to change", "required to reject");
+  }
+  if (reason === undefined) return undefined;
+  const chars = [...reason].length;
+  if (chars > MAX_REJECT_REASON_CHARS) {
+    throw invalid(`the reason is ${chars} characters; at most ${MAX_REJECT_REASON_CHARS} are allowed`, `at most ${MAX_REJECT_REASON_CHARS} characters (got ${chars})`);
+  }
+  const unstorable = whyUnstorableText(reason);
+  if (unstorable) throw invalid(`the reason ${unstorable}`, unstorable);
+  return reason || undefined;
 }

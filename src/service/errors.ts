@@ -19,6 +19,7 @@ export type ErrorCode =
   | "self_approval"
   | "not_an_approver"
   | "already_voted"
+  | "not_a_reader"
   | "lease_lost"
   | "approver_check_failed"
   | "conflict";

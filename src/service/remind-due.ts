@@ -1,5 +1,6 @@
 import { and, eq, gt } from "drizzle-orm";
-import { approverGroups } from "../policy/may-decide.ts";
+import { approverGroups, isUserGroup } from "../policy/approvers.ts";
+import { whyMayNot } from "../policy/may-act.ts";
 import type { PlanDocument } from "../plan/schema.ts";
 import { decisions, planReminders, plans } from "../store/schema.ts";
 import type { ServiceContext } from "./context.ts";
@@ -30,8 +31,11 @@ export async function remindDue(ctx: ServiceContext): Promise<number> {
         const inserted = await tx.insert(planReminders).values(points.filter((p) => p >= point).map((p) => ({ planId: plan.id, secondsBefore: p, sentAt: now }))).onConflictDoNothing().returning();
         if (!inserted.some((r) => r.secondsBefore === point)) return;
         const approved = (await tx.select({ userId: decisions.userId }).from(decisions).where(and(eq(decisions.planId, plan.id), eq(decisions.verdict, "approve")))).map((d) => d.userId);
+        // Who could still decide, by the same rule as their buttons; a group's members are not
+        // listed (Slack would be asked for every reminder), the group is named instead.
+        const facts = { status: row.status, expiresAt: row.expiresAt, hash: row.hash, onBehalfOf: doc.onBehalfOf, policy: doc.policy, approvals: approved };
         const missing = [
-          ...doc.policy.approvers.filter((a) => !a.startsWith("S") && !approved.includes(a) && a !== doc.onBehalfOf),
+          ...doc.policy.approvers.filter((a) => !isUserGroup(a) && whyMayNot({ userId: a, memberOf: [] }, facts, { verb: "decide" }, now) === undefined),
           ...approverGroups(doc.policy),
         ];
         await recordPlanEvent(ctx, tx, row, "plan.reminder", { type: "system", process: "reminders" }, now, {

@@ -1,12 +1,8 @@
 import type { App, BlockAction, ButtonAction, SlashCommand, ViewSubmitAction } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
-import { and, desc, eq, gt } from "drizzle-orm";
 import type { Logger } from "pino";
-import { whyMayNotDecide } from "../policy/may-decide.ts";
-import type { PlanDocument } from "../plan/schema.ts";
 import type { ServiceContext } from "../service/context.ts";
-import { groupsOfApprover } from "../service/approver-groups.ts";
-import { plans } from "../store/schema.ts";
+import { plansWaitingFor } from "../service/plans-for-person.ts";
 import { decideDurably } from "./durable-decision.ts";
 import { escapeMrkdwn } from "./escape.ts";
 import { refusalText } from "./refusal-text.ts";
@@ -136,20 +132,13 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
 
 /** Pending plans this person may decide, newest first, as ephemeral mrkdwn. */
 async function pendingForUser(ctx: ServiceContext, command: SlashCommand): Promise<string> {
-  const rows = await ctx.database.db
-    .select({ id: plans.id, document: plans.document, expiresAt: plans.expiresAt })
-    .from(plans)
-    .where(and(eq(plans.status, "pending"), gt(plans.expiresAt, ctx.clock())))
-    .orderBy(desc(plans.createdAt))
-    .limit(200);
-  const approvers = [...new Set(rows.flatMap((r) => (r.document as PlanDocument).policy.approvers))];
-  const memberOf = await groupsOfApprover(ctx, command.user_id, { approvers: approvers.filter((a) => a.startsWith("S")) }).catch(() => []);
-  const mine = rows.filter((r) => whyMayNotDecide(command.user_id, r.document as PlanDocument, memberOf) === undefined).slice(0, 20);
-  if (mine.length === 0) return "Nothing is waiting for your decision.";
+  const { plans, uncheckedGroups } = await plansWaitingFor(ctx, command.user_id);
+  const caveat = uncheckedGroups.length > 0 ? `\n_Slack could not say just now whether you are in ${uncheckedGroups.map(escapeMrkdwn).join(", ")}; plans for those groups are not listed._` : "";
+  if (plans.length === 0) return "Nothing is waiting for your decision." + caveat;
   return [
-    `${mine.length} plan(s) waiting for your decision:`,
-    ...mine.map((r) => `• <${ctx.config.publicUrl}/plans/${r.id}|${escapeMrkdwn((r.document as PlanDocument).title).replace(/[|>]/g, " ").slice(0, 150)}> — expires <!date^${Math.floor(r.expiresAt.getTime() / 1000)}^{date_short_pretty} {time}|${r.expiresAt.toISOString()}>`),
-  ].join("\n");
+    `${plans.length} plan(s) waiting for your decision:`,
+    ...plans.map((p) => `• <${p.reviewUrl}|${escapeMrkdwn(p.title).replace(/[|>]/g, " ").slice(0, 150)}> — expires <!date^${Math.floor(p.expiresAt.getTime() / 1000)}^{date_short_pretty} {time}|${p.expiresAt.toISOString()}>`),
+  ].join("\n") + caveat;
 }
 
 function parseButtonValue(raw: string | undefined): ButtonValue | undefined {

@@ -1,9 +1,7 @@
-import { eq } from "drizzle-orm";
 import { signWebhook, type WebhookPayload } from "../client/webhook-signature.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { DeliveryError, type OutboxHandler } from "../service/outbox.ts";
-import { planView } from "../service/plan-view.ts";
-import { agents, plans } from "../store/schema.ts";
+import { webhookOfPlan } from "../service/webhook-of-plan.ts";
 
 const TIMEOUT_MS = 10_000;
 
@@ -14,15 +12,14 @@ const TIMEOUT_MS = 10_000;
 export function webhookSink(ctx: ServiceContext, fetchImpl: typeof fetch = fetch): OutboxHandler {
   return async (event) => {
     if (!event.type.startsWith("plan.") || event.type === "plan.reminder") return; // votes and reminders are not status changes
-    const [row] = await ctx.database.db.select().from(plans).where(eq(plans.id, event.planId));
-    if (!row?.callbackUrl) return;
-    const [agent] = await ctx.database.db.select({ secret: agents.webhookSecret }).from(agents).where(eq(agents.id, row.agentId));
-    if (!agent?.secret) throw new DeliveryError(`agent of plan ${row.id} has no webhook secret; recreate it with 'countersign agents add'`, { permanent: true });
-    const view = await planView(ctx.database.db, ctx.config.publicUrl, row, "agent", ctx.redaction);
+    const hook = await webhookOfPlan(ctx, event.planId);
+    if (!hook) return;
+    const { callbackUrl, secret, view } = hook;
+    if (!secret) throw new DeliveryError(`agent of plan ${view.id} has no webhook secret; recreate it with 'countersign agents add'`, { permanent: true });
     const reason = event.status === "rejected" ? view.rejection?.reason : typeof event.data?.reason === "string" ? event.data.reason : undefined;
     const payload: WebhookPayload = {
-      planId: row.id,
-      hash: row.hash,
+      planId: view.id,
+      hash: view.hash,
       status: event.status,
       approvals: view.approvals,
       ...(reason !== undefined ? { reason } : {}),
@@ -31,17 +28,17 @@ export function webhookSink(ctx: ServiceContext, fetchImpl: typeof fetch = fetch
     const body = JSON.stringify(payload);
     let response: Response;
     try {
-      response = await fetchImpl(row.callbackUrl, {
+      response = await fetchImpl(callbackUrl, {
         method: "POST",
-        headers: { "content-type": "application/json", "countersign-signature": signWebhook(agent.secret, body, Math.floor(Date.now() / 1000)), "user-agent": "Countersign-Webhooks" },
+        headers: { "content-type": "application/json", "countersign-signature": signWebhook(secret, body, Math.floor(Date.now() / 1000)), "user-agent": "Countersign-Webhooks" },
         body,
         redirect: "manual", // a redirect could lead anywhere; the allowlist was checked for this URL only
         signal: AbortSignal.timeout(TIMEOUT_MS),
       });
     } catch (err) {
-      throw new DeliveryError(`webhook to ${new URL(row.callbackUrl).host} failed: ${(err as Error).message}`);
+      throw new DeliveryError(`webhook to ${new URL(callbackUrl).host} failed: ${(err as Error).message}`);
     }
     await response.body?.cancel();
-    if (!response.ok) throw new DeliveryError(`webhook to ${new URL(row.callbackUrl).host} answered HTTP ${response.status}`);
+    if (!response.ok) throw new DeliveryError(`webhook to ${new URL(callbackUrl).host} answered HTTP ${response.status}`);
   };
 }

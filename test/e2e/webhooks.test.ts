@@ -136,7 +136,7 @@ describe.each(databaseKinds)("agent webhooks on $name", (kind) => {
     await dead.stop();
     const { plan } = await submitPlan(server.ctx, agent, mergeRequest({ callbackUrl: url }));
     const reviewed = await waitFor("a dead letter", async () => {
-      const r = await reviewPlan(server.ctx, plan.id);
+      const r = await reviewPlan(server.ctx, plan.id, { userId: "U0ALICE" });
       return r.deadDeliveries.length > 0 && r;
     });
     expect(reviewed.deadDeliveries[0]).toMatchObject({ kind: "webhook" });

@@ -1,7 +1,7 @@
 import { asc, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cancelPlan } from "../../src/service/cancel-plan.ts";
-import { decide, type DecideInput } from "../../src/service/decide.ts";
+import { decide, MAX_REJECT_REASON_CHARS, type DecideInput } from "../../src/service/decide.ts";
 import { ServiceError, type ErrorCode } from "../../src/service/errors.ts";
 import { expireDue } from "../../src/service/expire-due.ts";
 import { getPlan } from "../../src/service/get-plan.ts";
@@ -173,6 +173,13 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
       const err = await refusal(decide(h.ctx, { planId: "00000000-0000-4000-8000-000000000000", hash: WRONG_HASH, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" }));
       expect(err.code).toBe("not_found");
     });
+
+    it("not_found, before the database is asked, for a plan id that is not a UUID", async () => {
+      for (const planId of ["not-a-uuid", "", "1; DROP TABLE plans", "00000000-0000-4000-8000-00000000000g", "00000000-0000-4000-8000-000000000000\u0000"]) {
+        const err = await refusal(decide(h.ctx, { planId, hash: WRONG_HASH, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" }));
+        expect(err.code, planId).toBe("not_found");
+      }
+    });
   });
 
   describe("refusal order", () => {
@@ -256,6 +263,30 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
       await expectRefused(h, reject(plan, "U0BOB", "   \n\t "), "invalid_request");
       await expectRefused(h, reject(plan, "U0BOB", ""), "invalid_request");
       expect((await snapshot(plan.id)).row!.status).toBe("pending");
+    });
+
+    it(`refuses a reason longer than ${MAX_REJECT_REASON_CHARS} characters (invalid_request naming /reason), and takes one exactly that long`, async () => {
+      const plan = await newPlan();
+      const err = await expectRefused(h, reject(plan, "U0BOB", "x".repeat(MAX_REJECT_REASON_CHARS + 1)), "invalid_request");
+      expect(err.issues).toEqual([{ path: "/reason", message: `at most ${MAX_REJECT_REASON_CHARS} characters (got ${MAX_REJECT_REASON_CHARS + 1})` }]);
+      // Characters, not UTF-16 units: an emoji counts once, as a person would count it.
+      const emoji = "🙅".repeat(MAX_REJECT_REASON_CHARS);
+      expect((await decide(h.ctx, reject(plan, "U0BOB", emoji))).status).toBe("rejected");
+      expect((await snapshot(plan.id)).row!.rejectReason).toBe(emoji);
+    });
+
+    it("refuses a reason that cannot be stored (NUL, lone surrogate) as invalid_request naming /reason, not a 500", async () => {
+      const plan = await newPlan();
+      for (const reason of ["wrong\u0000customer", "broken \uD800 text"]) {
+        const err = await expectRefused(h, reject(plan, "U0BOB", reason), "invalid_request");
+        expect(err.issues).toEqual([expect.objectContaining({ path: "/reason" })]);
+      }
+    });
+
+    it("an approver who approved may still reject (a change of mind ends the plan)", async () => {
+      const plan = await newPlan(h2);
+      await decide(h2.ctx, approve(plan, "U0ALICE"));
+      expect((await decide(h2.ctx, reject(plan, "U0ALICE", "I approved the wrong one"))).status).toBe("rejected");
     });
 
     it("stores the reason and shows it as the plan's rejection", async () => {
