@@ -61,7 +61,10 @@ const Manifest = z.strictObject({
       should_escape: z.boolean(),
     })).min(1).max(50),
   }),
-  oauth_config: z.strictObject({ scopes: z.strictObject({ bot: z.array(z.string()).min(1) }) }),
+  oauth_config: z.strictObject({
+    redirect_urls: z.array(z.url({ protocol: /^https$/ })).max(1000).optional(),
+    scopes: z.strictObject({ bot: z.array(z.string()).min(1), user: z.array(z.string()).optional() }),
+  }),
   settings: z.strictObject({
     interactivity: z.strictObject({ is_enabled: z.boolean(), request_url: z.url({ protocol: /^https$/ }) }),
     org_deploy_enabled: z.boolean(),
@@ -79,6 +82,12 @@ describe("manifest.yml", () => {
 
   it("asks for the scopes Countersign uses and no more", () => {
     expect([...manifest.oauth_config.scopes.bot].sort()).toEqual(["chat:write", "commands", "usergroups:read"]);
+    // Sign in with Slack's OpenID Connect scopes only: no user token that could act as a person.
+    expect([...(manifest.oauth_config.scopes.user ?? [])].sort()).toEqual(["email", "openid", "profile"]);
+  });
+
+  it("sends Sign in with Slack back to /auth/slack/callback", () => {
+    expect(manifest.oauth_config.redirect_urls?.map((u) => new URL(u).pathname)).toEqual(["/auth/slack/callback"]);
   });
 
   it("points the slash command and interactivity at /slack/events", () => {
