@@ -12,7 +12,10 @@ import { fingerprint } from "../../src/plan/fingerprint.ts";
 import type { Json } from "../../src/plan/json.ts";
 import { Outcome } from "../../src/plan/outcome.ts";
 import { PlanDocument, type ActionPreview, type ActionRequest } from "../../src/plan/schema.ts";
-import { READ_TOKEN, targetConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
+import { runExecutor } from "../../src/executor/run-executor.ts";
+import { ReportRefused, type ExecutorServer } from "../../src/executor/server-client.ts";
+import { READ_TOKEN, silentLogger, targetConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
+import { waitFor } from "../support/wait-for.ts";
 
 const http = createReadOnlyHttp();
 
@@ -633,5 +636,103 @@ describe("executePlan stops at the first write that does not apply", () => {
     expect(outcome.partial).toBeUndefined();
     expect(outcome.actions.map((x) => x.status)).toStrictEqual(["failed", "skipped"]);
     expect(writesTo([a, b], m).map((w) => w.path)).toStrictEqual([a]);
+  });
+});
+
+describe("executePlan: a target document that cannot be hashed exactly is a permanent failure, not a retry", () => {
+  it("a lone surrogate appeared in the target since the preview → failed, naming where, zero writes", async () => {
+    const path = seed({ name: "Ana" });
+    const { doc, preview } = await propose([merge(path, { name: "Ana Lima" })]);
+    target.set(path, { name: "Ana", note: "bad \uD800 text" });
+    const m = mark();
+
+    const outcome = await execute(claimOf(doc, preview, await grantFor(doc)));
+
+    expect(outcome.status).toBe("failed");
+    expect(outcome.reason).toMatch(/could not re-read action 0: .*cannot be hashed exactly: at \/note, the string contains a lone UTF-16 surrogate/);
+    expect(outcome.actions.map((a) => a.status)).toStrictEqual(["failed"]);
+    expect(writesTo([path], m)).toHaveLength(0);
+  });
+
+  it("the target now answers with a number a double cannot hold → failed, naming the number, zero writes", async () => {
+    const path = seed({ balance: 10 });
+    const { doc, preview } = await propose([merge(path, { balance: 11 })]);
+    const m = mark();
+    target.beforeHandle = (r) => {
+      if (r.method === "GET" && r.path === path) target.failWith = { status: 200, body: '{"balance": 12345678901234567890}' };
+    };
+
+    const outcome = await execute(claimOf(doc, preview, await grantFor(doc)));
+
+    expect(outcome.status).toBe("failed");
+    expect(outcome.reason).toMatch(/at \/balance, the number 12345678901234567890 cannot be held exactly \(it would read as 12345678901234567000\)/);
+    expect(writesTo([path], m)).toHaveLength(0);
+  });
+});
+
+describe("runExecutor: a report the server refuses for good is not resent forever", () => {
+  /** A real ExecutorServer in memory: hands out one claim, then none; answers reports as the test says. */
+  function oneClaimServer(claim: Claim, answerReport: (n: number, outcome: Outcome) => boolean | Error) {
+    const reports: Outcome[] = [];
+    let claims = 0;
+    const server: ExecutorServer = {
+      async claim(signal) {
+        claims++;
+        if (claims === 1) return claim;
+        await new Promise((resolve) => (signal?.aborted ? resolve(undefined) : signal?.addEventListener("abort", resolve, { once: true })));
+        return undefined;
+      },
+      heartbeat: async () => true,
+      async report(_token, outcome) {
+        reports.push(outcome);
+        const answer = answerReport(reports.length, outcome);
+        if (answer instanceof Error) throw answer;
+        return answer;
+      },
+    };
+    return { server, reports, claims: () => claims };
+  }
+
+  async function claimFor(): Promise<Claim> {
+    const path = seed({ v: 1 });
+    const { doc, preview } = await propose([merge(path, { v: 2 })]);
+    return claimOf(doc, preview, await grantFor(doc));
+  }
+
+  it("a 4xx to the full report → the minimal report once; accepted, and the executor moves on", async () => {
+    const fake = oneClaimServer(await claimFor(), (n) => (n === 1 ? new ReportRefused(400, '{"error":{"code":"invalid_request"}}') : true));
+    const executor = runExecutor({ server: fake.server, keys: keys.verifying, environment: "test", targets, logger: silentLogger });
+    try {
+      await waitFor("the executor to ask for its next claim", () => fake.claims() >= 2);
+    } finally {
+      await executor.stop();
+    }
+    expect(fake.reports).toHaveLength(2);
+    expect(fake.reports[0]!.status).toBe("applied");
+    expect(fake.reports[1]).toMatchObject({ status: "applied", reason: expect.stringMatching(/the server refused the full report: .*HTTP 400/) });
+  });
+
+  it("a 4xx to the minimal report too → logged and left: exactly two reports, then the next claim", async () => {
+    const fake = oneClaimServer(await claimFor(), () => new ReportRefused(422, "nope"));
+    const executor = runExecutor({ server: fake.server, keys: keys.verifying, environment: "test", targets, logger: silentLogger });
+    try {
+      await waitFor("the executor to ask for its next claim", () => fake.claims() >= 2);
+    } finally {
+      await executor.stop();
+    }
+    expect(fake.reports).toHaveLength(2);
+  });
+
+  it("a transient failure (5xx, network) is retried until the server takes the report", async () => {
+    const fake = oneClaimServer(await claimFor(), (n) => (n < 3 ? new Error("server answered HTTP 503") : true));
+    const executor = runExecutor({ server: fake.server, keys: keys.verifying, environment: "test", targets, logger: silentLogger });
+    try {
+      await waitFor("the executor to ask for its next claim", () => fake.claims() >= 2);
+    } finally {
+      await executor.stop();
+    }
+    expect(fake.reports).toHaveLength(3);
+    expect(fake.reports.map((r) => r.status)).toStrictEqual(["applied", "applied", "applied"]);
+    expect(fake.reports[2]!.reason).toBeUndefined();
   });
 });

@@ -4,6 +4,7 @@ import { fingerprint, SHA256_PATTERN } from "../../src/plan/fingerprint.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
 import { ServiceError } from "../../src/service/errors.ts";
 import { getPlan } from "../../src/service/get-plan.ts";
+import { planView } from "../../src/service/plan-view.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import type { Database } from "../../src/store/db.ts";
 import { auditEvents, plans } from "../../src/store/schema.ts";
@@ -419,5 +420,104 @@ describe.each(databaseKinds)("risk levels on $name", (kind) => {
     expect(plan.hash).toBe(fingerprint(plan.plan));
     const low = (await submitPlan(h.ctx, h.agent, mergeRequest())).plan;
     expect(low.plan.policy).toMatchObject({ requiredApprovals: 1, risk: { level: "low", rule: "defaults.risk" } });
+  });
+});
+
+describe.each(databaseKinds)("submitPlan refuses what cannot be hashed or stored, on $name", (kind) => {
+  let database: Database;
+  let h: Harness;
+  const planCount = () => database.db.$count(plans);
+
+  beforeAll(async () => {
+    database = await kind.open();
+    h = await openHarness(database);
+    h.ctx.config.webhooks.allowedHosts = ["hooks.example.com"];
+  });
+  afterAll(async () => {
+    await h?.close();
+    await database?.close();
+  });
+
+  it.each<[string, Record<string, unknown>, string, RegExp]>([
+    ["a lone surrogate in a body value", { actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { name: "Ana \uD800" } }] }, "/actions/0/body/name", /lone UTF-16 surrogate/],
+    ["a lone low surrogate in the title", { title: "Fix \uDC00 now" }, "/title", /lone UTF-16 surrogate/],
+    ["a NUL in the idempotencyKey", { idempotencyKey: "key\u0000one" }, "/idempotencyKey", /NUL/],
+    ["a NUL in the reason", { reason: "because\u0000" }, "/reason", /NUL/],
+    ["a lone surrogate in a body key", { actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { ["e\uD83Dmail"]: "x" } }] }, "/actions/0/body", /field name/],
+  ])("%s → invalid_request naming the JSON Pointer, nothing stored, target never read", async (_name, overrides, pointer, why) => {
+    const before = await planCount();
+    const reads = h.target.requests.length;
+    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest(overrides)));
+    expect(err.code).toBe("invalid_request");
+    expect(err.issues).toContainEqual({ path: pointer, message: expect.stringMatching(why) });
+    expect(err.message).toContain(pointer);
+    expect(await planCount()).toBe(before);
+    expect(h.target.requests.length).toBe(reads);
+  });
+
+  it("a callbackUrl with credentials is refused (without echoing them), even for an allowed host", async () => {
+    const before = await planCount();
+    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({ callbackUrl: "https://bot:hunter2@hooks.example.com/cs" })));
+    expect(err.code).toBe("invalid_request");
+    expect(err.issues).toEqual([{ path: "/callbackUrl", message: expect.stringMatching(/credentials/) }]);
+    expect(JSON.stringify({ message: err.message, issues: err.issues })).not.toContain("hunter2");
+    expect(await planCount()).toBe(before);
+    // The same URL without them is fine.
+    expect((await submitPlan(h.ctx, h.agent, mergeRequest({ callbackUrl: "https://hooks.example.com/cs" }))).created).toBe(true);
+  });
+
+  it("a target document with a lone surrogate → preview_failed naming where, nothing stored", async () => {
+    h.target.set("/contacts/9", { id: 9, name: "Zoë \uD800" });
+    const before = await planCount();
+    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/9", op: "merge", body: { email: "z@example.com" } }] })));
+    expect(err.code).toBe("preview_failed");
+    expect(err.message).toMatch(/cannot be hashed exactly: at \/name, the string contains a lone UTF-16 surrogate/);
+    expect(await planCount()).toBe(before);
+  });
+
+  it.each(["12345678901234567890", "1.00000000000000000001", "1e400"])("a target document with the number %s → preview_failed, nothing stored", async (token) => {
+    const before = await planCount();
+    h.target.beforeHandle = (r) => {
+      if (r.method === "GET" && r.path === "/contacts/1") h.target.failWith = { status: 200, body: `{"id": 1, "limits": [0, ${token}]}` };
+    };
+    try {
+      const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest()));
+      expect(err.code).toBe("preview_failed");
+      expect(err.message).toContain(`at /limits/1, the number ${token} cannot be held exactly`);
+    } finally {
+      h.target.beforeHandle = undefined;
+      h.target.failWith = undefined;
+    }
+    expect(await planCount()).toBe(before);
+  });
+
+  it("a target number spelled differently but with the same value (1.0, 1e2) is accepted and shown as that value", async () => {
+    // The raw answer carries no ETag, so this test's target compares digests instead.
+    const crm = h.ctx.config.targets.crm!;
+    h.ctx.config.targets.crm = { ...crm, precondition: "digest" };
+    h.target.beforeHandle = (r) => {
+      if (r.method === "GET" && r.path === "/contacts/2") h.target.failWith = { status: 200, body: '{"id": 2.0, "score": 1e2, "tiny": 0.10}' };
+    };
+    try {
+      const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { score: 101 } }] }));
+      expect(plan.preview.actions[0]!.before).toEqual({ id: 2, score: 100, tiny: 0.1 });
+      expect(plan.preview.actions[0]!.changes).toEqual([{ path: "/score", from: 100, to: 101 }]);
+    } finally {
+      h.ctx.config.targets.crm = crm;
+      h.target.beforeHandle = undefined;
+      h.target.failWith = undefined;
+    }
+  });
+
+  it("bidi controls reach the agent exactly but reviewers as visible markers", async () => {
+    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ title: "Pay \u202E01$\u202C to Ana", actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { note: "\u2066x\u2069" } }] }));
+    expect(plan.plan.title).toBe("Pay \u202E01$\u202C to Ana");
+    expect(fingerprint(plan.plan)).toBe(plan.hash);
+    const [row] = await database.db.select().from(plans).where(eq(plans.id, plan.id));
+    const shown = await planView(database.db, h.ctx.config.publicUrl, row!, "reviewer", h.ctx.redaction);
+    expect(shown.plan.title).toBe("Pay ⟨U+202E⟩01$⟨U+202C⟩ to Ana");
+    expect(shown.preview.actions[0]!.after).toMatchObject({ note: "⟨U+2066⟩x⟨U+2069⟩" });
+    expect(shown.preview.actions[0]!.changes).toContainEqual({ path: "/note", to: "⟨U+2066⟩x⟨U+2069⟩" });
+    expect(JSON.stringify(shown)).not.toMatch(/[\u202A-\u202E\u2066-\u2069]/);
   });
 });
