@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { parse as parseYaml, YAMLParseError } from "yaml";
 import type { z } from "zod";
+import { isUserGroup } from "../policy/approvers.ts";
 import { effectivePolicy, type TargetPolicy } from "../policy/effective-policy.ts";
 import { interpolate } from "./interpolate.ts";
 import { EnvConfig, FileConfig, type TargetConfig } from "./schema.ts";
@@ -149,7 +150,7 @@ function policyProblemsOf(name: string, policy: TargetPolicy): { key: string; me
     return [{ key: `targets.${name}.policy.approvers`, message: "nobody may approve plans for this target; set defaults.approvers or targets." + name + ".policy.approvers" }];
   }
   // With user groups the number of people is only known at decision time.
-  if (policy.approvers.every((a) => !a.startsWith("S")) && policy.requiredApprovals > policy.approvers.length) {
+  if (!policy.approvers.some(isUserGroup) && policy.requiredApprovals > policy.approvers.length) {
     return [{
       key: `targets.${name}.policy.requiredApprovals`,
       message: `needs ${policy.requiredApprovals} approvals but only ${policy.approvers.length} approver(s) are listed; add approvers or lower requiredApprovals`,

@@ -3,6 +3,7 @@ import { and, eq } from "drizzle-orm";
 import { previewHttpJson, TargetReadError } from "../adapters/http-json.ts";
 import { fingerprint } from "../plan/fingerprint.ts";
 import { PlanDocument, PlanRequest, type ActionPreview, type PlannedAction } from "../plan/schema.ts";
+import { isUserGroup } from "../policy/approvers.ts";
 import { effectivePolicy } from "../policy/effective-policy.ts";
 import { refusalsFor } from "../policy/allowlist.ts";
 import { applyRisk, assessRisk, type RiskRules } from "../policy/risk.ts";
@@ -57,7 +58,7 @@ export async function submitPlan(ctx: ServiceContext, agent: AgentIdentity, body
   const risk = assessRisk(request.actions.map((a) => ({ op: a.op, rules: riskRulesOf(ctx.config.defaults, a.target, ctx.config.targets[a.target]!.policy) })));
   const policy = applyRisk(effectivePolicy(ctx.config.defaults, targets.map((t) => t.policy)), risk.level, ctx.config.defaults.highRisk);
   const eligible = policy.approvers.filter((a) => a !== request.onBehalfOf);
-  if (!eligible.some((a) => a.startsWith("S")) && eligible.length < policy.requiredApprovals) {
+  if (!eligible.some(isUserGroup) && eligible.length < policy.requiredApprovals) {
     throw new ServiceError("policy_denied", `this plan needs ${policy.requiredApprovals} approval(s) from people who may approve every target it touches and are not the requester, but only ${eligible.length} such approver(s) exist (${eligible.join(", ") || "none"})`);
   }
   const callbackUrl = request.callbackUrl ?? ctx.config.webhooks.agents[agent.name]?.callbackUrl;

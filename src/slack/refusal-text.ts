@@ -1,3 +1,4 @@
+import { isUserGroup } from "../policy/approvers.ts";
 import { ServiceError } from "../service/errors.ts";
 import { escapeMrkdwn, mention } from "./escape.ts";
 
@@ -22,7 +23,7 @@ export function refusalText(err: unknown): string {
     case "not_an_approver": {
       const approvers = Array.isArray(details.approvers) ? (details.approvers as string[]) : [];
       // Groups are named, never mentioned: a <!subteam^…> would page the whole group.
-      const who = approvers.map((a) => (a.startsWith("S") ? `members of user group ${escapeMrkdwn(a)}` : mention(a)));
+      const who = approvers.map((a) => (isUserGroup(a) ? `members of user group ${escapeMrkdwn(a)}` : mention(a)));
       return `You are not an approver for this plan. It can be decided by: ${who.join(", ") || "nobody configured"}.`;
     }
     case "approver_check_failed":

@@ -1,4 +1,5 @@
 import type { View } from "@slack/types";
+import { MAX_REJECT_REASON_CHARS } from "../service/decide.ts";
 
 /** The dialog a Reject click opens: a required reason, with the plan and hash carried along. */
 export function rejectModal(meta: { planId: string; hash: string; channel: string }): View {
@@ -15,7 +16,7 @@ export function rejectModal(meta: { planId: string; hash: string; channel: strin
         block_id: "reason",
         label: { type: "plain_text", text: "Why are you rejecting it?" },
         hint: { type: "plain_text", text: "The agent and the requester see this." },
-        element: { type: "plain_text_input", action_id: "reason", multiline: true, max_length: 2000 },
+        element: { type: "plain_text_input", action_id: "reason", multiline: true, max_length: MAX_REJECT_REASON_CHARS },
       },
     ],
   };
