@@ -34,6 +34,24 @@ export class PlanSignals {
     await tx.execute(sql`SELECT pg_notify(${PLAN_CHANNEL}, ${planId})`);
   }
 
+  /**
+   * Where a plan (or, without an id, the set of all plans) stands: changes whenever a page
+   * showing it would change. Every transition and decision appends an audit event, and appends
+   * are serialized (the chain lock), so the newest event id only grows; dead-lettered side
+   * effects are on the plan page too. A page remembers the version it was rendered at, and the
+   * live stream compares it on connect, so a change between page load and connect is not missed.
+   */
+  async version(planId?: string): Promise<string> {
+    if (planId === undefined) {
+      const [row] = await this.database.rows<{ v: string | number | null }>(sql`SELECT max(id) AS v FROM audit_events WHERE plan_id IS NOT NULL`);
+      return String(row?.v ?? 0);
+    }
+    const [row] = await this.database.rows<{ v: string | number | null; dead: string | number }>(
+      sql`SELECT (SELECT max(id) FROM audit_events WHERE plan_id = ${planId}) AS v, (SELECT count(*) FROM outbox WHERE plan_id = ${planId} AND dead_at IS NOT NULL) AS dead`,
+    );
+    return `${row?.v ?? 0}.${row?.dead ?? 0}`;
+  }
+
   /** Resolves when any plan may have changed (an executor waiting for work), or after `ms`. */
   waitAny(ms: number, signal?: AbortSignal): Promise<void> {
     return this.wait(ANY_PLAN, ms, signal);

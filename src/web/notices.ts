@@ -1,22 +1,30 @@
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { HTTP_STATUS_OF } from "../server/http-errors.ts";
 import { ServiceError } from "../service/errors.ts";
 
-/** What the browser tells a person after a decision: the one place a refusal becomes page text. */
-export function noticeFor(code: string): { kind: "ok" | "bad"; text: string } | undefined {
-  switch (code) {
-    case "approved": return { kind: "ok", text: "Your approval is recorded." };
-    case "rejected": return { kind: "ok", text: "Your rejection is recorded." };
-    case "plan_expired": return { kind: "bad", text: "This plan expired before your decision arrived; nothing was recorded." };
-    case "already_decided": return { kind: "bad", text: "This plan was already decided; your decision changed nothing." };
-    case "already_voted": return { kind: "bad", text: "You already approved this plan; one person counts once." };
-    case "hash_mismatch": return { kind: "bad", text: "The plan changed since this page was loaded, so your decision was not counted. Review the current version below." };
-    case "self_approval": return { kind: "bad", text: "This plan was requested on your behalf, so someone else must decide it." };
-    case "not_an_approver": return { kind: "bad", text: "You are not an approver for this plan; nothing was recorded." };
-    case "approver_check_failed": return { kind: "bad", text: "Countersign could not check your user group membership with Slack just now, so nothing was recorded. Try again shortly." };
-    case "invalid_request": return { kind: "bad", text: "A rejection needs a reason; nothing was recorded." };
-    default: return undefined;
-  }
+export interface Notice {
+  kind: "ok" | "bad";
+  text: string;
 }
 
-export function noticeCodeOf(err: unknown): string {
-  return err instanceof ServiceError ? err.code : "internal";
+const REFUSAL_TEXT: Partial<Record<string, string>> = {
+  plan_expired: "This plan expired before your decision arrived; nothing was recorded.",
+  already_decided: "This plan was already decided; your decision changed nothing.",
+  already_voted: "You already approved this plan; one person counts once.",
+  hash_mismatch: "The plan changed since this page was loaded, so your decision was not counted. Review the current version below.",
+  self_approval: "This plan was requested on your behalf, so someone else must decide it.",
+  not_an_approver: "You are not an approver for this plan; nothing was recorded.",
+  approver_check_failed: "Countersign could not check your user group membership with Slack just now, so nothing was recorded. Try again shortly.",
+};
+
+/**
+ * A refused decision as the browser shows it: the one place a refusal becomes page text and a
+ * status. Only the response to the refused POST carries it (never a URL), so it reaches the
+ * person who caused it and nobody else, and a crafted link cannot make a page claim anything.
+ * Undefined for errors that are not a decision's refusal (not_found, faults).
+ */
+export function refusalOf(err: unknown): { status: ContentfulStatusCode; notice: Notice } | undefined {
+  if (!(err instanceof ServiceError)) return undefined;
+  const text = REFUSAL_TEXT[err.code] ?? (err.code === "not_found" ? undefined : err.message);
+  return text === undefined ? undefined : { status: HTTP_STATUS_OF[err.code] ?? 400, notice: { kind: "bad", text } };
 }

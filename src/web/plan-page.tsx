@@ -1,46 +1,69 @@
 /** @jsxRuntime automatic @jsxImportSource hono/jsx */
 import { shortHash } from "../plan/fingerprint.ts";
-import { hasExpired } from "../plan/lifecycle.ts";
 import type { Json } from "../plan/json.ts";
 import type { ActionPreview } from "../plan/schema.ts";
-import { whyMayNotDecide } from "../policy/may-decide.ts";
 import type { WebSession } from "../service/login-links.ts";
-import type { ReviewedPlan } from "../service/review-plan.ts";
+import { MAX_REJECT_REASON_CHARS } from "../service/decide.ts";
+import type { DecisionRefusal, ReviewedPlan } from "../service/review-plan.ts";
 import { Layout, StatusBadge } from "./layout.tsx";
+import type { Notice } from "./notices.ts";
 
 const show = (value: Json | undefined) => (value === undefined ? "(absent)" : JSON.stringify(value, null, 2));
 const when = (iso: string) => iso.replace("T", " ").replace(/\.\d+Z$/, " UTC");
+const clockTime = (iso: string) => `${iso.slice(11, 16)} UTC`;
 
-/** Whether this person can act on the plan now: the policy rule, plus "has not already approved". */
-export function mayDecideNow(session: WebSession | undefined, reviewed: ReviewedPlan["plan"], memberOf: readonly string[] = []): boolean {
-  if (!session || reviewed.status !== "pending" || hasExpired({ status: reviewed.status, expiresAt: new Date(reviewed.expiresAt) }, new Date())) return false;
-  return whyMayNotDecide(session.userId, reviewed.plan, memberOf) === undefined && !reviewed.approvals.some((a) => a.userId === session.userId);
-}
-
-export function PlanPage(props: { reviewed: ReviewedPlan; session: WebSession | undefined; memberOf: readonly string[]; notice?: { kind: "ok" | "bad"; text: string } | undefined }) {
+/**
+ * `version` is where the plan stood when this page was read (PlanSignals.version); the live
+ * stream starts from it. `notice` is a refusal, rendered only in the response to the refused POST.
+ */
+export function PlanPage(props: { reviewed: ReviewedPlan; session: WebSession | undefined; version: string; notice?: Notice | undefined }) {
   const { plan } = props.reviewed;
   return (
     <Layout title={plan.plan.title} session={props.session}>
       <p><a href="/plans">← All plans</a></p>
-      {props.notice ? <div class={`notice ${props.notice.kind}`} role="status">{props.notice.text}</div> : null}
-      <div data-live={`/plans/${plan.id}/live`} data-fragment={`/plans/${plan.id}?fragment=1`}>
-        <PlanBody reviewed={props.reviewed} session={props.session} memberOf={props.memberOf} />
+      {props.notice ? <div class={`notice ${props.notice.kind}`} role="alert">{props.notice.text}</div> : null}
+      <div data-live={`/plans/${plan.id}/live?v=${encodeURIComponent(props.version)}`} data-fragment={`/plans/${plan.id}?fragment=1`}>
+        <PlanBody reviewed={props.reviewed} session={props.session} />
       </div>
     </Layout>
   );
 }
 
 /** The part of the plan page that live updates replace. */
-export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | undefined; memberOf: readonly string[] }) {
+export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | undefined }) {
   const { plan, events, deadDeliveries } = props.reviewed;
   const doc = plan.plan;
-  const canDecide = mayDecideNow(props.session, plan, props.memberOf);
+  // The service answered for this reader by the same rule decide() applies.
+  const canDecide = props.session !== undefined && plan.whyNotDecide === undefined;
   return (
     <>
       <h1>{doc.title}</h1>
       <p>
         <StatusBadge status={plan.status} /> <span class="muted">plan</span> <span class="hash" title={plan.hash}>{shortHash(plan.hash)}</span>
       </p>
+      {props.session ? <YourDecision plan={plan} userId={props.session.userId} /> : null}
+      {plan.outcome ? (
+        <section class="card" aria-labelledby="outcome">
+          <h2 id="outcome">Outcome: <StatusBadge status={plan.outcome.status} />{plan.outcome.reconciled ? " (reconciled: the target already held the change)" : ""}{plan.outcome.partial ? " — partially applied" : ""}</h2>
+          {plan.outcome.reason ? <p>{plan.outcome.reason}</p> : null}
+          <table class="outcome stacks">
+            <colgroup><col class="n" /><col /><col /><col class="result" /><col class="detail" /></colgroup>
+            <thead><tr><th>#</th><th>Target</th><th>Path</th><th>Result</th><th>Detail</th></tr></thead>
+            <tbody>
+              {plan.outcome.actions.map((a) => (
+                <tr>
+                  <td data-label="#">{a.index}</td><td data-label="Target">{a.target}</td><td data-label="Path"><code>{a.path}</code></td><td data-label="Result"><StatusBadge status={a.status} /></td>
+                  <td data-label="Detail">{a.detail ?? ""}{a.expected !== undefined ? ` (expected ${a.expected ?? "absent"}, now ${a.now ?? "absent"})` : ""}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      ) : null}
+
+      {/* The change comes before the decision: nobody should reach Approve without passing the diff. */}
+      <h2>Changes</h2>
+      {plan.preview.actions.map((action, i) => <ActionDiff action={action} index={i} />)}
       <section class="card">
         <dl class="meta">
           <dt>Agent</dt><dd>{doc.agent}</dd>
@@ -67,29 +90,8 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
           <ul>{plan.approvals.map((a) => <li>Approved by <code>{a.userId}</code> via {a.via} at {when(a.at)}</li>)}</ul>
         ) : null}
         {plan.rejection ? <p>Rejected by <code>{plan.rejection.userId}</code> via {plan.rejection.via}: {plan.rejection.reason}</p> : null}
-        {canDecide ? <DecisionForms planId={plan.id} hash={plan.hash} csrf={props.session!.csrfToken} /> : <WhyNoButtons reviewed={plan} session={props.session} memberOf={props.memberOf} />}
+        {canDecide ? <DecisionForms planId={plan.id} hash={plan.hash} csrf={props.session!.csrfToken} /> : <WhyNoButtons why={plan.whyNotDecide} signedIn={props.session !== undefined} />}
       </section>
-
-      {plan.outcome ? (
-        <section class="card" aria-labelledby="outcome">
-          <h2 id="outcome">Outcome: <StatusBadge status={plan.outcome.status} />{plan.outcome.reconciled ? " (reconciled: the target already held the change)" : ""}{plan.outcome.partial ? " — partially applied" : ""}</h2>
-          {plan.outcome.reason ? <p>{plan.outcome.reason}</p> : null}
-          <table>
-            <thead><tr><th>#</th><th>Target</th><th>Path</th><th>Result</th><th>Detail</th></tr></thead>
-            <tbody>
-              {plan.outcome.actions.map((a) => (
-                <tr>
-                  <td>{a.index}</td><td>{a.target}</td><td><code>{a.path}</code></td><td><StatusBadge status={a.status} /></td>
-                  <td>{a.detail ?? ""}{a.expected !== undefined ? ` (expected ${a.expected ?? "absent"}, now ${a.now ?? "absent"})` : ""}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </section>
-      ) : null}
-
-      <h2>Changes</h2>
-      {plan.preview.actions.map((action, i) => <ActionDiff action={action} index={i} />)}
 
       {deadDeliveries.length > 0 ? (
         <section class="card notice bad">
@@ -110,6 +112,15 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
   );
 }
 
+/** The signed-in person's own decision, from their decision row: the page's only "recorded" notice. */
+function YourDecision(props: { plan: ReviewedPlan["plan"]; userId: string }) {
+  const approval = props.plan.approvals.find((a) => a.userId === props.userId);
+  const rejection = props.plan.rejection?.userId === props.userId ? props.plan.rejection : undefined;
+  if (!approval && !rejection) return null;
+  const text = approval ? `Your approval is recorded at ${clockTime(approval.at)}.` : `Your rejection is recorded at ${clockTime(rejection!.at)}.`;
+  return <div class="notice ok" role="status">{text}</div>;
+}
+
 function ActionDiff(props: { action: ActionPreview; index: number }) {
   const { action } = props;
   return (
@@ -120,11 +131,12 @@ function ActionDiff(props: { action: ActionPreview; index: number }) {
         {action.precondition === "digest" ? <span class="badge risk-medium" title="The target gives no ETag: the executor re-reads and compares a digest, but the target cannot refuse a racing write"> weaker precondition: digest</span> : null}
       </p>
       {action.changes.length === 0 ? <p class="muted">No field changes.</p> : (
-        <table class="diff">
+        <table class="diff stacks">
+          <colgroup><col class="field" /><col /><col /></colgroup>
           <thead><tr><th>Field</th><th>Before</th><th>After</th></tr></thead>
           <tbody>
             {action.changes.map((c) => (
-              <tr><td>{c.path || "(whole document)"}</td><td class="before">{show(c.from)}</td><td class="after">{show(c.to)}</td></tr>
+              <tr><td data-label="Field">{c.path || "(whole document)"}</td><td class="before" data-label="Before">{show(c.from)}</td><td class="after" data-label="After">{show(c.to)}</td></tr>
             ))}
           </tbody>
         </table>
@@ -150,21 +162,25 @@ function DecisionForms(props: { planId: string; hash: string; csrf: string }) {
         <input type="hidden" name="hash" value={props.hash} />
         <input type="hidden" name="_csrf" value={props.csrf} />
         <label for="reason" class="muted">Reason</label>
-        <textarea id="reason" name="reason" required maxlength={2000} placeholder="Why reject? The agent sees this."></textarea>
+        <textarea id="reason" name="reason" required maxlength={MAX_REJECT_REASON_CHARS} placeholder="Why reject? The agent sees this."></textarea>
         <button type="submit" class="reject">Reject</button>
       </form>
     </div>
   );
 }
 
-function WhyNoButtons(props: { reviewed: ReviewedPlan["plan"]; session: WebSession | undefined; memberOf: readonly string[] }) {
-  const { reviewed, session } = props;
-  if (reviewed.status !== "pending") return <p class="muted">This plan is {reviewed.status}; there is nothing left to decide.</p>;
-  if (hasExpired({ status: reviewed.status, expiresAt: new Date(reviewed.expiresAt) }, new Date())) return <p class="muted">This plan has expired; there is nothing left to decide.</p>;
-  if (!session) return <p class="muted">Sign in (<code>/countersign login</code> in Slack) to decide.</p>;
-  if (reviewed.approvals.some((a) => a.userId === session.userId)) return <p class="muted">You approved this plan; it waits for other approvers.</p>;
-  const why = whyMayNotDecide(session.userId, reviewed.plan, props.memberOf);
-  return <p class="muted">{why === "self_approval" ? "This plan was requested on your behalf, so someone else must decide it." : "You are not an approver for this plan."}</p>;
+/** Why this reader has no buttons, in the page's words. */
+function WhyNoButtons(props: { why: DecisionRefusal | undefined; signedIn: boolean }) {
+  const { why } = props;
+  if (!props.signedIn) return <p class="muted">Sign in (<code>/countersign login</code> in Slack) to decide.</p>;
+  switch (why?.code) {
+    case "already_decided": return <p class="muted">This plan is {why.status}; there is nothing left to decide.</p>;
+    case "plan_expired": return <p class="muted">This plan has expired; there is nothing left to decide.</p>;
+    case "already_voted": return <p class="muted">You approved this plan; it waits for other approvers.</p>;
+    case "self_approval": return <p class="muted">This plan was requested on your behalf, so someone else must decide it.</p>;
+    case "approver_check_failed": return <p class="muted">Countersign could not check your user group membership ({why.groups.join(", ")}) with Slack just now; reload to try again.</p>;
+    default: return <p class="muted">You are not an approver for this plan.</p>;
+  }
 }
 
 function describeActor(actor: unknown): string {

@@ -2,11 +2,11 @@
 import { shortHash } from "../plan/fingerprint.ts";
 import { PLAN_STATUSES } from "../plan/status.ts";
 import type { WebSession } from "../service/login-links.ts";
-import type { PlanView } from "../service/plan-view.ts";
+import type { PlanForReader } from "../service/review-plan.ts";
 import { Layout, StatusBadge } from "./layout.tsx";
-import { mayDecideNow } from "./plan-page.tsx";
 
-export function PlansPage(props: { plans: PlanView[]; session: WebSession | undefined; filter: string | undefined; memberOf: readonly string[] }) {
+/** `version` is where all plans stood when this list was read (PlanSignals.version); the live stream starts from it. */
+export function PlansPage(props: { plans: PlanForReader[]; session: WebSession | undefined; filter: string | undefined; version: string }) {
   const query = props.filter ? `?status=${encodeURIComponent(props.filter)}` : "";
   return (
     <Layout title="Plans" session={props.session}>
@@ -15,29 +15,29 @@ export function PlansPage(props: { plans: PlanView[]; session: WebSession | unde
         <a href="/plans" class={props.filter ? "" : "on"}>All</a>
         {PLAN_STATUSES.map((s) => <a href={`/plans?status=${s}`} class={props.filter === s ? "on" : ""}>{s}</a>)}
       </nav>
-      <div data-live="/plans/live" data-fragment={`/plans${query}${query ? "&" : "?"}fragment=1`}>
-        <PlansTable plans={props.plans} session={props.session} memberOf={props.memberOf} />
+      <div data-live={`/plans/live?v=${encodeURIComponent(props.version)}`} data-fragment={`/plans${query}${query ? "&" : "?"}fragment=1`}>
+        <PlansTable plans={props.plans} session={props.session} />
       </div>
     </Layout>
   );
 }
 
 /** Pending plans first (those you may decide marked), then the rest, newest first. */
-export function PlansTable(props: { plans: PlanView[]; session: WebSession | undefined; memberOf: readonly string[] }) {
+export function PlansTable(props: { plans: PlanForReader[]; session: WebSession | undefined }) {
   const pending = props.plans.filter((p) => p.status === "pending");
   const rest = props.plans.filter((p) => p.status !== "pending");
   if (props.plans.length === 0) return <p class="muted">No plans here yet. Agents submit them with <code>POST /v1/plans</code>.</p>;
   return (
     <>
       <h2>Waiting for a decision ({pending.length})</h2>
-      {pending.length === 0 ? <p class="muted">Nothing is waiting.</p> : <Rows plans={pending} session={props.session} memberOf={props.memberOf} />}
+      {pending.length === 0 ? <p class="muted">Nothing is waiting.</p> : <Rows plans={pending} session={props.session} />}
       <h2>Recent</h2>
-      {rest.length === 0 ? <p class="muted">None yet.</p> : <Rows plans={rest} session={props.session} memberOf={props.memberOf} />}
+      {rest.length === 0 ? <p class="muted">None yet.</p> : <Rows plans={rest} session={props.session} />}
     </>
   );
 }
 
-function Rows(props: { plans: PlanView[]; session: WebSession | undefined; memberOf: readonly string[] }) {
+function Rows(props: { plans: PlanForReader[]; session: WebSession | undefined }) {
   return (
     <table class="plans">
       <thead><tr><th>Plan</th><th>Status</th><th>Agent</th><th>Targets</th><th>Expires</th><th>Hash</th></tr></thead>
@@ -46,7 +46,7 @@ function Rows(props: { plans: PlanView[]; session: WebSession | undefined; membe
           <tr>
             <td>
               <a href={`/plans/${p.id}`}>{p.plan.title}</a>
-              {mayDecideNow(props.session, p, props.memberOf) ? <> <span class="mine">· yours to decide</span></> : null}
+              {props.session && p.whyNotDecide === undefined ? <> <span class="mine">· yours to decide</span></> : null}
             </td>
             <td><StatusBadge status={p.status} /></td>
             <td>{p.plan.agent}</td>

@@ -2,21 +2,29 @@
 import { Hono, type Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { streamSSE } from "hono/streaming";
-import { groupsOfApprover } from "../service/approver-groups.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { decide } from "../service/decide.ts";
 import { ServiceError } from "../service/errors.ts";
 import { consumeLoginLink, endSession, SESSION_TTL_MS, sessionOf, type WebSession } from "../service/login-links.ts";
 import { listPlansForReview, parseStatusFilter, reviewPlan } from "../service/review-plan.ts";
 import { sameSecret } from "../server/bearer.ts";
+import { HTTP_STATUS_OF } from "../server/http-errors.ts";
 import { APP_SCRIPT } from "./app-script.ts";
 import { STYLESHEET } from "./layout.tsx";
 import { LoginConfirmPage, MessagePage } from "./login-page.tsx";
-import { noticeCodeOf, noticeFor } from "./notices.ts";
+import { refusalOf } from "./notices.ts";
 import { PlanBody, PlanPage } from "./plan-page.tsx";
 import { PlansPage, PlansTable } from "./plans-page.tsx";
+import { SignInRequiredPage, type SignInOptions } from "./sign-in-page.tsx";
+import { oidcRoutes } from "./oidc-routes.tsx";
+import type { SlackSignIn } from "../service/oidc-sign-in.ts";
+import { SESSION_COOKIE, setSessionCookie } from "./session-cookie.ts";
+import { isPlanId } from "../plan/schema.ts";
 
-const COOKIE = "cs_session";
+const COOKIE = SESSION_COOKIE;
+
+/** What the sign-in gate hands to the pages behind it. */
+type WebEnv = { Variables: { reader: WebSession } };
 /** Live pages re-check this often even without a signal. */
 const LIVE_RECHECK_MS = 15_000;
 
@@ -25,17 +33,11 @@ const LIVE_RECHECK_MS = 15_000;
  * `via: "web"`, sessions from one-time login links. Every POST must carry the session's CSRF
  * token and come from our own origin.
  */
-export function webRoutes(ctx: ServiceContext, options: { loginLinks: boolean }): Hono {
-  const web = new Hono();
+export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?: SlackSignIn | undefined }): Hono<WebEnv> {
+  const web = new Hono<WebEnv>();
   const origin = new URL(ctx.config.publicUrl).origin;
   const secure = ctx.config.publicUrl.startsWith("https:");
   const session = (c: Context) => sessionOf(ctx, getCookie(c, COOKIE));
-  /** The approver groups the signed-in person is in, for showing buttons; the decision itself checks again. */
-  const memberOf = async (who: WebSession | undefined, plans: { plan: { policy: { approvers: string[] } } }[]): Promise<string[]> => {
-    if (!who) return [];
-    const approvers = [...new Set(plans.flatMap((p) => p.plan.policy.approvers))];
-    return groupsOfApprover(ctx, who.userId, { approvers: approvers.filter((a) => a.startsWith("S")) }).catch(() => []);
-  };
 
   web.use("*", async (c, next) => {
     await next();
@@ -59,51 +61,83 @@ export function webRoutes(ctx: ServiceContext, options: { loginLinks: boolean })
     return { session: who, form };
   };
 
+  /**
+   * A review page is not public: every page and live stream under /plans needs a signed-in
+   * person. A gate on the path (not a check in each route) so a page added later is closed too.
+   */
+  web.on("GET", ["/plans", "/plans/*"], async (c, next) => {
+    const who = await session(c);
+    if (!who) return c.html(<SignInRequiredPage options={options} />, 401);
+    c.set("reader", who);
+    await next();
+  });
+
   web.get("/assets/app.css", (c) => c.body(STYLESHEET, 200, { "content-type": "text/css; charset=utf-8", "cache-control": "public, max-age=300" }));
   web.get("/assets/app.js", (c) => c.body(APP_SCRIPT, 200, { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=300" }));
   web.get("/", (c) => c.redirect("/plans"));
 
   web.get("/plans", async (c) => {
-    const who = await session(c);
+    const who = c.get("reader");
     const filter = c.req.query("status");
-    const plans = await listPlansForReview(ctx, { ...(parseStatusFilter(filter) ? { statuses: parseStatusFilter(filter)! } : {}) });
-    const groups = await memberOf(who, plans);
-    if (c.req.query("fragment")) return c.html(<PlansTable plans={plans} session={who} memberOf={groups} />);
-    return c.html(<PlansPage plans={plans} session={who} filter={parseStatusFilter(filter) ? filter : undefined} memberOf={groups} />);
+    // Read before the plans, so anything that changes after the read reaches the live stream.
+    const version = await ctx.signals.version();
+    const plans = await listPlansForReview(ctx, { userId: who.userId }, { ...(parseStatusFilter(filter) ? { statuses: parseStatusFilter(filter)! } : {}) });
+    if (c.req.query("fragment")) return c.html(<PlansTable plans={plans} session={who} />);
+    return c.html(<PlansPage plans={plans} session={who} filter={parseStatusFilter(filter) ? filter : undefined} version={version} />);
   });
 
   web.get("/plans/live", (c) => liveStream(c, ctx, undefined));
 
-  web.get("/plans/:id", async (c) => {
-    const who = await session(c);
-    let reviewed;
+  /** The plan if this person may read it, else the page saying why not. */
+  const readable = async (c: Context<WebEnv>, planId: string) => {
     try {
-      reviewed = await reviewPlan(ctx, c.req.param("id"));
+      return await reviewPlan(ctx, planId, { userId: c.get("reader").userId });
     } catch (err) {
-      if (err instanceof ServiceError && err.code === "not_found") return c.html(<MessagePage title="No such plan" text={err.message} />, 404);
+      if (!(err instanceof ServiceError)) throw err;
+      if (err.code === "not_found") return c.html(<MessagePage title="No such plan" text={err.message} />, 404);
+      if (err.code === "not_a_reader" || err.code === "approver_check_failed") return c.html(<MessagePage title="You may not read this plan" text={err.message} />, HTTP_STATUS_OF[err.code]);
       throw err;
     }
-    const groups = await memberOf(who, [reviewed.plan]);
-    if (c.req.query("fragment")) return c.html(<PlanBody reviewed={reviewed} session={who} memberOf={groups} />);
-    return c.html(<PlanPage reviewed={reviewed} session={who} memberOf={groups} notice={noticeFor(c.req.query("notice") ?? "")} />);
-  });
+  };
 
-  web.get("/plans/:id/live", (c) => liveStream(c, ctx, c.req.param("id")));
+  /** The plan page; `notice` only ever comes from a refused POST's own response, never from the URL. */
+  const planPage = async (c: Context<WebEnv>, planId: string, refusal?: ReturnType<typeof refusalOf>) => {
+    const who = c.get("reader");
+    const version = isPlanId(planId) ? await ctx.signals.version(planId) : "";
+    const reviewed = await readable(c, planId);
+    if (reviewed instanceof Response) return reviewed;
+    if (c.req.query("fragment")) return c.html(<PlanBody reviewed={reviewed} session={who} />);
+    return c.html(<PlanPage reviewed={reviewed} session={who} version={version} notice={refusal?.notice} />, refusal?.status ?? 200);
+  };
+
+  web.get("/plans/:id", (c) => planPage(c, c.req.param("id")));
+
+  web.get("/plans/:id/live", async (c) => {
+    const planId = c.req.param("id");
+    const reviewed = await readable(c, planId);
+    return reviewed instanceof Response ? reviewed : liveStream(c, ctx, planId);
+  });
 
   for (const verdict of ["approve", "reject"] as const) {
     web.post(`/plans/:id/${verdict}`, async (c) => {
       const checked = await checkPost(c);
       if (checked instanceof Response) return checked;
       const planId = c.req.param("id");
-      let notice: string = verdict === "approve" ? "approved" : "rejected";
       try {
         await decide(ctx, { planId, hash: checked.form.hash ?? "", actor: { userId: checked.session.userId, via: "web" }, verdict, reason: checked.form.reason });
       } catch (err) {
-        notice = noticeCodeOf(err);
-        if (notice === "not_found") return c.html(<MessagePage title="No such plan" text={(err as Error).message} />, 404);
-        if (notice === "internal") throw err;
+        // A refusal changed nothing, so it is answered right here (a reload repeats a harmless
+        // refusal) and only to the person who caused it. A recorded decision redirects, and the
+        // page then says so from the person's own decision row.
+        const refusal = refusalOf(err);
+        if (!refusal) {
+          if (err instanceof ServiceError && err.code === "not_found") return c.html(<MessagePage title="No such plan" text={err.message} />, 404);
+          throw err;
+        }
+        c.set("reader", checked.session);
+        return planPage(c, planId, refusal);
       }
-      return c.redirect(`/plans/${planId}?notice=${notice}`, 303);
+      return c.redirect(`/plans/${planId}`, 303);
     });
   }
 
@@ -118,7 +152,7 @@ export function webRoutes(ctx: ServiceContext, options: { loginLinks: boolean })
     try {
       const { sessionId } = await consumeLoginLink(ctx, c.req.param("token"));
       // A new session id at every login: a cookie planted before login is worth nothing after it.
-      setCookie(c, COOKIE, sessionId, { httpOnly: true, sameSite: "Lax", secure, path: "/", maxAge: SESSION_TTL_MS / 1000 });
+      setSessionCookie(c, sessionId, secure);
       return c.redirect("/plans", 303);
     } catch (err) {
       if (err instanceof ServiceError) return c.html(<MessagePage title="This link does not work" text={err.message} />, 403);
@@ -134,20 +168,35 @@ export function webRoutes(ctx: ServiceContext, options: { loginLinks: boolean })
     return c.redirect("/plans", 303);
   });
 
+  if (options.oidc) web.route("/", oidcRoutes(options.oidc, { secure, origin }));
   return web;
 }
 
-/** Server-sent events: "changed" whenever the plan (or, for the list, any plan) may have changed. */
+/**
+ * Server-sent events: "changed" whenever the plan (or, for the list, any plan) has moved past the
+ * version the page was rendered at (`?v=`, or after a reconnect the browser's Last-Event-ID). The
+ * version is compared on connect, so a change between page load and connect arrives at once
+ * instead of at the next timer; each wait is armed before the version is read, so no signal
+ * falls between the two.
+ */
 function liveStream(c: Context, ctx: ServiceContext, planId: string | undefined): Response {
   return streamSSE(c, async (stream) => {
     const closed = new AbortController();
     stream.onAbort(() => closed.abort());
-    await stream.writeSSE({ event: "ready", data: "" });
+    let seen = c.req.header("last-event-id") ?? c.req.query("v");
+    let first = true;
     while (!closed.signal.aborted) {
-      // A timeout counts as a change too: a lost notification then costs seconds, never staleness.
-      await (planId ? ctx.signals.wait(planId, LIVE_RECHECK_MS, closed.signal) : ctx.signals.waitAny(LIVE_RECHECK_MS, closed.signal));
-      if (closed.signal.aborted) break;
-      await stream.writeSSE({ event: "changed", data: new Date().toISOString() });
+      const woken = planId ? ctx.signals.wait(planId, LIVE_RECHECK_MS, closed.signal) : ctx.signals.waitAny(LIVE_RECHECK_MS, closed.signal);
+      const now = await ctx.signals.version(planId);
+      if (now !== seen) {
+        seen = now;
+        await stream.writeSSE({ event: "changed", id: now, data: now });
+      } else if (first) {
+        await stream.writeSSE({ event: "ready", id: now, data: now });
+      }
+      first = false;
+      // A timeout re-reads the version, so a lost notification costs seconds, never staleness.
+      await woken;
     }
   });
 }

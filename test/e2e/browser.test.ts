@@ -1,10 +1,14 @@
+import { randomUUID } from "node:crypto";
 import { createServer } from "node:net";
 import { sql } from "drizzle-orm";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
+import { runExecutor } from "../../src/executor/run-executor.ts";
+import { executorServer } from "../../src/executor/server-client.ts";
 import { runServer, type RunningServer } from "../../src/server/run-server.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
+import { decide } from "../../src/service/decide.ts";
 import type { AgentIdentity } from "../../src/service/authenticate-agent.ts";
 import { expireDue } from "../../src/service/expire-due.ts";
 import { createLoginLink } from "../../src/service/login-links.ts";
@@ -19,6 +23,8 @@ import { SlackRequests } from "../support/slack-requests.ts";
 import { waitFor } from "../support/wait-for.ts";
 
 const SIGNING_SECRET = "slack-signing-secret-for-tests";
+const EXECUTOR_TOKEN = "executor-token-0123456789abcdef";
+const VIEWPORTS = { desktop: { width: 1280, height: 900 }, phone: { width: 390, height: 844 } } as const;
 const HOSTILE = `<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2"> "quotes" & <!channel>`;
 
 function freePort(): Promise<number> {
@@ -41,16 +47,19 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
   let clockOffsetMs = 0;
   let n = 0;
   const contexts: BrowserContext[] = [];
+  const proposed: PlanView[] = [];
 
   const propose = async (overrides: Record<string, unknown> = {}): Promise<PlanView> => {
     const i = n++;
-    return (await submitPlan(server.ctx, agent, {
+    const { plan } = await submitPlan(server.ctx, agent, {
       title: `Update contact ${i}`,
       reason: "Customer asked by phone, ticket 4411",
       onBehalfOf: "U0REQUESTER",
       actions: [{ kind: "http.json", target: "crm", path: `/contacts/${i}`, op: "merge", body: { email: `c${i}@new.example`, tier: "gold" } }],
       ...overrides,
-    })).plan;
+    });
+    proposed.push(plan);
+    return plan;
   };
 
   /** A browser signed in as `userId` through a one-time link, the way a person does it. */
@@ -82,7 +91,8 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
       ...testConfig({ crm: targetConfig(target.url), grouped: targetConfig(target.url, { policy: { approvers: ["S0WEBREVIEW"], requiredApprovals: 1 } }) }),
       port,
       publicUrl: origin,
-      slack: { enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW" },
+      executorToken: EXECUTOR_TOKEN,
+      slack: { ...testConfig({}).slack, enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW" },
     };
     server = await runServer({ config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing, hostname: "127.0.0.1", sweepMs: 3_600_000, clock: () => new Date(Date.now() + clockOffsetMs) });
     agent = await addAgent(database, "browser-agent");
@@ -103,7 +113,7 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
   it("login link → list → plan → Approve → the status changes on the page", async () => {
     const plan = await propose();
     const page = await signedIn("U0ALICE");
-    await expect(page.getByText("Signed in as")).toBeTruthy();
+    expect(await page.getByText("Signed in as").isVisible()).toBe(true);
     const cookies = await page.context().cookies();
     const session = cookies.find((c) => c.name === "cs_session")!;
     expect(session).toMatchObject({ httpOnly: true, sameSite: "Lax", secure: false });
@@ -117,8 +127,9 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
     await page.screenshot({ path: screenshotPath(`plan-desktop-${kind.name}`), fullPage: true });
 
     await page.getByRole("button", { name: "Approve" }).click();
-    await page.waitForURL(/notice=approved/);
-    expect(await page.getByRole("status").innerText()).toContain("approval is recorded");
+    await page.getByRole("status").filter({ hasText: "approval is recorded" }).waitFor();
+    expect(page.url()).toBe(`${origin}/plans/${plan.id}`);
+    expect(await page.getByRole("status").innerText()).toMatch(/^Your approval is recorded at \d\d:\d\d UTC\.$/);
     expect(await page.locator(".badge").first().innerText()).toBe("approved");
     expect(await statusOf(plan)).toBe("approved");
     const [decision] = await database.rows<{ user_id: string; via: string; plan_hash: string }>(sql`SELECT user_id, via, plan_hash FROM decisions WHERE plan_id = ${plan.id}`);
@@ -134,7 +145,7 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
     expect(page.url()).toBe(`${origin}/plans/${plan.id}`);
     await page.getByLabel("Reason").fill("Wrong customer");
     await page.getByRole("button", { name: "Reject" }).click();
-    await page.waitForURL(/notice=rejected/);
+    await page.getByRole("status").filter({ hasText: "Your rejection is recorded at" }).waitFor();
     expect(await statusOf(plan)).toBe("rejected");
     expect(await page.getByText("Wrong customer").count()).toBeGreaterThan(0);
   });
@@ -174,7 +185,7 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
     expect(await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     await page.getByRole("button", { name: "Approve" }).focus();
     await page.keyboard.press("Enter");
-    await page.waitForURL(/notice=approved/);
+    await page.getByRole("status").filter({ hasText: "Your approval is recorded" }).waitFor();
     expect(await statusOf(plan)).toBe("approved");
   });
 
@@ -216,7 +227,8 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
     expect(noOrigin.status).toBe(403);
     expect(await statusOf(plan)).toBe("pending");
     const stale = await fetch(`${origin}/plans/${plan.id}/approve`, { method: "POST", headers: { ...headers, origin }, body: `hash=${encodeURIComponent("sha256:" + "0".repeat(64))}&_csrf=${csrf}`, redirect: "manual" });
-    expect(stale.headers.get("location")).toContain("notice=hash_mismatch");
+    expect(stale.status).toBe(409);
+    expect(await stale.text()).toContain("The plan changed since this page was loaded");
     expect(await statusOf(plan)).toBe("pending");
   });
 
@@ -230,7 +242,7 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
     await expect(member.getByRole("row", { name: new RegExp(plan.plan.title) }).getByText("yours to decide").isVisible()).resolves.toBe(true);
     await member.goto(`${origin}/plans/${plan.id}`);
     await member.getByRole("button", { name: "Approve" }).click();
-    await member.waitForURL(/notice=approved/);
+    await member.getByRole("status").filter({ hasText: "Your approval is recorded" }).waitFor();
     expect(await statusOf(plan)).toBe("approved");
   });
 
@@ -244,5 +256,151 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
     await page.goto(`${origin}/plans`);
     expect(await page.getByRole("link", { name: HOSTILE }).count()).toBe(1);
     expect(await page.evaluate(() => (globalThis as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+  });
+  it("signed out, every page and live stream answers 401 with how to sign in, and no plan data", async () => {
+    const plan = await propose({ title: "Quarterly tier review for ACME" });
+    const paths = ["/plans", "/plans?fragment=1", "/plans?status=pending", `/plans/${plan.id}`, `/plans/${plan.id}?fragment=1`, "/plans/live", `/plans/${plan.id}/live`, `/plans/${randomUUID()}`, "/plans/not-a-plan-id"];
+    for (const path of paths) {
+      const res = await fetch(origin + path, { headers: { accept: "text/event-stream, text/html" } });
+      expect(res.status, path).toBe(401);
+      expect(res.headers.get("content-type"), path).toContain("text/html");
+      const body = await res.text();
+      expect(body, path).toContain("/countersign login");
+      expect(body, path).toContain("countersign start");
+      for (const p of proposed) {
+        expect(body, path).not.toContain(p.plan.title);
+        expect(body, path).not.toContain(p.id);
+        expect(body, path).not.toContain(p.hash.slice(7, 19));
+      }
+      expect(body, path).not.toMatch(/@(old|new)\.example/);
+    }
+    expect((await fetch(`${origin}/`, { redirect: "manual" })).headers.get("location")).toBe("/plans");
+
+    const context = await browser.newContext({ viewport: VIEWPORTS.desktop });
+    contexts.push(context);
+    const page = await context.newPage();
+    const response = await page.goto(`${origin}/plans/${plan.id}`);
+    expect(response?.status()).toBe(401);
+    expect(await page.getByRole("heading", { name: "Sign in to review plans" }).isVisible()).toBe(true);
+    expect(await page.locator("body").innerText()).not.toContain("ACME");
+    await page.screenshot({ path: screenshotPath(`signed-out-desktop-${kind.name}`), fullPage: true });
+  });
+
+  it("?notice= in a URL shows nothing; a refusal is told only in the answer to the refused request", async () => {
+    const plan = await propose();
+    const bob = await signedIn("U0BOB");
+    for (const notice of ["approved", "rejected", "hash_mismatch", "already_decided"]) {
+      await bob.goto(`${origin}/plans/${plan.id}?notice=${notice}`);
+      expect(await bob.getByRole("status").count(), notice).toBe(0);
+      expect(await bob.getByRole("alert").count(), notice).toBe(0);
+      expect(await bob.locator("main").innerText(), notice).not.toMatch(/is recorded|changed since this page|already decided/);
+    }
+    expect(await bob.getByRole("button", { name: "Approve" }).count()).toBe(1);
+
+    const cookie = (await bob.context().cookies()).find((c) => c.name === "cs_session")!;
+    const csrf = await bob.locator('input[name="_csrf"]').first().getAttribute("value");
+    const refused = await fetch(`${origin}/plans/${plan.id}/approve`, {
+      method: "POST",
+      headers: { cookie: `cs_session=${cookie.value}`, "content-type": "application/x-www-form-urlencoded", origin },
+      body: `hash=${encodeURIComponent("sha256:" + "1".repeat(64))}&_csrf=${csrf}`,
+      redirect: "manual",
+    });
+    expect(refused.status).toBe(409);
+    expect(await refused.text()).toContain("The plan changed since this page was loaded");
+    await bob.reload();
+    expect(await bob.locator("main").innerText()).not.toContain("changed since this page");
+    const carol = await signedIn("U0CAROL");
+    await carol.goto(`${origin}/plans/${plan.id}`);
+    expect(await carol.locator("main").innerText()).not.toContain("changed since this page");
+    expect(await statusOf(plan)).toBe("pending");
+  });
+
+  it("pending, applied, stale and rejected pages: the change comes before Approve, and nothing scrolls sideways, at desktop and phone size", async () => {
+    const longUrl = `https://files.example.com/exports/${"customer-records-".repeat(8)}2026-12.csv`;
+    const longEmail = `${"very.long.mailbox.name.".repeat(4)}person@subdomain.long-company-name.example`;
+    const wide = (i: number) => ({ actions: [{ kind: "http.json", target: "crm", path: `/contacts/${i}`, op: "merge", body: { email: longEmail, tier: "platinum-with-extended-support", export: longUrl } }] });
+    const pending = await propose({ ...wide(30), title: "Move this customer to the platinum tier with extended support and a nightly export" });
+    const applied = await propose(wide(31));
+    const stale = await propose(wide(32));
+    const rejected = await propose(wide(33));
+    for (const p of [applied, stale]) await decide(server.ctx, { planId: p.id, hash: p.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
+    await decide(server.ctx, { planId: rejected.id, hash: rejected.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "reject", reason: `Not this quarter: ${longUrl}` });
+    // Someone edits the stale plan's record after approval, before the executor gets to it.
+    const edit = await fetch(`${target.url}/contacts/32`, { method: "PATCH", headers: { authorization: `Bearer ${WRITE_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ tier: "bronze" }) });
+    expect(edit.ok).toBe(true);
+    const { verifying } = await testGrantKeys();
+    const executor = runExecutor({
+      server: executorServer(server.url, EXECUTOR_TOKEN),
+      keys: verifying,
+      environment: "test",
+      targets: { crm: targetConfig(target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } }) },
+      logger: silentLogger,
+    });
+    try {
+      await waitFor("the executor to apply one plan and find the other stale", async () => (await statusOf(applied)) === "applied" && (await statusOf(stale)) === "stale", 60_000);
+    } finally {
+      await executor.stop();
+    }
+
+    for (const [size, viewport] of Object.entries(VIEWPORTS)) {
+      const page = await signedIn("U0ALICE", viewport);
+      for (const [state, plan] of Object.entries({ pending, applied, stale, rejected })) {
+        await page.goto(`${origin}/plans/${plan.id}`);
+        expect(await page.locator(".badge").first().innerText()).toBe(state);
+        await page.screenshot({ path: screenshotPath(`plan-${state}-${size}-${kind.name}`), fullPage: true });
+        const [scrollWidth, innerWidth] = (await page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")) as [number, number];
+        expect(scrollWidth, `${state} at ${size}`).toBeLessThanOrEqual(innerWidth);
+        if (state !== "pending") continue;
+        const firstRow = (await page.locator(".diff tbody tr").first().boundingBox())!;
+        const approve = (await page.getByRole("button", { name: "Approve" }).boundingBox())!;
+        expect(firstRow.y + firstRow.height, `first diff row above Approve at ${size}`).toBeLessThanOrEqual(approve.y);
+        expect(firstRow.y + firstRow.height, `first diff row on the first screen at ${size}`).toBeLessThanOrEqual(viewport.height);
+      }
+      const [scrollWidth, innerWidth] = await page.goto(`${origin}/plans`).then(() => page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]") as Promise<[number, number]>);
+      expect(scrollWidth, `the list at ${size}`).toBeLessThanOrEqual(innerWidth);
+    }
+  });
+
+  it("a change made after the page loaded but before its live stream connected shows at once, without a reload", async () => {
+    const plan = await propose();
+    const page = await signedIn("U0CAROL");
+    // Hold the page's stream until the change has been made, as a slow connection would.
+    let release!: () => void;
+    const changed = new Promise<void>((resolve) => (release = resolve));
+    let held = 0;
+    await page.route("**/live?**", async (route) => {
+      held++;
+      await changed;
+      await route.continue();
+    });
+    await page.goto(`${origin}/plans/${plan.id}`);
+    await page.evaluate("window.marker = 42");
+    expect(await page.locator(".badge").first().innerText()).toBe("pending");
+    await waitFor("the page to open its live stream (held)", () => held > 0);
+    await decide(server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "slack" }, verdict: "approve" });
+    const started = Date.now();
+    release();
+    await page.locator(".badge", { hasText: "approved" }).first().waitFor({ timeout: 10_000 });
+    const elapsed = Date.now() - started;
+    expect(elapsed, "well before the 15 s re-check").toBeLessThan(5_000);
+    expect(await page.evaluate("window.marker")).toBe(42);
+
+    // The list page likewise: a plan submitted while its stream is held appears once it connects.
+    let releaseList!: () => void;
+    const submitted = new Promise<void>((resolve) => (releaseList = resolve));
+    await page.unroute("**/live?**");
+    held = 0;
+    await page.route("**/plans/live?**", async (route) => {
+      held++;
+      await submitted;
+      await route.continue();
+    });
+    await page.goto(`${origin}/plans`);
+    await page.evaluate("window.marker = 43");
+    await waitFor("the list to open its live stream (held)", () => held > 0);
+    const late = await propose({ title: "Submitted while the list was connecting" });
+    releaseList();
+    await page.getByRole("link", { name: late.plan.title }).waitFor({ timeout: 10_000 });
+    expect(await page.evaluate("window.marker")).toBe(43);
   });
 });

@@ -104,7 +104,7 @@ describe("countersign CLI", () => {
           await page.waitForURL(/\/plans$/);
           await page.goto(`http://localhost:${port}/plans/${(plan as unknown as { id: string }).id}`);
           await page.getByRole("button", { name: "Approve" }).click();
-          await page.waitForURL(/notice=approved/);
+          await page.getByRole("status").filter({ hasText: "Your approval is recorded" }).waitFor();
         } finally {
           await browser.close();
         }
