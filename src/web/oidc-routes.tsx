@@ -17,14 +17,14 @@ const flowCookieOptions = (secure: boolean) => ({ httpOnly: true, sameSite: "Lax
  * `GET /auth/slack/callback` hands Slack's answer to the service, which opens a session or says
  * what was wrong (403; no session). `?returnTo=/plans/…` comes back to that page.
  */
-export function oidcRoutes(signIn: SlackSignIn, options: { secure: boolean }): Hono {
+export function oidcRoutes(signIn: SlackSignIn, options: { secure: boolean; origin: string }): Hono {
   const web = new Hono();
   const unavailable = (c: Context, err: SignInUnavailable) =>
     c.html(<MessagePage title="Sign in with Slack is unavailable" text={`Countersign ${err.message}. Try again in a minute; nothing was signed in.`} />, 502);
 
   web.get(OIDC_START_PATH, async (c) => {
     try {
-      const { authorizeUrl, flowCookie } = await signIn.start(c.req.query("returnTo"));
+      const { authorizeUrl, flowCookie } = await signIn.start(c.req.query("returnTo") ?? sameOriginPath(c.req.header("referer"), options.origin));
       setCookie(c, FLOW_COOKIE, flowCookie, flowCookieOptions(options.secure));
       return c.redirect(authorizeUrl, 302);
     } catch (err) {
@@ -51,4 +51,17 @@ export function oidcRoutes(signIn: SlackSignIn, options: { secure: boolean }): H
   });
 
   return web;
+}
+
+/**
+ * The sign-in page is served at the address the person asked for, so its link's Referer is where
+ * they wanted to go (sent in full only to our own origin: Referrer-Policy same-origin).
+ */
+function sameOriginPath(referer: string | undefined, origin: string): string | undefined {
+  try {
+    const url = referer ? new URL(referer) : undefined;
+    return url?.origin === origin ? url.pathname + url.search : undefined;
+  } catch {
+    return undefined;
+  }
 }

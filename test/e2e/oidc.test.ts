@@ -6,6 +6,7 @@ import { FileConfig } from "../../src/config/schema.ts";
 import { runServer, type RunningServer } from "../../src/server/run-server.ts";
 import { createLoginLink } from "../../src/service/login-links.ts";
 import type { Database } from "../../src/store/db.ts";
+import { chromiumAvailable, launchChromium, screenshotPath } from "../support/chromium.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { silentLogger, targetConfig, testConfig, testGrantKeys } from "../support/harness.ts";
 import { OidcEmulator } from "../support/oidc-emulator.ts";
@@ -53,13 +54,14 @@ interface Hop {
  * Follows redirects by hand the way a browser does, sending this server's cookies only to it.
  * `stopAt` ends the walk before a URL is requested (to take Slack's answer apart).
  */
-async function browse(start: string, jar: CookieJar, origin: string, stopAt?: (url: URL) => boolean): Promise<{ hops: Hop[]; last: Hop; stoppedAt?: URL }> {
+async function browse(start: string, jar: CookieJar, origin: string, stopAt?: (url: URL) => boolean, referer?: string): Promise<{ hops: Hop[]; last: Hop; stoppedAt?: URL }> {
   const hops: Hop[] = [];
   let url = new URL(start);
   for (let i = 0; i < 10; i++) {
     if (stopAt?.(url)) return { hops, last: hops.at(-1)!, stoppedAt: url };
     const ours = url.origin === origin;
-    const res = await fetch(url, { redirect: "manual", headers: ours && jar.header(url) ? { cookie: jar.header(url) } : {} });
+    const headers: Record<string, string> = { ...(ours && jar.header(url) ? { cookie: jar.header(url) } : {}), ...(i === 0 && referer ? { referer } : {}) };
+    const res = await fetch(url, { redirect: "manual", headers });
     if (ours) jar.store(res);
     const hop = { url: url.href, status: res.status, body: await res.text() };
     hops.push(hop);
@@ -190,6 +192,11 @@ describe.each(databaseKinds)("Sign in with Slack (OpenID Connect) on $name", (ki
       const walk = await browse(`${origin}/auth/slack?returnTo=${encodeURIComponent(evil)}`, new CookieJar(), origin);
       expect(walk.last.url, evil).toBe(`${origin}/plans`);
     }
+    // From the sign-in page itself: back to the page that asked, known from the Referer, ours only.
+    const fromPage = await browse(`${origin}/auth/slack`, new CookieJar(), origin, undefined, `${origin}/plans?status=applied`);
+    expect(fromPage.last.url).toBe(`${origin}/plans?status=applied`);
+    const fromElsewhere = await browse(`${origin}/auth/slack`, new CookieJar(), origin, undefined, "https://evil.example/plans?status=applied");
+    expect(fromElsewhere.last.url).toBe(`${origin}/plans`);
   });
 
   it("refuses a person from another workspace", async () => {
@@ -275,6 +282,25 @@ describe.each(databaseKinds)("Sign in with Slack (OpenID Connect) on $name", (ki
       expect(res.status, method).toBe(403);
       expect(await res.text()).toContain("Sign-in links are off");
       expect(res.headers.getSetCookie()).toEqual([]);
+    }
+  });
+
+  it.skipIf(!chromiumAvailable)("in Chromium: a signed-out reader of a page signs in with Slack and is back on that page", async () => {
+    idp.user = { ...ALICE };
+    const browser = await launchChromium();
+    try {
+      const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+      await page.goto(`${origin}/plans?status=pending`);
+      await page.screenshot({ path: screenshotPath(`oidc-sign-in-page-${kind.name}`), fullPage: true });
+      await page.getByRole("link", { name: "Sign in with Slack" }).click();
+      await page.waitForURL(`${origin}/plans?status=pending`);
+      expect(await page.getByText("Signed in as").innerText()).toContain("Alice Reviewer");
+      const cookies = await page.context().cookies();
+      expect(cookies.find((c) => c.name === "cs_session")).toMatchObject({ httpOnly: true, sameSite: "Lax", path: "/" });
+      expect(cookies.find((c) => c.name === "cs_oidc_flow")).toBeUndefined();
+      await page.screenshot({ path: screenshotPath(`oidc-signed-in-desktop-${kind.name}`), fullPage: true });
+    } finally {
+      await browser.close();
     }
   });
 
