@@ -15,6 +15,8 @@ import { PlanSignals } from "../service/plan-signals.ts";
 import { openDatabase, type Database } from "../store/db.ts";
 import { isDatabaseUnreachable } from "../store/database-errors.ts";
 import { createApp } from "./app.ts";
+import { slackSignIn } from "../service/oidc-sign-in.ts";
+import { OIDC_START_PATH } from "../web/oidc-routes.tsx";
 import { claimDataDir } from "./data-dir-lock.ts";
 import { every, outageAwareReport } from "./every.ts";
 import { resolveGrantKey } from "./grant-key.ts";
@@ -77,11 +79,14 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     if (!slack) logger.info("Slack is not configured (no SLACK_BOT_TOKEN): running browser-only");
     const handlers: Record<string, OutboxHandler> = { ...options.outboxHandlers, webhook: webhookSink(ctx), ...(slack ? { slack: slack.deliver } : {}) };
 
+    const oidc = config.browser.oidc && { ...config.browser.oidc, teamId: config.browser.oidc.teamId ?? slack?.teamId ?? "" };
+    if (oidc && !oidc.teamId) throw new Error("browser.oidc.teamId is not set and Slack is not configured to take the bot token's team from; set browser.oidc.teamId");
     const app = createApp(ctx, {
       ...(slack?.handle ? { slackHandler: slack.handle } : {}),
       ...(dataDirClaim ? { adminToken: dataDirClaim.adminToken } : {}),
       ...(config.executorToken ? { executorToken: config.executorToken } : {}),
       loginLinks: config.browser.loginLinks,
+      ...(oidc ? { oidc: slackSignIn(ctx, { ...oidc, redirectUri: `${config.publicUrl}${OIDC_START_PATH}/callback` }) } : {}),
     });
     const hostname = options.hostname ?? config.host;
     const server = await listen(app.fetch, config.port, hostname);
