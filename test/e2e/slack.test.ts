@@ -215,6 +215,25 @@ describe.each(databaseKinds)("Slack door on $name", (kind) => {
     await waitFor("approved", async () => (await statusOf(s, plan)) === "approved");
   });
 
+  it("/countersign list shows what waits for this person: a plan they already approved drops out, the requester never sees their own", async () => {
+    const { plan, message } = await proposed(s, { title: "Listed vault change", actions: [{ kind: "http.json", target: "vault", path: "/contacts/55", op: "merge", body: { email: "l@new.example" } }] });
+    const listFor = async (user: string) => {
+      const res = await s.clicks.slashCommand({ user, text: "list" });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { response_type: string; text: string });
+    };
+    const before = await listFor("U0ALICE");
+    expect(before.response_type).toBe("ephemeral");
+    expect(before.text).toContain(`/plans/${plan.id}|Listed vault change>`);
+    await click(s, message, "U0ALICE", "approve");
+    await waitFor("Alice's approval", async () => (await decisionsOf(s, plan)).length === 1);
+    expect(await statusOf(s, plan)).toBe("pending"); // quorum 2: still waiting, but no longer for Alice
+    expect((await listFor("U0ALICE")).text).not.toContain(plan.id);
+    expect((await listFor("U0BOB")).text).toContain(`/plans/${plan.id}|Listed vault change>`);
+    expect((await listFor("U0REQUESTER")).text).not.toContain(plan.id);
+    expect((await listFor("U0MALLORY")).text).toBe("Nothing is waiting for your decision.");
+  });
+
   it("user group approvers: members count toward the quorum, outsiders are refused and told which group may", async () => {
     const { plan, message } = await proposed(s, { actions: [{ kind: "http.json", target: "grouped", path: "/contacts/57", op: "merge", body: { g: 1 } }] });
     await click(s, message, "U0ALICE", "approve"); // a direct approver elsewhere, but not of this plan
