@@ -8,7 +8,7 @@ export const STYLESHEET = `
 a{color:var(--accent)}header.top{background:#111827;color:#fff;padding:.75rem 1.25rem;display:flex;gap:1rem;align-items:center;justify-content:space-between;flex-wrap:wrap}
 header.top a{color:#fff;text-decoration:none;font-weight:600}header.top .who{font-size:.9rem;color:#d1d5db;display:flex;gap:.75rem;align-items:center;flex-wrap:wrap;min-width:0;overflow-wrap:anywhere}
 main{max-width:1100px;margin:0 auto;padding:1.25rem}h1{font-size:1.45rem;margin:.2rem 0 .6rem;overflow-wrap:anywhere}h2{font-size:1.05rem;margin:1.5rem 0 .5rem}
-.card{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:1rem 1.1rem;margin:.75rem 0}
+.card{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:1rem 1.1rem;margin:.75rem 0}.card>h2:first-child{margin-top:0}
 .meta{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem;margin:0}.meta dt{color:var(--muted)}.meta dd{margin:0;overflow-wrap:anywhere}
 .badge{display:inline-block;padding:.1rem .55rem;border-radius:999px;font-size:.8rem;font-weight:600;border:1px solid transparent;white-space:nowrap}
 .s-pending{background:var(--warnbg);color:var(--warn);border-color:#fde68a}.s-approved,.s-executing{background:#eff6ff;color:#1d4ed8;border-color:#bfdbfe}

@@ -16,7 +16,7 @@ import { refusalOf } from "./notices.ts";
 import { PlanBody, PlanPage } from "./plan-page.tsx";
 import { PlansPage, PlansTable } from "./plans-page.tsx";
 import { SignInRequiredPage, type SignInOptions } from "./sign-in-page.tsx";
-import { oidcRoutes } from "./oidc-routes.tsx";
+import { OIDC_START_PATH, oidcRoutes } from "./oidc-routes.tsx";
 import type { SlackSignIn } from "../service/oidc-sign-in.ts";
 import { SESSION_COOKIE, setSessionCookie } from "./session-cookie.ts";
 import { isPlanId } from "../plan/schema.ts";
@@ -56,7 +56,10 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
     if (!sameOrigin(c)) return forbidden(c, "This form was not sent from Countersign's own pages; nothing changed.");
     const who = await session(c);
     if (!who) return forbidden(c, "You are not signed in; nothing changed. Use /countersign login in Slack.");
-    const form = Object.fromEntries(Object.entries(await c.req.parseBody()).map(([k, v]) => [k, String(v)]));
+    // A body that is not a form (a broken multipart boundary, say) is the sender's mistake, not a 500.
+    const body = await c.req.parseBody().catch(() => undefined);
+    if (!body) return c.html(<MessagePage title="Refused" text="This form could not be read; reload the page and try again. Nothing changed." />, 400);
+    const form = Object.fromEntries(Object.entries(body).map(([k, v]) => [k, String(v)]));
     if (!sameSecret(form._csrf, who.csrfToken)) return forbidden(c, "This form's security token is missing or stale; reload the page and try again. Nothing changed.");
     return { session: who, form };
   };
@@ -65,9 +68,10 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
    * A review page is not public: every page and live stream under /plans needs a signed-in
    * person. A gate on the path (not a check in each route) so a page added later is closed too.
    */
+  const signInOptions: SignInOptions = { loginLinks: options.loginLinks, oidcStartUrl: options.oidcStartUrl ?? (options.oidc ? OIDC_START_PATH : undefined) };
   web.on("GET", ["/plans", "/plans/*"], async (c, next) => {
     const who = await session(c);
-    if (!who) return c.html(<SignInRequiredPage options={options} />, 401);
+    if (!who) return c.html(<SignInRequiredPage options={signInOptions} />, 401);
     c.set("reader", who);
     await next();
   });
