@@ -10,6 +10,9 @@ export function policyCheck(args: string[], env: NodeJS.ProcessEnv, out: (line: 
   const file = args[0] ?? env.COUNTERSIGN_CONFIG ?? "countersign.yml";
   const config = loadConfig({ env: { ...env, COUNTERSIGN_CONFIG: path.resolve(file) }, role: "check" });
   out(`${config.configPath}: valid. Environment '${config.environment}'.`);
+  const readers = config.browser.readers;
+  out(`Who may read plans: admins (${config.admins.join(", ") || "none"}) read all; each plan's approvers read it; `
+    + (readers === undefined ? "anyone signed in reads all (no browser.readers)" : `besides them only browser.readers (${readers.join(", ") || "nobody"})`));
   const targets = Object.entries(config.targets);
   if (targets.length === 0) out("No targets: agents can propose nothing yet.");
   for (const [name, target] of targets) {
