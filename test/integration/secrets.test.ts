@@ -1,4 +1,10 @@
+import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runExecutor } from "../../src/executor/run-executor.ts";
+import { executorServer } from "../../src/executor/server-client.ts";
+import { createLogger } from "../../src/logger.ts";
+import { runServer, type RunningServer } from "../../src/server/run-server.ts";
+import { addAgent } from "../../src/service/add-agent.ts";
 import { loadVerifyingKeys } from "../../src/grant/keys.ts";
 import { executePlan } from "../../src/executor/execute-plan.ts";
 import { readResource } from "../../src/adapters/http-json.ts";
@@ -13,7 +19,11 @@ import { planMessageOf } from "../../src/slack/deliver.ts";
 import { renderPlanMessage } from "../../src/slack/render.ts";
 import type { Database } from "../../src/store/db.ts";
 import { databaseKinds } from "../support/databases.ts";
-import { openHarness, targetConfig, testGrantKeys, WRITE_TOKEN, type Harness } from "../support/harness.ts";
+import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
+import { openHarness, READ_TOKEN, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN, type Harness } from "../support/harness.ts";
+import { SlackEmulator } from "../support/slack-emulator.ts";
+import { SlackRequests } from "../support/slack-requests.ts";
+import { waitFor } from "../support/wait-for.ts";
 
 const OLD_PASSWORD = "old-hunter2-password";
 const NEW_PASSWORD = "new-correct-horse-battery";
@@ -67,4 +77,105 @@ describe.each(databaseKinds)("secrets are never shown, but the executor writes t
     expect(outcome.status).toBe("applied");
     expect(h.target.get("/users/1")).toMatchObject({ password: NEW_PASSWORD });
   });
+});
+
+/**
+ * Nothing secret in any log line or anything sent to Slack, whatever happens: a whole run over
+ * real HTTP (agent submit with its key, Slack preview and click, executor apply) plus a query that
+ * fails with a plan's secrets among its parameters. Every log line of the server and the executor
+ * and every call to the Slack emulator is searched for every planted value.
+ */
+describe.each(databaseKinds)("no secret in logs or Slack calls, on $name", (kind) => {
+  const SIGNING_SECRET = "slack-signing-secret-planted-0001";
+  const EXECUTOR_TOKEN = "executor-token-planted-0123456789";
+  const BODY_PASSWORD = "planted-password-in-plan-body";
+  const BODY_KEY = "sk-proj-PLANTEDkeyLIKEstring0123456789";
+  const FAILING_PASSWORD = "planted-password-in-failing-query";
+  const REFUSED_MARK = "refuse-this-plan-at-the-database";
+  const lines: string[] = [];
+  const sink = { write: (line: string) => void lines.push(line) };
+  let database: Database;
+  let slack: SlackEmulator;
+  let server: RunningServer;
+  let target: JsonResourceServer;
+  let agentKey: string;
+  beforeAll(async () => {
+    database = await kind.open();
+    target = new JsonResourceServer({ seed: { "/users/7": { id: 7, password: OLD_PASSWORD, note: `legacy key ${TARGET_KEY}` } }, readTokens: [READ_TOKEN], writeToken: WRITE_TOKEN });
+    await target.start();
+    slack = new SlackEmulator({ teamId: "T0TEST" });
+    await slack.start();
+    const config = {
+      ...testConfig({ crm: targetConfig(target.url) }),
+      logLevel: "debug",
+      executorToken: EXECUTOR_TOKEN,
+      slack: { enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW", escalationChannel: undefined },
+    };
+    server = await runServer({ config: config as never, logger: createLogger("debug", sink), database, grantKey: (await testGrantKeys()).signing, deliverMs: 50 });
+    agentKey = (await addAgent(database, "secretive-agent")).key;
+  });
+  afterAll(async () => {
+    await server?.close();
+    await slack?.stop();
+    await target?.stop();
+    await database?.close();
+  });
+
+  const submit = (body: unknown) =>
+    fetch(`${server.url}/v1/plans`, { method: "POST", headers: { authorization: `Bearer ${agentKey}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+  const passwordChange = (title: string, password: string) => ({
+    title,
+    onBehalfOf: "U0REQUESTER",
+    actions: [{ kind: "http.json", target: "crm", path: "/users/7", op: "merge", body: { password, note: `rotated, new key ${BODY_KEY}` } }],
+  });
+
+  it("plants secrets everywhere, runs a plan through, fails a query on purpose, and finds none of them in the logs or in Slack", async () => {
+    // 1. A plan with a password and a key-like string, submitted with the agent's key, previewed in Slack, approved there, applied.
+    const submitted = await submit(passwordChange("Rotate the service account", BODY_PASSWORD));
+    expect(submitted.status).toBe(201);
+    const plan = ((await submitted.json()) as { plan: { id: string; hash: string } }).plan;
+    const ts = await waitFor("the Slack preview", async () => (await database.rows<{ ts: string }>(sql`SELECT ts FROM slack_messages WHERE plan_id = ${plan.id}`))[0]?.ts);
+    const clicks = new SlackRequests({ baseUrl: server.url, signingSecret: SIGNING_SECRET, teamId: "T0TEST" });
+    const approve = (slack.message("C0REVIEW", ts)!.blocks ?? [])
+      .flatMap((b) => ((b as { type: string }).type === "actions" ? ((b as { elements: { action_id: string; value?: string }[] }).elements) : []))
+      .find((e) => e.action_id === "approve")!;
+    expect((await clicks.blockAction({ user: "U0ALICE", actionId: "approve", value: approve.value!, channelId: "C0REVIEW", messageTs: ts })).status).toBe(200);
+    const executor = runExecutor({
+      server: executorServer(server.url, EXECUTOR_TOKEN),
+      keys: await loadVerifyingKeys((await testGrantKeys()).publicPem),
+      environment: "test",
+      targets: { crm: targetConfig(target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } }) },
+      logger: createLogger("debug", sink).child({ process: "executor" }),
+    });
+    try {
+      await waitFor("the plan to be applied", async () => (await database.rows<{ status: string }>(sql`SELECT status FROM plans WHERE id = ${plan.id}`))[0]?.status === "applied");
+    } finally {
+      await executor.stop();
+    }
+    expect(target.get("/users/7")).toMatchObject({ password: BODY_PASSWORD });
+    await waitFor("Slack told of the outcome", () => slack.calls.some((c) => /applied/i.test(c.raw)));
+
+    // 2. A query that fails with the plan document (and its password) among its parameters.
+    await database.db.execute(sql.raw(`ALTER TABLE plans ADD CONSTRAINT secrets_test_refuses CHECK (strpos(document, '${REFUSED_MARK}') = 0)`));
+    try {
+      const refused = await submit(passwordChange(REFUSED_MARK, FAILING_PASSWORD));
+      expect(refused.status).toBe(500);
+    } finally {
+      await database.db.execute(sql`ALTER TABLE plans DROP CONSTRAINT secrets_test_refuses`);
+    }
+    const failure = await waitFor("the failed query in the log", () => lines.find((l) => l.includes("secrets_test_refuses")));
+
+    // 3. Every log line and every Slack call, searched for every planted value.
+    const planted = { BODY_PASSWORD, BODY_KEY, FAILING_PASSWORD, OLD_PASSWORD, TARGET_KEY, agentKey, READ_TOKEN, WRITE_TOKEN, EXECUTOR_TOKEN, SIGNING_SECRET };
+    const logText = lines.join("");
+    const slackText = JSON.stringify(slack.calls.map(({ method, body, raw }) => ({ method, body, raw })));
+    expect(lines.length).toBeGreaterThan(5);
+    expect(slack.calls.length).toBeGreaterThan(1);
+    for (const [name, value] of Object.entries(planted)) {
+      expect(logText.includes(value), `${name} is in a log line`).toBe(false);
+      expect(slackText.includes(value), `${name} was sent to Slack`).toBe(false);
+    }
+    // The failure's line still says what failed: the statement and the database's code, not the values.
+    expect(JSON.parse(failure)).toMatchObject({ level: 50, err: { message: expect.stringMatching(/^Failed query: insert into "plans"/), cause: { code: "23514" } } });
+  }, 120_000);
 });
