@@ -5,6 +5,8 @@ import type { Config } from "../../src/config/load.ts";
 import { FileConfig } from "../../src/config/schema.ts";
 import { runServer, type RunningServer } from "../../src/server/run-server.ts";
 import { createLoginLink } from "../../src/service/login-links.ts";
+import { slackSignIn } from "../../src/service/oidc-sign-in.ts";
+import { oidcRoutes } from "../../src/web/oidc-routes.tsx";
 import type { Database } from "../../src/store/db.ts";
 import { chromiumAvailable, launchChromium, screenshotPath } from "../support/chromium.ts";
 import { databaseKinds } from "../support/databases.ts";
@@ -302,6 +304,23 @@ describe.each(databaseKinds)("Sign in with Slack (OpenID Connect) on $name", (ki
     } finally {
       await browser.close();
     }
+  });
+
+  it("an issuer that cannot be reached is a 502 naming it, not a crash, and is retried at the next sign-in", async () => {
+    const deadPort = await freePort();
+    const signIn = slackSignIn(server.ctx, { ...CLIENT, issuer: `http://127.0.0.1:${deadPort}`, teamId: "T0TEST", redirectUri: `${origin}/auth/slack/callback` });
+    const routes = oidcRoutes(signIn, { secure: false, origin });
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const res = await routes.request("/auth/slack");
+      expect(res.status).toBe(502);
+      expect(await res.text()).toContain(`could not read the OpenID configuration of http://127.0.0.1:${deadPort}`);
+    }
+    // A callback while the issuer is down opens nothing either (same client secret, so the flow itself is valid).
+    const { flow, callback } = await toCallback();
+    const before = await sessionCount();
+    const res = await routes.request(`/auth/slack/callback${callback.search}`, { headers: { cookie: `cs_oidc_flow=${flow.value}` } });
+    expect(res.status).toBe(502);
+    expect(await sessionCount()).toBe(before);
   });
 
   it("a signed-out visitor is offered Sign in with Slack", async () => {
