@@ -87,8 +87,10 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback }: LoadOpt
 
   // The server never resolves a target's write block; it drops it unread.
   // `policy check` resolves no credential at all, so it runs anywhere without secrets.
+  // Only the server signs people in: nothing else reads the OIDC client secret.
   const skip = (p: readonly string[]) =>
-    p.length === 3 && p[0] === "targets" && ((p[2] === "write" && role !== "executor") || (p[2] === "read" && role === "check"));
+    (p.length === 3 && p[0] === "targets" && ((p[2] === "write" && role !== "executor") || (p[2] === "read" && role === "check"))) ||
+    (p.length === 2 && p[0] === "browser" && p[1] === "oidc" && role !== "server");
   const { value, problems } = interpolate(raw, env, skip);
   if (problems.length > 0) throw new ConfigError(source, problems);
 

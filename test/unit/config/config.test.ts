@@ -436,6 +436,11 @@ describe("loadConfig: browser.oidc (Sign in with Slack)", () => {
     expect(config.browser.loginLinks).toBe(true);
   });
 
+  it("only the server reads it: the executor and policy check run without the client secret", () => {
+    const yaml = withOidc("    clientId: '1234.5678'\n    clientSecret: ${SLACK_CLIENT_SECRET}\n    teamId: T0TEAM\n", "");
+    for (const role of ["executor", "check", "cli"] as const) expect(load(yaml, { role }).browser.oidc, role).toBeUndefined();
+  });
+
   it("names the unset variable of a ${VAR} clientSecret", () => {
     const err = configError(() => load(withOidc("    clientId: '1234.5678'\n    clientSecret: ${SLACK_CLIENT_SECRET}\n"), { env: SLACK_ENV }));
     expect(problemAt(err, "browser.oidc.clientSecret")).toContain("SLACK_CLIENT_SECRET");
