@@ -4,7 +4,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
-import { openDatabase } from "../../src/store/db.ts";
+import { PLAN_CHANNEL } from "../../src/service/plan-signals.ts";
+import { openDatabase, sql } from "../../src/store/db.ts";
 import { startCli } from "../support/cli.ts";
 import { READ_TOKEN, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
 import { privatePostgresAvailable, startPrivatePostgres, type PrivatePostgres } from "../support/private-postgres.ts";
@@ -30,8 +31,9 @@ const SIGNING_SECRET = "restart-signing-secret";
 const REVIEW = "C0REVIEW";
 /** Short, so the "not recorded" case fits in the test; long enough for a restart (about a second) to be waited out. */
 const DECISION_RETRY_SECONDS = 8;
-const PLANS = 24;
-const RESTARTS = 3;
+const PLANS = 30;
+const LANES = 3;
+const RESTARTS = 4;
 const FINAL = ["applied", "failed", "stale", "expired", "rejected"];
 
 describe.skipIf(!available)("a PostgreSQL restart is not an outage", () => {
@@ -78,7 +80,7 @@ describe.skipIf(!available)("a PostgreSQL restart is not an outage", () => {
     pg = await startPrivatePostgres();
     dir = mkdtempSync(path.join(os.tmpdir(), "countersign-restart-"));
     target = new JsonResourceServer({
-      seed: Object.fromEntries(Array.from({ length: PLANS + 4 }, (_, i) => [`/contacts/${i}`, { id: i, email: `c${i}@old.example` }])),
+      seed: Object.fromEntries(Array.from({ length: PLANS + 2 }, (_, i) => [`/contacts/${i}`, { id: i, email: `c${i}@old.example` }])),
       readTokens: [READ_TOKEN],
       writeToken: WRITE_TOKEN,
     });
@@ -133,18 +135,20 @@ describe.skipIf(!available)("a PostgreSQL restart is not an outage", () => {
 
   it(`${RESTARTS} restarts under a submit/approve/apply loop: no exit, nothing lost, nothing applied twice`, async () => {
     const plans: { id: string; hash: string }[] = [];
-    const loop = (async () => {
-      for (let i = 0; i < PLANS; i++) {
+    // Several agents at once, so every restart finds queries in flight on several connections.
+    const lane = async (first: number) => {
+      for (let i = first; i < PLANS; i += LANES) {
         const plan = await submit(i);
-        plans.push(plan);
+        plans[i] = plan;
         await approveInSlack(plan);
-        await new Promise((r) => setTimeout(r, 150));
+        await new Promise((r) => setTimeout(r, 100));
       }
-    })();
+    };
+    const loop = Promise.all(Array.from({ length: LANES }, (_, k) => lane(k)));
     const restarts = (async () => {
       for (let r = 0; r < RESTARTS; r++) {
         // Wait for the loop to make progress between restarts, so every restart hits work in flight.
-        await waitFor(`the loop to pass plan ${(r + 1) * 5}`, () => plans.length >= (r + 1) * 5, 90_000);
+        await waitFor(`the loop to pass plan ${(r + 1) * 6}`, () => plans.filter(Boolean).length >= (r + 1) * 6, 90_000);
         await pg.restart();
       }
     })();
@@ -157,6 +161,16 @@ describe.skipIf(!available)("a PostgreSQL restart is not an outage", () => {
     expect(exits).toEqual([]);
     expect(finals).toEqual(plans.map(() => "applied"));
     for (let i = 0; i < PLANS; i++) expect(target.writes().filter((w) => w.path === `/contacts/${i}`)).toHaveLength(1);
+    // LISTEN came back by itself: the server's listening connection is on the restarted cluster.
+    const direct = await openDatabase({ kind: "postgres", url: pg.url });
+    try {
+      await waitFor("the server to LISTEN again", async () => {
+        const rows = await direct.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query ILIKE ${`listen%${PLAN_CHANNEL}%`}`);
+        return rows[0]!.n >= 1;
+      }, 20_000);
+    } finally {
+      await direct.close();
+    }
     // The loops said one line per outage, not one per tick.
     const paused = children[0]!.output().split("\n").filter((l) => l.includes("outbox delivery paused"));
     expect(paused.length).toBeLessThanOrEqual(RESTARTS);
@@ -167,7 +181,12 @@ describe.skipIf(!available)("a PostgreSQL restart is not an outage", () => {
     await pg.stop();
     try {
       await approveInSlack(plan);
-      await new Promise((r) => setTimeout(r, 1500)); // the click is now waiting on an unreachable database
+      // Meanwhile the executor API and the agent API say what is wrong, with a code to retry on.
+      const claim = await fetch(`${serverUrl}/v1/executor/claim?wait=0`, { method: "POST", headers: { authorization: `Bearer ${EXECUTOR_TOKEN}` } });
+      expect(claim.status).toBe(503);
+      expect(((await claim.json()) as { error: { code: string } }).error.code).toBe("database_unavailable");
+      expect((await api("GET", `/v1/plans/${plan.id}`)).status).toBe(503);
+      await new Promise((r) => setTimeout(r, 1000)); // the click is now waiting on an unreachable database
     } finally {
       await pg.start();
     }
