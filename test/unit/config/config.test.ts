@@ -116,6 +116,9 @@ describe("loadConfig: environment", () => {
     ["DATABASE_URL may say postgresql://", { DATABASE_URL: "postgresql://db/cs" }, { database: { kind: "postgres", url: "postgresql://db/cs" } }],
     ["LOG_LEVEL", { LOG_LEVEL: "debug" }, { logLevel: "debug" }],
     ["unrelated variables are ignored", { HOME: "/root", SOMETHING_ELSE: "x" }, { port: 3000 }],
+    ["HOST defaults to every interface", {}, { host: "0.0.0.0" }],
+    ["HOST names the interface serve listens on", { HOST: "127.0.0.1" }, { host: "127.0.0.1" }],
+    ["HOST may be an IPv6 address", { HOST: "::" }, { host: "::" }],
   ])("%s", (_name, env, expected) => {
     expect(load(null, { env })).toMatchObject(expected);
   });
@@ -134,6 +137,8 @@ describe("loadConfig: environment", () => {
     ["PORT too large", { PORT: "70000" }, "PORT"],
     ["PORT negative", { PORT: "-1" }, "PORT"],
     ["PORT not an integer", { PORT: "80.5" }, "PORT"],
+    ["HOST with a scheme", { HOST: "http://0.0.0.0" }, "HOST"],
+    ["HOST with a port", { HOST: "localhost:3000x" }, "HOST"],
     ["PUBLIC_URL not a URL", { PUBLIC_URL: "not a url" }, "PUBLIC_URL"],
     ["PUBLIC_URL not http(s)", { PUBLIC_URL: "ftp://cs.example.com" }, "PUBLIC_URL"],
     ["DATABASE_URL not postgres", { DATABASE_URL: "mysql://db/cs" }, "DATABASE_URL"],
