@@ -1,10 +1,18 @@
+import type { IncomingMessage } from "node:http";
 import type { App, Receiver, ReceiverEvent } from "@slack/bolt";
 import type { Context } from "hono";
 import type { Logger } from "pino";
-import { whyUnsigned } from "./verify-request.ts";
+import { readCappedBody } from "./read-capped-body.ts";
+import { whyNotFresh, whyUnsigned } from "./verify-request.ts";
 
 /** Slack wants an answer within 3 s; if no listener acknowledges by then, answer empty. */
 const ACK_DEADLINE_MS = 2500;
+
+/**
+ * Nobody is authenticated until the body's signature checks out, so nobody may make the server
+ * hold more than this. Slack's own payloads are a few KiB (a modal submission is the largest).
+ */
+export const MAX_SLACK_BODY_BYTES = 1024 * 1024;
 
 /**
  * Bolt's receiver for Countersign's own HTTP server: `POST /slack/events` is verified here on
@@ -27,17 +35,23 @@ export class HonoReceiver implements Receiver {
   async start(): Promise<void> {}
   async stop(): Promise<void> {}
 
+  /**
+   * Cheapest refusal first, and nothing unbounded before the signature: a declared length over
+   * the cap, then missing or stale signing headers, then a body that grows past the cap while
+   * it streams in, then the signature itself; only a signed body is parsed.
+   */
   async handle(c: Context): Promise<Response> {
-    const rawBody = await c.req.text();
-    const why = whyUnsigned(this.signingSecret, {
-      rawBody,
-      timestamp: c.req.header("x-slack-request-timestamp"),
-      signature: c.req.header("x-slack-signature"),
-    }, this.now());
-    if (why) {
-      this.logger.warn({ why }, "refused an unsigned Slack request");
-      return c.json({ error: { code: "unauthorized", message: `Slack signature check failed: ${why}` } }, 401);
-    }
+    const declared = c.req.header("content-length");
+    if (declared !== undefined && Number(declared) > MAX_SLACK_BODY_BYTES) return this.tooLarge(c);
+    const headers = { timestamp: c.req.header("x-slack-request-timestamp"), signature: c.req.header("x-slack-signature") };
+    const stale = whyNotFresh(headers, this.now());
+    if (stale) return this.unsigned(c, stale);
+    const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+    const read = await readCappedBody(incoming ?? c.req.raw.body, MAX_SLACK_BODY_BYTES);
+    if (!read.ok) return this.tooLarge(c);
+    const why = whyUnsigned(this.signingSecret, { ...headers, rawBody: read.body }, this.now());
+    if (why) return this.unsigned(c, why);
+    const rawBody = read.body.toString("utf8");
     let body: Record<string, unknown>;
     try {
       body = parseSlackBody(rawBody, c.req.header("content-type") ?? "");
@@ -68,6 +82,21 @@ export class HonoReceiver implements Receiver {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  private unsigned(c: Context, why: string): Response {
+    this.logger.warn({ why }, "refused an unsigned Slack request");
+    return c.json({ error: { code: "unauthorized", message: `Slack signature check failed: ${why}` } }, 401);
+  }
+
+  /** The rest of the body is not read: the connection closes after this answer. */
+  private tooLarge(c: Context): Response {
+    this.logger.warn({ limit: MAX_SLACK_BODY_BYTES }, "refused an oversized Slack request");
+    return c.json(
+      { error: { code: "payload_too_large", message: `Slack request bodies are limited to ${MAX_SLACK_BODY_BYTES} bytes` } },
+      413,
+      { connection: "close" },
+    );
   }
 }
 

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runExecutor } from "../../src/executor/run-executor.ts";
 import { executorServer } from "../../src/executor/server-client.ts";
 import { createLogger } from "../../src/logger.ts";
+import type { Config } from "../../src/config/load.ts";
 import { runServer, type RunningServer } from "../../src/server/run-server.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
 import { loadVerifyingKeys } from "../../src/grant/keys.ts";
@@ -105,13 +106,13 @@ describe.each(databaseKinds)("no secret in logs or Slack calls, on $name", (kind
     await target.start();
     slack = new SlackEmulator({ teamId: "T0TEST" });
     await slack.start();
-    const config = {
+    const config: Config = {
       ...testConfig({ crm: targetConfig(target.url) }),
       logLevel: "debug",
       executorToken: EXECUTOR_TOKEN,
-      slack: { enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW", escalationChannel: undefined },
+      slack: { enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW", escalationChannel: undefined, decisionRetrySeconds: 120 },
     };
-    server = await runServer({ config: config as never, logger: createLogger("debug", sink), database, grantKey: (await testGrantKeys()).signing, deliverMs: 50 });
+    server = await runServer({ config, logger: createLogger("debug", sink), database, grantKey: (await testGrantKeys()).signing, deliverMs: 50 });
     agentKey = (await addAgent(database, "secretive-agent")).key;
   });
   afterAll(async () => {

@@ -1,0 +1,173 @@
+import { once } from "node:events";
+import { request } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Config } from "../../src/config/load.ts";
+import { runServer, type RunningServer } from "../../src/server/run-server.ts";
+import { MAX_SLACK_BODY_BYTES } from "../../src/slack/hono-receiver.ts";
+import type { Database } from "../../src/store/db.ts";
+import { pglite } from "../support/databases.ts";
+import { silentLogger, testConfig, testGrantKeys } from "../support/harness.ts";
+import { SlackEmulator } from "../support/slack-emulator.ts";
+import { SlackRequests, signSlackRequest } from "../support/slack-requests.ts";
+import { waitFor } from "../support/wait-for.ts";
+
+const SIGNING_SECRET = "slack-signing-secret-for-body-limits";
+const HUNDRED_MB = 100 * 1024 * 1024;
+const CHUNK = Buffer.alloc(64 * 1024, "a");
+
+interface Sent {
+  status: number;
+  body: string;
+  /** Bytes the client got onto the wire before the answer came (or the connection closed). */
+  sentBytes: number;
+  ms: number;
+}
+
+/**
+ * POSTs `totalBytes` of filler as a real client would stream it: chunked, or with a declared
+ * Content-Length. One 64 KiB buffer is reused, so the client itself allocates nothing per byte.
+ * Writing stops as soon as the server answers (or drops the connection).
+ */
+async function streamPost(url: string, totalBytes: number, options: { chunked: boolean; headers?: Record<string, string> }): Promise<Sent> {
+  const started = Date.now();
+  const target = new URL(url);
+  const req = request({
+    host: target.hostname,
+    port: target.port,
+    path: target.pathname,
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", ...(options.chunked ? {} : { "content-length": String(totalBytes) }), ...options.headers },
+  });
+  let sentBytes = 0;
+  let answered = false;
+  const answer = new Promise<Omit<Sent, "ms">>((resolve, reject) => {
+    req.on("response", (res) => {
+      answered = true;
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks).toString("utf8"), sentBytes }));
+      res.on("error", reject);
+    });
+    // After the answer, a reset of the rest of the upload is expected; before it, it is a failure.
+    req.on("error", (err) => {
+      if (!answered) reject(err);
+    });
+  });
+  const closed = once(req, "close").catch(() => undefined);
+  while (sentBytes < totalBytes && !answered && !req.destroyed) {
+    const piece = totalBytes - sentBytes >= CHUNK.length ? CHUNK : CHUNK.subarray(0, totalBytes - sentBytes);
+    sentBytes += piece.length;
+    if (!req.write(piece)) await Promise.race([once(req, "drain"), answer.catch(() => undefined), closed]);
+  }
+  if (!answered && !req.destroyed) req.end();
+  const result = await answer;
+  req.destroy();
+  return { ...result, ms: Date.now() - started };
+}
+
+function freshHeaders(signature = "v0=" + "0".repeat(64)): Record<string, string> {
+  return { "x-slack-request-timestamp": String(Math.floor(Date.now() / 1000)), "x-slack-signature": signature };
+}
+
+/** Slack's `/slack/events` before authentication: nobody may make the server hold more than 1 MiB. */
+describe("Slack request body limit", () => {
+  let database: Database;
+  let slack: SlackEmulator;
+  let server: RunningServer;
+  let eventsUrl: string;
+  beforeAll(async () => {
+    database = await pglite.open();
+    slack = new SlackEmulator({ teamId: "T0TEST" });
+    await slack.start();
+    const config: Config = {
+      ...testConfig({}),
+      slack: { enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW", escalationChannel: undefined, decisionRetrySeconds: 120 },
+    };
+    server = await runServer({ config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing });
+    eventsUrl = `${server.url}/slack/events`;
+  });
+  afterAll(async () => {
+    await server?.close();
+    await slack?.stop();
+    await database?.close();
+  });
+
+  it("refuses a 100 MB post with a Content-Length at once, before reading it", async () => {
+    const sent = await streamPost(eventsUrl, HUNDRED_MB, { chunked: false, headers: freshHeaders() });
+    expect(sent.status).toBe(413);
+    expect(JSON.parse(sent.body)).toMatchObject({ error: { code: "payload_too_large" } });
+    expect(sent.ms).toBeLessThan(10_000);
+    expect(sent.sentBytes).toBeLessThan(HUNDRED_MB / 4);
+  });
+
+  it("refuses a chunked 100 MB post once it passes 1 MiB, without waiting for the rest", async () => {
+    const sent = await streamPost(eventsUrl, HUNDRED_MB, { chunked: true, headers: freshHeaders() });
+    expect(sent.status).toBe(413);
+    expect(sent.ms).toBeLessThan(10_000);
+    expect(sent.sentBytes).toBeLessThan(HUNDRED_MB / 4);
+  });
+
+  it("refuses a chunked 100 MB post without signing headers before reading a byte of it", async () => {
+    const sent = await streamPost(eventsUrl, HUNDRED_MB, { chunked: true });
+    expect(sent.status).toBe(401);
+    expect(JSON.parse(sent.body).error.message).toMatch(/missing X-Slack-Request-Timestamp or X-Slack-Signature/);
+    expect(sent.ms).toBeLessThan(10_000);
+    expect(sent.sentBytes).toBeLessThan(HUNDRED_MB / 4);
+  });
+
+  it("refuses a body stale by its timestamp before reading it", async () => {
+    const stale = { "x-slack-request-timestamp": String(Math.floor(Date.now() / 1000) - 3600), "x-slack-signature": "v0=" + "0".repeat(64) };
+    const sent = await streamPost(eventsUrl, HUNDRED_MB, { chunked: true, headers: stale });
+    expect(sent.status).toBe(401);
+    expect(JSON.parse(sent.body).error.message).toMatch(/timestamp is \d+ s away from now/);
+    expect(sent.sentBytes).toBeLessThan(HUNDRED_MB / 4);
+  });
+
+  it("four 100 MB posts at once leave the server's memory where it was (within a generous bound)", async () => {
+    const before = process.memoryUsage().rss;
+    const sent = await Promise.all([
+      streamPost(eventsUrl, HUNDRED_MB, { chunked: true, headers: freshHeaders() }),
+      streamPost(eventsUrl, HUNDRED_MB, { chunked: false, headers: freshHeaders() }),
+      streamPost(eventsUrl, HUNDRED_MB, { chunked: true, headers: freshHeaders() }),
+      streamPost(eventsUrl, HUNDRED_MB, { chunked: false, headers: freshHeaders() }),
+    ]);
+    const grownMb = (process.memoryUsage().rss - before) / 1024 / 1024;
+    expect(sent.map((s) => s.status)).toEqual([413, 413, 413, 413]);
+    // Before the cap the same four posts took the server from 145 MB to 931 MB.
+    expect(grownMb, `RSS grew ${grownMb.toFixed(1)} MB`).toBeLessThan(40);
+  });
+
+  it("refuses a signed body of 1 MiB + 1 byte, chunked or declared", async () => {
+    const body = Buffer.alloc(MAX_SLACK_BODY_BYTES + 1, "a");
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    const headers = { "x-slack-request-timestamp": timestamp, "x-slack-signature": signSlackRequest(SIGNING_SECRET, timestamp, body) };
+    const declared = await fetch(eventsUrl, { method: "POST", headers: { ...headers, "content-type": "application/x-www-form-urlencoded" }, body });
+    expect(declared.status).toBe(413);
+    const chunked = await streamPost(eventsUrl, body.length, { chunked: true, headers });
+    expect(chunked.status).toBe(413);
+  });
+
+  it("still answers a signed body of exactly 1 MiB, and ordinary signed requests", async () => {
+    const challenge = "c".repeat(40);
+    const prefix = JSON.stringify({ type: "url_verification", challenge, padding: "" }).slice(0, -2);
+    const body = Buffer.from(prefix + "x".repeat(MAX_SLACK_BODY_BYTES - Buffer.byteLength(prefix) - 2) + '"}');
+    expect(body.length).toBe(MAX_SLACK_BODY_BYTES);
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    const response = await fetch(eventsUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-slack-request-timestamp": timestamp, "x-slack-signature": signSlackRequest(SIGNING_SECRET, timestamp, body) },
+      body,
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ challenge });
+
+    // An ordinary interaction, signed the way Slack signs it, still reaches the listeners.
+    const clicks = new SlackRequests({ baseUrl: server.url, signingSecret: SIGNING_SECRET, teamId: "T0TEST" });
+    const click = await clicks.blockAction({ user: "U0ALICE", actionId: "approve", value: "not a plan", channelId: "C0REVIEW", messageTs: "1733140000.000100" });
+    expect(click.status).toBe(200);
+    const told = await waitFor("the clicker to be told why nothing was recorded", () => slack.ephemerals.find((e) => e.user === "U0ALICE"));
+    expect(told.text).toMatch(/nothing was recorded/);
+    // The same click with a forged signature is still refused.
+    expect((await clicks.blockAction({ user: "U0ALICE", actionId: "approve", value: "not a plan", channelId: "C0REVIEW", messageTs: "1733140000.000100" }, { signingSecret: "forged" })).status).toBe(401);
+  });
+});
