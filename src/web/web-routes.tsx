@@ -55,7 +55,7 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
   const checkPost = async (c: Context): Promise<{ session: WebSession; form: Record<string, string> } | Response> => {
     if (!sameOrigin(c)) return forbidden(c, "This form was not sent from Countersign's own pages; nothing changed.");
     const who = await session(c);
-    if (!who) return forbidden(c, "You are not signed in; nothing changed. Use /countersign login in Slack.");
+    if (!who) return c.html(<SignInRequiredPage options={signInOptions} />, 401);
     // A body that is not a form (a broken multipart boundary, say) is the sender's mistake, not a 500.
     const body = await c.req.parseBody().catch(() => undefined);
     if (!body) return c.html(<MessagePage title="Refused" text="This form could not be read; reload the page and try again. Nothing changed." />, 400);

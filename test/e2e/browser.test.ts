@@ -275,6 +275,10 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
       expect(body, path).not.toMatch(/@(old|new)\.example/);
     }
     expect((await fetch(`${origin}/`, { redirect: "manual" })).headers.get("location")).toBe("/plans");
+    const post = await fetch(`${origin}/plans/${plan.id}/approve`, { method: "POST", headers: { origin, "content-type": "application/x-www-form-urlencoded" }, body: `hash=${encodeURIComponent(plan.hash)}`, redirect: "manual" });
+    expect(post.status).toBe(401);
+    expect(await post.text()).toContain("Sign in to review plans");
+    expect(await statusOf(plan)).toBe("pending");
 
     const context = await browser.newContext({ viewport: VIEWPORTS.desktop });
     contexts.push(context);
