@@ -40,7 +40,14 @@ export async function readJsonBody(request: Request, options: { what: string; ma
   if (size > maxBytes) {
     throw new ServiceError("payload_too_large", `${options.what} is larger than ${maxBytes / 1024} KiB; split the plan or shrink its bodies`);
   }
-  const parsed = parseFaithfulJson(Buffer.concat(chunks).toString("utf8"));
+  let text: string;
+  try {
+    // Fatal: a replacement character would show reviewers something the agent never sent.
+    text = new TextDecoder("utf-8", { fatal: true }).decode(Buffer.concat(chunks));
+  } catch {
+    throw new ServiceError("invalid_json", `${options.what} is not valid UTF-8`);
+  }
+  const parsed = parseFaithfulJson(text);
   if (parsed.ok) return parsed.value;
   if (parsed.kind === "syntax") throw new ServiceError("invalid_json", `${options.what} is not valid JSON: ${parsed.message}`);
   throw new ServiceError("invalid_request", `${options.what} is not valid: ${parsed.pointer || "/"} ${parsed.message}`, { issues: [{ path: parsed.pointer, message: parsed.message }] });
