@@ -9,6 +9,7 @@ import { deliveryClient, slackSink } from "./deliver.ts";
 import type { ApproverDirectory } from "../service/approver-groups.ts";
 import { slackDirectory } from "./directory.ts";
 import { HonoReceiver } from "./hono-receiver.ts";
+import { boltLogger } from "./bolt-logger.ts";
 import { registerListeners, type ListenerDeps } from "./listeners.ts";
 
 export interface SlackDoor {
@@ -39,9 +40,9 @@ export async function openSlackDoor(
   const socket = slack.appToken !== undefined;
   // Signatures are checked against the wall clock: it is Slack's clock they must agree with.
   const httpReceiver = socket ? undefined : new HonoReceiver(slack.signingSecret!, log, () => new Date());
-  const receiver = httpReceiver ?? new SocketModeReceiver({ appToken: slack.appToken!, logLevel: LogLevel.WARN });
+  const receiver = httpReceiver ?? new SocketModeReceiver({ appToken: slack.appToken!, logger: boltLogger(log), logLevel: LogLevel.WARN });
   // deferInitialization: Bolt's constructor would otherwise fire auth.test unawaited, and a bad token then crashes the process.
-  const app = new App({ token: slack.botToken, receiver, deferInitialization: true, clientOptions, logLevel: LogLevel.WARN });
+  const app = new App({ token: slack.botToken, receiver, deferInitialization: true, clientOptions, logger: boltLogger(log), logLevel: LogLevel.WARN });
   await app.init();
   const auth = await app.client.auth.test();
   const teamId = String(auth.team_id);

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logger.ts";
 import { loggableError, scrubText } from "../../src/log-redaction.ts";
 import { MASK } from "../../src/policy/redact.ts";
+import { boltLogger } from "../../src/slack/bolt-logger.ts";
 
 const SECRET = "hunter2-correct-horse";
 
@@ -46,5 +47,16 @@ describe("what an error may say in a log line", () => {
     const { lines, logger } = captured();
     logger.info({ planId: "p1", headers: { authorization: `Bearer ${SECRET}` }, password: SECRET }, "hello");
     expect(JSON.parse(lines[0]!)).toMatchObject({ planId: "p1", headers: { authorization: "[redacted]" }, password: "[redacted]", msg: "hello" });
+  });
+
+  it("Bolt's own log calls (a listener's error included) pass the same serializer, at Bolt's level", () => {
+    const { lines, logger } = captured();
+    const bolt = boltLogger(logger);
+    bolt.error("An unhandled error occurred while Bolt processed an event", new DrizzleQueryError("select $1", [SECRET], new Error("boom")));
+    bolt.info(`ignored below warn ${SECRET}`);
+    bolt.warn(`token xoxb-1234-${SECRET}`);
+    expect(lines).toHaveLength(2);
+    expect(lines.join("")).not.toContain(SECRET);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ component: "bolt", msg: "An unhandled error occurred while Bolt processed an event", err: { message: "Failed query: select $1" } });
   });
 });
