@@ -32,7 +32,7 @@ textarea{font:inherit;width:min(100%,28rem);min-height:2.6rem;padding:.45rem;bor
 @media (max-width:640px){main{padding:.75rem}.card{padding:.75rem}.meta{grid-template-columns:1fr}.meta dt{margin-top:.4rem}table.plans thead{display:none}table.plans tr{display:block;border-bottom:1px solid var(--line);padding:.4rem 0}table.plans td{display:block;border:0;padding:.1rem .25rem}
 /* On a phone a row becomes a small stack of labelled blocks: nothing to scroll sideways. */
 table.stacks,table.stacks tbody{display:block}table.stacks thead,table.stacks colgroup{display:none}table.stacks tr{display:block;border-bottom:1px solid var(--line);padding:.4rem 0}table.stacks td{display:block;border:0;padding:.2rem .4rem;margin:.1rem 0}
-table.stacks td[data-label]::before{content:attr(data-label);display:block;color:var(--muted);font:600 .75rem system-ui,sans-serif}}
+table.stacks td[data-label]::before{content:attr(data-label);display:block;color:var(--muted);font:600 .75rem system-ui,sans-serif}table.stacks td:empty,table.outcome td.n{display:none}}
 `;
 
 export function Layout(props: { title: string; session?: WebSession | undefined; csrf?: string; children: Child }) {

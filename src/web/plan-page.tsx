@@ -52,7 +52,7 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
             <tbody>
               {plan.outcome.actions.map((a) => (
                 <tr>
-                  <td data-label="#">{a.index}</td><td data-label="Target">{a.target}</td><td data-label="Path"><code>{a.path}</code></td><td data-label="Result"><StatusBadge status={a.status} /></td>
+                  <td class="n" data-label="#">{a.index}</td><td data-label="Target">{a.target}</td><td data-label="Path"><code>{a.path}</code></td><td data-label="Result"><StatusBadge status={a.status} /></td>
                   <td data-label="Detail">{a.detail ?? ""}{a.expected !== undefined ? ` (expected ${a.expected ?? "absent"}, now ${a.now ?? "absent"})` : ""}</td>
                 </tr>
               ))}
