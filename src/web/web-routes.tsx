@@ -90,7 +90,10 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
     return c.html(<PlansPage plans={plans} session={who} filter={parseStatusFilter(filter) ? filter : undefined} version={version} />);
   });
 
-  web.get("/plans/live", (c) => liveStream(c, ctx, undefined));
+  /** A stream outlives the request that opened it: it ends when the session does (signed out, expired). */
+  const stillSignedIn = (c: Context) => async () => (await session(c)) !== undefined;
+
+  web.get("/plans/live", (c) => liveStream(c, ctx, undefined, stillSignedIn(c)));
 
   /** The plan if this person may read it, else the page saying why not. */
   const readable = async (c: Context<WebEnv>, planId: string) => {
@@ -119,7 +122,7 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
   web.get("/plans/:id/live", async (c) => {
     const planId = c.req.param("id");
     const reviewed = await readable(c, planId);
-    return reviewed instanceof Response ? reviewed : liveStream(c, ctx, planId);
+    return reviewed instanceof Response ? reviewed : liveStream(c, ctx, planId, stillSignedIn(c));
   });
 
   for (const verdict of ["approve", "reject"] as const) {
@@ -183,13 +186,14 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
  * instead of at the next timer; each wait is armed before the version is read, so no signal
  * falls between the two.
  */
-function liveStream(c: Context, ctx: ServiceContext, planId: string | undefined): Response {
+function liveStream(c: Context, ctx: ServiceContext, planId: string | undefined, stillSignedIn: () => Promise<boolean>): Response {
   return streamSSE(c, async (stream) => {
     const closed = new AbortController();
     stream.onAbort(() => closed.abort());
     let seen = c.req.header("last-event-id") ?? c.req.query("v");
     let first = true;
     while (!closed.signal.aborted) {
+      if (!first && !(await stillSignedIn())) break;
       const woken = planId ? ctx.signals.wait(planId, LIVE_RECHECK_MS, closed.signal) : ctx.signals.waitAny(LIVE_RECHECK_MS, closed.signal);
       const now = await ctx.signals.version(planId);
       if (now !== seen) {

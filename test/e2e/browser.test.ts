@@ -407,4 +407,29 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
     await page.getByRole("link", { name: late.plan.title }).waitFor({ timeout: 10_000 });
     expect(await page.evaluate("window.marker")).toBe(43);
   });
+  it("a live stream ends with the session that opened it", async () => {
+    const plan = await propose();
+    const page = await signedIn("U0BOB");
+    await page.goto(`${origin}/plans/${plan.id}`);
+    const cookie = `cs_session=${(await page.context().cookies()).find((c) => c.name === "cs_session")!.value}`;
+    const csrf = (await page.locator('input[name="_csrf"]').first().getAttribute("value"))!;
+    const res = await fetch(`${origin}/plans/${plan.id}/live`, { headers: { cookie, accept: "text/event-stream" } });
+    expect(res.status).toBe(200);
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let received = "";
+    await waitFor("the stream's first event", async () => (received += (await reader.read()).value ?? "").includes("event:"));
+
+    const logout = await fetch(`${origin}/logout`, { method: "POST", headers: { cookie, origin, "content-type": "application/x-www-form-urlencoded" }, body: `_csrf=${encodeURIComponent(csrf)}`, redirect: "manual" });
+    expect(logout.status).toBe(303);
+    received = "";
+    await decide(server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "slack" }, verdict: "approve" });
+    const ended = await waitFor("the stream to end", async () => {
+      const chunk = await reader.read();
+      received += chunk.value ?? "";
+      return chunk.done;
+    }, 30_000);
+    expect(ended).toBe(true);
+    expect(received).not.toContain("changed");
+    expect((await fetch(`${origin}/plans/${plan.id}/live`, { headers: { cookie } })).status).toBe(401);
+  });
 });
