@@ -1,11 +1,10 @@
 import { WebClient } from "@slack/web-api";
-import { eq, sql } from "drizzle-orm";
 import type { Outcome } from "../plan/outcome.ts";
 import type { PlanDocument } from "../plan/schema.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { DeliveryError, type OutboxHandler, type PlanEvent } from "../service/outbox.ts";
-import { planView, type PlanView } from "../service/plan-view.ts";
-import { plans, slackChannelSlots, slackMessages } from "../store/schema.ts";
+import type { PlanView } from "../service/plan-view.ts";
+import { bookChannelSlot, postedPreviewOf, recordPostedPreview, slackViewOf } from "../service/slack-messages.ts";
 import type { PlanMessage, SlackMessage, ThreadEvent } from "./plan-message.ts";
 import { escapeMrkdwn, slackDate } from "./escape.ts";
 import { renderPlanMessage, renderThreadReply } from "./render.ts";
@@ -35,10 +34,9 @@ export function deliveryClient(token: string, apiUrl: string | undefined): WebCl
  */
 export function slackSink(ctx: ServiceContext, slack: SlackDelivery): OutboxHandler {
   return async (event) => {
-    const [row] = await ctx.database.db.select().from(plans).where(eq(plans.id, event.planId));
-    if (!row) throw new DeliveryError(`plan ${event.planId} is gone`, { permanent: true });
-    const view = await planView(ctx.database.db, ctx.config.publicUrl, row, "reviewer", ctx.redaction);
-    const [posted] = await ctx.database.db.select().from(slackMessages).where(eq(slackMessages.planId, event.planId));
+    const view = await slackViewOf(ctx, event.planId);
+    if (!view) throw new DeliveryError(`plan ${event.planId} is gone`, { permanent: true });
+    const posted = await postedPreviewOf(ctx, event.planId);
 
     if (event.type === "plan.submitted") {
       if (posted) return; // redelivered after a crash between posting and recording: post once
@@ -46,7 +44,7 @@ export function slackSink(ctx: ServiceContext, slack: SlackDelivery): OutboxHand
       const message = renderPlanMessage(planMessageOf(view));
       await takeChannelSlot(ctx, channel);
       const answer = await call("posting the preview", () => slack.client.chat.postMessage({ channel, ...message, unfurl_links: false, unfurl_media: false }));
-      await ctx.database.db.insert(slackMessages).values({ planId: event.planId, channel, ts: answer.ts as string }).onConflictDoNothing();
+      await recordPostedPreview(ctx, event.planId, { channel, ts: answer.ts as string });
       return;
     }
 
@@ -127,16 +125,11 @@ export function threadEventOf(event: PlanEvent, view: PlanView): ThreadEvent | u
 }
 
 /**
- * Waits for this channel's next free slot, shared by every replica through the database: each
- * post books the second after the last one booked. Slots are kept on the database's clock, so
- * replicas with skewed clocks agree, and a wait is capped so that no clock jump can stall posts.
+ * Waits for this channel's next free slot (one post a second, shared by every replica); a wait
+ * is capped so that no clock jump can stall posts.
  */
 async function takeChannelSlot(ctx: ServiceContext, channel: string): Promise<void> {
-  const [slot] = await ctx.database.rows<{ wait_ms: string | number }>(sql`
-    INSERT INTO ${slackChannelSlots} (channel, next_at) VALUES (${channel}, clock_timestamp() + ${`${CHANNEL_SPACING_MS} milliseconds`}::interval)
-    ON CONFLICT (channel) DO UPDATE SET next_at = GREATEST(${slackChannelSlots.nextAt}, clock_timestamp()) + ${`${CHANNEL_SPACING_MS} milliseconds`}::interval
-    RETURNING EXTRACT(EPOCH FROM (next_at - clock_timestamp())) * 1000 - ${CHANNEL_SPACING_MS} AS wait_ms`);
-  const wait = Math.min(Number(slot!.wait_ms), MAX_SLOT_WAIT_MS);
+  const wait = Math.min(await bookChannelSlot(ctx, channel, CHANNEL_SPACING_MS), MAX_SLOT_WAIT_MS);
   if (wait > 0) await new Promise((r) => setTimeout(r, wait));
 }
 
