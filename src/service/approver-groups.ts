@@ -35,19 +35,19 @@ export async function membershipOf(ctx: Pick<ServiceContext, "directory">, userI
 }
 
 /**
- * The approver groups of this policy that `userId` belongs to, looked up now. A directory that
- * cannot answer refuses the decision (`approver_check_failed`): an outage never lets anyone in.
+ * The approver groups of this policy that `userId` belongs to, looked up now (nothing to look up
+ * for someone the policy names by id), and those Slack could not answer for.
  */
-export async function groupsOfApprover(ctx: Pick<ServiceContext, "directory">, userId: string, policy: Pick<AppliedPolicy, "approvers">): Promise<string[]> {
-  const groups = approverGroups(policy);
-  if (groups.length === 0 || policy.approvers.includes(userId)) return [];
-  const { memberOf, unchecked } = await membershipOf(ctx, userId, groups);
-  const [failed] = unchecked;
-  if (failed && !ctx.directory) {
-    throw new ServiceError("approver_check_failed", `this plan's approvers include user groups (${groups.join(", ")}), which need Slack to look up; nothing was recorded`);
+export async function approverMembershipOf(ctx: Pick<ServiceContext, "directory">, userId: string, policy: Pick<AppliedPolicy, "approvers">): Promise<Membership> {
+  if (policy.approvers.includes(userId)) return { memberOf: [], unchecked: [] };
+  return membershipOf(ctx, userId, approverGroups(policy));
+}
+
+/** A decision that only an unanswered group lookup could have allowed: refused, never let in. */
+export function approverCheckFailed(ctx: Pick<ServiceContext, "directory">, unchecked: Membership["unchecked"]): ServiceError {
+  if (!ctx.directory) {
+    return new ServiceError("approver_check_failed", `this plan's approvers include user groups (${unchecked.map((u) => u.group).join(", ")}), which need Slack to look up; nothing was recorded`);
   }
-  if (failed) {
-    throw new ServiceError("approver_check_failed", `could not check whether you are in user group ${failed.group} (${failed.error}); nothing was recorded, try again shortly`);
-  }
-  return memberOf;
+  const failed = unchecked[0]!;
+  return new ServiceError("approver_check_failed", `could not check whether you are in user group ${failed.group} (${failed.error}); nothing was recorded, try again shortly`);
 }

@@ -8,7 +8,7 @@ import { decisions, plans } from "../store/schema.ts";
 import type { Actor } from "./audit.ts";
 import type { ServiceContext } from "./context.ts";
 import { ServiceError } from "./errors.ts";
-import { groupsOfApprover } from "./approver-groups.ts";
+import { approverCheckFailed, approverMembershipOf, type Membership } from "./approver-groups.ts";
 import { refusalError } from "./refusal-error.ts";
 import { recordPlanEvent, transition, type PlanRow } from "./transition.ts";
 
@@ -44,7 +44,7 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
   // Group membership is looked up before the transaction (no network I/O while holding the
   // row lock); the plan document it depends on never changes, so reading it first is safe.
   const [stored] = await ctx.database.db.select({ document: plans.document }).from(plans).where(eq(plans.id, input.planId));
-  const memberOf = stored ? await groupsOfApprover(ctx, input.actor.userId, (stored.document as PlanDocument).policy) : [];
+  const membership: Membership = stored ? await approverMembershipOf(ctx, input.actor.userId, (stored.document as PlanDocument).policy) : { memberOf: [], unchecked: [] };
 
   const result = await ctx.database.db.transaction(async (tx) => {
     const [plan] = await tx.select().from(plans).where(eq(plans.id, input.planId)).for("update");
@@ -55,11 +55,14 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
     const approvers = votes.map((v) => v.userId);
 
     const refusal = whyMayNot(
-      { userId: input.actor.userId, memberOf },
+      { userId: input.actor.userId, memberOf: membership.memberOf },
       { status: plan.status, expiresAt: plan.expiresAt, hash: plan.hash, onBehalfOf: doc.onBehalfOf, policy: doc.policy, approvals: approvers },
       { verb: "decide", verdict: input.verdict, hash: input.hash },
       now,
     );
+    // A group Slack could not answer for might have made this person an approver: say so rather
+    // than "not an approver", and only where the earlier refusals (expired, decided…) do not apply.
+    if (refusal?.code === "not_an_approver" && membership.unchecked.length > 0) throw approverCheckFailed(ctx, membership.unchecked);
     if (refusal) throw refusalError(refusal);
 
     await tx.insert(decisions).values({

@@ -211,6 +211,55 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
     });
   });
 
+  describe("user group approvers", () => {
+    /** Approvers U0ALICE and user group S0REVIEWERS (members U0GINA, U0REQUESTER). */
+    let hg: Harness;
+    const failing = new Set<string>();
+    beforeAll(async () => {
+      hg = await openHarness(database, { defaults: { approvers: ["U0ALICE", "S0REVIEWERS"] } });
+      hg.ctx.directory = {
+        async membersOf(group) {
+          if (failing.has(group)) throw new Error("Slack answered 500");
+          return group === "S0REVIEWERS" ? ["U0GINA", "U0REQUESTER"] : [];
+        },
+      };
+    });
+    afterAll(async () => {
+      await hg?.close();
+    });
+
+    it("a member decides; the requester in the group is still refused as self_approval; a non-member is not_an_approver", async () => {
+      const plan = await newPlan(hg);
+      await expectRefused(hg, approve(plan, "U0REQUESTER"), "self_approval");
+      await expectRefused(hg, approve(plan, "U0MALLORY"), "not_an_approver");
+      expect((await decide(hg.ctx, approve(plan, "U0GINA"))).status).toBe("approved");
+    });
+
+    it("when Slack cannot answer: approver_check_failed, recording nothing; someone listed by id is not held up", async () => {
+      failing.add("S0REVIEWERS");
+      try {
+        const plan = await newPlan(hg);
+        const err = await expectRefused(hg, approve(plan, "U0GINA"), "approver_check_failed");
+        expect(err.message).toContain("S0REVIEWERS");
+        expect((await decide(hg.ctx, approve(plan, "U0ALICE"))).status).toBe("approved");
+      } finally {
+        failing.delete("S0REVIEWERS");
+      }
+    });
+
+    it("the refusal order holds through an outage: an expired plan is plan_expired, the requester is self_approval", async () => {
+      failing.add("S0REVIEWERS");
+      try {
+        const plan = await newPlan(hg, { ttlSeconds: 60 });
+        await expectRefused(hg, approve(plan, "U0REQUESTER"), "self_approval");
+        hg.clock.advance(61);
+        await expectRefused(hg, approve(plan, "U0GINA"), "plan_expired");
+      } finally {
+        failing.delete("S0REVIEWERS");
+      }
+    });
+  });
+
   describe("quorum 2", () => {
     it("counts each person once and approves on the second distinct approval", async () => {
       const plan = await newPlan(h2);
