@@ -14,6 +14,7 @@ import { createLoginLink } from "./service/login-links.ts";
 import { agentsCommand, auditVerifyCommand, loginLinkCommand } from "./cli/agents.ts";
 import { demoAgentKey, demoConfig, demoCurl, DEMO_REVIEWER, startDemoTarget } from "./demo/demo.ts";
 import { createLogger } from "./logger.ts";
+import { printableError } from "./log-redaction.ts";
 import { runServer } from "./server/run-server.ts";
 import { ServiceError } from "./service/errors.ts";
 import { openDatabase } from "./store/db.ts";
@@ -216,7 +217,7 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
     if (err instanceof ConfigError || err instanceof ServiceError) process.stderr.write(`countersign: ${err.message}\n`);
-    else process.stderr.write(`countersign: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+    else process.stderr.write(`countersign: ${printableError(err)}\n`);
     process.exit(1);
   },
 );

@@ -79,3 +79,15 @@ function isDatabaseError(err: Error): boolean {
 function isErrorLike(value: unknown): value is Error {
   return value instanceof Error || (typeof value === "object" && value !== null && typeof (value as Error).message === "string" && typeof (value as Error).stack === "string");
 }
+
+/** An error as text for a terminal (the CLI's last words), with the same omissions as a log line. */
+export function printableError(err: unknown): string {
+  const logged = loggableError(err);
+  if (typeof logged !== "object" || logged === null) return scrubText(String(err), false);
+  const blocks: string[] = [];
+  for (let e: LoggedError | string | undefined = logged as LoggedError; e !== undefined; e = typeof e === "string" ? undefined : e.cause) {
+    const text = typeof e === "string" ? e : (e.stack ?? `${e.type}: ${e.message}`);
+    blocks.push(blocks.length === 0 ? text : `caused by: ${text}`);
+  }
+  return blocks.join("\n");
+}

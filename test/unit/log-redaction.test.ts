@@ -1,7 +1,7 @@
 import { DrizzleQueryError } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logger.ts";
-import { loggableError, scrubText } from "../../src/log-redaction.ts";
+import { loggableError, printableError, scrubText } from "../../src/log-redaction.ts";
 import { MASK } from "../../src/policy/redact.ts";
 import { boltLogger } from "../../src/slack/bolt-logger.ts";
 
@@ -58,5 +58,12 @@ describe("what an error may say in a log line", () => {
     expect(lines).toHaveLength(2);
     expect(lines.join("")).not.toContain(SECRET);
     expect(JSON.parse(lines[0]!)).toMatchObject({ component: "bolt", msg: "An unhandled error occurred while Bolt processed an event", err: { message: "Failed query: select $1" } });
+  });
+
+  it("the CLI's last words on a fatal error keep the stack and causes, not the parameters", () => {
+    const text = printableError(new DrizzleQueryError("update plans set x = $1", [SECRET], Object.assign(new Error("deadlock detected"), { code: "40P01", severity: "ERROR" })));
+    expect(text).not.toContain(SECRET);
+    expect(text).toMatch(/^DrizzleQueryError: Failed query: update plans set x = \$1\n\s+at /);
+    expect(text).toMatch(/caused by: Error: deadlock detected/);
   });
 });
