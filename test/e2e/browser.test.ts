@@ -432,4 +432,18 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
     expect(received).not.toContain("changed");
     expect((await fetch(`${origin}/plans/${plan.id}/live`, { headers: { cookie } })).status).toBe(401);
   });
+  it("approvals made the moment a page opens all show within seconds (six timed, each racing the stream's connect)", async () => {
+    const page = await signedIn("U0CAROL");
+    const timings: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const plan = await propose();
+      await page.goto(`${origin}/plans/${plan.id}`);
+      // No waiting for the stream: the decision lands before, during or after its connect.
+      await decide(server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "slack" }, verdict: "approve" });
+      const decided = Date.now();
+      await page.locator(".badge", { hasText: "approved" }).first().waitFor({ timeout: 20_000 });
+      timings.push(Date.now() - decided);
+    }
+    expect(Math.max(...timings), `ms from decision to page: ${timings.join(", ")}`).toBeLessThan(5_000);
+  });
 });
