@@ -30,7 +30,7 @@ const LIVE_RECHECK_MS = 15_000;
 
 /**
  * The browser door: server-rendered pages, decisions through the same `decide` as Slack with
- * `via: "web"`, sessions from one-time login links. Every POST must carry the session's CSRF
+ * `via: "web"`, sessions from one-time login links or Sign in with Slack. Every POST must carry the session's CSRF
  * token and come from our own origin.
  */
 export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?: SlackSignIn | undefined }): Hono<WebEnv> {
@@ -38,6 +38,8 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
   const origin = new URL(ctx.config.publicUrl).origin;
   const secure = ctx.config.publicUrl.startsWith("https:");
   const session = (c: Context) => sessionOf(ctx, getCookie(c, COOKIE));
+  /** What the sign-in page offers: the ways this Countersign lets a browser in. */
+  const signInOptions: SignInOptions = { loginLinks: options.loginLinks, oidcStartUrl: options.oidcStartUrl ?? (options.oidc ? OIDC_START_PATH : undefined) };
 
   web.use("*", async (c, next) => {
     await next();
@@ -68,7 +70,6 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
    * A review page is not public: every page and live stream under /plans needs a signed-in
    * person. A gate on the path (not a check in each route) so a page added later is closed too.
    */
-  const signInOptions: SignInOptions = { loginLinks: options.loginLinks, oidcStartUrl: options.oidcStartUrl ?? (options.oidc ? OIDC_START_PATH : undefined) };
   web.on("GET", ["/plans", "/plans/*"], async (c, next) => {
     const who = await session(c);
     if (!who) return c.html(<SignInRequiredPage options={signInOptions} />, 401);
