@@ -43,7 +43,7 @@ export async function decideDurably(ctx: ServiceContext, input: DecideInput, opt
   }
 }
 
-export function notRecordedText(ctx: ServiceContext, input: DecideInput): string {
+function notRecordedText(ctx: ServiceContext, input: DecideInput): string {
   const what = input.verdict === "approve" ? "approval" : "rejection";
   return `Your ${what} of <${ctx.config.publicUrl}/plans/${input.planId}|plan ${input.planId}> was not recorded because Countersign's database was unavailable; click again.`;
 }
