@@ -1,4 +1,4 @@
-import { approverGroups, userGroupsIn, type Person } from "../policy/approvers.ts";
+import { approverGroups, names, userGroupsIn, type Person } from "../policy/approvers.ts";
 import { whyMayNot, type PlanFacts, type Refusal } from "../policy/may-act.ts";
 import type { PlanDocument } from "../plan/schema.ts";
 import { membershipOf } from "./approver-groups.ts";
@@ -30,6 +30,8 @@ export async function rightsOf(ctx: ServiceContext, reader: Reader, documents: r
   const now = ctx.clock();
   return {
     uncheckedGroups,
+    /** Reads every plan whatever its approvers: an admin, a listed reader, or no readers list at all. */
+    readsEverything: rights.readers === undefined || names(rights.admins, person) || names(rights.readers, person),
     /** Why not read (documents' approvals do not matter to reading). */
     whyMayNotRead(doc: PlanDocument, plan: Pick<PlanFacts, "status" | "expiresAt" | "hash">): Refusal | undefined {
       return whyMayNot(person, { ...plan, onBehalfOf: doc.onBehalfOf, policy: doc.policy, approvals: [] }, { verb: "read", rights }, now);

@@ -43,12 +43,19 @@ export async function reviewPlan(ctx: ServiceContext, planId: string, reader: Re
   };
 }
 
+/** How many more recent plans are looked through for someone who reads only the plans they approve. */
+const NARROWED_SCAN_FACTOR = 10;
+
 /** Recent plans this person may read, newest first, optionally of some statuses only. */
 export async function listPlansForReview(ctx: ServiceContext, reader: Reader, filter: { statuses?: PlanStatus[]; limit?: number } = {}): Promise<PlanForReader[]> {
+  const limit = filter.limit ?? 100;
   const where: SQL | undefined = filter.statuses?.length ? inArray(plans.status, filter.statuses) : undefined;
-  const rows = await ctx.database.db.select().from(plans).where(where).orderBy(desc(plans.createdAt)).limit(filter.limit ?? 100);
+  // Someone who reads only what they approve would otherwise find few of theirs among the
+  // latest plans, so look further back for them (bounded: a list, not a search).
+  const { readsEverything } = await rightsOf(ctx, reader, []);
+  const rows = await ctx.database.db.select().from(plans).where(where).orderBy(desc(plans.createdAt)).limit(readsEverything ? limit : limit * NARROWED_SCAN_FACTOR);
   const rights = await rightsOf(ctx, reader, rows.map((r) => r.document as PlanDocument));
-  const readable = rows.filter((r) => rights.whyMayNotRead(r.document as PlanDocument, r) === undefined);
+  const readable = rows.filter((r) => rights.whyMayNotRead(r.document as PlanDocument, r) === undefined).slice(0, limit);
   return Promise.all(readable.map(async (r) => {
     const view = await planView(ctx.database.db, ctx.config.publicUrl, r, "reviewer", ctx.redaction);
     return { ...view, whyNotDecide: rights.whyMayNotDecide(view) };

@@ -97,6 +97,24 @@ describe.each(databaseKinds)("who may read, and what waits for whom, on $name", 
     expect(await refusalCode(reviewPlan(narrowed, plan.id, { userId: "U0ALICE" }))).toBe("not_a_reader");
   });
 
+  it("someone who reads only what they approve still gets a full list: older plans of theirs behind newer ones they may not read", async () => {
+    const hrChange = (n: number) => mergeRequest({ title: `older hr plan ${n}`, actions: [{ kind: "http.json", target: "hr", path: "/contacts/2", op: "merge", body: { name: `B${n}` } }] });
+    const older = [];
+    // One second apart, so "newest first" has an order to keep.
+    for (const n of [1, 2]) {
+      h.clock.advance(1);
+      older.push((await submitPlan(h.ctx, h.agent, hrChange(n))).plan);
+    }
+    for (const n of [1, 2, 3]) {
+      h.clock.advance(1);
+      await submitPlan(h.ctx, h.agent, mergeRequest({ title: `newer crm plan ${n}` }));
+    }
+    const dave = await listPlansForReview(narrowed, { userId: "U0DAVE" }, { limit: 2 });
+    expect(dave.map((p) => p.id)).toEqual([older[1]!.id, older[0]!.id]);
+    const admin = await listPlansForReview(narrowed, { userId: "U0OSCAR" }, { limit: 2 });
+    expect(admin.map((p) => p.plan.title)).toEqual(["newer crm plan 3", "newer crm plan 2"]);
+  });
+
   it("a plan id that is not a UUID, or no plan, is not_found whoever asks", async () => {
     expect(await refusalCode(reviewPlan(narrowed, "not-a-uuid", { userId: "U0OSCAR" }))).toBe("not_found");
     expect(await refusalCode(reviewPlan(narrowed, "00000000-0000-4000-8000-000000000000", { userId: "U0MALLORY" }))).toBe("not_found");
