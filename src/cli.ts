@@ -37,7 +37,8 @@ Usage:
                                     a one-time browser sign-in link (last line printed)
   countersign mcp                   an MCP server over stdio for agents (COUNTERSIGN_URL, COUNTERSIGN_AGENT_KEY)
 
-Environment: PORT (3000), PUBLIC_URL, DATABASE_URL (absent: embedded PGlite in
+Environment: PORT (3000), HOST (serve's interface, default 0.0.0.0; start uses 127.0.0.1),
+PUBLIC_URL, DATABASE_URL (absent: embedded PGlite in
 COUNTERSIGN_DATA_DIR, default ./.countersign), COUNTERSIGN_CONFIG (default ./countersign.yml),
 LOG_LEVEL, COUNTERSIGN_GRANT_PRIVATE_KEY and COUNTERSIGN_EXECUTOR_TOKEN (server);
 COUNTERSIGN_URL, COUNTERSIGN_EXECUTOR_TOKEN and COUNTERSIGN_GRANT_PUBLIC_KEY (executor).
