@@ -169,7 +169,7 @@ describe.each(databaseKinds)("no secret in logs or Slack calls, on $name", (kind
     // 3. Every log line and every Slack call, searched for every planted value.
     const planted = { BODY_PASSWORD, BODY_KEY, FAILING_PASSWORD, OLD_PASSWORD, TARGET_KEY, agentKey, READ_TOKEN, WRITE_TOKEN, EXECUTOR_TOKEN, SIGNING_SECRET };
     const logText = lines.join("");
-    const slackText = JSON.stringify(slack.calls.map(({ method, body, raw }) => ({ method, body, raw })));
+    const slackText = JSON.stringify(slack.calls.map(({ method, body, raw, headers, answer }) => ({ method, body, raw, headers, answer })));
     expect(lines.length).toBeGreaterThan(5);
     expect(slack.calls.length).toBeGreaterThan(1);
     for (const [name, value] of Object.entries(planted)) {
