@@ -7,6 +7,7 @@ import { MAX_REJECT_REASON_CHARS } from "../service/decide.ts";
 import type { DecisionRefusal, ReviewedPlan } from "../service/review-plan.ts";
 import { Layout, StatusBadge } from "./layout.tsx";
 import type { Notice } from "./notices.ts";
+import { Wrappable } from "./wrap-points.tsx";
 
 const show = (value: Json | undefined) => (value === undefined ? "(absent)" : JSON.stringify(value, null, 2));
 const when = (iso: string) => iso.replace("T", " ").replace(/\.\d+Z$/, " UTC");
@@ -136,7 +137,7 @@ function ActionDiff(props: { action: ActionPreview; index: number }) {
           <thead><tr><th>Field</th><th>Before</th><th>After</th></tr></thead>
           <tbody>
             {action.changes.map((c) => (
-              <tr><td data-label="Field">{c.path || "(whole document)"}</td><td class="before" data-label="Before">{show(c.from)}</td><td class="after" data-label="After">{show(c.to)}</td></tr>
+              <tr><td data-label="Field">{c.path || "(whole document)"}</td><td class="before" data-label="Before"><Wrappable text={show(c.from)} /></td><td class="after" data-label="After"><Wrappable text={show(c.to)} /></td></tr>
             ))}
           </tbody>
         </table>
