@@ -167,6 +167,20 @@ describe.each(databaseKinds)("database guards on $name", (kind) => {
       expect(await count(sql`SELECT count(*) AS n FROM decisions WHERE plan_id = ${survivor.id}`)).toBe(1);
     });
 
+    it("is not callable by a role that was not granted it", async () => {
+      const role = `cs_guest_${Math.random().toString(36).slice(2, 10)}`;
+      // Everything happens in a transaction that is rolled back: the role never outlives the test.
+      const said = await refusal(
+        database.db.transaction(async (tx) => {
+          await tx.execute(sql.raw(`CREATE ROLE ${role}`));
+          await tx.execute(sql.raw(`GRANT USAGE ON SCHEMA public TO ${role}`));
+          await tx.execute(sql.raw(`SET LOCAL ROLE ${role}`));
+          await tx.execute(sql`SELECT countersign_purge_plans(now() - interval '1 day', 'not mine to call')`);
+        }),
+      );
+      expect(said).toMatch(/permission denied for function countersign_purge_plans/);
+    });
+
     it.each([
       ["a cutoff in the future", sql`SELECT countersign_purge_plans(now() + interval '1 day', 'oops')`, /cutoff must be a moment in the past/],
       ["no cutoff", sql`SELECT countersign_purge_plans(NULL, 'oops')`, /cutoff must be a moment in the past, got NULL/],
