@@ -91,9 +91,9 @@ export const FileConfig = z.strictObject({
     reviewChannel: ChannelId.optional(),
     /** Where high-risk plans that nobody has approved yet are escalated when a reminder comes due. */
     escalationChannel: ChannelId.optional(),
-    /** How long a click waits for an unreachable database (a restart, a failover) before the clicker is told it was not recorded. */
-    decisionRetrySeconds: z.int().min(1).max(3600).default(120),
-  }).default({ decisionRetrySeconds: 120 }),
+    /** How long a click waits for an unreachable database (a restart, a failover) before the clicker is told it was not recorded (default 120). */
+    decisionRetrySeconds: z.int().min(1).max(3600).optional(),
+  }).default({}),
   defaults: PolicyDefaults.default({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600, reminders: [], risk: "low" }),
   webhooks: z.strictObject({
     /** Hosts callbacks may go to ("hooks.example.com", or "*.example.com" for its subdomains). Deny by default: no SSRF into the server's network. */

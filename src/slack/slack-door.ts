@@ -46,7 +46,7 @@ export async function openSlackDoor(
   await app.init();
   const auth = await app.client.auth.test();
   const teamId = String(auth.team_id);
-  registerListeners(app, { ctx, logger: log, teamId: () => teamId, decisionRetryMs: slack.decisionRetrySeconds * 1000, ...options });
+  registerListeners(app, { ctx, logger: log, teamId: () => teamId, decisionRetryMs: slack.decisionRetrySeconds && slack.decisionRetrySeconds * 1000, ...options });
   if (socket) await app.start();
 
   const client = deliveryClient(slack.botToken, slack.apiUrl);

@@ -87,7 +87,7 @@ describe("loadConfig: environment", () => {
     expect(config.logLevel).toBe("info");
     expect(config.configPath).toBeNull();
     expect(config.targets).toStrictEqual({});
-    expect(config.slack).toStrictEqual({ enabled: false, decisionRetrySeconds: 120 });
+    expect(config.slack).toStrictEqual({ enabled: false });
     expect(config.defaults).toStrictEqual({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600, reminders: [], risk: "low" });
   });
 
