@@ -91,3 +91,8 @@ export function printableError(err: unknown): string {
   }
   return blocks.join("\n");
 }
+
+/** A request path as logged: a one-time sign-in link carries its token in the path. */
+export function loggablePath(path: unknown): unknown {
+  return typeof path === "string" ? path.replace(/^(\/login\/)[^/?#]+/, "$1[redacted]") : path;
+}

@@ -1,5 +1,5 @@
 import { pino, type DestinationStream, type Logger } from "pino";
-import { loggableError } from "./log-redaction.ts";
+import { loggableError, loggablePath } from "./log-redaction.ts";
 
 /** Credentials are redacted wherever they appear under these names, one level deep. */
 const REDACT_PATHS = [
@@ -16,7 +16,7 @@ const REDACT_PATHS = [
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   const options = {
     level,
-    serializers: { err: loggableError, error: loggableError },
+    serializers: { err: loggableError, error: loggableError, path: loggablePath },
     redact: { paths: REDACT_PATHS, censor: "[redacted]" },
   };
   return destination ? pino(options, destination) : pino(options);

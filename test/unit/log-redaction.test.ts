@@ -66,4 +66,10 @@ describe("what an error may say in a log line", () => {
     expect(text).toMatch(/^DrizzleQueryError: Failed query: update plans set x = \$1\n\s+at /);
     expect(text).toMatch(/caused by: Error: deadlock detected/);
   });
+
+  it("a sign-in link's token is not logged with the request path", () => {
+    const { lines, logger } = captured();
+    logger.error({ err: new Error("boom"), method: "POST", path: `/login/${SECRET}` }, "request failed");
+    expect(JSON.parse(lines[0]!)).toMatchObject({ path: "/login/[redacted]" });
+  });
 });
