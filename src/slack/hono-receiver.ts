@@ -47,7 +47,8 @@ export class HonoReceiver implements Receiver {
     const stale = whyNotFresh(headers, this.now());
     if (stale) return this.unsigned(c, stale);
     const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
-    const read = await readCappedBody(incoming ?? c.req.raw.body, MAX_SLACK_BODY_BYTES);
+    const read = await readCappedBody(incoming ?? c.req.raw.body, MAX_SLACK_BODY_BYTES).catch(() => undefined);
+    if (!read) return c.json({ error: { code: "invalid_request", message: "the request body did not arrive whole" } }, 400);
     if (!read.ok) return this.tooLarge(c);
     const why = whyUnsigned(this.signingSecret, { ...headers, rawBody: read.body }, this.now());
     if (why) return this.unsigned(c, why);
