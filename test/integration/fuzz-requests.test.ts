@@ -279,6 +279,17 @@ describe.each(databaseKinds)("fuzzed requests against the HTTP app on $name", (k
     }
   });
 
+  // (A form cannot carry a lone surrogate: the browser and URLSearchParams send U+FFFD instead.)
+  it("seen on main: a NUL in a reject reason (with the right hash) → refused, not a database error, plan still pending", async () => {
+    for (const reason of ["not\u0000ok", "\u0000"]) {
+      const res = await app.fetch(new Request(`${h.ctx.config.publicUrl}/plans/${pendingId}/reject`, { method: "POST", headers: { cookie, origin: h.ctx.config.publicUrl, "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ _csrf: csrf, hash: pendingHash, reason }).toString() }));
+      expect(res.status).toBe(400);
+      expect(await res.text()).toMatch(/reason/i);
+    }
+    const [pending] = await database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, pendingId));
+    expect(pending!.status).toBe("pending");
+  });
+
   it("a form that cannot be parsed (broken multipart) → 400, not 500", async () => {
     const res = await app.fetch(new Request(`${h.ctx.config.publicUrl}/plans/${pendingId}/approve`, { method: "POST", headers: { cookie, origin: h.ctx.config.publicUrl, "content-type": "multipart/form-data; boundary=zz" }, body: "_csrf=x" }));
     expect(res.status).toBe(400);
