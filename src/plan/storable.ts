@@ -2,8 +2,8 @@ import { toPointer } from "./json.ts";
 
 /**
  * Strings that parse as JSON but cannot be hashed or stored faithfully:
- * - a lone UTF-16 surrogate has no UTF-8 form: hashing would encode it as U+FFFD (so "\uD800"
- *   and "\uFFFD" would share a hash) and PostgreSQL's jsonb refuses it outright;
+ * - a lone UTF-16 surrogate is not Unicode text: JCS canonicalization (RFC 8785) refuses it, so
+ *   the plan could not be hashed, and PostgreSQL's jsonb refuses it too;
  * - U+0000 (NUL) is refused by PostgreSQL in both `text` and `jsonb`.
  * Refusing them at the door, naming where they are, is what keeps them from becoming a 500.
  */
