@@ -54,6 +54,7 @@ export function testConfig(targets: Record<string, TargetConfig>, defaults: Part
     defaults: { approvers: APPROVERS, requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600, reminders: [], risk: "low", ...defaults },
     executor: { leaseSeconds: 60 },
     browser: { loginLinks: true },
+    admins: [],
     webhooks: { allowedHosts: ["127.0.0.1"], agents: {} },
     redact: { fields: [] },
     grantPrivateKeyPem: undefined,
