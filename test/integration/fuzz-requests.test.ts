@@ -1,4 +1,5 @@
 import { eq } from "drizzle-orm";
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findUnfaithfulNumber } from "../../src/plan/faithful-json.ts";
 import { findUnstorable } from "../../src/plan/storable.ts";
@@ -206,11 +207,14 @@ describe.each(databaseKinds)("fuzzed requests against the HTTP app on $name", (k
   let pendingHash: string;
   let cookie: string;
   let csrf: string;
+  const serverErrors: string[] = [];
 
   beforeAll(async () => {
     database = await kind.open();
     h = await openHarness(database);
-    app = createApp(h.ctx, { adminToken: ADMIN_TOKEN, executorToken: EXECUTOR_TOKEN, loginLinks: true });
+    // Errors the app logs are kept, so a 5xx names its cause in the failure.
+    const logger = pino({ level: "error" }, { write: (line: string) => void serverErrors.push(line.slice(0, 2000)) });
+    app = createApp({ ...h.ctx, logger }, { adminToken: ADMIN_TOKEN, executorToken: EXECUTOR_TOKEN, loginLinks: true });
     agentKey = (await addAgent(database, "fuzz-agent")).key;
     const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ title: "A plan for the web routes to be fuzzed against" }));
     pendingId = plan.id;
@@ -379,7 +383,9 @@ describe.each(databaseKinds)("fuzzed requests against the HTTP app on $name", (k
       } else if (lane < 87) {
         // The list renders every plan, so it is asked rarely: ids are where the odd input goes.
         const roll = fuzz.int(10);
-        const path = roll < 8 ? `/plans/${fuzz.oddId(pendingId)}` : roll < 9 ? `/login/${fuzz.oddId("token")}` : `/plans?status=${fuzz.pick(["%00", "pending", "x".repeat(300), "%E2%80%AE"])}`;
+        const odd = fuzz.oddId(pendingId);
+        // A live stream stays open, so only ids that are not a plan go to it (they are answered at once).
+        const path = roll < 7 ? `/plans/${odd}` : roll < 8 ? `/plans/${odd === pendingId ? "not-a-plan" : odd}/live` : roll < 9 ? `/login/${fuzz.oddId("token")}` : `/plans?status=${fuzz.pick(["%00", "pending", "x".repeat(300), "%E2%80%AE"])}`;
         const method = path.startsWith("/login/") && fuzz.chance(0.5) ? "POST" : "GET";
         await send(`${method} ${path}`, new Request(`${base}${path}`, { method, headers: { cookie, origin: base } }));
       } else if (lane < 94) {
@@ -409,7 +415,7 @@ describe.each(databaseKinds)("fuzzed requests against the HTTP app on $name", (k
       }
     }
 
-    expect(fiveHundreds).toEqual([]);
+    expect(fiveHundreds, `server log:\n${serverErrors.slice(0, 3).join("\n")}`).toEqual([]);
     expect(sent).toBeGreaterThanOrEqual(REQUESTS);
     expect(wronglyCreated).toBe(0);
     expect(await database.db.$count(plans)).toBe(plansBefore + created);
