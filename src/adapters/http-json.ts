@@ -2,8 +2,7 @@ import type { ServerTarget } from "../config/load.ts";
 import { listChanges } from "../plan/changes.ts";
 import { fingerprint } from "../plan/fingerprint.ts";
 import type { Json } from "../plan/json.ts";
-import { parseFaithfulJson } from "../plan/faithful-json.ts";
-import { findUnstorable } from "../plan/storable.ts";
+import { parseHashableJson } from "../plan/faithful-json.ts";
 import { applyMergePatch } from "../plan/merge-patch.ts";
 import type { ActionPreview, ActionRequest, PlannedAction, Precondition } from "../plan/schema.ts";
 import type { HttpAnswer, ReadOnlyHttp } from "./read-only-http.ts";
@@ -45,13 +44,10 @@ export async function readResource(http: ReadOnlyHttp, name: string, target: Ser
     throw new TargetReadError(name, path, `target '${name}' answered HTTP ${answer.status} for GET ${path}`, shown);
   }
   if (answer.truncated) throw new TargetReadError(name, path, `target '${name}' returned more than 1 MiB for ${path}`);
-  const parsed = parseFaithfulJson(answer.text);
-  if (!parsed.ok && parsed.kind === "syntax") throw new TargetReadError(name, path, `target '${name}' did not return JSON for ${path}`, shown);
   // A document that cannot be hashed or stored exactly is refused, never rounded or retried.
-  const unfaithful = !parsed.ok ? { path: parsed.pointer, message: parsed.message } : findUnstorable(parsed.value, 1)[0];
-  if (unfaithful || !parsed.ok) {
-    throw new TargetReadError(name, path, `target '${name}' returned a document for ${path} that cannot be hashed exactly: at ${unfaithful?.path || "/"}, ${unfaithful?.message}`);
-  }
+  const parsed = parseHashableJson(answer.text);
+  if (!parsed.ok && parsed.kind === "syntax") throw new TargetReadError(name, path, `target '${name}' did not return JSON for ${path}`, shown);
+  if (!parsed.ok) throw new TargetReadError(name, path, `target '${name}' returned a document for ${path} that cannot be hashed exactly: at ${parsed.pointer || "/"}, ${parsed.message}`);
   const body: Json = parsed.value;
   const etag = answer.headers.get("etag");
   if (!etag && target.precondition !== "digest") {

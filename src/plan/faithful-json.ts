@@ -1,5 +1,6 @@
-import { toPointer } from "./json.ts";
+import { findTooDeep, toPointer } from "./json.ts";
 import type { Json } from "./json.ts";
+import { findUnstorable } from "./storable.ts";
 
 /**
  * JSON whose every number means, as a double, exactly what its text says.
@@ -40,6 +41,26 @@ export function parseFaithfulJson(text: string): FaithfulParse {
     };
   }
   return { ok: true, value };
+}
+
+/**
+ * How deep a target's document may nest. Hashing (JCS) recurses, so without a bound a hostile
+ * target could overflow the stack; real records are nowhere near this.
+ */
+export const MAX_DOCUMENT_DEPTH = 256;
+
+/**
+ * Parses a document Countersign will hash and store (a target's record): faithful numbers, no
+ * string that cannot be stored, and bounded nesting. Anything else names where it goes wrong.
+ */
+export function parseHashableJson(text: string): { ok: true; value: Json } | { ok: false; kind: "syntax"; message: string } | { ok: false; kind: "value"; pointer: string; message: string } {
+  const parsed = parseFaithfulJson(text);
+  if (!parsed.ok) return parsed.kind === "syntax" ? parsed : { ok: false, kind: "value", pointer: parsed.pointer, message: parsed.message };
+  const deep = findTooDeep(parsed.value, MAX_DOCUMENT_DEPTH);
+  if (deep) return { ok: false, kind: "value", pointer: toPointer(deep), message: `it nests deeper than ${MAX_DOCUMENT_DEPTH} levels` };
+  const [unstorable] = findUnstorable(parsed.value, 1);
+  if (unstorable) return { ok: false, kind: "value", pointer: unstorable.path, message: unstorable.message };
+  return parsed;
 }
 
 /** Whether a JSON number token's value survives a round trip through a double. */

@@ -25,21 +25,29 @@ export function isStorableText(text: string): boolean {
 
 /**
  * Every string (value or key) in a parsed JSON value that cannot be stored, with its JSON
- * Pointer; at most `max` of them. Iterative, so a deep document cannot overflow the stack.
+ * Pointer; at most `max` of them. Iterative, and each entry links to its parent instead of
+ * copying its path, so a target document nested thousands deep costs linear time, not quadratic.
  */
 export function findUnstorable(value: unknown, max = 10): { path: string; message: string }[] {
+  type Entry = { value: unknown; key: string | number; parent: Entry | undefined };
+  const pathOf = (entry: Entry | undefined): (string | number)[] => {
+    const path: (string | number)[] = [];
+    for (let e = entry; e?.parent; e = e.parent) path.push(e.key);
+    return path.reverse();
+  };
   const issues: { path: string; message: string }[] = [];
-  const stack: { value: unknown; path: (string | number)[] }[] = [{ value, path: [] }];
+  const stack: Entry[] = [{ value, key: "", parent: undefined }];
   while (stack.length > 0 && issues.length < max) {
-    const { value: v, path } = stack.pop()!;
+    const entry = stack.pop()!;
+    const v = entry.value;
     if (typeof v === "string") {
       const why = whyUnstorableText(v);
-      if (why) issues.push({ path: toPointer(path), message: `the string ${why}` });
+      if (why) issues.push({ path: toPointer(pathOf(entry)), message: `the string ${why}` });
       continue;
     }
     if (typeof v !== "object" || v === null) continue;
     if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], path: [...path, i] });
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], key: i, parent: entry });
       continue;
     }
     const entries = Object.entries(v);
@@ -48,11 +56,11 @@ export function findUnstorable(value: unknown, max = 10): { path: string; messag
       const why = whyUnstorableText(key);
       if (why) {
         // The key itself cannot be named exactly in a pointer, so the message says which one.
-        issues.push({ path: toPointer(path), message: `a field name (${JSON.stringify(key).slice(0, 60)}) ${why}` });
+        issues.push({ path: toPointer(pathOf(entry)), message: `a field name (${JSON.stringify(key).slice(0, 60)}) ${why}` });
         if (issues.length >= max) break;
         continue;
       }
-      stack.push({ value: child, path: [...path, key] });
+      stack.push({ value: child, key, parent: entry });
     }
   }
   return issues;

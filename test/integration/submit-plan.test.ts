@@ -1,6 +1,7 @@
 import { and, asc, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fingerprint, SHA256_PATTERN } from "../../src/plan/fingerprint.ts";
+import type { Json } from "../../src/plan/json.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
 import { ServiceError } from "../../src/service/errors.ts";
 import { getPlan } from "../../src/service/get-plan.ts";
@@ -472,6 +473,17 @@ describe.each(databaseKinds)("submitPlan refuses what cannot be hashed or stored
     const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/9", op: "merge", body: { email: "z@example.com" } }] })));
     expect(err.code).toBe("preview_failed");
     expect(err.message).toMatch(/cannot be hashed exactly: at \/name, the string contains a lone UTF-16 surrogate/);
+    expect(await planCount()).toBe(before);
+  });
+
+  it("a target document nested deeper than hashing can follow → preview_failed naming where, nothing stored", async () => {
+    let deep: Json = "bottom";
+    for (let i = 0; i < 300; i++) deep = [deep];
+    h.target.set("/contacts/deep", { id: 7, tree: deep });
+    const before = await planCount();
+    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/deep", op: "merge", body: { email: "d@example.com" } }] })));
+    expect(err.code).toBe("preview_failed");
+    expect(err.message).toMatch(/cannot be hashed exactly: at \/tree(\/0)+, it nests deeper than 256 levels/);
     expect(await planCount()).toBe(before);
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { findUnfaithfulNumber, isFaithfulNumber, parseFaithfulJson } from "../../../src/plan/faithful-json.ts";
+import { findUnfaithfulNumber, isFaithfulNumber, MAX_DOCUMENT_DEPTH, parseFaithfulJson, parseHashableJson } from "../../../src/plan/faithful-json.ts";
 
 describe("isFaithfulNumber", () => {
   it.each(["0", "-0", "1", "1.0", "1e2", "1E+2", "100", "0.1", "0.10", "-12.5", "1.7976931348623157e308", "5e-324", "9007199254740993e-16", "123456789e10", "0.000001", "1e21", "2.5e-7"])(
@@ -60,5 +60,30 @@ describe("parseFaithfulJson", () => {
     const parsed = parseFaithfulJson('{"amount": 12345678901234567890}');
     expect(parsed).toMatchObject({ ok: false, kind: "number", pointer: "/amount", token: "12345678901234567890" });
     expect(!parsed.ok && parsed.message).toContain("12345678901234567000");
+  });
+});
+
+describe("parseHashableJson", () => {
+  it("parses a document that can be hashed and stored", () => {
+    expect(parseHashableJson('{"name":"Ana","n":[1.0,2]}')).toEqual({ ok: true, value: { name: "Ana", n: [1, 2] } });
+  });
+
+  it.each<[string, string, RegExp]>([
+    ['{"n": 1e400}', "/n", /cannot be held exactly/],
+    ['{"a": ["\\ud800"]}', "/a/0", /lone UTF-16 surrogate/],
+    ['{"a": "x\\u0000"}', "/a", /NUL/],
+    ["[".repeat(MAX_DOCUMENT_DEPTH + 1) + "]".repeat(MAX_DOCUMENT_DEPTH + 1), "/0".repeat(MAX_DOCUMENT_DEPTH), /deeper than 256 levels/],
+  ])("refuses %s at its pointer", (text, pointer, why) => {
+    expect(parseHashableJson(text)).toEqual({ ok: false, kind: "value", pointer, message: expect.stringMatching(why) });
+  });
+
+  it("a document deep enough to overflow hashing is refused quickly, not thrown", () => {
+    const depth = 200_000;
+    const parsed = parseHashableJson("[".repeat(depth) + "]".repeat(depth));
+    expect(parsed.ok).toBe(false);
+  });
+
+  it("reports syntax errors as such", () => {
+    expect(parseHashableJson("{")).toMatchObject({ ok: false, kind: "syntax" });
   });
 });

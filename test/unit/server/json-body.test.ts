@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { isJsonMediaType, readJsonBody } from "../../../src/server/json-body.ts";
 import { ServiceError } from "../../../src/service/errors.ts";
 
-const post = (body: BodyInit, contentType?: string) =>
+const post = (body: string | Uint8Array, contentType?: string) =>
   new Request("http://countersign.test/v1/plans", { method: "POST", body, ...(contentType ? { headers: { "content-type": contentType } } : {}) });
 
 async function refusal(promise: Promise<unknown>): Promise<ServiceError> {
