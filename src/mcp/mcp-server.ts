@@ -15,6 +15,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { Countersign, CountersignError, FINAL_STATUSES, type FinalOutcome, type PlanView } from "../client/index.ts";
 import { ConfigError } from "../config/load.ts";
+import { packagePath } from "../package-path.ts";
 import { HttpJsonAction, LIMITS, PlanRequest } from "../plan/schema.ts";
 import type { Json } from "../plan/json.ts";
 
@@ -352,6 +353,6 @@ function structuredPlan(plan: PlanView): Record<string, unknown> {
 }
 
 function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version?: string };
+  const pkg = JSON.parse(readFileSync(packagePath("package.json"), "utf8")) as { version?: string };
   return pkg.version ?? "0.0.0";
 }

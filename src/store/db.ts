@@ -1,5 +1,4 @@
 import { mkdirSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
 import { sql, type ExtractTablesWithRelations, type SQL } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from "drizzle-orm/pg-core";
@@ -8,6 +7,7 @@ import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
+import { packagePath } from "../package-path.ts";
 import * as schema from "./schema.ts";
 
 export type Schema = typeof schema;
@@ -16,7 +16,7 @@ export type Tx = PgTransaction<PgQueryResultHKT, Schema, ExtractTablesWithRelati
 /** Either the database or an open transaction: store functions take whichever the caller holds. */
 export type Queryable = Db | Tx;
 
-export const MIGRATIONS_FOLDER = fileURLToPath(new URL("../../migrations", import.meta.url));
+export const MIGRATIONS_FOLDER = packagePath("migrations");
 /** Serializes migrations across replicas that start together. */
 const MIGRATION_LOCK = 7_280_231_001;
 
