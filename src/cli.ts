@@ -3,7 +3,6 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { stringify as stringifyYaml } from "yaml";
 import { ConfigError, loadConfig, type Config } from "./config/load.ts";
 import { startExecutor } from "./cli/executor.ts";
@@ -182,8 +181,9 @@ async function start(out: (line: string) => void): Promise<number> {
 
 /** The executor as a child process with an environment of its own. */
 function spawnExecutor(env: NodeJS.ProcessEnv): ChildProcess {
-  const bin = fileURLToPath(new URL("../bin/countersign.js", import.meta.url));
-  const child = spawn(process.execPath, [bin, "executor"], { env, stdio: ["ignore", "inherit", "inherit"] });
+  // The same entry point and Node options this process runs with: dist/cli.js when installed,
+  // the sources under tsx's loader during development.
+  const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, "executor"], { env, stdio: ["ignore", "inherit", "inherit"] });
   child.on("exit", (code, signal) => {
     if (code !== 0 && signal === null) process.stderr.write(`countersign: the executor exited with code ${code}; approved plans wait until it runs again\n`);
   });
