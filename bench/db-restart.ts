@@ -46,7 +46,7 @@ async function startServer() {
   return { ...s, url, alive: () => s.child.exitCode === null && s.child.signalCode === null };
 }
 const direct = await openDatabase({ kind: "postgres", url: pg.url });
-const key = (await addAgent(direct, "bench")).key;
+const key = (await addAgent({ database: direct, clock: () => new Date() }, { name: "bench" })).key;
 await direct.close();
 
 let n = 0;

@@ -152,7 +152,7 @@ async function start(out: (line: string) => void): Promise<number> {
   out(`  environment: ${config.environment}   targets: ${Object.keys(config.targets).join(", ") || "(none)"}`);
   out(executor ? `  executor: pid ${executor.pid} (the only process with the write credential)` : "  executor: not started — set COUNTERSIGN_GRANT_PUBLIC_KEY to the public half of COUNTERSIGN_GRANT_PRIVATE_KEY");
   if (demo) {
-    const key = await demoAgentKey(server.ctx.database, config.dataDir);
+    const key = await demoAgentKey(server.ctx, config.dataDir);
     out(`  demo target: contacts at ${demo.target.url} (a JSON contacts API with ETags)`);
     out(`  demo reviewer: ${DEMO_REVIEWER} (may approve plans for 'contacts')`);
     if (config.browser.loginLinks) {

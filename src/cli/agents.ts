@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import type { Config } from "../config/load.ts";
+import type { CliConfig } from "../config/load.ts";
 import { runningServer } from "../server/data-dir-lock.ts";
 import { addAgent } from "../service/add-agent.ts";
 import { ServiceError } from "../service/errors.ts";
@@ -8,6 +8,7 @@ import { revokeAgent } from "../service/revoke-agent.ts";
 import { createLoginLink } from "../service/login-links.ts";
 import { verifyAudit, type AuditVerdict } from "../service/verify-audit.ts";
 import { openDatabase } from "../store/db.ts";
+import { cliContext } from "./cli-context.ts";
 
 /** The agent verbs the CLI offers, whichever way it reaches the database. */
 interface AgentAdmin {
@@ -23,20 +24,21 @@ interface AgentAdmin {
  * PostgreSQL is opened directly. An embedded data dir is opened directly only when no server
  * holds it; otherwise the CLI asks that server, since PGlite must not be opened twice.
  */
-export async function agentAdmin(config: Config): Promise<AgentAdmin> {
+export async function agentAdmin(config: CliConfig): Promise<AgentAdmin> {
   const server = config.database.kind === "pglite" ? runningServer(config.database.dataDir) : undefined;
   if (server) return remoteAdmin(server.url, server.adminToken);
   const database = await openDatabase(config.database);
   await database.migrate();
+  const ctx = cliContext(config, database);
   return {
-    add: (name) => addAgent(database, name),
-    auditVerify: () => verifyAudit(database),
+    add: (name) => addAgent(ctx, { name }),
+    auditVerify: () => verifyAudit(ctx),
     loginLink: (userId, name) => {
       if (!config.browser.loginLinks) throw new ServiceError("invalid_request", "sign-in links are switched off in the config (browser.loginLinks: false)");
-      return createLoginLink({ database, clock: () => new Date(), config }, { userId, name, via: "cli" });
+      return createLoginLink(ctx, { userId, name, via: "cli" });
     },
-    list: () => listAgents(database),
-    revoke: (name) => revokeAgent(database, name),
+    list: () => listAgents(ctx),
+    revoke: (name) => revokeAgent(ctx, { name }),
     close: () => database.close(),
   };
 }
@@ -64,7 +66,7 @@ function remoteAdmin(url: string, token: string): AgentAdmin {
   };
 }
 
-export async function agentsCommand(config: Config, args: string[], out: (line: string) => void): Promise<void> {
+export async function agentsCommand(config: CliConfig, args: string[], out: (line: string) => void): Promise<void> {
   const [verb, name] = args;
   const usage = "usage: countersign agents add NAME | agents list | agents revoke NAME";
   if (verb !== "list" && (verb !== "add" && verb !== "revoke" || !name)) throw new ServiceError("invalid_request", usage);
@@ -89,7 +91,7 @@ export async function agentsCommand(config: Config, args: string[], out: (line: 
 }
 
 /** `countersign login-link --user U… [--name …]`: a one-time browser sign-in link, printed as the last line. */
-export async function loginLinkCommand(config: Config, args: string[], out: (line: string) => void): Promise<void> {
+export async function loginLinkCommand(config: CliConfig, args: string[], out: (line: string) => void): Promise<void> {
   const { values } = parseArgs({ args, options: { user: { type: "string" }, name: { type: "string" } }, strict: true });
   if (!values.user) throw new ServiceError("invalid_request", "usage: countersign login-link --user U024BE7LH [--name 'Ana Lima']");
   const admin = await agentAdmin(config);
@@ -103,7 +105,7 @@ export async function loginLinkCommand(config: Config, args: string[], out: (lin
 }
 
 /** `countersign audit verify`: recompute the hash chain; exit 1 naming where it breaks. */
-export async function auditVerifyCommand(config: Config, out: (line: string) => void): Promise<number> {
+export async function auditVerifyCommand(config: CliConfig, out: (line: string) => void): Promise<number> {
   const admin = await agentAdmin(config);
   try {
     const verdict = await admin.auditVerify();

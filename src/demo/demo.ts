@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import type { Database } from "../store/db.ts";
 import { addAgent } from "../service/add-agent.ts";
 import { authenticateAgent } from "../service/authenticate-agent.ts";
+import type { ServiceContext } from "../service/context.ts";
 import { JsonResourceServer } from "./json-resource-server.ts";
 
 export const DEMO_REVIEWER = "U0DEMOREVIEW";
@@ -46,14 +46,14 @@ export function demoConfig(targetUrl: string): Record<string, unknown> {
  * The demo agent's key, kept in the data dir so that every `npm start` can print a working
  * curl line. Only for the embedded demo: real agents' keys are shown once and never stored.
  */
-export async function demoAgentKey(database: Database, dataDir: string): Promise<string | undefined> {
+export async function demoAgentKey(ctx: Pick<ServiceContext, "database" | "clock">, dataDir: string): Promise<string | undefined> {
   const file = path.join(dataDir, "demo-agent.key");
   if (existsSync(file)) {
     const key = readFileSync(file, "utf8").trim();
-    const valid = await authenticateAgent(database, `Bearer ${key}`).then(() => true, () => false);
+    const valid = await authenticateAgent(ctx, { authorization: `Bearer ${key}` }).then(() => true, () => false);
     return valid ? key : undefined;
   }
-  const { key } = await addAgent(database, DEMO_AGENT).catch(() => ({ key: undefined }));
+  const { key } = await addAgent(ctx, { name: DEMO_AGENT }).catch(() => ({ key: undefined }));
   if (key) writeFileSync(file, key + "\n", { mode: 0o600 });
   return key;
 }

@@ -18,7 +18,7 @@ export function agentApi(ctx: ServiceContext): Hono<Env> {
   const api = new Hono<Env>();
 
   const authenticate = createMiddleware<Env>(async (c, next) => {
-    c.set("agent", await authenticateAgent(ctx.database, c.req.header("authorization")));
+    c.set("agent", await authenticateAgent(ctx, { authorization: c.req.header("authorization") }));
     await next();
   });
   api.use("/plans", authenticate);

@@ -25,7 +25,7 @@ export function createApp(
   app.route("/", webRoutes(ctx, { loginLinks: options.loginLinks ?? true, oidc: options.oidc, oidcStartUrl: options.oidc ? OIDC_START_PATH : undefined }));
   if (options.adminToken) {
     const loginLink = options.loginLinks === false ? undefined : (userId: string, name: string | undefined) => createLoginLink(ctx, { userId, name, via: "cli" });
-    app.route("/admin", adminApi(ctx.database, options.adminToken, loginLink));
+    app.route("/admin", adminApi(ctx, options.adminToken, loginLink));
   }
 
   app.notFound((c) => errorResponse(c, new ServiceError("not_found", `no route for ${c.req.method} ${c.req.path}`)));

@@ -97,7 +97,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     const report = (what: string) => outageAwareReport(what, isDatabaseUnreachable, logger);
     const sweeper = every(options.sweepMs ?? 1000, () => expireDue(ctx), report("expiry sweep"));
     const reminders = every(options.remindMs ?? 5000, () => remindDue(ctx), report("reminders"));
-    const delivery = every(options.deliverMs ?? 250, () => deliverDue(database!, handlers, ctx.clock, options.delivery ?? DEFAULT_DELIVERY, 20, (dead) => logger.error(dead, "a side effect failed for good and was dead-lettered")), report("outbox delivery"));
+    const delivery = every(options.deliverMs ?? 250, () => deliverDue(ctx, { handlers, policy: options.delivery ?? DEFAULT_DELIVERY, onDead: (dead) => logger.error(dead, "a side effect failed for good and was dead-lettered") }), report("outbox delivery"));
 
     logger.info({ url, publicUrl: config.publicUrl, database: database.kind, environment: config.environment, targets: Object.keys(config.targets) }, "countersign serving");
     return {

@@ -1,6 +1,6 @@
 import { asc } from "drizzle-orm";
 import { agents } from "../store/schema.ts";
-import type { Database } from "../store/db.ts";
+import type { ServiceContext } from "./context.ts";
 
 export interface AgentSummary {
   id: string;
@@ -9,7 +9,7 @@ export interface AgentSummary {
   revokedAt: string | null;
 }
 
-export async function listAgents(database: Database): Promise<AgentSummary[]> {
-  const rows = await database.db.select().from(agents).orderBy(asc(agents.name));
+export async function listAgents(ctx: Pick<ServiceContext, "database">): Promise<AgentSummary[]> {
+  const rows = await ctx.database.db.select().from(agents).orderBy(asc(agents.name));
   return rows.map((a) => ({ id: a.id, name: a.name, createdAt: a.createdAt.toISOString(), revokedAt: a.revokedAt?.toISOString() ?? null }));
 }

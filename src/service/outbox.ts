@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { outbox } from "../store/schema.ts";
 import type { Database, Tx } from "../store/db.ts";
+import type { ServiceContext } from "./context.ts";
 
 /** A side effect of a plan event, for one sink, written in the transaction that caused it. */
 export interface PlanEvent {
@@ -60,6 +61,14 @@ interface DueRow {
   attempts: number;
 }
 
+export interface DeliverDueInput {
+  /** Delivery by outbox kind; only these kinds are leased. */
+  handlers: Record<string, OutboxHandler>;
+  policy?: DeliveryPolicy;
+  batch?: number;
+  onDead?: (row: { id: number; planId: string | null; kind: string; error: string }) => void;
+}
+
 /**
  * Delivers what is due, oldest first, keeping each plan's effects in order: a row waits while
  * an older row of the same plan and sink is undelivered (so a failed Slack post blocks the
@@ -68,14 +77,9 @@ interface DueRow {
  * leaves the lease to run out and the row is delivered again: at least once, never lost.
  * Returns how many rows were delivered.
  */
-export async function deliverDue(
-  database: Database,
-  handlers: Record<string, OutboxHandler>,
-  now: () => Date,
-  policy: DeliveryPolicy = DEFAULT_DELIVERY,
-  batch = 20,
-  onDead: (row: { id: number; planId: string | null; kind: string; error: string }) => void = () => {},
-): Promise<number> {
+export async function deliverDue(ctx: Pick<ServiceContext, "database" | "clock">, input: DeliverDueInput): Promise<number> {
+  const { database, clock: now } = ctx;
+  const { handlers, policy = DEFAULT_DELIVERY, batch = 20, onDead = () => {} } = input;
   const kinds = Object.keys(handlers);
   if (kinds.length === 0) return 0;
   let delivered = 0;

@@ -1,7 +1,7 @@
 import { asc, gt } from "drizzle-orm";
 import { auditEvents, auditHead } from "../store/schema.ts";
-import type { Database } from "../store/db.ts";
 import { auditEventHash, GENESIS_HASH, type Actor } from "./audit.ts";
+import type { ServiceContext } from "./context.ts";
 
 export interface AuditVerdict {
   ok: boolean;
@@ -15,7 +15,9 @@ export interface AuditVerdict {
  * row breaks its own hash; a deleted row breaks the next one's link; a deleted tail no longer
  * matches the head recorded with every append.
  */
-export async function verifyAudit(database: Database, batch = 1000): Promise<AuditVerdict> {
+export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: { batch?: number } = {}): Promise<AuditVerdict> {
+  const { database } = ctx;
+  const batch = input.batch ?? 1000;
   let prevHash = GENESIS_HASH;
   let lastId = 0;
   let count = 0;

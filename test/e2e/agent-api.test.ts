@@ -40,8 +40,8 @@ describe.each(databaseKinds)("agent API over HTTP on $name", (kind) => {
     await target.start();
     const config = testConfig({ crm: targetConfig(target.url) });
     server = await runServer({ config, logger: silentLogger, database, sweepMs: 100, grantKey: (await testGrantKeys()).signing, clock: () => new Date(Date.now() + clockOffsetMs) });
-    key = (await addAgent(database, "e2e-agent")).key;
-    otherKey = (await addAgent(database, "e2e-other")).key;
+    key = (await addAgent(server.ctx, { name: "e2e-agent" })).key;
+    otherKey = (await addAgent(server.ctx, { name: "e2e-other" })).key;
   });
   afterAll(async () => {
     await server?.close();
@@ -207,7 +207,7 @@ describe("what may be proposed (deny by default), over HTTP", () => {
       locked: targetConfig(target.url, { allow: undefined }),
     });
     server = await runServer({ config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing });
-    key = (await addAgent(database, "policy-agent")).key;
+    key = (await addAgent(server.ctx, { name: "policy-agent" })).key;
   });
   afterAll(async () => {
     await server?.close();

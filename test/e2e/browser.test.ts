@@ -95,7 +95,7 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
       slack: { ...testConfig({}).slack, enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW" },
     };
     server = await runServer({ config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing, hostname: "127.0.0.1", sweepMs: 3_600_000, clock: () => new Date(Date.now() + clockOffsetMs) });
-    agent = await addAgent(database, "browser-agent");
+    agent = await addAgent(server.ctx, { name: "browser-agent" });
     slack.setUsergroup("S0WEBREVIEW", ["U0GROUPIE"]);
     browser = await launchChromium();
   });

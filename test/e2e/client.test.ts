@@ -25,7 +25,7 @@ describe.each(databaseKinds)("the TypeScript client against a real server on $na
     target = new JsonResourceServer({ seed: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`/contacts/${i}`, { id: i, email: "old@example.com" }])), readTokens: [READ_TOKEN] });
     await target.start();
     server = await runServer({ config: testConfig({ crm: targetConfig(target.url) }), logger: silentLogger, database, grantKey: (await testGrantKeys()).signing });
-    client = new Countersign({ url: server.url + "/", key: (await addAgent(database, "client-agent")).key });
+    client = new Countersign({ url: server.url + "/", key: (await addAgent(server.ctx, { name: "client-agent" })).key });
   });
   afterAll(async () => {
     await server?.close();

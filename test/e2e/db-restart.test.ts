@@ -120,7 +120,7 @@ describe.skipIf(!available)("a PostgreSQL restart is not an outage", () => {
     children.push(executor);
     executor.child.on("exit", (code, signal) => exits.push(`executor exited (${code ?? signal}):\n${executor.output().slice(-3000)}`));
     const direct = await openDatabase({ kind: "postgres", url: pg.url });
-    agentKey = (await addAgent(direct, "restart-agent")).key;
+    agentKey = (await addAgent({ database: direct, clock: () => new Date() }, { name: "restart-agent" })).key;
     await direct.close();
     clicks = new SlackRequests({ baseUrl: serverUrl, signingSecret: SIGNING_SECRET, teamId: "T0TEST" });
   }, 120_000);

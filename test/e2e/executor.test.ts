@@ -80,8 +80,8 @@ function executorSuite(kind: TestDatabaseKind, seed: Record<string, unknown>) {
       '    write: { headers: { Authorization: "Bearer ${CRM_WRITE}" } }',
     ].join("\n"));
     server = await runServer({ config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing });
-    agent = await addAgent(database, "executor-e2e");
-    expect(server.ctx.config.targets.crm!.write).toBeUndefined(); // the server holds no write credential
+    agent = await addAgent(server.ctx, { name: "executor-e2e" });
+    expect(server.ctx.config.targets.crm).not.toHaveProperty("write"); // the server holds no write credential
   });
   afterEach(async () => {
     target.beforeHandle = undefined;
@@ -271,7 +271,7 @@ describe.skipIf(!postgresKind)("executor crashes and concurrency on PostgreSQL",
   });
 
   it("a multi-action plan whose second write gets 412: first applied, second stale, third never sent", async () => {
-    const plan = (await submitPlan(s.server.ctx, (await addAgent(s.database, "multi")) as never, {
+    const plan = (await submitPlan(s.server.ctx, (await addAgent(s.server.ctx, { name: "multi" })) as never, {
       title: "three writes",
       actions: ["a", "b", "c"].map((x) => ({ kind: "http.json", target: "crm", path: `/multi/${x}`, op: "merge", body: { v: 1 } })),
     })).plan;

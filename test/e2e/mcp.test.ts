@@ -51,7 +51,7 @@ describe("countersign mcp over stdio", () => {
     });
     await target.start();
     server = await runServer({ config: testConfig({ crm: targetConfig(target.url) }), logger: silentLogger, database, grantKey: (await testGrantKeys()).signing });
-    key = (await addAgent(database, "mcp-agent")).key;
+    key = (await addAgent(server.ctx, { name: "mcp-agent" })).key;
     transport = new StdioClientTransport({ command: process.execPath, args: [BIN, "mcp"], env: mcpEnv(), stderr: "pipe" });
     transport.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
     client = new Client({ name: "countersign-test", version: "1.0.0" });

@@ -92,7 +92,7 @@ describe("countersignTool for the OpenAI Agents SDK", () => {
       targets: { crm: targetConfig(target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } }) },
       logger: silentLogger,
     });
-    client = new RecordingClient({ url: server.url, key: (await addAgent(database, "openai-agent")).key });
+    client = new RecordingClient({ url: server.url, key: (await addAgent(server.ctx, { name: "openai-agent" })).key });
   });
 
   afterAll(async () => {

@@ -91,7 +91,7 @@ describe("OpenAPI document of the agent API", () => {
     });
     await target.start();
     server = await runServer({ config: testConfig({ crm: targetConfig(target.url) }), logger: silentLogger, database, grantKey: (await testGrantKeys()).signing });
-    key = (await addAgent(database, "openapi-agent")).key;
+    key = (await addAgent(server.ctx, { name: "openapi-agent" })).key;
 
     const res = await fetch(`${server.url}/v1/openapi.json`);
     expect(res.status).toBe(200);

@@ -51,7 +51,7 @@ describe.each(databaseKinds)("who may read, in the browser, on $name", (kind) =>
     const base = testConfig({ crm: targetConfig(target.url), hr: targetConfig(target.url, { policy: { approvers: ["U0DAVE"] } }) });
     const config = { ...base, port, publicUrl: origin, browser: { ...base.browser, readers: ["U0READER"] }, admins: ["U0ADMIN"] };
     server = await runServer({ config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing, hostname: "127.0.0.1", sweepMs: 3_600_000 });
-    const agent = await addAgent(database, "read-rights-agent");
+    const agent = await addAgent(server.ctx, { name: "read-rights-agent" });
     const change = (target: string, title: string) => ({ title, onBehalfOf: "U0REQUESTER", actions: [{ kind: "http.json", target, path: "/contacts/1", op: "merge", body: { email: "new-person@new.example" } }] });
     crm = (await submitPlan(server.ctx, agent, change("crm", "Crm title visible only to readers"))).plan;
     hr = (await submitPlan(server.ctx, agent, change("hr", "Hr title visible only to readers"))).plan;

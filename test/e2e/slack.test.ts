@@ -62,7 +62,7 @@ function slackSuite(kind: TestDatabaseKind) {
     // The sweeper never runs by itself here: expiry is provoked by hand, so "before the sweeper ran" is real.
     s.server = await runServer({ config: serverConfig, logger: silentLogger, database: s.database, grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, remindMs: 3_600_000, deliverMs: 50, clock: () => new Date(Date.now() + s.clockOffsetMs) });
     s.clicks = new SlackRequests({ baseUrl: s.server.url, signingSecret: SIGNING_SECRET, teamId: "T0TEST" });
-    s.agent = await addAgent(s.database, "slack-agent");
+    s.agent = await addAgent(s.server.ctx, { name: "slack-agent" });
   });
   afterEach(() => {
     s.slack.clearFaults();

@@ -65,8 +65,8 @@ describe.each(databaseKinds)("agent webhooks on $name", (kind) => {
       config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing, deliverMs: 50,
       delivery: { maxAttempts: 5, leaseMs: 10_000, backoffMs: () => 150 },
     });
-    agent = await addAgent(database, "hooked");
-    defaulted = await addAgent(database, "hooked-by-config");
+    agent = await addAgent(server.ctx, { name: "hooked" });
+    defaulted = await addAgent(server.ctx, { name: "hooked-by-config" });
   });
   afterAll(async () => {
     await server?.close();

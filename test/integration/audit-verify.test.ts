@@ -36,22 +36,22 @@ describe.each(databaseKinds)("audit verify on $name", (kind) => {
   }
 
   it("an untouched log verifies", async () => {
-    expect(await verifyAudit(database)).toEqual({ ok: true, events: ids.length });
+    expect(await verifyAudit(h.ctx)).toEqual({ ok: true, events: ids.length });
   });
 
   it("an edited row is named", async () => {
     const victim = ids[4]!;
     await tamper(sql`UPDATE audit_events SET data = '{"approvers":["U0MALLORY"]}' WHERE id = ${victim}`);
-    expect(await verifyAudit(database)).toMatchObject({ ok: false, problem: { at: victim, message: expect.stringContaining("edited") } });
+    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: false, problem: { at: victim, message: expect.stringContaining("edited") } });
   });
 
   it("a row deleted from the middle breaks the next link", async () => {
     await tamper(sql`DELETE FROM audit_events WHERE id = ${ids[2]!}`);
-    expect(await verifyAudit(database)).toMatchObject({ ok: false, problem: { at: ids[3], message: expect.stringContaining("deleted or changed") } });
+    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: false, problem: { at: ids[3], message: expect.stringContaining("deleted or changed") } });
   });
 
   it("a deleted tail is found against the recorded head", async () => {
     await tamper(sql`DELETE FROM audit_events WHERE id >= ${ids.at(-2)!}`);
-    expect(await verifyAudit(database)).toMatchObject({ ok: false, problem: { at: "tail", message: expect.stringContaining("were deleted") } });
+    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: false, problem: { at: "tail", message: expect.stringContaining("were deleted") } });
   });
 });

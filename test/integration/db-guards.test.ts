@@ -141,7 +141,7 @@ describe.each(databaseKinds)("database guards on $name", (kind) => {
       expect(await count(sql`SELECT count(*) AS n FROM decisions WHERE plan_id IN (${open.id}, ${recent.id})`)).toBe(2);
       // Audit events stay, so the chain still verifies from its start.
       expect(await count(sql`SELECT count(*) AS n FROM audit_events`)).toBe(auditBefore);
-      expect(await verifyAudit(database)).toMatchObject({ ok: true });
+      expect(await verifyAudit(h.ctx)).toMatchObject({ ok: true });
 
       const [record] = await database.rows<{ reason: string; plans: number; decisions: number; outbox: number; by_role: string; before: string | Date }>(
         sql`SELECT reason, plans, decisions, outbox, by_role, before FROM purges ORDER BY id DESC LIMIT 1`,

@@ -10,7 +10,7 @@ import { ServiceError } from "../../src/service/errors.ts";
 import { expireDue } from "../../src/service/expire-due.ts";
 import { getPlan } from "../../src/service/get-plan.ts";
 import { listPlanEvents } from "../../src/service/list-events.ts";
-import { deliverDue, type DeliveryPolicy, type PlanEvent } from "../../src/service/outbox.ts";
+import { deliverDue, type DeliveryPolicy, type OutboxHandler, type PlanEvent } from "../../src/service/outbox.ts";
 import type { PlanView } from "../../src/service/plan-view.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { waitForPlan } from "../../src/service/wait-for-plan.ts";
@@ -40,7 +40,7 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
   beforeAll(async () => {
     database = await kind.open();
     h = await openHarness(database, { sinks: ["test"] });
-    const other = await addAgent(database, "intruder");
+    const other = await addAgent(h.ctx, { name: "intruder" });
     intruder = { id: other.id, name: other.name };
   });
   afterAll(async () => {
@@ -324,6 +324,8 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
 
     describe("deliverDue", () => {
       const quick: DeliveryPolicy = { maxAttempts: 3, leaseMs: 60_000, backoffMs: (n) => 1000 * n };
+      /** One delivery pass as seen from the given clock. */
+      const deliverAt = (handlers: Record<string, OutboxHandler>, clock: () => Date, policy: DeliveryPolicy) => deliverDue({ ...h.ctx, clock }, { handlers, policy });
 
       it("delivers each plan's events in order, once", async () => {
         const ctx = { ...h.ctx, sinks: ["deliver-order"] };
@@ -334,7 +336,7 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
 
         const seen: { planId: string; type: string; attempts: number; id: number }[] = [];
         const t = h.clock.now().getTime();
-        const delivered = await deliverDue(database, {
+        const delivered = await deliverAt({
           "deliver-order": async (payload, row) => {
             seen.push({ planId: payload.planId, type: payload.type, attempts: row.attempts, id: row.id });
           },
@@ -354,14 +356,14 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
           expect(r.deadAt).toBeNull();
         }
         // Delivered rows are never delivered again.
-        expect(await deliverDue(database, { "deliver-order": async () => { throw new Error("again?"); } }, () => new Date(t + 3_600_000), quick)).toBe(0);
+        expect(await deliverAt({ "deliver-order": async () => { throw new Error("again?"); } }, () => new Date(t + 3_600_000), quick)).toBe(0);
       });
 
       it("leaves rows of other sinks alone", async () => {
         const ctx = { ...h.ctx, sinks: ["deliver-mine"] };
         const plan = await newPlan({}, ctx);
         const calls: string[] = [];
-        const delivered = await deliverDue(database, { "deliver-nobody": async () => { calls.push("x"); } }, () => new Date(h.clock.now().getTime() + 1000), quick);
+        const delivered = await deliverAt({ "deliver-nobody": async () => { calls.push("x"); } }, () => new Date(h.clock.now().getTime() + 1000), quick);
         expect(delivered).toBe(0);
         expect(calls).toEqual([]);
         const [row] = await outboxRows(plan.id, "deliver-mine");
@@ -375,9 +377,9 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
         const [row] = await outboxRows(plan.id, "deliver-future");
         const calls: string[] = [];
         const handlers = { "deliver-future": async (p: PlanEvent) => { calls.push(p.type); } };
-        expect(await deliverDue(database, handlers, () => new Date(row!.availableAt.getTime() - 1), quick)).toBe(0);
+        expect(await deliverAt(handlers, () => new Date(row!.availableAt.getTime() - 1), quick)).toBe(0);
         expect(calls).toEqual([]);
-        expect(await deliverDue(database, handlers, () => row!.availableAt, quick)).toBe(1);
+        expect(await deliverAt(handlers, () => row!.availableAt, quick)).toBe(1);
         expect(calls).toEqual(["plan.submitted"]);
       });
 
@@ -394,7 +396,7 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
             if (failuresLeft-- > 0) throw new Error(`slack is down (${row.attempts})`);
           },
         };
-        const run = (at: number) => { now = at; return deliverDue(database, handlers, () => new Date(now), quick); };
+        const run = (at: number) => { now = at; return deliverAt(handlers, () => new Date(now), quick); };
 
         expect(await run(t)).toBe(0);
         expect(attempts).toEqual([1]);
@@ -424,7 +426,7 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
         const t = h.clock.now().getTime();
         let calls = 0;
         const handlers = { "deliver-dead": async () => { calls++; throw new Error("gone for good"); } };
-        for (let i = 0; i < 10; i++) await deliverDue(database, handlers, () => new Date(t + i * 10_000), quick);
+        for (let i = 0; i < 10; i++) await deliverAt(handlers, () => new Date(t + i * 10_000), quick);
         expect(calls).toBe(quick.maxAttempts);
         const [row] = await outboxRows(plan.id, "deliver-dead");
         expect(row).toMatchObject({ attempts: 3, lastError: "gone for good", deliveredAt: null });
@@ -451,18 +453,18 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
         };
         const policy: DeliveryPolicy = { ...quick, maxAttempts: 10 };
 
-        expect(await deliverDue(database, handlers, () => new Date(t), policy)).toBe(1);
+        expect(await deliverAt(handlers, () => new Date(t), policy)).toBe(1);
         expect(seen).toEqual(["stuck:plan.submitted!", "free:plan.submitted"]);
 
         // The cancel row is due all along, but its plan's first row is not delivered yet.
-        expect(await deliverDue(database, handlers, () => new Date(t + 500), policy)).toBe(0);
-        expect(await deliverDue(database, handlers, () => new Date(t + 1000), policy)).toBe(0);
+        expect(await deliverAt(handlers, () => new Date(t + 500), policy)).toBe(0);
+        expect(await deliverAt(handlers, () => new Date(t + 1000), policy)).toBe(0);
         expect(seen).toEqual(["stuck:plan.submitted!", "free:plan.submitted", "stuck:plan.submitted!"]);
         const [, cancelRow] = await outboxRows(stuck.id, "deliver-block");
         expect(cancelRow).toMatchObject({ attempts: 0, deliveredAt: null });
 
         failing = false;
-        expect(await deliverDue(database, handlers, () => new Date(t + 60_000), policy)).toBe(2);
+        expect(await deliverAt(handlers, () => new Date(t + 60_000), policy)).toBe(2);
         expect(seen.slice(3)).toEqual(["stuck:plan.submitted", "stuck:plan.cancelled"]);
       });
     });

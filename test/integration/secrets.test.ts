@@ -113,7 +113,7 @@ describe.each(databaseKinds)("no secret in logs or Slack calls, on $name", (kind
       slack: { enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW", escalationChannel: undefined, decisionRetrySeconds: 120 },
     };
     server = await runServer({ config, logger: createLogger("debug", sink), database, grantKey: (await testGrantKeys()).signing, deliverMs: 50 });
-    agentKey = (await addAgent(database, "secretive-agent")).key;
+    agentKey = (await addAgent(server.ctx, { name: "secretive-agent" })).key;
   });
   afterAll(async () => {
     await server?.close();

@@ -331,7 +331,7 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
   it("keeps idempotency keys per agent: another agent's same key makes its own plan", async () => {
     const body = mergeRequest({ title: "Shared key", idempotencyKey: "key-per-agent" });
     const mine = await submitPlan(h.ctx, h.agent, body);
-    const other = await addAgent(database, "other-submitter");
+    const other = await addAgent(h.ctx, { name: "other-submitter" });
     const theirs = await submitPlan(h.ctx, { id: other.id, name: other.name }, body);
     expect(theirs.created).toBe(true);
     expect(theirs.plan.id).not.toBe(mine.plan.id);

@@ -106,7 +106,7 @@ export async function openHarness(
     grantKey: (await testGrantKeys()).signing,
     redaction: redactionRules(),
   };
-  const { id, name } = await addAgent(database, `agent-${Math.random().toString(36).slice(2, 10)}`);
+  const { id, name } = await addAgent(ctx, { name: `agent-${Math.random().toString(36).slice(2, 10)}` });
   return {
     ctx,
     clock,
