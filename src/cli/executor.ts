@@ -1,26 +1,20 @@
-import { ConfigError, type Config } from "../config/load.ts";
+import { ConfigError, type ExecutorConfig } from "../config/load.ts";
 import { runExecutor } from "../executor/run-executor.ts";
 import { executorServer } from "../executor/server-client.ts";
 import { loadVerifyingKeys } from "../grant/keys.ts";
 import { createLogger } from "../logger.ts";
 
 /** `countersign executor`: the only process with write credentials. Runs until stopped. */
-export async function startExecutor(config: Config): Promise<{ stop(): Promise<void> }> {
-  const missing = [
-    ["COUNTERSIGN_URL", config.serverUrl, "the server to claim approved plans from, e.g. http://127.0.0.1:3000"],
-    ["COUNTERSIGN_EXECUTOR_TOKEN", config.executorToken, "the same secret the server has"],
-    ["COUNTERSIGN_GRANT_PUBLIC_KEY", config.grantPublicKeyPem, "the public key that verifies grants ('countersign keys generate')"],
-  ].filter(([, value]) => !value);
-  if (missing.length > 0) throw new ConfigError("environment", missing.map(([key, , what]) => ({ key: key!, message: `is not set: ${what}` })));
+export async function startExecutor(config: ExecutorConfig): Promise<{ stop(): Promise<void> }> {
   let keys;
   try {
-    keys = await loadVerifyingKeys(config.grantPublicKeyPem!);
+    keys = await loadVerifyingKeys(config.grantPublicKeyPem);
   } catch (err) {
     throw new ConfigError("environment", [{ key: "COUNTERSIGN_GRANT_PUBLIC_KEY", message: `is not a usable Ed25519 public key (${(err as Error).message})` }]);
   }
   const logger = createLogger(config.logLevel).child({ process: "executor" });
   const executor = runExecutor({
-    server: executorServer(config.serverUrl!, config.executorToken!),
+    server: executorServer(config.serverUrl, config.executorToken),
     keys,
     environment: config.environment,
     targets: config.targets,

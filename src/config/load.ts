@@ -10,21 +10,32 @@ import { EnvConfig, FileConfig, type TargetConfig } from "./schema.ts";
 /** Who is reading the config: each resolves only the credentials it uses. */
 export type Role = "server" | "executor" | "cli" | "check";
 
+/** A target as the server sees it: no write block, not even an unresolved one. */
 export type ServerTarget = Omit<TargetConfig, "write">;
+/** A target as the executor sees it: its write credentials are always there. */
+export type ExecutorTarget = TargetConfig & { write: NonNullable<TargetConfig["write"]> };
 
 export type SlackSecrets =
   | { enabled: false }
   | { enabled: true; botToken: string; signingSecret: string | undefined; appToken: string | undefined; apiUrl: string | undefined; reviewChannel: string };
 
-export interface Config {
+/** What every role reads. */
+interface SharedConfig {
   environment: string;
+  logLevel: z.infer<typeof EnvConfig>["LOG_LEVEL"];
+  defaults: FileConfig["defaults"];
+  /** The file the config came from, or null when Countersign runs on its built-in defaults. */
+  configPath: string | null;
+}
+
+/** The server's view (`serve`, `start`): read credentials only; no write credential can reach it. */
+export interface ServerConfig extends SharedConfig {
   port: number;
   /** The interface the server listens on (env HOST). */
   host: string;
   publicUrl: string;
   database: { kind: "pglite"; dataDir: string } | { kind: "postgres"; url: string };
   dataDir: string;
-  logLevel: z.infer<typeof EnvConfig>["LOG_LEVEL"];
   /** Slack settings; `enabled` is false when no bot token is set (browser-only). */
   slack: FileConfig["slack"] & SlackSecrets;
   executor: FileConfig["executor"];
@@ -33,17 +44,26 @@ export interface Config {
   admins: FileConfig["admins"];
   webhooks: FileConfig["webhooks"];
   redact: FileConfig["redact"];
-  /** Server: the grant signing key (PEM); absent with PostgreSQL is an error at `serve`, with PGlite one is made in the data dir. */
+  /** The grant signing key (PEM); absent with PostgreSQL is an error at `serve`, with PGlite one is made in the data dir. */
   grantPrivateKeyPem: string | undefined;
+  /** Absent: the executor API refuses everyone. */
   executorToken: string | undefined;
-  /** Executor: where the server is, and the public key(s) it verifies grants with. */
-  serverUrl: string | undefined;
-  grantPublicKeyPem: string | undefined;
-  defaults: FileConfig["defaults"];
-  targets: Record<string, TargetConfig>;
-  /** The file the config came from, or null when Countersign runs on its built-in defaults. */
-  configPath: string | null;
+  targets: Record<string, ServerTarget>;
 }
+
+/** The server's config; most code only ever sees this role. */
+export type Config = ServerConfig;
+
+/** The executor's view: where the server is, how to prove itself, what verifies grants, and every target's write credentials. */
+export interface ExecutorConfig extends SharedConfig {
+  serverUrl: string;
+  executorToken: string;
+  grantPublicKeyPem: string;
+  targets: Record<string, ExecutorTarget>;
+}
+
+/** One-shot commands (`agents`, `login-link`, `migrate`, `audit verify`) and `policy check`: no secret of any kind. */
+export type CliConfig = Omit<ServerConfig, "grantPrivateKeyPem" | "executorToken" | "slack"> & { slack: FileConfig["slack"] & { enabled: false } };
 
 export class ConfigError extends Error {
   readonly problems: { key: string; message: string }[];
@@ -60,10 +80,27 @@ export interface LoadOptions {
   cwd?: string;
   /** Used when no config file exists (the embedded demo passes its own). */
   fallback?: unknown;
+  /**
+   * A missing config file is an error rather than the built-in defaults: `serve` and `executor`
+   * without one would run with no targets and say nothing.
+   */
+  requireFile?: boolean;
 }
 
-/** Reads env plus the optional YAML file, once, at start. Throws ConfigError naming every bad key. */
-export function loadConfig({ env, role, cwd = process.cwd(), fallback }: LoadOptions): Config {
+/** What `policy check` sees: no credential resolved, and which targets an executor could not apply to. */
+export type CheckConfig = CliConfig & { targetsWithoutWrite: string[] };
+
+const NO_CONFIG_FILE = (configPath: string) =>
+  `is not set and ${configPath} does not exist; this command needs the targets a config file lists. `
+  + "Copy countersign.example.yml to ./countersign.yml, or set COUNTERSIGN_CONFIG to your file's path ('countersign start' runs a demo without one)";
+
+/** Reads env plus the optional YAML file, once, at start, into the view of one role. Throws ConfigError naming every bad key. */
+export function loadConfig(options: LoadOptions & { role: "server" }): ServerConfig;
+export function loadConfig(options: LoadOptions & { role: "executor" }): ExecutorConfig;
+export function loadConfig(options: LoadOptions & { role: "cli" }): CliConfig;
+export function loadConfig(options: LoadOptions & { role: "check" }): CheckConfig;
+export function loadConfig(options: LoadOptions): ServerConfig | ExecutorConfig | CliConfig;
+export function loadConfig({ env, role, cwd = process.cwd(), fallback, requireFile = false }: LoadOptions): ServerConfig | ExecutorConfig | CliConfig {
   // An empty variable means unset, as in most shells' and orchestrators' conventions.
   const envResult = EnvConfig.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== "")));
   if (!envResult.success) throw new ConfigError("environment", zodProblems(envResult.error));
@@ -83,6 +120,17 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback }: LoadOpt
     }
   } else if (explicit) {
     throw new ConfigError("environment", [{ key: "COUNTERSIGN_CONFIG", message: `points to ${configPath}, which does not exist; fix the path or unset it` }]);
+  } else if (requireFile && fallback === undefined) {
+    throw new ConfigError("environment", [{ key: "COUNTERSIGN_CONFIG", message: NO_CONFIG_FILE(configPath) }]);
+  }
+
+  if (role === "executor") {
+    const missing = ([
+      ["COUNTERSIGN_URL", e.COUNTERSIGN_URL, "the server to claim approved plans from, e.g. http://127.0.0.1:3000"],
+      ["COUNTERSIGN_EXECUTOR_TOKEN", e.COUNTERSIGN_EXECUTOR_TOKEN, "the same secret the server has"],
+      ["COUNTERSIGN_GRANT_PUBLIC_KEY", e.COUNTERSIGN_GRANT_PUBLIC_KEY, "the public key that verifies grants ('countersign keys generate' prints a pair)"],
+    ] as const).filter(([, value]) => !value);
+    if (missing.length > 0) throw new ConfigError("environment", missing.map(([key, , what]) => ({ key, message: `is not set: ${what}` })));
   }
 
   // The server never resolves a target's write block; it drops it unread.
@@ -101,14 +149,13 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback }: LoadOpt
   const policyProblems = Object.entries(file.targets).flatMap(([name, target]) =>
     policyProblemsOf(name, effectivePolicy(file.defaults, [target.policy])),
   );
+  const withoutWrite = targetsWithoutWrite(raw);
   if (role === "executor") {
-    for (const [name, target] of Object.entries(file.targets)) {
-      if (!target.write) policyProblems.push({ key: `targets.${name}.write`, message: "is missing; the executor needs write headers for every target it applies to" });
-    }
+    for (const name of withoutWrite) policyProblems.push({ key: `targets.${name}.write`, message: WITHOUT_WRITE });
   }
   if (policyProblems.length > 0) throw new ConfigError(source, policyProblems);
 
-  let slack: Config["slack"] = { ...file.slack, enabled: false };
+  let slack: ServerConfig["slack"] = { ...file.slack, enabled: false };
   if (e.SLACK_BOT_TOKEN && role === "server") {
     const problems: { key: string; message: string }[] = [];
     if (!e.SLACK_SIGNING_SECRET && !e.SLACK_APP_TOKEN) problems.push({ key: "SLACK_SIGNING_SECRET", message: "is not set; HTTP mode needs the app's signing secret (or set SLACK_APP_TOKEN for Socket Mode)" });
@@ -121,30 +168,54 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback }: LoadOpt
     throw new ConfigError(source, [{ key: "browser.oidc.teamId", message: "is not set, and without Slack (no SLACK_BOT_TOKEN) there is no bot token's team to default to; set the team id (T…) whose people may sign in" }]);
   }
 
+  const shared: SharedConfig = {
+    environment: file.environment,
+    logLevel: e.LOG_LEVEL,
+    defaults: file.defaults,
+    configPath: source === "built-in defaults" ? null : configPath,
+  };
+  if (role === "executor") {
+    return {
+      ...shared,
+      serverUrl: e.COUNTERSIGN_URL!,
+      executorToken: e.COUNTERSIGN_EXECUTOR_TOKEN!,
+      grantPublicKeyPem: e.COUNTERSIGN_GRANT_PUBLIC_KEY!,
+      targets: file.targets as Record<string, ExecutorTarget>, // every write block was checked above
+    };
+  }
+
   const publicUrl = (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, "");
   const dataDir = path.resolve(cwd, e.COUNTERSIGN_DATA_DIR);
-  return {
-    environment: file.environment,
+  const served = {
+    ...shared,
     port: e.PORT,
     host: e.HOST,
     publicUrl,
-    database: e.DATABASE_URL ? { kind: "postgres", url: e.DATABASE_URL } : { kind: "pglite", dataDir },
+    database: e.DATABASE_URL ? { kind: "postgres" as const, url: e.DATABASE_URL } : { kind: "pglite" as const, dataDir },
     dataDir,
-    logLevel: e.LOG_LEVEL,
-    slack,
     executor: file.executor,
     browser: file.browser,
     admins: file.admins,
     webhooks: file.webhooks,
     redact: file.redact,
-    grantPrivateKeyPem: role === "server" ? e.COUNTERSIGN_GRANT_PRIVATE_KEY : undefined,
-    executorToken: e.COUNTERSIGN_EXECUTOR_TOKEN,
-    serverUrl: e.COUNTERSIGN_URL,
-    grantPublicKeyPem: e.COUNTERSIGN_GRANT_PUBLIC_KEY,
-    defaults: file.defaults,
-    targets: file.targets,
-    configPath: source === "built-in defaults" ? null : configPath,
+    targets: file.targets as Record<string, ServerTarget>, // write blocks were dropped unread
   };
+  if (role === "server") return { ...served, slack, grantPrivateKeyPem: e.COUNTERSIGN_GRANT_PRIVATE_KEY, executorToken: e.COUNTERSIGN_EXECUTOR_TOKEN };
+  const cli: CliConfig = { ...served, slack: { ...file.slack, enabled: false } };
+  if (role === "check") {
+    const check: CheckConfig = { ...cli, targetsWithoutWrite: withoutWrite };
+    return check;
+  }
+  return cli;
+}
+
+const WITHOUT_WRITE = "is missing; the executor needs write headers for every target it applies to (add write: { headers: { Authorization: \"Bearer ${…}\" } })";
+
+/** Targets whose raw YAML has no `write` block: an executor could not apply to them. Read before any role drops the blocks. */
+function targetsWithoutWrite(raw: unknown): string[] {
+  const targets = (raw as { targets?: unknown } | null)?.targets;
+  if (typeof targets !== "object" || targets === null) return [];
+  return Object.entries(targets).filter(([, t]) => typeof t !== "object" || t === null || !("write" in t)).map(([name]) => name);
 }
 
 function policyProblemsOf(name: string, policy: TargetPolicy): { key: string; message: string }[] {

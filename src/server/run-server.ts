@@ -20,6 +20,7 @@ import { OIDC_START_PATH } from "../web/oidc-routes.tsx";
 import { claimDataDir } from "./data-dir-lock.ts";
 import { every, outageAwareReport } from "./every.ts";
 import { resolveGrantKey } from "./grant-key.ts";
+import { databaseStartupError, listenStartupError } from "../config/startup-errors.ts";
 import type { SigningKey } from "../grant/keys.ts";
 
 export interface RunServerOptions {
@@ -56,12 +57,13 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
   const ownsDatabase = !options.database;
   let database: Database | undefined;
   try {
-    database = options.database ?? (await openDatabase(config.database));
-    await database.migrate();
+    // Before the database is touched: a server that cannot sign grants must not migrate anything first.
+    const grantKey = options.grantKey ?? (await resolveGrantKey(config)).key;
+    database = options.database ?? (await openMigrated(config.database));
+    if (options.database) await database.migrate();
     const signals = new PlanSignals(database);
     await signals.start();
     const slackEnabled = config.slack.enabled;
-    const grantKey = options.grantKey ?? (await resolveGrantKey(config)).key;
     const ctx: ServiceContext = {
       database,
       config,
@@ -123,10 +125,23 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
   }
 }
 
+/** The configured database, migrated; a failure names DATABASE_URL (or the data dir) and the fix. */
+async function openMigrated(target: Config["database"]): Promise<Database> {
+  let database: Database | undefined;
+  try {
+    database = await openDatabase(target);
+    await database.migrate();
+    return database;
+  } catch (err) {
+    await database?.close().catch(() => {});
+    throw databaseStartupError(err, target) ?? err;
+  }
+}
+
 function listen(fetch: (req: Request) => Response | Promise<Response>, port: number, hostname: string): Promise<ServerType & { closeAllConnections?: () => void }> {
   return new Promise((resolve, reject) => {
     const server = serve({ fetch, port, hostname }, () => resolve(server as never));
-    server.once("error", reject);
+    server.once("error", (err) => reject(listenStartupError(err, port, hostname) ?? err));
   });
 }
 

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { interpolate } from "../../../src/config/interpolate.ts";
-import { ConfigError, loadConfig, type Config, type Role } from "../../../src/config/load.ts";
+import { ConfigError, loadConfig, type Config, type ExecutorConfig, type Role } from "../../../src/config/load.ts";
 
 const tempDirs: string[] = [];
 afterAll(() => {
@@ -27,8 +27,20 @@ interface LoadArgs {
   fallback?: unknown;
 }
 
+/** What an executor needs besides the file; the tests of its targets take it as given. */
+const EXECUTOR_ENV = {
+  COUNTERSIGN_URL: "http://127.0.0.1:3000",
+  COUNTERSIGN_EXECUTOR_TOKEN: "an-executor-token-of-some-length",
+  COUNTERSIGN_GRANT_PUBLIC_KEY: "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA\n-----END PUBLIC KEY-----\n",
+};
+
+/** The server's view (the role most code sees), or the CLI's, which has the same keys bar the secrets. */
 function load(yaml: string | null, { env = {}, role = "server", fallback }: LoadArgs = {}): Config {
-  return loadConfig({ env, role, cwd: dirWith(yaml), fallback });
+  return loadConfig({ env, role, cwd: dirWith(yaml), fallback }) as Config;
+}
+
+function loadExecutor(yaml: string | null, env: Record<string, string | undefined> = {}): ExecutorConfig {
+  return loadConfig({ env: { ...EXECUTOR_ENV, ...env }, role: "executor", cwd: dirWith(yaml) });
 }
 
 /** The ConfigError that `run` throws (the test fails when it throws nothing, or something else). */
@@ -296,19 +308,19 @@ describe("loadConfig: ${VAR} interpolation and roles", () => {
   });
 
   it("role executor resolves write headers", () => {
-    const config = load(CRM_WITH_CREDENTIALS, { role: "executor", env: { CRM_READ: "r-123", CRM_WRITE: "w-456" } });
+    const config = loadExecutor(CRM_WITH_CREDENTIALS, { CRM_READ: "r-123", CRM_WRITE: "w-456" });
     expect(config.targets.crm!.write).toStrictEqual({ headers: { Authorization: "Bearer w-456" } });
     expect(config.targets.crm!.read.headers).toStrictEqual({ Authorization: "Bearer r-123" });
   });
 
   it("role executor errors when a write variable is missing, naming the write key", () => {
-    const err = configError(() => load(CRM_WITH_CREDENTIALS, { role: "executor", env: { CRM_READ: "r-123" } }));
+    const err = configError(() => loadExecutor(CRM_WITH_CREDENTIALS, { CRM_READ: "r-123" }));
     expect(err.problems).toHaveLength(1);
     expect(problemAt(err, "targets.crm.write.headers.Authorization")).toContain("CRM_WRITE");
   });
 
   it("role executor reports every missing variable", () => {
-    const err = configError(() => load(CRM_WITH_CREDENTIALS, { role: "executor", env: {} }));
+    const err = configError(() => loadExecutor(CRM_WITH_CREDENTIALS));
     expect(err.problems.map((p) => p.key).sort()).toEqual([
       "targets.crm.read.headers.Authorization",
       "targets.crm.write.headers.Authorization",
@@ -316,7 +328,7 @@ describe("loadConfig: ${VAR} interpolation and roles", () => {
   });
 
   it("role executor requires a write block for every target", () => {
-    const err = configError(() => load(CRM_BASE, { role: "executor" }));
+    const err = configError(() => loadExecutor(CRM_BASE));
     expect(problemAt(err, "targets.crm.write")).toMatch(/is missing/);
   });
 
@@ -443,7 +455,8 @@ describe("loadConfig: browser.oidc (Sign in with Slack)", () => {
 
   it("only the server reads it: the executor and policy check run without the client secret", () => {
     const yaml = withOidc("    clientId: '1234.5678'\n    clientSecret: ${SLACK_CLIENT_SECRET}\n    teamId: T0TEAM\n", "");
-    for (const role of ["executor", "check", "cli"] as const) expect(load(yaml, { role }).browser.oidc, role).toBeUndefined();
+    for (const role of ["check", "cli"] as const) expect(load(yaml, { role }).browser.oidc, role).toBeUndefined();
+    expect(JSON.stringify(loadExecutor(yaml))).not.toContain("clientSecret");
   });
 
   it("names the unset variable of a ${VAR} clientSecret", () => {
