@@ -59,8 +59,6 @@ export function testConfig(targets: Record<string, TargetConfig>, defaults: Part
     redact: { fields: [] },
     grantPrivateKeyPem: undefined,
     executorToken: undefined,
-    serverUrl: undefined,
-    grantPublicKeyPem: undefined,
     targets,
     configPath: null,
   };
