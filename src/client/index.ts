@@ -1,26 +1,26 @@
 /**
  * The TypeScript client agents use to reach Countersign (`countersign/client`). It proposes and
- * waits; nothing here can apply a change. Types come from the server's own schemas (type-only
- * imports: no runtime dependency beyond `fetch` and node:crypto for webhook checks).
+ * waits; nothing here can apply a change. It imports nothing: the wire types are generated into
+ * ./wire-types.ts, and it needs only the standard `fetch` and Web Crypto (Node 20, Bun, Deno).
+ * Its relative imports say `.js` so the emitted .d.ts resolves for any TypeScript a consumer has.
  */
-import type { z } from "zod";
-import type { Outcome } from "../plan/outcome.ts";
-import type { PlanRequest } from "../plan/schema.ts";
-import type { ErrorCode, Issue } from "../service/errors.ts";
-import type { AuditEventView } from "../service/list-events.ts";
-import type { PlanView } from "../service/plan-view.ts";
+import type { AuditEvent, ErrorBody, ErrorCode, Issue, Outcome, PlanRequest, PlanStatus, PlanView } from "./wire-types.js";
 
-export type { Outcome, PlanView, AuditEventView, Issue, ErrorCode };
-export type PlanRequestInput = z.input<typeof PlanRequest>;
-export { verifyWebhook, type WebhookPayload } from "./webhook-signature.ts";
+export type * from "./wire-types.js";
+/** What `submitPlan` takes: the plan request as sent, before the server trims and fills in defaults. */
+export type PlanRequestInput = PlanRequest;
+/** An audit event as `events()` returns it. */
+export type AuditEventView = AuditEvent;
+export { verifyWebhook } from "./webhook-signature.js";
 
 /** Statuses a plan never leaves. */
-export const FINAL_STATUSES = ["rejected", "expired", "cancelled", "applied", "failed", "stale"] as const;
+export const FINAL_STATUSES = ["rejected", "expired", "cancelled", "applied", "failed", "stale"] as const satisfies readonly PlanStatus[];
 export type FinalStatus = (typeof FINAL_STATUSES)[number];
 
 /** A refusal from the server, with its stable code (`plan_expired`, `preview_failed`, …). */
 export class CountersignError extends Error {
-  readonly code: ErrorCode | "internal" | "timeout" | "network";
+  /** The server's code, or one of the client's own: `timeout` (waitForOutcome), `network` (unreachable). */
+  readonly code: ErrorCode | "timeout" | "network";
   readonly status: number | undefined;
   readonly issues: Issue[] | undefined;
   readonly details: Record<string, unknown> | undefined;
@@ -83,8 +83,8 @@ export class Countersign {
     return this.call("POST", `/v1/plans/${encodeURIComponent(id)}/cancel`, undefined, options.signal);
   }
 
-  async events(id: string, options: { signal?: AbortSignal } = {}): Promise<AuditEventView[]> {
-    return (await this.call<{ events: AuditEventView[] }>("GET", `/v1/plans/${encodeURIComponent(id)}/events`, undefined, options.signal)).events;
+  async events(id: string, options: { signal?: AbortSignal } = {}): Promise<AuditEvent[]> {
+    return (await this.call<{ events: AuditEvent[] }>("GET", `/v1/plans/${encodeURIComponent(id)}/events`, undefined, options.signal)).events;
   }
 
   /**
@@ -126,7 +126,7 @@ export class Countersign {
       throw new CountersignError("internal", `Countersign answered HTTP ${response.status} with a body that is not JSON`, { status: response.status });
     }
     if (!response.ok) {
-      const error = (json as { error?: { code: ErrorCode; message: string; issues?: Issue[]; details?: Record<string, unknown> } } | undefined)?.error;
+      const error = (json as Partial<ErrorBody> | undefined)?.error;
       throw new CountersignError(error?.code ?? "internal", error?.message ?? `HTTP ${response.status}`, {
         status: response.status,
         ...(error?.issues ? { issues: error.issues } : {}),

@@ -9,7 +9,7 @@
  */
 import { tool, type FunctionTool } from "@openai/agents";
 import type { z } from "zod";
-import { CountersignError, type Countersign, type FinalOutcome, type PlanRequestInput } from "./index.ts";
+import { CountersignError, type Countersign, type FinalOutcome, type PlanRequestInput } from "./index.js";
 
 export interface CountersignToolOptions<P extends z.ZodObject> {
   /** Countersign's client, holding the agent's key. */

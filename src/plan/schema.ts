@@ -140,15 +140,5 @@ export const PlanDocument = z.strictObject({
 });
 export type PlanDocument = z.infer<typeof PlanDocument>;
 
-/** What the preview shows a reviewer for one action; not hashed itself, but its digests are. */
-export interface ActionPreview {
-  target: string;
-  path: string;
-  op: Op;
-  before: Json | null;
-  after: Json | null;
-  version: string | null;
-  /** How the executor will detect a change since this preview; "digest" is weaker than "etag". */
-  precondition?: "etag" | "digest" | "absent";
-  changes: import("./changes.ts").Change[];
-}
+/** What the preview shows a reviewer for one action: part of the agent API's wire contract. */
+export type { ActionPreview } from "../wire/agent-api.ts";

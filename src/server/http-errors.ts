@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { ErrorCode, Issue } from "../service/errors.ts";
+import type { ErrorCode } from "../service/errors.ts";
+import type { ErrorBody } from "../wire/agent-api.ts";
 import { ServiceError } from "../service/errors.ts";
 
 /** The agent API's one mapping from a refusal to an HTTP status (the OpenAPI document reads it too). */
@@ -27,9 +28,7 @@ export const HTTP_STATUS_OF: Record<ErrorCode, ContentfulStatusCode> = {
   policy_denied: 422,
 };
 
-export interface ErrorBody {
-  error: { code: ErrorCode | "internal"; message: string; issues?: Issue[]; details?: Record<string, unknown> };
-}
+export type { ErrorBody } from "../wire/agent-api.ts";
 
 export function errorResponse(c: Context, err: ServiceError): Response {
   const body: ErrorBody = {

@@ -2,36 +2,15 @@ import { asc, eq } from "drizzle-orm";
 import { neutralizeBidiJson } from "../plan/bidi.ts";
 import type { Change } from "../plan/changes.ts";
 import type { Json } from "../plan/json.ts";
-import type { Outcome } from "../plan/outcome.ts";
 import { redactChange, redactJson, redactText, type RedactionRules } from "../policy/redact.ts";
 import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
 import { decisions } from "../store/schema.ts";
 import type { Queryable } from "../store/db.ts";
+import type { Outcome } from "../plan/outcome.ts";
+import type { PlanView } from "../wire/agent-api.ts";
 import type { PlanRow } from "./transition.ts";
 
-export interface Approval {
-  userId: string;
-  via: "slack" | "web";
-  at: string;
-}
-
-/** How a plan is shown to the agent that submitted it: the API's one representation of a plan. */
-export interface PlanView {
-  id: string;
-  hash: string;
-  status: PlanRow["status"];
-  expiresAt: string;
-  reviewUrl: string;
-  createdAt: string;
-  plan: PlanDocument;
-  preview: { actions: ActionPreview[] };
-  approvals: Approval[];
-  rejection?: { userId: string; via: "slack" | "web"; reason: string; at: string };
-  /** When the approval stops being usable by an executor (set once approved). */
-  grantExpiresAt?: string;
-  /** What the executor reported, with per-action detail. */
-  outcome?: Outcome;
-}
+export type { Approval, PlanView } from "../wire/agent-api.ts";
 
 /**
  * Who a view is for. Reviewers (Slack, browser) never see secret-looking values. The agent gets

@@ -1,4 +1,5 @@
-import { signWebhook, type WebhookPayload } from "../client/webhook-signature.ts";
+import type { PlanStatus, WebhookPayload } from "../wire/agent-api.ts";
+import { signWebhook } from "./sign-webhook.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { DeliveryError, type OutboxHandler } from "../service/outbox.ts";
 import { webhookOfPlan } from "../service/webhook-of-plan.ts";
@@ -20,7 +21,7 @@ export function webhookSink(ctx: ServiceContext, fetchImpl: typeof fetch = fetch
     const payload: WebhookPayload = {
       planId: view.id,
       hash: view.hash,
-      status: event.status,
+      status: event.status as PlanStatus, // the outbox stores the status a transition moved the plan to
       approvals: view.approvals,
       ...(reason !== undefined ? { reason } : {}),
       ...(view.outcome && ["applied", "stale", "failed", "expired"].includes(event.status) ? { outcome: view.outcome } : {}),

@@ -85,12 +85,12 @@ describe.each(databaseKinds)("agent webhooks on $name", (kind) => {
     expect(payload).toMatchObject({ planId: plan.id, hash: plan.hash, status: "approved", approvals: [{ userId: "U0ALICE", via: "slack" }] });
     const header = approved.headers["countersign-signature"] as string;
     expect(header).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
-    expect(verifyWebhook(agent.webhookSecret, header, approved.body)).toBe(true);
-    expect(verifyWebhook(agent.webhookSecret, header, approved.body.replace("approved", "rejected"))).toBe(false);
-    expect(verifyWebhook("whsec_another", header, approved.body)).toBe(false);
-    expect(verifyWebhook(agent.webhookSecret, header, approved.body, { now: new Date(Date.now() + 10 * 60_000) })).toBe(false);
-    expect(verifyWebhook(agent.webhookSecret, header, approved.body, { now: new Date(Date.now() + 10 * 60_000), toleranceSec: 3600 })).toBe(true);
-    expect(verifyWebhook(agent.webhookSecret, undefined, approved.body)).toBe(false);
+    expect(await verifyWebhook(agent.webhookSecret, header, approved.body)).toBe(true);
+    expect(await verifyWebhook(agent.webhookSecret, header, approved.body.replace("approved", "rejected"))).toBe(false);
+    expect(await verifyWebhook("whsec_another", header, approved.body)).toBe(false);
+    expect(await verifyWebhook(agent.webhookSecret, header, approved.body, { now: new Date(Date.now() + 10 * 60_000) })).toBe(false);
+    expect(await verifyWebhook(agent.webhookSecret, header, approved.body, { now: new Date(Date.now() + 10 * 60_000), toleranceSec: 3600 })).toBe(true);
+    expect(await verifyWebhook(agent.webhookSecret, undefined, approved.body)).toBe(false);
   });
 
   it("sends the reject reason", async () => {
@@ -148,7 +148,7 @@ describe.each(databaseKinds)("agent webhooks on $name", (kind) => {
     await waitFor("the delivery", () => receiver.statusesFor("/by-config").includes("pending"));
     const [first] = receiver.received.filter((r) => r.path === "/by-config");
     expect(JSON.parse(first!.body).planId).toBe(plan.id);
-    expect(verifyWebhook(defaulted.webhookSecret, first!.headers["countersign-signature"] as string, first!.body)).toBe(true);
+    expect(await verifyWebhook(defaulted.webhookSecret, first!.headers["countersign-signature"] as string, first!.body)).toBe(true);
   });
 
   it.each(["http://169.254.169.254/latest/meta-data", "http://localhost:1/hook", "https://evil.example/hook"])("refuses a callback to %s, a host not in config", async (callbackUrl) => {

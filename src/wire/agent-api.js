@@ -1,0 +1,118 @@
+/**
+ * The agent API's wire contract, written once: every request and response body as a zod schema.
+ * The server's types are inferred from these, the OpenAPI document (src/server/openapi.ts) is
+ * generated from them, and so are the client's dependency-free types (`npm run gen:wire` →
+ * src/client/wire-types.ts). Change a body here and nowhere else.
+ */
+import { z } from "zod";
+import { SHA256_PATTERN } from "../plan/fingerprint.js";
+import { ActionOutcome, Outcome } from "../plan/outcome.js";
+import { AppliedPolicy, HttpJsonAction, OPS, PLAN_STATUSES, PlanDocument, PlannedAction, PlanRequest, Precondition } from "../plan/schema.js";
+import { HTTP_STATUS_OF } from "../server/http-errors.js";
+import { DATABASE_UNAVAILABLE } from "../store/database-errors.js";
+export { ActionOutcome, AppliedPolicy, HttpJsonAction, Outcome, PlanDocument, PlannedAction, PlanRequest, Precondition };
+/** The one JSON-value schema of src/plan/schema.ts (`z.json()`), shared by every body and state. */
+export const JsonValue = PlannedAction.shape.body.unwrap();
+const IsoDateTime = z.iso.datetime();
+const Via = z.enum(["slack", "web"]);
+export const Change = z.strictObject({
+    path: z.string().describe("JSON Pointer to the field inside the resource; \"\" for the whole resource"),
+    from: JsonValue.optional().describe("The value before; absent when the field did not exist"),
+    to: JsonValue.optional().describe("The value after; absent when the field is removed"),
+});
+/** What the preview shows a reviewer for one action; not hashed itself, but its digests are. */
+export const ActionPreview = z.strictObject({
+    target: z.string(),
+    path: z.string(),
+    op: z.enum(OPS),
+    before: JsonValue.nullable().describe("The resource as the preview read it; null for `create` (nothing there yet)"),
+    after: JsonValue.nullable().describe("The resource as it will be once applied; null for `delete`"),
+    version: z.string().nullable().describe("The target's ETag at preview time; null when nothing exists or the target gives none"),
+    changes: z.array(Change).describe("Field-by-field difference between `before` and `after`, as reviewers see it"),
+    precondition: z.enum(["etag", "digest", "absent"]).optional().describe("How the executor detects a change since the preview; `digest` (re-read and compare) is weaker than `etag` (If-Match)"),
+});
+export const Approval = z.strictObject({ userId: z.string(), via: Via, at: IsoDateTime });
+export const Rejection = z.strictObject({ userId: z.string(), via: Via, reason: z.string(), at: IsoDateTime });
+export const PlanStatus = z.enum(PLAN_STATUSES).describe("`pending` awaits approval; `approved` and `executing` await the executor; the rest are final");
+/** How a plan is shown to the agent that submitted it (and, redacted, to reviewers): the API's one representation of a plan. */
+export const PlanView = z.strictObject({
+    id: z.uuid(),
+    hash: z.string().regex(SHA256_PATTERN).describe("JCS SHA-256 of `plan`; every approval and grant binds to it"),
+    status: PlanStatus,
+    expiresAt: IsoDateTime,
+    reviewUrl: z.url().describe("Where people review the plan"),
+    createdAt: IsoDateTime,
+    plan: PlanDocument,
+    preview: z.strictObject({ actions: z.array(ActionPreview) }),
+    approvals: z.array(Approval),
+    rejection: Rejection.optional().describe("Present once the plan is rejected"),
+    grantExpiresAt: IsoDateTime.optional().describe("When the approval stops being usable by an executor (set once approved)"),
+    outcome: Outcome.optional().describe("What the executor reported, with per-action detail"),
+});
+export const Actor = z.discriminatedUnion("type", [
+    z.strictObject({ type: z.literal("agent"), agentId: z.string(), name: z.string() }),
+    z.strictObject({ type: z.literal("user"), userId: z.string(), via: Via }),
+    z.strictObject({ type: z.literal("system"), process: z.string() }),
+]);
+export const AuditEvent = z.strictObject({
+    id: z.int().min(1),
+    type: z.string().describe("For example `plan.submitted`, `decision.approve`, `plan.approved`"),
+    actor: Actor,
+    data: z.record(z.string(), z.unknown()),
+    at: IsoDateTime,
+    hash: z.string().regex(SHA256_PATTERN).describe("This event's link in the hash-chained audit log"),
+});
+export const PlanEvents = z.strictObject({ events: z.array(AuditEvent).describe("Oldest first") });
+/**
+ * Every code an HTTP answer can carry: the service's refusals (by the server's own status
+ * table), `database_unavailable` (503 while the database cannot be reached) and `internal` (500).
+ */
+export const ERROR_CODES = [...Object.keys(HTTP_STATUS_OF), DATABASE_UNAVAILABLE.code, "internal"];
+export const ErrorCode = z.enum(ERROR_CODES);
+export const Issue = z.strictObject({
+    path: z.string().describe("JSON Pointer into the request; \"\" for the whole of it"),
+    message: z.string(),
+});
+export const ErrorBody = z.strictObject({
+    error: z.strictObject({
+        code: ErrorCode,
+        message: z.string().describe("A sentence for the agent (or its developer) saying what to change"),
+        issues: z.array(Issue).optional().describe("Each offending place in the request, for `invalid_request` and some 422s"),
+        details: z.record(z.string(), z.unknown()).optional().describe("Machine-readable context: `planId` for `idempotency_conflict`, `status` for `already_decided`, `expiresAt` for `plan_expired`, `target`/`path`/`targetAnswer` for `preview_failed`"),
+    }),
+});
+/** What a plan's callback URL receives on every status change, signed (`Countersign-Signature`). */
+export const WebhookPayload = z.strictObject({
+    planId: z.uuid(),
+    hash: z.string().regex(SHA256_PATTERN),
+    status: PlanStatus.describe("The status the plan just moved to"),
+    approvals: z.array(Approval),
+    reason: z.string().optional().describe("Why it was rejected, or why it did not apply"),
+    outcome: Outcome.optional().describe("The executor's report, once the plan is applied, stale, failed or expired after approval"),
+});
+/** Named components of the contract, in the order they are listed. Request bodies are described as input. */
+export const REQUEST_COMPONENTS = { PlanRequest, HttpJsonAction, JsonValue };
+export const RESPONSE_COMPONENTS = {
+    PlanView,
+    PlanStatus,
+    PlanDocument,
+    PlannedAction,
+    Precondition,
+    AppliedPolicy,
+    ActionPreview,
+    Change,
+    Approval,
+    Rejection,
+    Outcome,
+    ActionOutcome,
+    PlanEvents,
+    AuditEvent,
+    Actor,
+    ErrorBody,
+    ErrorCode,
+    Issue,
+    WebhookPayload,
+    JsonValue,
+};
+const drift = [true, true, true];
+void drift;
