@@ -55,7 +55,7 @@ export function runExecutor(options: ExecutorOptions): { stop(): Promise<void>; 
    * while the lease is kept; a permanent refusal gets the minimal report once, and then is
    * logged and left, never resent (which would loop until the lease ran out, and again after).
    */
-  const reportOnce = async (claimToken: string, outcome: Outcome, log: Logger): Promise<boolean> => {
+  const deliverReport = async (claimToken: string, outcome: Outcome, log: Logger): Promise<boolean> => {
     const full = reportableOutcome(outcome);
     let delay = 500;
     for (let attempt = 1; ; attempt++) {
@@ -92,7 +92,7 @@ export function runExecutor(options: ExecutorOptions): { stop(): Promise<void>; 
     }, options.heartbeatMs ?? Math.max(1000, (Date.parse(claim.leaseExpiresAt) - Date.now()) / 3));
     try {
       const outcome = await executePlan(claim, ports);
-      const accepted = await reportOnce(claim.claimToken, outcome, log);
+      const accepted = await deliverReport(claim.claimToken, outcome, log);
       log.info({ status: outcome.status, reconciled: outcome.reconciled, partial: outcome.partial, accepted }, accepted ? "plan executed" : "report refused: lease lost");
     } finally {
       clearInterval(heartbeat);
