@@ -1,47 +1,14 @@
 #!/usr/bin/env node
-// Applies Countersign's patches to installed dependencies (run by `npm install` as postinstall).
+// Applies Countersign's patches to installed dependencies (run by `npm install` and `npm ci`).
 // Each patch replaces an exact piece of a file; it is idempotent, and it fails loudly when the
 // installed file is neither the text it expects nor already patched, so a driver upgrade that
 // moved the code cannot silently drop the fix. See patches/README.md.
 import { readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { applyEdits, patches } from "./postgres-restart.mjs";
 
 const require = createRequire(import.meta.url);
-
-const patches = [
-  {
-    package: "postgres",
-    versions: ["3.4.9"],
-    files: ["src/connection.js", "cjs/src/connection.js", "cf/src/connection.js"],
-    edits: [
-      {
-        // porsager/postgres#1154, #1208 (fix proposed in #1168/#1209, unmerged): nextWrite() runs
-        // after closed() nulled the socket and throws from a setImmediate or 'data' callback, an
-        // uncaughtException that kills the process. Settle the pending queries with
-        // CONNECTION_CLOSED instead, as closed() does, so callers get an error they can catch.
-        before: "  function nextWrite(fn) {\n    const x = socket.write(chunk, fn)\n",
-        after:
-          "  function nextWrite(fn) {\n" +
-          "    if (!socket) { // countersign-patch: null socket (porsager/postgres#1208)\n" +
-          "      nextWriteTimer !== null && clearImmediate(nextWriteTimer)\n" +
-          "      chunk = nextWriteTimer = null\n" +
-          "      error(Errors.connection('CONNECTION_CLOSED', options))\n" +
-          "      return false\n" +
-          "    }\n" +
-          "    const x = socket.write(chunk, fn)\n",
-      },
-      {
-        // closed() cancels a scheduled write but keeps its handle and bytes: the next connection
-        // would then never schedule a flush (the handle is not null) and would send the dead
-        // connection's bytes ahead of its startup message. The queries they belonged to were
-        // rejected by closed() already.
-        before: "    clearImmediate(nextWriteTimer)\n    socket.removeListener('data', data)\n",
-        after: "    clearImmediate(nextWriteTimer)\n    chunk = nextWriteTimer = null // countersign-patch\n    socket.removeListener('data', data)\n",
-      },
-    ],
-  },
-];
 
 let failed = false;
 for (const patch of patches) {
@@ -61,16 +28,13 @@ for (const patch of patches) {
     } catch {
       continue; // this build of the package lacks the variant (cf/ is for Cloudflare workers)
     }
-    let patched = text;
-    for (const edit of patch.edits) {
-      if (patched.includes(edit.after)) continue;
-      if (patched.split(edit.before).length !== 2) {
-        console.error(`countersign patches: ${full} does not contain, exactly once, the code the patch expects:\n${edit.before}`);
-        failed = true;
-        continue;
-      }
-      patched = patched.replace(edit.before, edit.after);
+    const result = applyEdits(text, patch.edits);
+    if (result.problems) {
+      for (const problem of result.problems) console.error(`countersign patches: ${full} ${problem}`);
+      failed = true;
+      continue;
     }
+    const patched = result.text;
     if (patched !== text) {
       writeFileSync(full, patched);
       console.log(`countersign patches: patched ${patch.package}@${version} ${file}`);

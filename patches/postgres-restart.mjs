@@ -1,0 +1,69 @@
+// The edits that keep a PostgreSQL restart from crashing the process (see README.md here). One
+// list, used twice: apply.mjs patches node_modules for development (tests run the sources), and
+// scripts/build.mjs applies the same edits while bundling, so the shipped JavaScript carries the
+// fix whatever the installer does with install scripts.
+
+/** Marks every patched line; the build's tests look for it in dist/. */
+export const PATCH_MARKER = "countersign-patch";
+
+export const postgresRestartPatch = {
+  package: "postgres",
+  versions: ["3.4.9"],
+  files: ["src/connection.js", "cjs/src/connection.js", "cf/src/connection.js"],
+  edits: [
+    {
+      // porsager/postgres#1154, #1208 (fix proposed in #1168/#1209, unmerged): nextWrite() runs
+      // after closed() nulled the socket and throws from a setImmediate or 'data' callback, an
+      // uncaughtException that kills the process. Settle the pending queries with
+      // CONNECTION_CLOSED instead, as closed() does, so callers get an error they can catch.
+      before: "  function nextWrite(fn) {\n    const x = socket.write(chunk, fn)\n",
+      after:
+        "  function nextWrite(fn) {\n" +
+        `    if (!socket) { // ${PATCH_MARKER}: null socket (porsager/postgres#1208)\n` +
+        "      nextWriteTimer !== null && clearImmediate(nextWriteTimer)\n" +
+        "      chunk = nextWriteTimer = null\n" +
+        "      error(Errors.connection('CONNECTION_CLOSED', options))\n" +
+        "      return false\n" +
+        "    }\n" +
+        "    const x = socket.write(chunk, fn)\n",
+    },
+    {
+      // closed() cancels a scheduled write but keeps its handle and bytes: the next connection
+      // would then never schedule a flush (the handle is not null) and would send the dead
+      // connection's bytes ahead of its startup message. The queries they belonged to were
+      // rejected by closed() already.
+      before: "    clearImmediate(nextWriteTimer)\n    socket.removeListener('data', data)\n",
+      after: `    clearImmediate(nextWriteTimer)\n    chunk = nextWriteTimer = null // ${PATCH_MARKER}\n    socket.removeListener('data', data)\n`,
+    },
+  ],
+};
+
+export const patches = [postgresRestartPatch];
+
+/**
+ * Applies a patch's edits to one file's text. Idempotent: an edit already present is skipped.
+ * Returns the problems instead of a half-patched text when the file is not what the patch
+ * was written for, so a driver upgrade that moved the code cannot silently drop the fix.
+ */
+export function applyEdits(text, edits) {
+  let patched = text;
+  const problems = [];
+  for (const edit of edits) {
+    if (patched.includes(edit.after)) continue;
+    if (patched.split(edit.before).length !== 2) {
+      problems.push(`does not contain, exactly once, the code the patch expects:\n${edit.before}`);
+      continue;
+    }
+    patched = patched.replace(edit.before, edit.after);
+  }
+  return problems.length > 0 ? { problems } : { text: patched };
+}
+
+/**
+ * What the patched code looks like once esbuild has bundled it (comments, and so the marker,
+ * are dropped): the build and its tests check the shipped JavaScript against these.
+ */
+export const patchedInBundle = [
+  { edit: "nextWrite returns on a null socket", pattern: /function nextWrite\(fn\) \{\s*if \(!socket\) \{/ },
+  { edit: "closed() drops the dead socket's write", pattern: /clearImmediate\(nextWriteTimer\);\s*chunk = nextWriteTimer = null;\s*socket\.removeListener\("data", data\)/ },
+];
