@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
-export const BIN = fileURLToPath(new URL("../../bin/countersign.js", import.meta.url));
+/** The built command, as installed users run it (test/support/global-setup.ts builds it when stale). */
+export const BIN = fileURLToPath(new URL("../../dist/cli.js", import.meta.url));
 
 export interface CliResult {
   code: number | null;

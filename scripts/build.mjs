@@ -1,0 +1,129 @@
+#!/usr/bin/env node
+// Builds what the package ships: the `countersign` command as bundled ESM in dist/ (one entry,
+// a chunk per lazily imported command), and the client with its .d.ts in dist/client/.
+// Run by `npm run build` and by `prepare` (so `npm install`, `npm ci` and `npm pack` produce dist/).
+import { spawnSync } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+import { applyEdits, patchedInBundle, postgresRestartPatch } from "../patches/postgres-restart.mjs";
+
+export const ROOT = fileURLToPath(new URL("..", import.meta.url));
+export const DIST = path.join(ROOT, "dist");
+export const CLI_ENTRY = path.join(DIST, "cli.js");
+
+/**
+ * Bundles src/cli.ts into dist/ (leaving dist/client/ alone); throws naming what failed.
+ * Safe while the previous build runs (a test run rebuilds while another spawns the CLI): each
+ * file is replaced by a rename, chunks before the entry that imports them, and a superseded
+ * chunk is removed only once no process can still be starting from it.
+ */
+export async function buildCli() {
+  const result = await build({
+    absWorkingDir: ROOT,
+    entryPoints: { cli: "src/cli.ts" },
+    outdir: DIST,
+    // Every chunk sits directly in dist/, one level below the package root as every module in
+    // src/ is, so src/package-path.ts finds migrations/ and package.json from both.
+    chunkNames: "[name]-[hash]",
+    bundle: true,
+    splitting: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    jsx: "automatic",
+    jsxImportSource: "hono/jsx",
+    // PGlite loads its .wasm and .data files relative to its own module, so it stays in
+    // node_modules; @openai/agents is an optional peer the CLI never loads.
+    external: ["@electric-sql/pglite", "@openai/agents"],
+    // Bundled CommonJS dependencies (Bolt, axios …) call require() for Node built-ins, which an
+    // ES module lacks; esbuild's shim uses this one when it exists.
+    banner: { js: 'import { createRequire as __countersignRequire } from "node:module"; const require = __countersignRequire(import.meta.url);' },
+    plugins: [postgresRestartPlugin()],
+    legalComments: "none",
+    logLevel: "warning",
+    write: false,
+  });
+  const bundled = result.outputFiles.map((f) => f.text).join("\n");
+  const missing = patchedInBundle.filter((p) => !p.pattern.test(bundled));
+  if (missing.length > 0) throw new Error(`the bundled postgres driver lacks the restart patch (${missing.map((p) => p.edit).join("; ")}); see patches/README.md`);
+  mkdirSync(DIST, { recursive: true });
+  const written = new Set();
+  for (const file of [...result.outputFiles].sort((a, b) => Number(a.path === CLI_ENTRY) - Number(b.path === CLI_ENTRY))) {
+    const temporary = `${file.path}.${process.pid}.tmp`;
+    writeFileSync(temporary, file.contents, { mode: file.path === CLI_ENTRY ? 0o755 : 0o644 });
+    renameSync(temporary, file.path);
+    written.add(path.basename(file.path));
+  }
+  const superseded = Date.now() - 10 * 60_000;
+  for (const name of readdirSafe(DIST)) {
+    const full = path.join(DIST, name);
+    if (name.endsWith(".js") && !written.has(name) && statSync(full).mtimeMs < superseded) rmSync(full, { force: true });
+  }
+}
+
+/** Whether dist/cli.js is missing or older than a source it is built from. */
+export function cliIsStale() {
+  let built;
+  try {
+    built = statSync(CLI_ENTRY).mtimeMs;
+  } catch {
+    return true;
+  }
+  const inputs = [path.join(ROOT, "src"), path.join(ROOT, "patches"), fileURLToPath(import.meta.url), path.join(ROOT, "package-lock.json")];
+  return inputs.some((input) => newestMtime(input) > built);
+}
+
+function newestMtime(file) {
+  const stat = statSync(file);
+  if (!stat.isDirectory()) return stat.mtimeMs;
+  return Math.max(stat.mtimeMs, ...readdirSync(file).map((name) => newestMtime(path.join(file, name))));
+}
+
+/** Compiles src/client (no dependencies) file for file with its .d.ts into dist/client/. */
+export function buildClient() {
+  rmSync(path.join(DIST, "client"), { recursive: true, force: true });
+  const tsc = spawnSync(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-p", path.join(ROOT, "tsconfig.client.json")], { stdio: "inherit" });
+  if (tsc.status !== 0) throw new Error("the client did not compile (tsconfig.client.json, errors above); it may import only src/client/");
+}
+
+/** Applies patches/postgres-restart.mjs to the driver as it is bundled, or fails the build. */
+function postgresRestartPlugin() {
+  return {
+    name: "postgres-restart-patch",
+    setup(b) {
+      // The ES module build (src/) is the one an ESM bundle for Node resolves.
+      b.onLoad({ filter: /[\\/]node_modules[\\/]postgres[\\/]src[\\/]connection\.js$/ }, (args) => {
+        const { version } = JSON.parse(readFileSync(path.join(args.path, "../../package.json"), "utf8"));
+        if (!postgresRestartPatch.versions.includes(version)) {
+          return { errors: [{ text: `postgres@${version} is not a version patches/postgres-restart.mjs was written for (${postgresRestartPatch.versions.join(", ")})` }] };
+        }
+        const result = applyEdits(readFileSync(args.path, "utf8"), postgresRestartPatch.edits);
+        if (result.problems) return { errors: result.problems.map((text) => ({ text: `${args.path} ${text}` })) };
+        return { contents: result.text, loader: "js" };
+      });
+    },
+  };
+}
+
+function readdirSafe(dir) {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const started = performance.now();
+  try {
+    rmSync(DIST, { recursive: true, force: true });
+    await buildCli();
+    buildClient();
+  } catch (err) {
+    console.error(`countersign build: ${err.message}`);
+    process.exit(1);
+  }
+  console.log(`countersign build: dist/ in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+}
