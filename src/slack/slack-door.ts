@@ -40,7 +40,11 @@ export async function openSlackDoor(
   const socket = slack.appToken !== undefined;
   // Signatures are checked against the wall clock: it is Slack's clock they must agree with.
   const httpReceiver = socket ? undefined : new HonoReceiver(slack.signingSecret!, log, () => new Date());
-  const receiver = httpReceiver ?? new SocketModeReceiver({ appToken: slack.appToken!, logger: boltLogger(log), logLevel: LogLevel.WARN });
+  // apps.connections.open goes to the same Web API as every other call (SLACK_API_URL); its retries stay
+  // the Socket Mode client's own, which keep trying through an outage instead of giving up after one.
+  const receiver =
+    httpReceiver ??
+    new SocketModeReceiver({ appToken: slack.appToken!, logger: boltLogger(log), logLevel: LogLevel.WARN, installerOptions: { clientOptions: slack.apiUrl ? { slackApiUrl: slack.apiUrl } : {} } });
   // deferInitialization: Bolt's constructor would otherwise fire auth.test unawaited, and a bad token then crashes the process.
   const app = new App({ token: slack.botToken, receiver, deferInitialization: true, clientOptions, logger: boltLogger(log), logLevel: LogLevel.WARN });
   await app.init();

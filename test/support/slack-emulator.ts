@@ -190,8 +190,11 @@ const KNOWN_ELEMENT_TYPES = new Set([
 
 type Answer = { status: number; body: JsonObject; headers?: Record<string, string> };
 type Handler = (args: JsonObject) => JsonObject;
+/** Says why a token may not call a method (a Slack error code), or undefined when it may. */
+export type TokenCheck = (token: string) => string | undefined;
 
-class SlackApiError extends Error {
+/** Thrown by a method handler to answer `{ ok: false, error }` (with `extra` fields). */
+export class SlackApiError extends Error {
   constructor(
     readonly error: string,
     readonly extra: JsonObject = {},
@@ -234,6 +237,7 @@ export class SlackEmulator {
   private readonly firstTs: number;
   private isDown = false;
   private readonly handlers: Record<string, Handler>;
+  private readonly tokenChecks = new Map<string, TokenCheck>();
 
   constructor(options: SlackEmulatorOptions = {}) {
     this.botToken = options.botToken ?? DEFAULT_TOKEN;
@@ -320,6 +324,15 @@ export class SlackEmulator {
   /** Sets a user group's members (for `usergroups.users.list`). */
   setUsergroup(id: string, members: string[]): void {
     this.usergroups.set(id, [...members]);
+  }
+
+  /**
+   * Serves another Web API method (e.g. `apps.connections.open` for the Socket Mode emulator).
+   * `tokenCheck` decides which tokens may call it; by default only the bot token.
+   */
+  addMethod(method: string, handler: Handler, tokenCheck?: TokenCheck): void {
+    this.handlers[method] = handler;
+    if (tokenCheck) this.tokenChecks.set(method, tokenCheck);
   }
 
   /** `views.open` with this trigger id answers `expired_trigger_id` (Slack's triggers live 3 s). */
@@ -452,7 +465,8 @@ export class SlackEmulator {
     const bearer = /^Bearer\s+(.+)$/i.exec(headers.authorization ?? "")?.[1]?.trim();
     const token = bearer ?? (typeof args.token === "string" ? args.token : undefined);
     if (!token) return { status: 200, body: { ok: false, error: "not_authed" } };
-    if (token !== this.botToken) return { status: 200, body: { ok: false, error: "invalid_auth" } };
+    const refused = this.tokenChecks.has(method) ? this.tokenChecks.get(method)!(token) : token === this.botToken ? undefined : "invalid_auth";
+    if (refused) return { status: 200, body: { ok: false, error: refused } };
 
     try {
       return { status: 200, body: { ok: true, ...handler(args) } };

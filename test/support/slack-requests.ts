@@ -99,12 +99,8 @@ export interface SlashCommandInput {
   fields?: Record<string, string>;
 }
 
-export interface SlackRequestsOptions {
-  /** Countersign's base URL, e.g. `http://127.0.0.1:PORT` (no trailing path). */
-  baseUrl: string;
-  signingSecret: string;
-  /** Default `/slack/events`. */
-  path?: string;
+/** What a payload says about the workspace and app it came from, and when. */
+export interface SlackPayloadOptions {
   /** Default `T0TEST`. */
   teamId?: string;
   /** Default `countersign-test`. */
@@ -117,77 +113,65 @@ export interface SlackRequestsOptions {
   now?: () => number;
 }
 
-export class SlackRequests {
-  /** Every request sent, in order. */
-  readonly sent: SentRequest[] = [];
-  readonly url: string;
+export interface SlackRequestsOptions extends SlackPayloadOptions {
+  /** Countersign's base URL, e.g. `http://127.0.0.1:PORT` (no trailing path). */
+  baseUrl: string;
+  signingSecret: string;
+  /** Default `/slack/events`. */
+  path?: string;
+}
+
+/**
+ * What Slack got back when it handed Countersign an interaction, whichever door it came through:
+ * the HTTP answer to `POST /slack/events`, or the ack of a Socket Mode envelope.
+ */
+export interface SlackAck {
+  /** HTTP 200, or an ack with the envelope's id. */
+  acked: boolean;
+  /** The response payload (a modal's `response_action`, a slash command's message); undefined when empty. */
+  response: Record<string, unknown> | undefined;
+}
+
+/** Delivers interactions to Countersign the way Slack does through one door (HTTP or Socket Mode). */
+export interface SlackInteractions {
+  readonly door: "http" | "socket";
+  /** A button click (`block_actions`). */
+  blockAction(input: BlockActionInput): Promise<SlackAck>;
+  /** A modal submitted (`view_submission`). */
+  viewSubmission(input: ViewSubmissionInput): Promise<SlackAck>;
+  /** A slash command. */
+  slashCommand(input: SlashCommandInput): Promise<SlackAck>;
+}
+
+/** Interactions over HTTP: signed `POST /slack/events` requests. */
+export function httpInteractions(requests: SlackRequests): SlackInteractions {
+  const ackOf = async (res: Response): Promise<SlackAck> => {
+    const text = await res.text();
+    return { acked: res.status === 200, response: text === "" ? undefined : (JSON.parse(text) as Record<string, unknown>) };
+  };
+  return {
+    door: "http",
+    blockAction: async (input) => ackOf(await requests.blockAction(input)),
+    viewSubmission: async (input) => ackOf(await requests.viewSubmission(input)),
+    slashCommand: async (input) => ackOf(await requests.slashCommand(input)),
+  };
+}
+
+/** The payloads Slack sends for clicks, modal submissions and slash commands, the same through either door. */
+export class SlackPayloads {
   private readonly teamId: string;
   private readonly teamDomain: string;
   private readonly appId: string;
   private readonly now: () => number;
 
-  constructor(private readonly options: SlackRequestsOptions) {
-    this.url = `${options.baseUrl.replace(/\/$/, "")}${options.path ?? "/slack/events"}`;
+  constructor(private readonly options: SlackPayloadOptions = {}) {
     this.teamId = options.teamId ?? "T0TEST";
     this.teamDomain = options.teamDomain ?? "countersign-test";
     this.appId = options.appId ?? "A0COUNTERSIGN";
     this.now = options.now ?? Date.now;
   }
 
-  get last(): SentRequest | undefined {
-    return this.sent.at(-1);
-  }
-
-  /** A button click (`block_actions`). */
-  blockAction(input: BlockActionInput, options: SendOptions = {}): Promise<Response> {
-    return this.sendPayload(this.blockActionPayload(input), options);
-  }
-
-  /** A modal submitted (`view_submission`), e.g. the reject modal with its reason. */
-  viewSubmission(input: ViewSubmissionInput, options: SendOptions = {}): Promise<Response> {
-    return this.sendPayload(this.viewSubmissionPayload(input), options);
-  }
-
-  /** A slash command, e.g. `/countersign list`. */
-  slashCommand(input: SlashCommandInput, options: SendOptions = {}): Promise<Response> {
-    return this.send(new URLSearchParams(this.slashCommandFields(input)).toString(), options);
-  }
-
-  /** Sends `payload=<JSON>` form-encoded, as Slack sends interactions. */
-  sendPayload(payload: Record<string, unknown>, options: SendOptions = {}): Promise<Response> {
-    return this.send(new URLSearchParams({ payload: JSON.stringify(payload) }).toString(), options);
-  }
-
-  /** Signs and sends `body` as is. */
-  async send(body: string, options: SendOptions = {}): Promise<Response> {
-    const timestamp = String(options.timestamp ?? Math.floor(this.now() / 1000));
-    let signature = options.signature ?? signSlackRequest(options.signingSecret ?? this.options.signingSecret, timestamp, body);
-    if (options.corruptSignature) signature = corruptHex(signature);
-    let bytes: Buffer = Buffer.from(body, "utf8");
-    if (options.changeBodyByte !== undefined && options.changeBodyByte !== false) {
-      bytes = changeOneByte(bytes, options.changeBodyByte === true ? Math.floor(bytes.length / 2) : options.changeBodyByte);
-    }
-    const omit = new Set(options.omit ?? []);
-    const headers: Record<string, string> = {};
-    if (!omit.has("content-type")) headers["content-type"] = options.contentType ?? FORM_CONTENT_TYPE;
-    if (!omit.has("timestamp")) headers["x-slack-request-timestamp"] = timestamp;
-    if (!omit.has("signature")) headers["x-slack-signature"] = signature;
-    Object.assign(headers, options.headers);
-    const sent: SentRequest = { url: this.url, headers, body: bytes, text: body, timestamp };
-    this.sent.push(sent);
-    return post(sent);
-  }
-
-  /** Sends the exact same bytes with the exact same headers again (default: the last request). */
-  replay(request: SentRequest | undefined = this.last): Promise<Response> {
-    if (!request) throw new Error("nothing to replay: no request was sent");
-    this.sent.push(request);
-    return post(request);
-  }
-
-  // ---------------------------------------------------------------- payloads
-
-  blockActionPayload(input: BlockActionInput): Record<string, unknown> {
+  blockAction(input: BlockActionInput): Record<string, unknown> {
     const user = this.userOf(input.user);
     const channelId = input.channelId ?? "C0REVIEW";
     const teamId = input.teamId ?? this.teamId;
@@ -220,7 +204,7 @@ export class SlackRequests {
     };
   }
 
-  viewSubmissionPayload(input: ViewSubmissionInput): Record<string, unknown> {
+  viewSubmission(input: ViewSubmissionInput): Record<string, unknown> {
     const user = this.userOf(input.user);
     const teamId = input.teamId ?? this.teamId;
     const values = input.values ?? (input.reason !== undefined ? { reason: { reason: { type: "plain_text_input", value: input.reason } } } : {});
@@ -251,7 +235,7 @@ export class SlackRequests {
     };
   }
 
-  slashCommandFields(input: SlashCommandInput): Record<string, string> {
+  slashCommand(input: SlashCommandInput): Record<string, string> {
     const user = this.userOf(input.user);
     return {
       token: "verification-token-unused",
@@ -279,6 +263,82 @@ export class SlackRequests {
 
   private responseUrl(): string {
     return this.options.responseUrl?.() ?? `https://hooks.slack.com/actions/${this.teamId}/${Date.now()}/${randomBytes(12).toString("hex")}`;
+  }
+}
+
+/** Sends requests to `POST /slack/events` as Slack does (see the top of this file). */
+export class SlackRequests {
+  /** Every request sent, in order. */
+  readonly sent: SentRequest[] = [];
+  readonly url: string;
+  readonly payloads: SlackPayloads;
+
+  constructor(private readonly options: SlackRequestsOptions) {
+    this.url = `${options.baseUrl.replace(/\/$/, "")}${options.path ?? "/slack/events"}`;
+    this.payloads = new SlackPayloads(options);
+  }
+
+  get last(): SentRequest | undefined {
+    return this.sent.at(-1);
+  }
+
+  /** A button click (`block_actions`). */
+  blockAction(input: BlockActionInput, options: SendOptions = {}): Promise<Response> {
+    return this.sendPayload(this.blockActionPayload(input), options);
+  }
+
+  /** A modal submitted (`view_submission`), e.g. the reject modal with its reason. */
+  viewSubmission(input: ViewSubmissionInput, options: SendOptions = {}): Promise<Response> {
+    return this.sendPayload(this.viewSubmissionPayload(input), options);
+  }
+
+  /** A slash command, e.g. `/countersign list`. */
+  slashCommand(input: SlashCommandInput, options: SendOptions = {}): Promise<Response> {
+    return this.send(new URLSearchParams(this.slashCommandFields(input)).toString(), options);
+  }
+
+  /** Sends `payload=<JSON>` form-encoded, as Slack sends interactions. */
+  sendPayload(payload: Record<string, unknown>, options: SendOptions = {}): Promise<Response> {
+    return this.send(new URLSearchParams({ payload: JSON.stringify(payload) }).toString(), options);
+  }
+
+  /** Signs and sends `body` as is. */
+  async send(body: string, options: SendOptions = {}): Promise<Response> {
+    const timestamp = String(options.timestamp ?? Math.floor((this.options.now ?? Date.now)() / 1000));
+    let signature = options.signature ?? signSlackRequest(options.signingSecret ?? this.options.signingSecret, timestamp, body);
+    if (options.corruptSignature) signature = corruptHex(signature);
+    let bytes: Buffer = Buffer.from(body, "utf8");
+    if (options.changeBodyByte !== undefined && options.changeBodyByte !== false) {
+      bytes = changeOneByte(bytes, options.changeBodyByte === true ? Math.floor(bytes.length / 2) : options.changeBodyByte);
+    }
+    const omit = new Set(options.omit ?? []);
+    const headers: Record<string, string> = {};
+    if (!omit.has("content-type")) headers["content-type"] = options.contentType ?? FORM_CONTENT_TYPE;
+    if (!omit.has("timestamp")) headers["x-slack-request-timestamp"] = timestamp;
+    if (!omit.has("signature")) headers["x-slack-signature"] = signature;
+    Object.assign(headers, options.headers);
+    const sent: SentRequest = { url: this.url, headers, body: bytes, text: body, timestamp };
+    this.sent.push(sent);
+    return post(sent);
+  }
+
+  /** Sends the exact same bytes with the exact same headers again (default: the last request). */
+  replay(request: SentRequest | undefined = this.last): Promise<Response> {
+    if (!request) throw new Error("nothing to replay: no request was sent");
+    this.sent.push(request);
+    return post(request);
+  }
+
+  blockActionPayload(input: BlockActionInput): Record<string, unknown> {
+    return this.payloads.blockAction(input);
+  }
+
+  viewSubmissionPayload(input: ViewSubmissionInput): Record<string, unknown> {
+    return this.payloads.viewSubmission(input);
+  }
+
+  slashCommandFields(input: SlashCommandInput): Record<string, string> {
+    return this.payloads.slashCommand(input);
   }
 }
 
