@@ -7,7 +7,7 @@ import { listAgents, type AgentSummary } from "../service/list-agents.ts";
 import { revokeAgent } from "../service/revoke-agent.ts";
 import { createLoginLink } from "../service/login-links.ts";
 import { verifyAudit, type AuditVerdict } from "../service/verify-audit.ts";
-import { openDatabase } from "../store/db.ts";
+import { openMigrated } from "../store/open-migrated.ts";
 import { cliContext } from "./cli-context.ts";
 
 /** The agent verbs the CLI offers, whichever way it reaches the database. */
@@ -27,8 +27,7 @@ interface AgentAdmin {
 export async function agentAdmin(config: CliConfig): Promise<AgentAdmin> {
   const server = config.database.kind === "pglite" ? runningServer(config.database.dataDir) : undefined;
   if (server) return remoteAdmin(server.url, server.adminToken);
-  const database = await openDatabase(config.database);
-  await database.migrate();
+  const database = await openMigrated(config.database);
   const ctx = cliContext(config, database);
   return {
     add: (name) => addAgent(ctx, { name }),

@@ -1,15 +1,58 @@
+import { existsSync } from "node:fs";
 import path from "node:path";
-import { loadConfig } from "../config/load.ts";
+import { parseArgs } from "node:util";
+import { ConfigError, loadConfig, type CheckConfig } from "../config/load.ts";
 import { effectivePolicy } from "../policy/effective-policy.ts";
+import { ServiceError } from "../service/errors.ts";
+
+const USAGE = "usage: countersign policy check [FILE] [--role server|executor]";
 
 /**
- * `countersign policy check [file]`: validates a config (throwing ConfigError naming every bad
- * key) and prints the policy each target lives under, as plans will record it.
+ * `countersign policy check [FILE] [--role server|executor]`: validates a config (throwing
+ * ConfigError naming every bad key) and prints the policy each target lives under, as plans
+ * will record it. Without --role no credential is resolved, so it runs anywhere; with a role it
+ * loads the config exactly as that process would, with this environment, and fails where it would.
  */
-export function policyCheck(args: string[], env: NodeJS.ProcessEnv, out: (line: string) => void): void {
-  const file = args[0] ?? env.COUNTERSIGN_CONFIG ?? "countersign.yml";
-  const config = loadConfig({ env: { ...env, COUNTERSIGN_CONFIG: path.resolve(file) }, role: "check" });
-  out(`${config.configPath}: valid. Environment '${config.environment}'.`);
+export function policyCheck(args: string[], env: NodeJS.ProcessEnv, out: (line: string) => void): number {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: { role: { type: "string" } }, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new ServiceError("invalid_request", `${(err as Error).message}; ${USAGE}`);
+  }
+  const role = parsed.values.role;
+  if (role !== undefined && role !== "server" && role !== "executor") throw new ServiceError("invalid_request", `--role must be server or executor, not '${role}'; ${USAGE}`);
+  if (parsed.positionals.length > 1) throw new ServiceError("invalid_request", USAGE);
+  const file = resolveFile(parsed.positionals[0], env);
+  const fileEnv = { ...env, COUNTERSIGN_CONFIG: file };
+
+  if (role !== undefined) loadConfig({ env: fileEnv, role, requireFile: true });
+  const config = loadConfig({ env: fileEnv, role: "check" });
+  out(`${config.configPath}: valid${role ? ` for the ${role}, with this environment` : ""}. Environment '${config.environment}'.`);
+  printPolicy(config, out);
+  if (role === undefined && config.targetsWithoutWrite.length > 0) {
+    out("");
+    out(`An executor would refuse to start: no write block for ${config.targetsWithoutWrite.map((t) => `targets.${t}.write`).join(", ")} (it needs write headers for every target). 'policy check --role executor' checks it with this environment.`);
+  }
+  return 0;
+}
+
+/** The file to check: the argument, else COUNTERSIGN_CONFIG, else ./countersign.yml; named by whichever the person used. */
+function resolveFile(argument: string | undefined, env: NodeJS.ProcessEnv): string {
+  if (argument !== undefined) {
+    const file = path.resolve(argument);
+    if (!existsSync(file)) throw new ConfigError("command line", [{ key: argument, message: `no such file (${file})` }]);
+    return file;
+  }
+  if (env.COUNTERSIGN_CONFIG) return env.COUNTERSIGN_CONFIG; // loadConfig names COUNTERSIGN_CONFIG if it is missing
+  const file = path.resolve("countersign.yml");
+  if (!existsSync(file)) {
+    throw new ConfigError("command line", [{ key: "COUNTERSIGN_CONFIG", message: `is not set and ${file} does not exist; name the file to check (countersign policy check FILE), set COUNTERSIGN_CONFIG, or copy countersign.example.yml to ./countersign.yml` }]);
+  }
+  return file;
+}
+
+function printPolicy(config: CheckConfig, out: (line: string) => void): void {
   const readers = config.browser.readers;
   out(`Who may read plans: admins (${config.admins.join(", ") || "none"}) read all; each plan's approvers read it; `
     + (readers === undefined ? "anyone signed in reads all (no browser.readers)" : `besides them only browser.readers (${readers.join(", ") || "nobody"})`));
@@ -29,5 +72,6 @@ export function policyCheck(args: string[], env: NodeJS.ProcessEnv, out: (line: 
     } else {
       out("  may propose: NOTHING — no 'allow' block, so every plan for this target is refused (deny by default)");
     }
+    out(`  executor:   ${config.targetsWithoutWrite.includes(name) ? "CANNOT apply — no write block (targets." + name + ".write)" : "write headers configured"}`);
   }
 }

@@ -1,28 +1,69 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { addAgent } from "../service/add-agent.ts";
 import { authenticateAgent } from "../service/authenticate-agent.ts";
 import type { ServiceContext } from "../service/context.ts";
+import type { Json } from "../plan/json.ts";
 import { JsonResourceServer } from "./json-resource-server.ts";
 
 export const DEMO_REVIEWER = "U0DEMOREVIEW";
 export const DEMO_AGENT = "demo-agent";
 
-/** The demo target: a contacts API with ETags, the kind of system an agent asks to change. */
-export async function startDemoTarget(): Promise<{ target: JsonResourceServer; readToken: string; writeToken: string }> {
-  const readToken = randomBytes(16).toString("hex");
-  const writeToken = randomBytes(16).toString("hex");
-  const target = new JsonResourceServer({
-    seed: {
-      "/contacts/1": { id: 1, name: "Ana Lima", email: "ana@old.example", phone: "+351 21 000 0001", tier: "gold" },
-      "/contacts/2": { id: 2, name: "Bruno Costa", email: "bruno@example.com", phone: "+351 21 000 0002", tier: "silver" },
-    },
-    readTokens: [readToken],
-    writeToken,
-  });
-  await target.start();
+const SEED = {
+  "/contacts/1": { id: 1, name: "Ana Lima", email: "ana@old.example", phone: "+351 21 000 0001", tier: "gold" },
+  "/contacts/2": { id: 2, name: "Bruno Costa", email: "bruno@example.com", phone: "+351 21 000 0002", tier: "silver" },
+};
+
+/** What the demo target keeps in the data dir, so a change that landed is still there to look at after a restart. */
+interface DemoTargetFile {
+  port: number;
+  readToken: string;
+  writeToken: string;
+  state: Record<string, { body: Json; version: number }>;
+}
+
+export const DEMO_TARGET_FILE = "demo-target.json";
+
+/**
+ * The demo target: a contacts API with ETags, the kind of system an agent asks to change. Its
+ * port, tokens and documents live in the data dir, so the URL and the curl line `start` prints
+ * stay the same across restarts and an applied change can be looked at later.
+ */
+export async function startDemoTarget(dataDir: string): Promise<{ target: JsonResourceServer; readToken: string; writeToken: string }> {
+  const file = path.join(dataDir, DEMO_TARGET_FILE);
+  const saved = readSaved(file);
+  const readToken = saved?.readToken ?? randomBytes(16).toString("hex");
+  const writeToken = saved?.writeToken ?? randomBytes(16).toString("hex");
+  const target = new JsonResourceServer({ seed: SEED, ...(saved ? { state: saved.state } : {}), readTokens: [readToken], writeToken });
+  // Saved before the write is answered: once the executor hears "done", the change is on disk.
+  target.beforeAnswer = (request) => {
+    if (request.method !== "GET" && request.method !== "HEAD") save();
+  };
+  const save = () => {
+    const port = Number(new URL(target.url).port);
+    writeFileSync(file, JSON.stringify({ port, readToken, writeToken, state: target.snapshot() } satisfies DemoTargetFile, null, 2), { mode: 0o600 });
+  };
+  // The last port again if it is free; otherwise any (the config and the printed lines follow).
+  await target.start(saved?.port ?? 0).catch(() => target.start(0));
+  mkdirSync(dataDir, { recursive: true });
+  save();
   return { target, readToken, writeToken };
+}
+
+function readSaved(file: string): DemoTargetFile | undefined {
+  if (!existsSync(file)) return undefined;
+  try {
+    const saved = JSON.parse(readFileSync(file, "utf8")) as DemoTargetFile;
+    return typeof saved.readToken === "string" && typeof saved.writeToken === "string" && typeof saved.state === "object" ? saved : undefined;
+  } catch {
+    return undefined; // a damaged file: start the demo afresh rather than not at all
+  }
+}
+
+/** A read-only look at the demo target, to see whether an approved change landed. */
+export function demoLookCurl(targetUrl: string, readToken: string, resource = "/contacts/1"): string {
+  return `curl -s ${targetUrl}${resource} -H 'Authorization: Bearer ${readToken}'`;
 }
 
 /** The config `countersign start` runs on when there is no countersign.yml. */

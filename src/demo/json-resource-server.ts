@@ -20,6 +20,8 @@ export interface JsonResourceServerOptions {
   /** When set, GET needs one of these bearer tokens, and writes need `writeToken`. */
   readTokens?: string[];
   writeToken?: string;
+  /** Resources with their versions, as `snapshot()` gave them; wins over `seed` for the same path. */
+  state?: Record<string, { body: Json; version: number }>;
 }
 
 /**
@@ -46,6 +48,12 @@ export class JsonResourceServer {
 
   constructor(private readonly options: JsonResourceServerOptions = {}) {
     for (const [path, body] of Object.entries(options.seed ?? {})) this.docs.set(path, { body, version: 1 });
+    for (const [path, doc] of Object.entries(options.state ?? {})) this.docs.set(path, doc);
+  }
+
+  /** Every resource with its version, as `state` takes it back (the demo keeps it across restarts). */
+  snapshot(): Record<string, { body: Json; version: number }> {
+    return Object.fromEntries(this.docs);
   }
 
   async start(port = 0, hostname = "127.0.0.1"): Promise<string> {
@@ -57,7 +65,14 @@ export class JsonResourceServer {
         res.writeHead(status, headers).end(body === undefined ? "" : typeof body === "string" ? body : JSON.stringify(body));
       });
     });
-    await new Promise<void>((resolve) => this.server!.listen(port, hostname, resolve));
+    const server = this.server;
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, hostname, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
     this.url = `http://${hostname}:${(this.server.address() as AddressInfo).port}`;
     return this.url;
   }

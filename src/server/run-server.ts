@@ -12,7 +12,7 @@ import { redactionRules } from "../policy/redact.ts";
 import { openSlackDoor } from "../slack/slack-door.ts";
 import { createLoginLink } from "../service/login-links.ts";
 import { PlanSignals } from "../service/plan-signals.ts";
-import { openDatabase, type Database } from "../store/db.ts";
+import type { Database } from "../store/db.ts";
 import { isDatabaseUnreachable } from "../store/database-errors.ts";
 import { createApp } from "./app.ts";
 import { slackSignIn } from "../service/oidc-sign-in.ts";
@@ -20,7 +20,8 @@ import { OIDC_START_PATH } from "../web/oidc-routes.tsx";
 import { claimDataDir } from "./data-dir-lock.ts";
 import { every, outageAwareReport } from "./every.ts";
 import { resolveGrantKey } from "./grant-key.ts";
-import { databaseStartupError, listenStartupError } from "../config/startup-errors.ts";
+import { listenStartupError } from "../config/startup-errors.ts";
+import { openMigrated } from "../store/open-migrated.ts";
 import type { SigningKey } from "../grant/keys.ts";
 
 export interface RunServerOptions {
@@ -122,19 +123,6 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     if (ownsDatabase) await database?.close();
     dataDirClaim?.release();
     throw err;
-  }
-}
-
-/** The configured database, migrated; a failure names DATABASE_URL (or the data dir) and the fix. */
-async function openMigrated(target: Config["database"]): Promise<Database> {
-  let database: Database | undefined;
-  try {
-    database = await openDatabase(target);
-    await database.migrate();
-    return database;
-  } catch (err) {
-    await database?.close().catch(() => {});
-    throw databaseStartupError(err, target) ?? err;
   }
 }
 

@@ -1,0 +1,131 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { stringify as stringifyYaml } from "yaml";
+import { ConfigError, loadConfig } from "../config/load.ts";
+import { demoAgentKey, demoConfig, demoCurl, demoLookCurl, DEMO_REVIEWER, startDemoTarget } from "../demo/demo.ts";
+import { createLogger } from "../logger.ts";
+import { resolveGrantKey } from "../server/grant-key.ts";
+import { runServer } from "../server/run-server.ts";
+import { createLoginLink } from "../service/login-links.ts";
+import { untilStopped } from "./until-stopped.ts";
+
+/**
+ * `countersign start`: the whole flow on one machine with nothing configured: the server on
+ * PGlite, a demo target, and one executor child process, the only holder of the write token.
+ * If the executor dies, so does `start` (exit 1, naming why): approved plans would otherwise wait
+ * for an executor that is not coming, while the banner above still says it runs. A restart loop
+ * would hide a config the executor cannot run on behind the same message every few seconds.
+ */
+export async function start(out: (line: string) => void): Promise<number> {
+  const probe = loadConfig({ env: process.env, role: "server" });
+  const demo = probe.configPath === null ? await startDemoTarget(probe.dataDir) : undefined;
+  let env: NodeJS.ProcessEnv = process.env;
+  if (demo) {
+    // The demo config is a file, so the executor child reads the same one.
+    mkdirSync(probe.dataDir, { recursive: true });
+    const file = path.join(probe.dataDir, "demo-config.yml");
+    writeFileSync(file, "# Written by `countersign start` for its demo target; rewritten at every start.\n" + stringifyYaml(demoConfig(demo.target.url)));
+    env = { ...process.env, COUNTERSIGN_CONFIG: file, COUNTERSIGN_DEMO_READ_TOKEN: demo.readToken };
+  }
+  try {
+    return await run(out, env, demo);
+  } catch (err) {
+    await demo?.target.stop();
+    throw err;
+  }
+}
+
+async function run(out: (line: string) => void, env: NodeJS.ProcessEnv, demo: Awaited<ReturnType<typeof startDemoTarget>> | undefined): Promise<number> {
+  const executorToken = process.env.COUNTERSIGN_EXECUTOR_TOKEN || randomBytes(32).toString("base64url");
+  const config = loadConfig({ env: { ...env, COUNTERSIGN_EXECUTOR_TOKEN: executorToken }, role: "server" });
+  const childLogLevel = config.logLevel === "info" ? "warn" : config.logLevel;
+  const logger = createLogger(childLogLevel);
+  const grant = await resolveGrantKey(config);
+  const publicKey = process.env.COUNTERSIGN_GRANT_PUBLIC_KEY || (grant.publicPemFile ? readFileSync(grant.publicPemFile, "utf8") : undefined);
+  const executorEnv = publicKey
+    ? {
+        ...env,
+        ...(demo ? { COUNTERSIGN_DEMO_WRITE_TOKEN: demo.writeToken } : {}),
+        COUNTERSIGN_EXECUTOR_TOKEN: executorToken,
+        COUNTERSIGN_GRANT_PUBLIC_KEY: publicKey,
+        LOG_LEVEL: childLogLevel,
+      }
+    : undefined;
+  // The executor's config is checked here, before anything starts, so a target without a write
+  // block is one clear error now rather than a child that dies after the banner.
+  if (executorEnv) {
+    try {
+      loadConfig({ env: { ...executorEnv, COUNTERSIGN_URL: config.publicUrl }, role: "executor" });
+    } catch (err) {
+      if (err instanceof ConfigError) throw new ConfigError(`the executor that 'start' runs, ${config.configPath ?? "built-in defaults"}`, err.problems);
+      throw err;
+    }
+  }
+
+  // The embedded default is for one person on one machine: loopback only, whatever HOST says.
+  const server = await runServer({ config, logger, grantKey: grant.key, hostname: "127.0.0.1" });
+  const executor = executorEnv ? spawnExecutor({ ...executorEnv, COUNTERSIGN_URL: server.url }) : undefined;
+
+  out("");
+  out(`Countersign is running — ${config.publicUrl}  (${config.database.kind === "pglite" ? `embedded PGlite in ${config.database.dataDir}` : "PostgreSQL"})`);
+  out(`  environment: ${config.environment}   targets: ${Object.keys(config.targets).join(", ") || "(none)"}`);
+  out(executor ? `  executor: pid ${executor.child.pid} (the only process with the write credential)` : "  executor: not started — set COUNTERSIGN_GRANT_PUBLIC_KEY to the public half of COUNTERSIGN_GRANT_PRIVATE_KEY");
+  if (demo) {
+    const key = await demoAgentKey(server.ctx, config.dataDir);
+    out(`  demo target: contacts at ${demo.target.url} (a JSON contacts API with ETags; kept in ${config.dataDir})`);
+    out(`  demo reviewer: ${DEMO_REVIEWER} (may approve plans for 'contacts')`);
+    if (config.browser.loginLinks) {
+      const link = await createLoginLink(server.ctx, { userId: DEMO_REVIEWER, name: "Demo Reviewer", via: "cli" });
+      out(`  review in the browser: ${config.publicUrl}/plans — sign in as the demo reviewer (one-time, 5 min):`);
+      out(`    ${link.url}`);
+    }
+    out("");
+    if (key) {
+      out("Propose a change as the demo agent:");
+      out(`  ${demoCurl(config.publicUrl, key)}`);
+      out("Then follow it (replace ID with the plan id from the answer):");
+      out(`  curl -s '${config.publicUrl}/v1/plans/ID/wait?timeout=30' -H 'Authorization: Bearer ${key}'`);
+    } else {
+      out("The demo agent's key was lost; create another with: countersign agents add my-agent");
+    }
+    out("Look at the target itself (read-only), before and after the change is applied:");
+    out(`  ${demoLookCurl(demo.target.url, demo.readToken)}`);
+  }
+  out("");
+  out("Ctrl-C stops everything.");
+  return untilStopped(async () => {
+    await executor?.stop();
+    await server.close();
+    await demo?.target.stop();
+  }, executor?.died);
+}
+
+/** The executor as a child process with an environment of its own; `died` settles if it exits before `stop()`. */
+function spawnExecutor(env: NodeJS.ProcessEnv): { child: ChildProcess; died: Promise<string>; stop(): Promise<void> } {
+  // The same entry point and Node options this process runs with: dist/cli.js when installed,
+  // the sources under tsx's loader during development.
+  const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, "executor"], { env, stdio: ["ignore", "inherit", "inherit"] });
+  let stopping = false;
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  const died = new Promise<string>((resolve) => {
+    void exited.then(({ code, signal }) => {
+      if (stopping) return;
+      const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+      resolve(`the executor (pid ${child.pid}) ${how}; without it no approved plan is applied, so Countersign stops too. Its own error, if any, is printed above`);
+    });
+  });
+  return {
+    child,
+    died,
+    async stop() {
+      stopping = true;
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
