@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Packs Countersign as `npm publish` would, installs the tarball into an empty directory from the
+# npm cache alone (offline; `npm ci` filled it), and there uses it as a new user would: the
+# command, `start` to ready and back down on Ctrl-C, the client from plain Node against that
+# server, and a strict TypeScript consumer. Any failure names its step and exits 1.
+set -Eeuo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+work=$(mktemp -d "${TMPDIR:-/tmp}/countersign-pack-XXXXXX")
+server=""
+step=""
+
+cleanup() {
+  if [ -n "$server" ] && kill -0 "$server" 2>/dev/null; then kill -KILL -- "-$server" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'echo "pack smoke: FAILED at step: $step" >&2; [ -f "$work/start.log" ] && { echo "--- countersign start output:" >&2; cat "$work/start.log" >&2; }; exit 1' ERR
+begin() { step="$1"; echo "== pack smoke: $step"; }
+fail() { echo "pack smoke: $1" >&2; false; }
+
+# Waits (polling, bounded) until a command succeeds; the bound is generous because CI machines are loaded.
+wait_for() {
+  local seconds=$1; shift
+  local deadline=$((SECONDS + seconds))
+  until "$@"; do
+    [ "$SECONDS" -lt "$deadline" ] || return 1
+    sleep 0.5
+  done
+}
+
+begin "npm pack (prepare builds dist/)"
+npm pack --pack-destination "$work" --silent >"$work/pack.log" 2>&1 || { cat "$work/pack.log" >&2; false; }
+tarball=$(ls "$work"/countersign-*.tgz)
+listing=$(tar tzf "$tarball")
+for wanted in package/dist/cli.js package/dist/client/index.js package/dist/client/index.d.ts package/dist/client/openai-agents.d.ts package/migrations/meta/_journal.json package/countersign.example.yml package/manifest.yml; do
+  grep -qx "$wanted" <<<"$listing" || fail "the tarball lacks $wanted"
+done
+if grep -E '^package/(src|test|bench|scripts|patches)/' <<<"$listing"; then fail "the tarball carries development files (above)"; fi
+echo "   $(basename "$tarball"): $(du -k "$tarball" | cut -f1) KiB, $(wc -l <<<"$listing") files"
+
+begin "npm cache add the runtime dependencies' metadata (npm ci cached their tarballs only)"
+# Installing a tarball resolves its dependencies' version ranges, which needs their registry
+# metadata; npm ci installs from the lockfile and never fetches it. Only the packages the
+# bundle leaves external are runtime dependencies, so this is one look-up per such package, at
+# the version the lockfile pins.
+for dependency in $(node -e '
+  const pkg = require("./package.json"), lock = require("./package-lock.json");
+  for (const name of Object.keys(pkg.dependencies ?? {})) console.log(name + "@" + lock.packages["node_modules/" + name].version);
+'); do
+  npm cache add "$dependency" >/dev/null
+done
+
+begin "npm install --offline the tarball into an empty directory"
+mkdir "$work/app"
+cd "$work/app"
+printf '{ "name": "countersign-pack-smoke", "private": true, "type": "module" }\n' >package.json
+npm install --offline --no-audit --no-fund "$tarball" >"$work/install.log" 2>&1 || { cat "$work/install.log" >&2; false; }
+
+begin "the installed bundle carries the postgres restart patch"
+node --input-type=module -e "
+  import { readdirSync, readFileSync } from 'node:fs';
+  import { patchedInBundle } from '$repo/patches/postgres-restart.mjs';
+  const dir = 'node_modules/countersign/dist';
+  const text = readdirSync(dir).filter((f) => f.endsWith('.js')).map((f) => readFileSync(dir + '/' + f, 'utf8')).join('\n');
+  const missing = patchedInBundle.filter((p) => !p.pattern.test(text));
+  if (missing.length) { console.error('missing: ' + missing.map((p) => p.edit).join('; ')); process.exit(1); }
+"
+
+begin "npx countersign --help"
+help=$(npx --offline countersign --help)
+grep -q "countersign start" <<<"$help" || fail "--help did not print the commands: $help"
+
+begin "countersign start (the installed bin), to ready"
+port=$(node -e 'const s = require("node:net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
+# The bin npx ran above, started directly: npx answers a SIGINT with its own exit code 130,
+# which would hide countersign's. Its own process group, so the SIGINT below reaches the
+# server and its executor child together, as Ctrl-C in a terminal does.
+COUNTERSIGN_DATA_DIR="$work/data" PORT=$port setsid node_modules/.bin/countersign start >"$work/start.log" 2>&1 &
+server=$!
+wait_for 180 grep -q "Ctrl-C stops everything" "$work/start.log" || fail "start did not print its ready lines within 180 s"
+grep -q "executor: pid" "$work/start.log" || fail "start did not start its executor"
+
+begin "plain node imports countersign/client and submits a plan to that server"
+COUNTERSIGN_URL="http://127.0.0.1:$port" COUNTERSIGN_AGENT_KEY=$(cat "$work/data/demo-agent.key") node --input-type=module -e "
+  import { Countersign, CountersignError } from 'countersign/client';
+  const client = new Countersign({ url: process.env.COUNTERSIGN_URL, key: process.env.COUNTERSIGN_AGENT_KEY });
+  const plan = await client.submitPlan({ title: 'pack smoke', actions: [{ kind: 'http.json', target: 'contacts', path: '/contacts/1', op: 'merge', body: { email: 'smoke@example.com' } }] });
+  const again = await client.getPlan(plan.id);
+  if (again.status !== 'pending') throw new Error('expected a pending plan, got ' + again.status);
+  const refused = await client.getPlan('no-such-plan').then(() => undefined, (err) => err);
+  if (!(refused instanceof CountersignError)) throw new Error('an unknown plan was not a CountersignError: ' + refused);
+  console.log('   plan ' + plan.id + ' pending; unknown plan refused with ' + refused.code);
+"
+
+begin "Ctrl-C stops start with exit 0"
+kill -INT -- "-$server"
+wait_for 60 bash -c "! kill -0 $server 2>/dev/null" || fail "start was still running 60 s after SIGINT"
+code=0
+wait "$server" || code=$?
+server=""
+[ "$code" -eq 0 ] || fail "start exited with $code after SIGINT"
+
+begin "a strict TypeScript consumer compiles against countersign/client (skipLibCheck false)"
+cat >consumer.ts <<'EOF'
+import { Countersign, CountersignError, verifyWebhook, type PlanView } from "countersign/client";
+
+const client = new Countersign({ url: "http://localhost:3000", key: "csk_example" });
+export async function propose(): Promise<string> {
+  const plan: PlanView = await client.submitPlan({
+    title: "Update a contact",
+    actions: [{ kind: "http.json", target: "contacts", path: "/contacts/1", op: "merge", body: { email: "a@example.com" } }],
+  });
+  const outcome = await client.waitForOutcome(plan.id, { timeoutMs: 1000 });
+  const status: string = outcome.status;
+  return status;
+}
+export function isRefusal(err: unknown): string | undefined {
+  return err instanceof CountersignError ? err.code : undefined;
+}
+export const check: typeof verifyWebhook = verifyWebhook;
+// The types are real, not `any`: a plan without actions does not compile.
+// @ts-expect-error actions is required
+void client.submitPlan({ title: "no actions" });
+EOF
+node "$repo/node_modules/typescript/bin/tsc" --strict --skipLibCheck false --module nodenext --moduleResolution nodenext --target es2022 --noEmit consumer.ts
+
+echo "== pack smoke: passed"
