@@ -18,6 +18,7 @@ export { ActionOutcome, AppliedPolicy, HttpJsonAction, Outcome, PlanDocument, Pl
 
 /** The one JSON-value schema of src/plan/schema.ts (`z.json()`), shared by every body and state. */
 export const JsonValue = PlannedAction.shape.body.unwrap();
+export type JsonValue = z.output<typeof JsonValue>;
 const IsoDateTime = z.iso.datetime();
 const Via = z.enum(["slack", "web"]);
 
@@ -125,9 +126,6 @@ export const WebhookPayload = z.strictObject({
   outcome: Outcome.optional().describe("The executor's report, once the plan is applied, stale, failed or expired after approval"),
 });
 export type WebhookPayload = z.output<typeof WebhookPayload>;
-
-/** The agent's plan request as sent (before trimming and defaults): what a client may pass. */
-export type PlanRequestInput = z.input<typeof PlanRequest>;
 
 /** Named components of the contract, in the order they are listed. Request bodies are described as input. */
 export const REQUEST_COMPONENTS = { PlanRequest, HttpJsonAction, JsonValue } as const;
