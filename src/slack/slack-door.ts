@@ -10,6 +10,7 @@ import type { ApproverDirectory } from "../service/approver-groups.ts";
 import { slackDirectory } from "./directory.ts";
 import { HonoReceiver } from "./hono-receiver.ts";
 import { boltLogger } from "./bolt-logger.ts";
+import { slackStartupError } from "./slack-startup-error.ts";
 import { registerListeners, type ListenerDeps } from "./listeners.ts";
 
 export interface SlackDoor {
@@ -47,11 +48,16 @@ export async function openSlackDoor(
     new SocketModeReceiver({ appToken: slack.appToken!, logger: boltLogger(log), logLevel: LogLevel.WARN, installerOptions: { clientOptions: slack.apiUrl ? { slackApiUrl: slack.apiUrl } : {} } });
   // deferInitialization: Bolt's constructor would otherwise fire auth.test unawaited, and a bad token then crashes the process.
   const app = new App({ token: slack.botToken, receiver, deferInitialization: true, clientOptions, logger: boltLogger(log), logLevel: LogLevel.WARN });
-  await app.init();
-  const auth = await app.client.auth.test();
+  const told = (variable: "SLACK_BOT_TOKEN" | "SLACK_APP_TOKEN") => (err: unknown) => {
+    throw slackStartupError(err, variable, slack.apiUrl) ?? err;
+  };
+  const auth = await app
+    .init()
+    .then(() => app.client.auth.test())
+    .catch(told("SLACK_BOT_TOKEN"));
   const teamId = String(auth.team_id);
   registerListeners(app, { ctx, logger: log, teamId: () => teamId, decisionRetryMs: slack.decisionRetrySeconds && slack.decisionRetrySeconds * 1000, ...options });
-  if (socket) await app.start();
+  if (socket) await app.start().catch(told("SLACK_APP_TOKEN"));
 
   const client = deliveryClient(slack.botToken, slack.apiUrl);
   const channelOf = (doc: PlanDocument) => config.targets[doc.actions[0]!.target]?.policy?.reviewChannel ?? slack.reviewChannel;

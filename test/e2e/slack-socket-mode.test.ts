@@ -11,8 +11,9 @@ import type { AgentIdentity } from "../../src/service/authenticate-agent.ts";
 import type { PlanView } from "../../src/service/plan-view.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import type { Database } from "../../src/store/db.ts";
-import { databaseKinds, type TestDatabaseKind } from "../support/databases.ts";
-import { READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
+import { openSlackDoor } from "../../src/slack/slack-door.ts";
+import { databaseKinds, pglite, type TestDatabaseKind } from "../support/databases.ts";
+import { openHarness, READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
 import { SlackEmulator, type SlackMessage } from "../support/slack-emulator.ts";
 import { SlackPayloads, type SlackInteractions } from "../support/slack-requests.ts";
 import { SocketModeEmulator } from "../support/socket-mode-emulator.ts";
@@ -273,4 +274,38 @@ describe("Socket Mode emulator", () => {
     }
     first.close();
   });
+});
+
+describe("Socket Mode start-up", () => {
+  it("a token Slack refuses stops the start with the variable to fix, not a stack", async () => {
+    const slack = new SlackEmulator();
+    await slack.start();
+    const socket = new SocketModeEmulator(slack);
+    await socket.start();
+    const database = await pglite.open();
+    const h = await openHarness(database);
+    try {
+      const good = { enabled: true as const, botToken: slack.botToken, signingSecret: undefined, appToken: socket.appToken, apiUrl: slack.url, reviewChannel: REVIEW };
+      const open = (slackConfig: typeof good) => openSlackDoor(h.ctx, slackConfig, h.ctx.config, silentLogger);
+      await expect(open({ ...good, appToken: "xapp-1-A0COUNTERSIGN-1-revoked" })).rejects.toMatchObject({
+        name: "StartupError",
+        key: "SLACK_APP_TOKEN",
+        message: expect.stringMatching(/^SLACK_APP_TOKEN: Slack refused the app-level token \(invalid_auth\); .*connections:write/),
+      });
+      await expect(open({ ...good, botToken: "xoxb-revoked" })).rejects.toMatchObject({ name: "StartupError", key: "SLACK_BOT_TOKEN", message: expect.stringContaining("(invalid_auth)") });
+      await slack.down();
+      await expect(open(good)).rejects.toMatchObject({ name: "StartupError", key: "SLACK_API_URL", message: expect.stringContaining(`cannot reach Slack's Web API at ${slack.url}`) });
+      await slack.up();
+      const door = await open(good);
+      expect(door.mode).toBe("socket");
+      expect(socket.openConnections).toHaveLength(1);
+      await door.stop();
+      await waitFor("the connection closed by stop()", () => socket.connections.every((c) => c.closedAt !== undefined));
+    } finally {
+      await h.close();
+      await database.close();
+      await socket.stop();
+      await slack.stop();
+    }
+  }, 60_000);
 });
