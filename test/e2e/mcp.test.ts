@@ -3,28 +3,26 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
-import { runServer, type RunningServer } from "../../src/server/run-server.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
 import { decide } from "../../src/service/decide.ts";
 import type { PlanView } from "../../src/service/plan-view.ts";
-import type { Database } from "../../src/store/db.ts";
 import { BIN, runCli } from "../support/cli.ts";
 import { pglite } from "../support/databases.ts";
-import { READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
+import { useServer } from "../support/use-harness.ts";
+import { waitFor } from "../support/wait-for.ts";
 
 /** `countersign mcp` as an MCP client runs it: a child process over real stdio, against a real server. */
 describe("countersign mcp over stdio", () => {
-  let database: Database;
-  let target: JsonResourceServer;
-  let server: RunningServer;
+  const s = useServer(pglite, {
+    seed: Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`/contacts/${i}`, { id: i, email: `c${i}@old.example` }])),
+  });
   let key: string;
   let client: Client;
   let transport: StdioClientTransport;
   let stderr = "";
 
   const mcpEnv = (): Record<string, string> => ({
-    COUNTERSIGN_URL: server.url,
+    COUNTERSIGN_URL: s.server.url,
     COUNTERSIGN_AGENT_KEY: key,
     PATH: process.env.PATH ?? "",
     HOME: process.env.HOME ?? "",
@@ -33,7 +31,7 @@ describe("countersign mcp over stdio", () => {
     (await client.callTool({ name, arguments: args }, undefined, timeout ? { timeout } : undefined)) as CallToolResult;
   const text = (result: CallToolResult) => result.content.map((c) => (c.type === "text" ? c.text : "")).join("\n");
   const structured = <T = Record<string, unknown>>(result: CallToolResult) => result.structuredContent as T;
-  const getPlan = async (id: string) => (await (await fetch(`${server.url}/v1/plans/${id}`, { headers: { authorization: `Bearer ${key}` } })).json()) as PlanView;
+  const getPlan = async (id: string) => (await (await fetch(`${s.server.url}/v1/plans/${id}`, { headers: { authorization: `Bearer ${key}` } })).json()) as PlanView;
   const proposal = (n: number, overrides: Record<string, unknown> = {}) => ({
     title: `Update contact ${n}'s email`,
     reason: "Customer asked by phone, ticket 4411",
@@ -43,26 +41,15 @@ describe("countersign mcp over stdio", () => {
   });
 
   beforeAll(async () => {
-    database = await pglite.open();
-    target = new JsonResourceServer({
-      seed: Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`/contacts/${i}`, { id: i, email: `c${i}@old.example` }])),
-      readTokens: [READ_TOKEN],
-      writeToken: WRITE_TOKEN,
-    });
-    await target.start();
-    server = await runServer({ config: testConfig({ crm: targetConfig(target.url) }), logger: silentLogger, database, grantKey: (await testGrantKeys()).signing });
-    key = (await addAgent(server.ctx, { name: "mcp-agent" })).key;
+    key = (await addAgent(s.server.ctx, { name: "mcp-agent" })).key;
     transport = new StdioClientTransport({ command: process.execPath, args: [BIN, "mcp"], env: mcpEnv(), stderr: "pipe" });
     transport.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
     client = new Client({ name: "countersign-test", version: "1.0.0" });
     await client.connect(transport);
-  }, 30_000);
+  });
 
   afterAll(async () => {
     await client?.close();
-    await server?.close();
-    await target?.stop();
-    await database?.close();
   });
 
   it("lists exactly the three tools, annotated as touching no target, with the plan request as input schema", async () => {
@@ -110,8 +97,8 @@ describe("countersign mcp over stdio", () => {
     expect(text(result)).toContain(plan.hash);
     expect(text(result)).toContain('/email: "c1@old.example" → "c1@new.example"');
     // Proposing wrote nothing to the target.
-    expect(target.writes()).toEqual([]);
-    expect(target.get("/contacts/1")).toEqual({ id: 1, email: "c1@old.example" });
+    expect(s.target.writes()).toEqual([]);
+    expect(s.target.get("/contacts/1")).toEqual({ id: 1, email: "c1@old.example" });
 
     const got = await call("get_plan", { planId: plan.id });
     expect(got.isError).toBeFalsy();
@@ -144,9 +131,9 @@ describe("countersign mcp over stdio", () => {
 
   it("wait_for_outcome returns rejected with the reviewer's reason", async () => {
     const proposed = structured<{ id: string; hash: string }>(await call("propose_plan", proposal(4)));
-    const waiting = call("wait_for_outcome", { planId: proposed.id, timeoutSeconds: 30 }, 40_000);
+    const waiting = call("wait_for_outcome", { planId: proposed.id, timeoutSeconds: 90 }, 100_000);
     await new Promise((r) => setTimeout(r, 300));
-    await decide(server.ctx, { planId: proposed.id, hash: proposed.hash, actor: { userId: "U0BOB", via: "slack" }, verdict: "reject", reason: "wrong customer" });
+    await decide(s.server.ctx, { planId: proposed.id, hash: proposed.hash, actor: { userId: "U0BOB", via: "slack" }, verdict: "reject", reason: "wrong customer" });
     const result = await waiting;
     expect(result.isError).toBeFalsy();
     expect(structured(result)).toMatchObject({ planId: proposed.id, status: "rejected", final: true, reason: "wrong customer", approvals: [] });
@@ -170,8 +157,7 @@ describe("countersign mcp over stdio", () => {
     send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } } });
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
     send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
-    const deadline = Date.now() + 20_000;
-    while (!out.includes('"id":2') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await waitFor("the answer to tools/list", () => out.includes('"id":2'));
     child.stdin.end();
     // Closing stdin ends the session: the process exits by itself, successfully.
     expect(await exited).toBe(0);
@@ -182,7 +168,7 @@ describe("countersign mcp over stdio", () => {
   });
 
   it("refuses to start without its environment, naming the missing variable", async () => {
-    const result = await runCli(["mcp"], { cwd: process.cwd(), env: { COUNTERSIGN_URL: server.url } });
+    const result = await runCli(["mcp"], { cwd: process.cwd(), env: { COUNTERSIGN_URL: s.server.url } });
     expect(result.code).toBe(1);
     expect(result.stdout).toBe("");
     expect(result.stderr).toContain("COUNTERSIGN_AGENT_KEY");

@@ -1,5 +1,9 @@
-/** Polls until `check` returns a value other than undefined/false, or fails after `timeoutMs` naming what it waited for. */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 20_000): Promise<T> {
+/**
+ * Polls until `check` returns a value other than undefined/false, or fails after `timeoutMs`
+ * naming what it waited for. The default bound is generous because it is only reached when
+ * something is wrong; a loaded machine must not turn a slow pass into a failure.
+ */
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
