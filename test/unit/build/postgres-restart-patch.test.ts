@@ -1,0 +1,40 @@
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { applyEdits, patchedInBundle, postgresRestartPatch } from "../../../patches/postgres-restart.mjs";
+import { DIST } from "../../../scripts/build.mjs";
+
+// The driver as published (3.4.9), around the two places the patch edits.
+const UNPATCHED = [
+  "  function nextWrite(fn) {\n    const x = socket.write(chunk, fn)\n    nextWriteTimer !== null && clearImmediate(nextWriteTimer)\n",
+  "  function closed(hadError) {\n    clearImmediate(nextWriteTimer)\n    socket.removeListener('data', data)\n",
+].join("\n");
+
+describe("the postgres restart patch", () => {
+  it("edits the unpatched driver, and applying it again changes nothing", () => {
+    const once = applyEdits(UNPATCHED, postgresRestartPatch.edits);
+    expect(once.problems).toBeUndefined();
+    expect(once.text).toContain("if (!socket) { // countersign-patch");
+    expect(once.text).toContain("chunk = nextWriteTimer = null // countersign-patch");
+    expect(applyEdits(once.text!, postgresRestartPatch.edits)).toEqual({ text: once.text });
+  });
+
+  it("refuses a driver whose code moved, naming the code it expected", () => {
+    const moved = UNPATCHED.replace("const x = socket.write(chunk, fn)", "const written = socket.write(chunk, fn)");
+    const result = applyEdits(moved, postgresRestartPatch.edits);
+    expect(result.text).toBeUndefined();
+    expect(result.problems).toEqual([expect.stringContaining("function nextWrite(fn)")]);
+  });
+
+  it("is in the installed driver the tests run against", () => {
+    const installed = readFileSync(path.join(import.meta.dirname, "../../../node_modules/postgres/src/connection.js"), "utf8");
+    expect(applyEdits(installed, postgresRestartPatch.edits)).toEqual({ text: installed });
+  });
+
+  it("is in the bundle the package ships (dist/, built by the global setup)", () => {
+    const bundle = readdirSync(DIST).filter((f) => f.endsWith(".js")).map((f) => readFileSync(path.join(DIST, f), "utf8")).join("\n");
+    expect(bundle).toContain("function nextWrite(fn)");
+    for (const { edit, pattern } of patchedInBundle) expect(pattern.test(bundle), edit).toBe(true);
+    expect(patchedInBundle.every(({ pattern }) => pattern.test(UNPATCHED))).toBe(false);
+  });
+});
