@@ -8,6 +8,12 @@ import { postgresKind } from "../support/databases.ts";
 import { chromiumAvailable, launchChromium } from "../support/chromium.ts";
 import { runCli, startCli } from "../support/cli.ts";
 
+/**
+ * The bound for a test that boots the embedded database in several processes one after another:
+ * about 30 s on a quiet machine, several times that at load average 8 on two cores.
+ */
+const SLOW_PROCESSES_MS = 300_000;
+
 const lastLine = (text: string) => text.trimEnd().split("\n").at(-1)!;
 
 describe("countersign CLI", () => {
@@ -32,7 +38,7 @@ describe("countersign CLI", () => {
     const bad = await runCli(["agents", "add", "Bad Name!"], { cwd });
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain("agent name");
-  }, 120_000); // six CLI processes, each booting the embedded database
+  }, SLOW_PROCESSES_MS); // six CLI processes, each booting the embedded database
 
   it("policy check prints each target's effective policy, and names bad keys", async () => {
     const cwd = mkdtempSync(path.join(dir, "policy-"));
@@ -76,7 +82,7 @@ describe("countersign CLI", () => {
   it("start: the printed curl line proposes, the printed login link signs the demo reviewer in, Approve in Chromium, the executor child applies; Ctrl-C stops it all", async () => {
     const cwd = mkdtempSync(path.join(dir, "start-"));
     const port = String(20_000 + Math.floor(Math.random() * 20_000));
-    const app = await startCli(["start"], { cwd, env: { PORT: port }, ready: /Ctrl-C stops everything/ });
+    const app = await startCli(["start"], { cwd, env: { PORT: port }, ready: /Ctrl-C stops everything/, timeoutMs: SLOW_PROCESSES_MS });
     try {
       const output = app.output();
       const key = /Bearer (csk_[A-Za-z0-9_-]+)/.exec(output)?.[1];
@@ -108,7 +114,7 @@ describe("countersign CLI", () => {
         } finally {
           await browser.close();
         }
-        const applied = await fetch(`http://127.0.0.1:${port}/v1/plans/${(plan as unknown as { id: string }).id}/wait?timeout=30`, { headers: { authorization: `Bearer ${key}` } });
+        const applied = await fetch(`http://127.0.0.1:${port}/v1/plans/${(plan as unknown as { id: string }).id}/wait?timeout=60`, { headers: { authorization: `Bearer ${key}` } });
         const done = (await applied.json()) as { status: string; outcome: { status: string } };
         expect(done.status).toBe("applied");
         expect(done.outcome.status).toBe("applied");
@@ -135,7 +141,7 @@ describe("countersign CLI", () => {
     const audit = await runCli(["audit", "verify"], { cwd });
     expect(audit.code, audit.stdout + audit.stderr).toBe(0);
     expect(audit.stdout).toMatch(/Audit log intact: \d+ event/);
-  }, 90_000);
+  }, SLOW_PROCESSES_MS);
 
   describe.skipIf(!postgresKind)("on PostgreSQL", () => {
     it("migrates from several processes at once without racing", async () => {
@@ -157,6 +163,6 @@ describe("countersign CLI", () => {
         await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
         await admin.end();
       }
-    }, 60_000);
+    });
   });
 });
