@@ -1,0 +1,182 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import postgres from "postgres";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli, type CliResult } from "../support/cli.ts";
+
+const testDatabaseUrl = process.env.TEST_DATABASE_URL;
+
+/**
+ * Each misconfiguration a newcomer met ends the same way: exit 1, and one `countersign:` line
+ * that names the variable or key and says how to fix it, without a stack trace.
+ */
+function expectNamedFailure(result: CliResult, key: string, fix: RegExp): void {
+  const output = `stdout:\n${result.stdout}\nstderr:\n${result.stderr}`;
+  expect(result.code, output).toBe(1);
+  expect(result.stderr, output).not.toMatch(/^\s+at /m);
+  const lines = result.stderr.trimEnd().split("\n").filter((line) => line.startsWith("countersign:"));
+  expect(lines, output).toHaveLength(1);
+  expect(result.stderr, output).toContain(key);
+  expect(result.stderr, output).toMatch(fix);
+}
+
+/** A TCP port nobody listens on (it was free a moment ago). */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+function databaseUrl(change: (url: URL) => void): string {
+  const url = new URL(testDatabaseUrl!);
+  change(url);
+  return url.toString();
+}
+
+describe("startup failures name the variable and the fix", () => {
+  let dir: string;
+  let grantKey: string;
+  /** A directory with an (empty, valid) countersign.yml, so serve gets as far as the database. */
+  let configured: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "countersign-startup-"));
+    configured = mkdtempSync(path.join(dir, "configured-"));
+    writeFileSync(path.join(configured, "countersign.yml"), "environment: startup-test\n");
+    const keys = await runCli(["keys", "generate"], { cwd: dir });
+    expect(keys.code, keys.stderr).toBe(0);
+    grantKey = /-----BEGIN PRIVATE KEY-----[\s\S]+?-----END PRIVATE KEY-----/.exec(keys.stdout)![0];
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("serve without a config file names COUNTERSIGN_CONFIG and ./countersign.yml", async () => {
+    const cwd = mkdtempSync(path.join(dir, "serve-"));
+    const result = await runCli(["serve"], { cwd });
+    expectNamedFailure(result, "COUNTERSIGN_CONFIG", /\.\/countersign\.yml/);
+    expect(result.stdout).toBe("");
+  }, 60_000);
+
+  it("executor without a config file names COUNTERSIGN_CONFIG and ./countersign.yml", async () => {
+    const cwd = mkdtempSync(path.join(dir, "executor-"));
+    const result = await runCli(["executor"], { cwd });
+    expectNamedFailure(result, "COUNTERSIGN_CONFIG", /\.\/countersign\.yml/);
+  }, 60_000);
+
+  it("policy check with no file and no COUNTERSIGN_CONFIG says what to pass, not that COUNTERSIGN_CONFIG points nowhere", async () => {
+    const cwd = mkdtempSync(path.join(dir, "check-"));
+    const result = await runCli(["policy", "check"], { cwd });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("COUNTERSIGN_CONFIG: is not set");
+    expect(result.stderr).toContain("countersign policy check FILE");
+    expect(result.stderr).not.toContain("points to");
+    expect(result.stderr).not.toMatch(/^\s+at /m);
+  }, 60_000);
+
+  it("policy check --role executor names the target that has no write block; without --role it warns and passes", async () => {
+    const cwd = mkdtempSync(path.join(dir, "roles-"));
+    writeFileSync(path.join(cwd, "cs.yml"), [
+      "defaults: { approvers: [U0ALICE] }",
+      "targets:",
+      "  crm:",
+      "    adapter: http.json",
+      "    baseUrl: http://127.0.0.1:4010",
+      '    write: { headers: { Authorization: "Bearer ${CRM_WRITE}" } }',
+      "  billing:",
+      "    adapter: http.json",
+      "    baseUrl: http://127.0.0.1:4011",
+    ].join("\n"));
+    const executorEnv = { COUNTERSIGN_URL: "http://127.0.0.1:3000", COUNTERSIGN_EXECUTOR_TOKEN: "a-long-enough-executor-token", COUNTERSIGN_GRANT_PUBLIC_KEY: "-----BEGIN PUBLIC KEY-----\nx\n-----END PUBLIC KEY-----", CRM_WRITE: "w" };
+
+    const asExecutor = await runCli(["policy", "check", "cs.yml", "--role", "executor"], { cwd, env: executorEnv });
+    expect(asExecutor.code, asExecutor.stdout).toBe(1);
+    expect(asExecutor.stderr).toContain("targets.billing.write: is missing");
+    expect(asExecutor.stderr).not.toContain("targets.crm.write");
+    expect(asExecutor.stderr).not.toMatch(/^\s+at /m);
+
+    const plain = await runCli(["policy", "check", "cs.yml"], { cwd });
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(plain.stdout).toMatch(/target billing[\s\S]*executor: +CANNOT apply — no write block \(targets\.billing\.write\)/);
+    expect(plain.stdout).toMatch(/target crm[\s\S]*executor: +write headers configured/);
+    expect(plain.stdout).toContain("An executor would refuse to start: no write block for targets.billing.write");
+
+    const asServer = await runCli(["policy", "check", "cs.yml", "--role", "server"], { cwd });
+    expect(asServer.code, asServer.stderr).toBe(0); // the server never reads a write block
+    expect(asServer.stdout).toContain("valid for the server");
+  }, 60_000);
+
+  it("a port already in use names PORT", async () => {
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+    const { port } = holder.address() as net.AddressInfo;
+    try {
+      const result = await runCli(["serve"], { cwd: configured, env: { PORT: String(port), HOST: "127.0.0.1", COUNTERSIGN_DATA_DIR: path.join(dir, "port-data") } });
+      expectNamedFailure(result, "PORT", new RegExp(`port ${port} on 127\\.0\\.0\\.1 is already in use.*set PORT to a free port`));
+    } finally {
+      await new Promise<void>((resolve) => holder.close(() => resolve()));
+    }
+  }, 120_000); // the embedded database opens before the server listens
+
+  it("an unreachable DATABASE_URL (nothing listens on its port) names DATABASE_URL", async () => {
+    const port = await closedPort();
+    const result = await runCli(["serve"], { cwd: configured, env: { DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/countersign`, COUNTERSIGN_GRANT_PRIVATE_KEY: grantKey, PORT: "0" } });
+    expectNamedFailure(result, "DATABASE_URL", new RegExp(`cannot reach PostgreSQL at 127\\.0\\.0\\.1:${port}.*start PostgreSQL there, or fix the host and port`));
+  }, 60_000);
+
+  it("migrate and agents name DATABASE_URL too", async () => {
+    const port = await closedPort();
+    const env = { DATABASE_URL: `postgres://postgres:s3cret-pw@127.0.0.1:${port}/countersign` };
+    for (const args of [["migrate"], ["agents", "list"]]) {
+      const result = await runCli(args, { cwd: dir, env });
+      expectNamedFailure(result, "DATABASE_URL", /cannot reach PostgreSQL/);
+      expect(result.stderr).not.toContain("s3cret-pw"); // the URL is named without its password
+    }
+  }, 60_000);
+
+  describe.skipIf(!testDatabaseUrl)("on PostgreSQL", () => {
+    let admin: postgres.Sql;
+    const created: string[] = [];
+    beforeAll(() => {
+      admin = postgres(testDatabaseUrl!, { onnotice: () => {}, max: 1 });
+    });
+    afterAll(async () => {
+      for (const name of created) await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    });
+
+    it("a database that does not exist names DATABASE_URL and says how to create it", async () => {
+      const name = `cs_missing_${Date.now().toString(36)}`;
+      const result = await runCli(["serve"], { cwd: configured, env: { DATABASE_URL: databaseUrl((u) => (u.pathname = `/${name}`)), COUNTERSIGN_GRANT_PRIVATE_KEY: grantKey, PORT: "0" } });
+      expectNamedFailure(result, "DATABASE_URL", new RegExp(`database "${name}" does not exist.*createdb .*${name}`));
+    }, 60_000);
+
+    it("a role that does not exist names DATABASE_URL and the user", async () => {
+      const result = await runCli(["serve"], { cwd: configured, env: { DATABASE_URL: databaseUrl((u) => (u.username = "no_such_role_cs")), COUNTERSIGN_GRANT_PRIVATE_KEY: grantKey, PORT: "0" } });
+      expectNamedFailure(result, "DATABASE_URL", /refused user "no_such_role_cs" \(role "no_such_role_cs" does not exist\); create that role or fix the user/);
+    }, 60_000);
+
+    it("a missing grant key is reported before anything is migrated", async () => {
+      const name = `cs_nokey_${Date.now().toString(36)}`;
+      await admin.unsafe(`CREATE DATABASE ${name}`);
+      created.push(name);
+      const url = databaseUrl((u) => (u.pathname = `/${name}`));
+      const result = await runCli(["serve"], { cwd: configured, env: { DATABASE_URL: url, PORT: "0" } });
+      expect(result.code, result.stderr).toBe(1);
+      expect(result.stderr).toContain("COUNTERSIGN_GRANT_PRIVATE_KEY: is not set");
+      expect(result.stderr).toContain("countersign keys generate");
+      expect(result.stderr).not.toMatch(/^\s+at /m);
+      const db = postgres(url, { onnotice: () => {}, max: 1 });
+      try {
+        const schemas = await db`SELECT nspname FROM pg_namespace WHERE nspname = 'drizzle'`;
+        const tables = await db`SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema NOT IN ('pg_catalog', 'information_schema')`;
+        expect(schemas).toHaveLength(0);
+        expect(tables).toHaveLength(0);
+      } finally {
+        await db.end();
+      }
+    }, 60_000);
+  });
+});
