@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
 import { runServer, type RunningServer } from "../../src/server/run-server.ts";
 import { openApiDocument } from "../../src/server/openapi.ts";
+import { ERROR_CODES } from "../../src/wire/agent-api.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
 import type { Database } from "../../src/store/db.ts";
 import { pglite } from "../support/databases.ts";
@@ -50,10 +51,11 @@ describe("OpenAPI document of the agent API", () => {
   let doc: OpenApiDoc;
   let ajv: Ajv2020;
 
-  const call = (method: string, path: string, init: { body?: string | object; key?: string | null } = {}) =>
+  type Send = { body?: string | object; key?: string | null; contentType?: string };
+  const call = (method: string, path: string, init: Send = {}) =>
     fetch(server.url + path, {
       method,
-      headers: { ...(init.key === null ? {} : { authorization: `Bearer ${init.key ?? key}` }), "content-type": "application/json" },
+      headers: { ...(init.key === null ? {} : { authorization: `Bearer ${init.key ?? key}` }), "content-type": init.contentType ?? "application/json" },
       ...(init.body !== undefined ? { body: typeof init.body === "string" ? init.body : JSON.stringify(init.body) } : {}),
     });
 
@@ -74,7 +76,7 @@ describe("OpenAPI document of the agent API", () => {
     expect(ok ? [] : ajv.errorsText(validateBody.errors, { separator: "\n" }).split("\n"), JSON.stringify(body).slice(0, 500)).toEqual([]);
   };
   /** Sends a request and checks that its answer is one the document lists for it, with a body its schema accepts. */
-  const exchange = async (docPath: string, method: string, actualPath: string, init: { body?: string | object; key?: string | null } = {}) => {
+  const exchange = async (docPath: string, method: string, actualPath: string, init: Send = {}) => {
     const res = await call(method.toUpperCase(), actualPath, init);
     const body: unknown = await res.json();
     expectConforms(responseSchema(docPath, method, res.status), body);
@@ -200,13 +202,14 @@ describe("OpenAPI document of the agent API", () => {
     }
   });
 
-  it("describes the real error bodies of POST /v1/plans: 400, 401, 413, 422", async () => {
-    const cases: { send: { body?: string | object; key?: string | null }; status: number; code: string }[] = [
+  it("describes the real error bodies of POST /v1/plans: 400, 401, 413, 415, 422", async () => {
+    const cases: { send: Send; status: number; code: string }[] = [
       { send: { body: "{not json" }, status: 400, code: "invalid_json" },
       { send: { body: { title: "", actions: [] } }, status: 400, code: "invalid_request" },
       { send: { body: { title: "x", actions: [mergeAction()] }, key: null }, status: 401, code: "unauthorized" },
       { send: { body: { title: "x", actions: [mergeAction()] }, key: "cs_not-a-real-key" }, status: 401, code: "unauthorized" },
       { send: { body: { title: "x", reason: "y".repeat(300 * 1024), actions: [mergeAction()] } }, status: 413, code: "payload_too_large" },
+      { send: { body: { title: "x", actions: [mergeAction()] }, contentType: "text/plain" }, status: 415, code: "unsupported_media_type" },
       { send: { body: { title: "x", actions: [{ ...mergeAction(), target: "erp" }] } }, status: 422, code: "unknown_target" },
       { send: { body: { title: "x", actions: [mergeAction("/contacts/404")] } }, status: 422, code: "preview_failed" },
     ];
@@ -216,6 +219,22 @@ describe("OpenAPI document of the agent API", () => {
     }
     const invalid = await exchange("/v1/plans", "post", "/v1/plans", { body: { title: "x", actions: [mergeAction()], priority: "high" } });
     expect(invalid.body.error.issues).toEqual([{ path: "/priority", message: "unknown field 'priority'" }]);
+  });
+
+  it("is made from the wire contract: every answer code, the 503 of an unreachable database on every call, the signed webhook", () => {
+    const codes = (doc.components.schemas.ErrorCode as { enum?: string[] }).enum;
+    expect([...(codes ?? [])].sort()).toEqual([...ERROR_CODES].sort());
+    expect(codes).toEqual(expect.arrayContaining(["not_a_reader", "database_unavailable", "unsupported_media_type", "internal"]));
+    for (const [path, operations] of Object.entries(doc.paths)) {
+      if (path === "/v1/openapi.json") continue;
+      for (const [method, operation] of Object.entries(operations)) expect({ path, method, has503: "503" in operation.responses }).toEqual({ path, method, has503: true });
+    }
+    const webhook = (doc as unknown as { webhooks: Record<string, { post: Operation }> }).webhooks.planStatusChanged!.post;
+    expect(webhook.requestBody?.content["application/json"]?.schema).toEqual({ $ref: "#/components/schemas/WebhookPayload" });
+    const payload = componentSchema("WebhookPayload");
+    const approval = { userId: "U0ALICE", via: "slack", at: "2026-01-01T00:00:00Z" };
+    expectConforms(payload, { planId: "00000000-0000-4000-8000-000000000000", hash: `sha256:${"a".repeat(64)}`, status: "approved", approvals: [approval] });
+    expect(payload({ planId: "00000000-0000-4000-8000-000000000000", hash: `sha256:${"a".repeat(64)}`, status: "done", approvals: [] })).toBe(false);
   });
 
   describe("the PlanRequest schema and the server agree on examples", () => {
