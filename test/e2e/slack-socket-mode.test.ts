@@ -111,6 +111,11 @@ describe.each(databaseKinds)("Slack door over Socket Mode on $name", (kind) => {
     expect(s.socket.openConnections).toHaveLength(1);
   });
 
+  it("serves no /slack/events: nothing arrives over HTTP in Socket Mode", async () => {
+    const res = await fetch(`${s.server.url}/slack/events`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "payload=%7B%7D" });
+    expect(res.status).toBe(404);
+  });
+
   it("approve → acknowledged envelope → executor applies → the thread tells every step", async () => {
     const { plan, message } = await proposed(s);
     const ack = await click(s, message, "U0ALICE", "approve");
@@ -203,6 +208,9 @@ describe.each(databaseKinds)("Slack door over Socket Mode on $name", (kind) => {
     await waitFor("a new greeted connection", () => s.socket.openConnections.length === 1 && s.socket.openConnections[0]!.id !== oldConnection.id, 60_000);
     expect(s.socket.tickets.length).toBeGreaterThan(ticketsBefore); // it called apps.connections.open again
     expect((await during).acked).toBe(true);
+    const held = s.socket.deliveries.at(-1)!;
+    expect(held.attempts.map((a) => a.connection)).not.toContain(oldConnection.id);
+    expect(held.ack!.connection).not.toBe(oldConnection.id);
     await waitFor("the first approval", async () => (await decisionsOf(s, plan)).length === 1);
 
     const after = await click(s, message, "U0BOB", "approve");
