@@ -1,0 +1,139 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const BUILT_CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+
+/** The command a user runs: the built CLI, or the sources through tsx when dist/ was never built (noted beside each figure). */
+export function countersignCommand(): { args: string[]; note?: string } {
+  if (existsSync(BUILT_CLI)) return { args: [BUILT_CLI] };
+  // tsx resolved here: `--import tsx` would look for it from the child's working directory.
+  return { args: ["--import", import.meta.resolve("tsx"), fileURLToPath(new URL("../src/cli.ts", import.meta.url))], note: "no dist/cli.js: CLI run through tsx; npm run build first" };
+}
+
+/** A clean environment, so the developer's DATABASE_URL or Slack tokens never change what is measured. */
+export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const { PATH, HOME, TMPDIR } = process.env;
+  return { PATH, HOME, TMPDIR, LOG_LEVEL: "warn", ...extra };
+}
+
+/** Seconds from spawn to exit; throws with the output when the exit code is not 0. */
+export function timeToExit(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, args, { cwd: options.cwd ?? ROOT, env: options.env ?? cleanEnv(), stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (d: Buffer) => (output += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (output += d.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      const seconds = (performance.now() - started) / 1000;
+      if (code === 0) resolve(seconds);
+      else reject(new Error(`node ${args.join(" ")} exited ${code}:\n${output}`));
+    });
+  });
+}
+
+export interface Started {
+  child: ChildProcess;
+  /** Seconds from spawn until the output matched `ready`. */
+  readySeconds: number;
+  output(): string;
+  /** SIGINT, as Ctrl-C would; SIGKILL if it has not exited after 30 s. */
+  stop(): Promise<void>;
+}
+
+/** Spawns `node args…` and resolves once its output matches `ready` (or rejects with the output after `timeoutMs`). */
+export function startUntilReady(args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; ready: RegExp; timeoutMs?: number }): Promise<Started> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    let ready = false;
+    const exited = new Promise<void>((r) => child.on("close", () => r()));
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`not ready after ${options.timeoutMs ?? 120_000} ms: node ${args.join(" ")}\n${output}`));
+    }, options.timeoutMs ?? 120_000);
+    const onData = (d: Buffer) => {
+      output += d.toString();
+      if (ready || !options.ready.test(output)) return;
+      ready = true;
+      clearTimeout(timer);
+      resolve({
+        child,
+        readySeconds: (performance.now() - started) / 1000,
+        output: () => output,
+        stop: async () => {
+          if (child.exitCode !== null || child.signalCode !== null) return;
+          const kill = setTimeout(() => child.kill("SIGKILL"), 30_000);
+          child.kill("SIGINT");
+          await exited;
+          clearTimeout(kill);
+        },
+      });
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    void exited.then(() => {
+      clearTimeout(timer);
+      if (!ready) reject(new Error(`exited (${child.exitCode}) before it was ready: node ${args.join(" ")}\n${output}`));
+    });
+  });
+}
+
+/** A process and all its descendants, from /proc (Linux only). */
+export function processTree(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+    } catch {
+      continue; // exited while we listed
+    }
+    // The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
+    const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+  }
+  const tree = [root];
+  for (let i = 0; i < tree.length; i++) tree.push(...(children.get(tree[i]!) ?? []));
+  return tree;
+}
+
+export function rssMb(pid: number): number {
+  try {
+    const kb = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+    return kb ? Number(kb) / 1024 : 0;
+  } catch {
+    return 0; // exited
+  }
+}
+
+export function treeRssMb(root: number): { mb: number; processes: number } {
+  const tree = processTree(root);
+  return { mb: tree.reduce((sum, pid) => sum + rssMb(pid), 0), processes: tree.length };
+}
+
+/**
+ * The tree's RSS once it stops moving: sampled every 500 ms until four samples in a row lie
+ * within 2 % of each other and at least `minProcesses` processes run (the executor child starts
+ * after the banner), or the last sample after `timeoutMs`.
+ */
+export async function settledTreeRssMb(root: number, options: { minProcesses?: number; timeoutMs?: number } = {}): Promise<number> {
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  const samples: number[] = [];
+  for (;;) {
+    const { mb, processes } = treeRssMb(root);
+    if (processes >= (options.minProcesses ?? 1)) samples.push(mb);
+    const last = samples.slice(-4);
+    if (last.length === 4 && Math.max(...last) <= Math.min(...last) * 1.02) return last.at(-1)!;
+    if (Date.now() > deadline) {
+      if (samples.length === 0) throw new Error(`process ${root} never had ${options.minProcesses} processes in its tree`);
+      return samples.at(-1)!;
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
