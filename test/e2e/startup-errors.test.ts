@@ -1,10 +1,10 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, type CliResult } from "../support/cli.ts";
+import { runCli, startCli, type CliResult } from "../support/cli.ts";
 
 const testDatabaseUrl = process.env.TEST_DATABASE_URL;
 
@@ -135,6 +135,46 @@ describe("startup failures name the variable and the fix", () => {
       expect(result.stderr).not.toContain("s3cret-pw"); // the URL is named without its password
     }
   }, 60_000);
+
+  it("start checks its executor's config first: a target without a write block stops it before anything runs", async () => {
+    const cwd = mkdtempSync(path.join(dir, "start-nowrite-"));
+    writeFileSync(path.join(cwd, "countersign.yml"), "defaults: { approvers: [U0ALICE] }\ntargets:\n  crm:\n    adapter: http.json\n    baseUrl: http://127.0.0.1:4010\n");
+    const result = await runCli(["start"], { cwd, env: { PORT: "0" } });
+    expect(result.code, result.stdout + result.stderr).toBe(1);
+    expect(result.stderr).toContain("the executor that 'start' runs");
+    expect(result.stderr).toContain("targets.crm.write: is missing");
+    expect(result.stderr).not.toMatch(/^\s+at /m);
+    expect(result.stdout).not.toContain("Countersign is running");
+  }, 120_000);
+
+  it("start stops, exit 1 naming why, when its executor dies; the demo target keeps its URL and data across the restart", async () => {
+    const cwd = mkdtempSync(path.join(dir, "start-"));
+    const first = await startCli(["start"], { cwd, env: { PORT: "0" }, ready: /Ctrl-C stops everything/, timeoutMs: 120_000 });
+    const look = /^ {2}curl -s (http:\/\/127\.0\.0\.1:\d+)\/contacts\/1 -H 'Authorization: Bearer ([0-9a-f]+)'$/m;
+    const [, targetUrl, readToken] = look.exec(first.output())!;
+    expect(targetUrl, first.output()).toBeDefined();
+    // A change lands on the target (here written directly with the demo's write token, as the executor would).
+    const saved = JSON.parse(readFileSync(path.join(cwd, ".countersign", "demo-target.json"), "utf8")) as { writeToken: string };
+    const written = await fetch(`${targetUrl}/contacts/1`, { method: "PATCH", headers: { authorization: `Bearer ${saved.writeToken}`, "content-type": "application/json" }, body: JSON.stringify({ email: "ana@landed.example" }) });
+    expect(written.status).toBe(200);
+
+    const pid = Number(/executor: pid (\d+)/.exec(first.output())![1]);
+    process.kill(pid, "SIGKILL");
+    const code = first.child.exitCode ?? (await new Promise<number | null>((resolve) => first.child.once("exit", (c) => resolve(c))));
+    expect(code, first.output()).toBe(1);
+    expect(first.output()).toContain(`the executor (pid ${pid}) was killed by SIGKILL; without it no approved plan is applied, so Countersign stops too`);
+
+    const second = await startCli(["start"], { cwd, env: { PORT: "0" }, ready: /Ctrl-C stops everything/, timeoutMs: 120_000 });
+    try {
+      expect(second.output()).toContain(`curl -s ${targetUrl}/contacts/1 -H 'Authorization: Bearer ${readToken}'`);
+      const read = await fetch(`${targetUrl}/contacts/1`, { headers: { authorization: `Bearer ${readToken}` } });
+      expect(((await read.json()) as { email: string }).email).toBe("ana@landed.example");
+      const refused = await fetch(`${targetUrl}/contacts/1`, { method: "PATCH", headers: { authorization: `Bearer ${readToken}`, "content-type": "application/json" }, body: "{}" });
+      expect(refused.status).toBe(403); // the printed token only reads
+    } finally {
+      expect(await second.stop()).toBe(0);
+    }
+  }, 300_000);
 
   describe.skipIf(!testDatabaseUrl)("on PostgreSQL", () => {
     let admin: postgres.Sql;
