@@ -1,21 +1,17 @@
 import { asc, eq } from "drizzle-orm";
 import { auditEvents } from "../store/schema.ts";
+import type { Actor, AuditEvent } from "../wire/agent-api.ts";
 import type { AgentIdentity } from "./authenticate-agent.ts";
 import type { ServiceContext } from "./context.ts";
 import { ownPlanRow } from "./get-plan.ts";
 
-export interface AuditEventView {
-  id: number;
-  type: string;
-  actor: unknown;
-  data: unknown;
-  at: string;
-  hash: string;
-}
+/** An audit event as the agent API shows it (the wire contract's AuditEvent). */
+export type AuditEventView = AuditEvent;
 
 /** A plan's audit trail, oldest first. */
 export async function listPlanEvents(ctx: ServiceContext, agent: AgentIdentity, planId: string): Promise<AuditEventView[]> {
   await ownPlanRow(ctx, agent, planId);
   const rows = await ctx.database.db.select().from(auditEvents).where(eq(auditEvents.planId, planId)).orderBy(asc(auditEvents.id));
-  return rows.map((e) => ({ id: e.id, type: e.type, actor: e.actor, data: e.data, at: e.at.toISOString(), hash: e.hash }));
+  // The columns hold what appendAudit wrote: an Actor, and an object of event data.
+  return rows.map((e) => ({ id: e.id, type: e.type, actor: e.actor as Actor, data: e.data as AuditEvent["data"], at: e.at.toISOString(), hash: e.hash }));
 }
