@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { StartupError } from "../config/startup-errors.ts";
 
 /** What a running server leaves in its embedded data dir so the CLI can reach it instead of opening the dir twice. */
 export interface ServerFile {
@@ -35,7 +36,7 @@ export function runningServer(dataDir: string): ServerFile | undefined {
 export function claimDataDir(dataDir: string): { adminToken: string; publish(url: string): void; release(): void } {
   const holder = runningServer(dataDir);
   if (holder && holder.pid !== process.pid) {
-    throw new Error(`another Countersign (pid ${holder.pid}, ${holder.url}) is using ${dataDir}; stop it first, or set COUNTERSIGN_DATA_DIR to another directory`);
+    throw new StartupError("COUNTERSIGN_DATA_DIR", `another Countersign (pid ${holder.pid}, ${holder.url}) is using ${dataDir}; stop it first, or set COUNTERSIGN_DATA_DIR to another directory`);
   }
   mkdirSync(dataDir, { recursive: true });
   const adminToken = randomBytes(32).toString("base64url");

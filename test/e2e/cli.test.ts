@@ -128,9 +128,11 @@ describe("countersign CLI", () => {
       const added = await runCli(["agents", "add", "second-agent"], { cwd });
       expect(added.code, added.stderr).toBe(0);
       expect(lastLine(added.stdout)).toMatch(/^csk_/);
+      writeFileSync(path.join(cwd, "countersign.yml"), "# serve needs a config file\n");
       const second = await runCli(["serve"], { cwd, env: { PORT: String(Number(port) + 1) } });
       expect(second.code).toBe(1);
-      expect(second.stderr).toMatch(/another Countersign \(pid \d+.*\) is using/);
+      expect(second.stderr).toMatch(/COUNTERSIGN_DATA_DIR: another Countersign \(pid \d+.*\) is using/);
+      expect(second.stderr).not.toMatch(/^\s+at /m);
     } finally {
       expect(await app.stop()).toBe(0);
     }
