@@ -17,9 +17,10 @@ export const CLI_ENTRY = path.join(DIST, "cli.js");
  * Bundles src/cli.ts into dist/ (leaving dist/client/ alone); throws naming what failed.
  * Safe while the previous build runs (a test run rebuilds while another spawns the CLI): each
  * file is replaced by a rename, chunks before the entry that imports them, and a superseded
- * chunk is removed only once no process can still be starting from it.
+ * chunk is removed only once it is `keepSupersededMs` old, when no process can still be
+ * starting from it (0 for a build that is packed, so the package carries no stale chunk).
  */
-export async function buildCli() {
+export async function buildCli({ keepSupersededMs = 10 * 60_000 } = {}) {
   const result = await build({
     absWorkingDir: ROOT,
     entryPoints: { cli: "src/cli.ts" },
@@ -56,10 +57,10 @@ export async function buildCli() {
     renameSync(temporary, file.path);
     written.add(path.basename(file.path));
   }
-  const superseded = Date.now() - 10 * 60_000;
+  const superseded = Date.now() - keepSupersededMs;
   for (const name of readdirSafe(DIST)) {
     const full = path.join(DIST, name);
-    if (name.endsWith(".js") && !written.has(name) && statSync(full).mtimeMs < superseded) rmSync(full, { force: true });
+    if (name.endsWith(".js") && !written.has(name) && statSync(full).mtimeMs <= superseded) rmSync(full, { force: true });
   }
 }
 
@@ -118,8 +119,7 @@ function readdirSafe(dir) {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const started = performance.now();
   try {
-    rmSync(DIST, { recursive: true, force: true });
-    await buildCli();
+    await buildCli({ keepSupersededMs: 0 });
     buildClient();
   } catch (err) {
     console.error(`countersign build: ${err.message}`);
