@@ -5,6 +5,7 @@ import addFormats from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
 import { runServer, type RunningServer } from "../../src/server/run-server.ts";
+import { agentApi } from "../../src/server/agent-api.ts";
 import { openApiDocument } from "../../src/server/openapi.ts";
 import { ERROR_CODES } from "../../src/wire/agent-api.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
@@ -152,6 +153,15 @@ describe("OpenAPI document of the agent API", () => {
     const submit = doc.paths["/v1/plans"]!.post!;
     expect(Object.keys(submit.responses).sort()).toEqual(expect.arrayContaining(["200", "201", "400", "401", "409", "413", "422"]));
     expect(submit.requestBody?.content["application/json"]?.schema).toEqual({ $ref: "#/components/schemas/PlanRequest" });
+  });
+
+  it("documents exactly the routes the agent API serves, each method and path", () => {
+    const served = agentApi(server.ctx)
+      .routes.filter((r) => r.method !== "ALL") // middleware (authentication)
+      .map((r) => `${r.method.toLowerCase()} /v1${r.path.replace(/:(\w+)/g, "{$1}")}`);
+    const documented = Object.entries(doc.paths).flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method} ${path}`));
+    expect(served.length).toBeGreaterThanOrEqual(6);
+    expect([...new Set(served)].sort()).toEqual(documented.sort());
   });
 
   it("describes the real 201 of POST /v1/plans, and the 200 of its idempotent retry", async () => {
