@@ -1,5 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { cancelPlan } from "../../src/service/cancel-plan.ts";
 import { claimApproved } from "../../src/service/claim-approved.ts";
 import { decide } from "../../src/service/decide.ts";
@@ -7,31 +7,22 @@ import { heartbeatClaim } from "../../src/service/heartbeat-claim.ts";
 import { reportOutcome } from "../../src/service/report-outcome.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { verifyAudit } from "../../src/service/verify-audit.ts";
-import type { Database } from "../../src/store/db.ts";
 import { databaseKinds } from "../support/databases.ts";
-import { mergeRequest, openHarness, type Harness } from "../support/harness.ts";
+import { useHarness } from "../support/use-harness.ts";
+import { mergeRequest } from "../support/harness.ts";
 
 /** The database's own guards: append-only tables, an allowlist of plan columns that may move, one way to delete. */
 describe.each(databaseKinds)("database guards on $name", (kind) => {
-  let database: Database;
-  let h: Harness;
-  beforeAll(async () => {
-    database = await kind.open();
-    h = await openHarness(database, { sinks: ["slack.post"] });
-  });
-  afterAll(async () => {
-    await h?.close();
-    await database?.close();
-  });
+  const h = useHarness(kind, { sinks: ["slack.post"] });
 
-  const run = (statement: SQL) => database.db.execute(statement);
+  const run = (statement: SQL) => h.database.db.execute(statement);
   /** What the database said: drizzle wraps it as the `cause` of its "Failed query" error. */
   const refusal = (work: Promise<unknown>) =>
     work.then(
       () => { throw new Error("the statement was not refused"); },
       (err: Error) => (err.cause instanceof Error ? err.cause.message : err.message),
     );
-  const count = async (statement: SQL) => Number((await database.rows<{ n: number | string }>(statement))[0]!.n);
+  const count = async (statement: SQL) => Number((await h.database.rows<{ n: number | string }>(statement))[0]!.n);
 
   async function approvedPlan() {
     const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ title: `guarded ${Math.random()}` }));
@@ -73,14 +64,14 @@ describe.each(databaseKinds)("database guards on $name", (kind) => {
     expect(await refusal(run(sql`UPDATE plans SET ${assignment} WHERE id = ${plan.id}`))).toMatch(
       new RegExp(`plan ${plan.id} is immutable: .*refused a change to ${column};`),
     );
-    const [row] = await database.rows<{ hash: string; status: string }>(sql`SELECT hash, status FROM plans WHERE id = ${plan.id}`);
+    const [row] = await h.database.rows<{ hash: string; status: string }>(sql`SELECT hash, status FROM plans WHERE id = ${plan.id}`);
     expect(row).toEqual({ hash: plan.hash, status: "pending" });
   });
 
   it("refuses a change to a lifecycle column when it comes with a change to a fixed one", async () => {
     const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest());
     expect(await refusal(run(sql`UPDATE plans SET status = 'cancelled', preview = '{}' WHERE id = ${plan.id}`))).toMatch(/refused a change to preview;/);
-    expect((await database.rows<{ status: string }>(sql`SELECT status FROM plans WHERE id = ${plan.id}`))[0]!.status).toBe("pending");
+    expect((await h.database.rows<{ status: string }>(sql`SELECT status FROM plans WHERE id = ${plan.id}`))[0]!.status).toBe("pending");
   });
 
   it("keeps a grant fixed once issued", async () => {
@@ -108,7 +99,7 @@ describe.each(databaseKinds)("database guards on $name", (kind) => {
     const rejected = await rejectedPlan();
     const { plan: cancelled } = await submitPlan(h.ctx, h.agent, mergeRequest({ title: "cancelled" }));
     await cancelPlan(h.ctx, h.agent, cancelled.id);
-    const statuses = await database.rows<{ id: string; status: string }>(
+    const statuses = await h.database.rows<{ id: string; status: string }>(
       sql`SELECT id, status FROM plans WHERE id IN (${approved.id}, ${rejected.id}, ${cancelled.id})`,
     );
     expect(Object.fromEntries(statuses.map((r) => [r.id, r.status]))).toMatchObject({
@@ -128,7 +119,7 @@ describe.each(databaseKinds)("database guards on $name", (kind) => {
       expect(await count(sql`SELECT count(*) AS n FROM outbox WHERE plan_id = ${old.id}`)).toBeGreaterThan(0);
       const auditBefore = await count(sql`SELECT count(*) AS n FROM audit_events`);
 
-      const [{ purged }] = (await database.rows<{ purged: number }>(
+      const [{ purged }] = (await h.database.rows<{ purged: number }>(
         sql`SELECT countersign_purge_plans(${cutoff.toISOString()}::timestamptz, 'retention: 30 days') AS purged`,
       )) as [{ purged: number }];
 
@@ -143,7 +134,7 @@ describe.each(databaseKinds)("database guards on $name", (kind) => {
       expect(await count(sql`SELECT count(*) AS n FROM audit_events`)).toBe(auditBefore);
       expect(await verifyAudit(h.ctx)).toMatchObject({ ok: true });
 
-      const [record] = await database.rows<{ reason: string; plans: number; decisions: number; outbox: number; by_role: string; before: string | Date }>(
+      const [record] = await h.database.rows<{ reason: string; plans: number; decisions: number; outbox: number; by_role: string; before: string | Date }>(
         sql`SELECT reason, plans, decisions, outbox, by_role, before FROM purges ORDER BY id DESC LIMIT 1`,
       );
       expect(record).toMatchObject({ reason: "retention: 30 days", plans: Number(purged) });
@@ -159,7 +150,7 @@ describe.each(databaseKinds)("database guards on $name", (kind) => {
       // A cutoff before the survivor was decided: the purge runs, and leaves it.
       const cutoff = new Date(h.clock.now().getTime() - 3_600_000).toISOString();
       expect(await refusal(
-        database.db.transaction(async (tx) => {
+        h.database.db.transaction(async (tx) => {
           await tx.execute(sql`SELECT countersign_purge_plans(${cutoff}::timestamptz, 'tidy up')`);
           await tx.execute(sql`DELETE FROM decisions WHERE plan_id = ${survivor.id}`);
         }),
@@ -171,7 +162,7 @@ describe.each(databaseKinds)("database guards on $name", (kind) => {
       const role = `cs_guest_${Math.random().toString(36).slice(2, 10)}`;
       // Everything happens in a transaction that is rolled back: the role never outlives the test.
       const said = await refusal(
-        database.db.transaction(async (tx) => {
+        h.database.db.transaction(async (tx) => {
           await tx.execute(sql.raw(`CREATE ROLE ${role}`));
           await tx.execute(sql.raw(`GRANT USAGE ON SCHEMA public TO ${role}`));
           await tx.execute(sql.raw(`SET LOCAL ROLE ${role}`));
@@ -192,13 +183,13 @@ describe.each(databaseKinds)("database guards on $name", (kind) => {
     });
   });
 
-  // Last: the added column stays on this file's database.
+  // Last: the added column stays on this file's h.database.
   it("a column added later is immutable until it is named as one that may change (fail closed)", async () => {
     const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest());
     await run(sql`ALTER TABLE plans ADD COLUMN future_column text`);
     expect(await refusal(run(sql`UPDATE plans SET future_column = 'surprise' WHERE id = ${plan.id}`))).toMatch(/refused a change to future_column;/);
     // The lifecycle still moves with the new column in place.
     await cancelPlan(h.ctx, h.agent, plan.id);
-    expect((await database.rows<{ status: string }>(sql`SELECT status FROM plans WHERE id = ${plan.id}`))[0]!.status).toBe("cancelled");
+    expect((await h.database.rows<{ status: string }>(sql`SELECT status FROM plans WHERE id = ${plan.id}`))[0]!.status).toBe("cancelled");
   });
 });

@@ -7,60 +7,39 @@ import { expireDue } from "../../src/service/expire-due.ts";
 import { getPlan } from "../../src/service/get-plan.ts";
 import type { PlanView } from "../../src/service/plan-view.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
-import type { Database } from "../../src/store/db.ts";
 import { auditEvents, decisions, plans } from "../../src/store/schema.ts";
 import { databaseKinds } from "../support/databases.ts";
+import { refusal } from "../support/refusal.ts";
+import { useHarness, type HarnessView } from "../support/use-harness.ts";
 import { mergeRequest, openHarness, type Harness } from "../support/harness.ts";
 
 const WRONG_HASH = "sha256:" + "0".repeat(64);
 
-async function refusal(promise: Promise<unknown>): Promise<ServiceError> {
-  let outcome: unknown;
-  try {
-    outcome = await promise;
-  } catch (err) {
-    if (err instanceof ServiceError) return err;
-    throw err;
-  }
-  throw new Error(`expected a ServiceError, got a result: ${JSON.stringify(outcome).slice(0, 300)}`);
-}
-
 describe.each(databaseKinds)("decide on $name", (kind) => {
-  let database: Database;
   /** Quorum 1, approvers U0ALICE, U0BOB, U0CAROL. */
-  let h: Harness;
+  const h = useHarness(kind);
+  const h2 = h.another({ defaults: { requiredApprovals: 2 } });
   /** Quorum 2. */
-  let h2: Harness;
   let seq = 0;
 
-  beforeAll(async () => {
-    database = await kind.open();
-    h = await openHarness(database);
-    h2 = await openHarness(database, { defaults: { requiredApprovals: 2 } });
-  });
-  afterAll(async () => {
-    await h?.close();
-    await h2?.close();
-    await database?.close();
-  });
 
   /** A fresh plan with a title of its own, so every test decides on a plan nobody else touches. */
-  async function newPlan(harness: Harness = h, overrides: Record<string, unknown> = {}): Promise<PlanView> {
+  async function newPlan(harness: HarnessView = h, overrides: Record<string, unknown> = {}): Promise<PlanView> {
     const { plan } = await submitPlan(harness.ctx, harness.agent, mergeRequest({ title: `decide test plan ${++seq}`, ...overrides }));
     return plan;
   }
 
   async function snapshot(planId: string) {
-    const [row] = await database.db.select({ status: plans.status, updatedAt: plans.updatedAt, rejectReason: plans.rejectReason }).from(plans).where(eq(plans.id, planId));
+    const [row] = await h.database.db.select({ status: plans.status, updatedAt: plans.updatedAt, rejectReason: plans.rejectReason }).from(plans).where(eq(plans.id, planId));
     return {
       row,
-      decisions: await database.db.$count(decisions, eq(decisions.planId, planId)),
-      events: await database.db.$count(auditEvents, eq(auditEvents.planId, planId)),
+      decisions: await h.database.db.$count(decisions, eq(decisions.planId, planId)),
+      events: await h.database.db.$count(auditEvents, eq(auditEvents.planId, planId)),
     };
   }
 
   /** Asserts the decision is refused with `code` and that nothing about the plan changed. */
-  async function expectRefused(harness: Harness, input: DecideInput, code: ErrorCode): Promise<ServiceError> {
+  async function expectRefused(harness: HarnessView, input: DecideInput, code: ErrorCode): Promise<ServiceError> {
     const before = await snapshot(input.planId);
     const err = await refusal(decide(harness.ctx, input));
     expect(err.code).toBe(code);
@@ -216,7 +195,7 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
     let hg: Harness;
     const failing = new Set<string>();
     beforeAll(async () => {
-      hg = await openHarness(database, { defaults: { approvers: ["U0ALICE", "S0REVIEWERS"] } });
+      hg = await openHarness(h.database, { defaults: { approvers: ["U0ALICE", "S0REVIEWERS"] } });
       hg.ctx.directory = {
         async membersOf(group) {
           if (failing.has(group)) throw new Error("Slack answered 500");
@@ -283,7 +262,7 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
       expect(view.status).toBe("approved");
       expect(view.approvals.map((a) => a.userId)).toEqual(["U0ALICE", "U0BOB"]);
 
-      const events = await database.db.select({ type: auditEvents.type }).from(auditEvents).where(eq(auditEvents.planId, plan.id)).orderBy(asc(auditEvents.id));
+      const events = await h.database.db.select({ type: auditEvents.type }).from(auditEvents).where(eq(auditEvents.planId, plan.id)).orderBy(asc(auditEvents.id));
       expect(events.map((e) => e.type)).toEqual(["plan.submitted", "decision.approve", "decision.approve", "plan.approved"]);
     });
 
@@ -349,7 +328,7 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
       const view = await getPlan(h.ctx, h.agent, plan.id);
       expect(view.rejection).toEqual({ userId: "U0CAROL", via: "slack", reason: "ticket 4411 was closed", at: decidedAt.toISOString() });
       expect(view.approvals).toEqual([]);
-      const events = await database.db.select().from(auditEvents).where(eq(auditEvents.planId, plan.id)).orderBy(asc(auditEvents.id));
+      const events = await h.database.db.select().from(auditEvents).where(eq(auditEvents.planId, plan.id)).orderBy(asc(auditEvents.id));
       expect(events.map((e) => e.type)).toEqual(["plan.submitted", "plan.rejected"]);
       expect(events[1]!.actor).toEqual({ type: "user", userId: "U0CAROL", via: "slack" });
       expect(events[1]!.data).toEqual({ reason: "ticket 4411 was closed" });
@@ -366,7 +345,7 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
       const plan = await newPlan();
       const decidedAt = h.clock.now();
       await decide(h.ctx, approve(plan, "U0BOB", { actor: { userId: "U0BOB", via: "slack" } }));
-      const events = await database.db.select().from(auditEvents).where(eq(auditEvents.planId, plan.id)).orderBy(asc(auditEvents.id));
+      const events = await h.database.db.select().from(auditEvents).where(eq(auditEvents.planId, plan.id)).orderBy(asc(auditEvents.id));
       expect(events.map((e) => e.type)).toEqual(["plan.submitted", "decision.approve", "plan.approved"]);
       expect(events[1]!.actor).toEqual({ type: "user", userId: "U0BOB", via: "slack" });
       expect(events[1]!.data).toEqual({ approvals: 1, requiredApprovals: 1 });
@@ -382,7 +361,7 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
       h2.clock.advance(7);
       const t2 = h2.clock.now();
       await decide(h2.ctx, approve(plan, "U0CAROL", { actor: { userId: "U0CAROL", via: "web" } }));
-      const rows = await database.db.select().from(decisions).where(eq(decisions.planId, plan.id)).orderBy(asc(decisions.id));
+      const rows = await h.database.db.select().from(decisions).where(eq(decisions.planId, plan.id)).orderBy(asc(decisions.id));
       expect(rows.map((r) => ({ planHash: r.planHash, userId: r.userId, via: r.via, verdict: r.verdict, reason: r.reason, decidedAt: r.decidedAt.toISOString(), expiresAt: r.expiresAt.toISOString() }))).toEqual([
         { planHash: plan.hash, userId: "U0ALICE", via: "slack", verdict: "approve", reason: null, decidedAt: t1.toISOString(), expiresAt: plan.expiresAt },
         { planHash: plan.hash, userId: "U0CAROL", via: "web", verdict: "approve", reason: null, decidedAt: t2.toISOString(), expiresAt: plan.expiresAt },
@@ -397,7 +376,7 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
     it("a reject row stores its reason, hash and via", async () => {
       const plan = await newPlan();
       await decide(h.ctx, { ...reject(plan, "U0ALICE", "duplicate"), actor: { userId: "U0ALICE", via: "web" } });
-      const rows = await database.db.select().from(decisions).where(eq(decisions.planId, plan.id));
+      const rows = await h.database.db.select().from(decisions).where(eq(decisions.planId, plan.id));
       expect(rows).toHaveLength(1);
       expect(rows[0]).toMatchObject({ planHash: plan.hash, userId: "U0ALICE", via: "web", verdict: "reject", reason: "duplicate" });
     });

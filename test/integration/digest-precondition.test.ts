@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { readResource } from "../../src/adapters/http-json.ts";
 import { applyHttpJson } from "../../src/adapters/http-json-apply.ts";
 import { createReadOnlyHttp } from "../../src/adapters/read-only-http.ts";
@@ -11,22 +11,15 @@ import { submitPlan } from "../../src/service/submit-plan.ts";
 import { planMessageOf } from "../../src/slack/deliver.ts";
 import { renderPlanMessage } from "../../src/slack/render.ts";
 import { reviewPlan } from "../../src/service/review-plan.ts";
-import type { Database } from "../../src/store/db.ts";
 import { databaseKinds } from "../support/databases.ts";
-import { openHarness, targetConfig, testGrantKeys, WRITE_TOKEN, type Harness } from "../support/harness.ts";
+import { useHarness } from "../support/use-harness.ts";
+import { targetConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
 
 /** A target that gives no ETag: refused by default (scenario 7), accepted as a weaker digest precondition when configured. */
 describe.each(databaseKinds)("digest preconditions on $name", (kind) => {
-  let database: Database;
-  let h: Harness;
+  const h = useHarness(kind, { targets: (url) => ({ crm: targetConfig(url), plain: targetConfig(url, { precondition: "digest" }) }) });
   beforeAll(async () => {
-    database = await kind.open();
-    h = await openHarness(database, { targets: (url) => ({ crm: targetConfig(url), plain: targetConfig(url, { precondition: "digest" }) }) });
     h.target.omitEtag = true;
-  });
-  afterAll(async () => {
-    await h?.close();
-    await database?.close();
   });
 
   const request = (target: string, path: string) => ({ title: "no etag", actions: [{ kind: "http.json", target, path, op: "merge", body: { email: "new@example.com" } }] });

@@ -1,15 +1,15 @@
 import { eq } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { runExecutor } from "../../src/executor/run-executor.ts";
 import { executorServer } from "../../src/executor/server-client.ts";
 import type { Outcome } from "../../src/plan/outcome.ts";
 import { createApp } from "../../src/server/app.ts";
 import { decide } from "../../src/service/decide.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
-import type { Database } from "../../src/store/db.ts";
 import { plans } from "../../src/store/schema.ts";
 import { databaseKinds } from "../support/databases.ts";
-import { mergeRequest, openHarness, silentLogger, targetConfig, testGrantKeys, WRITE_TOKEN, type Harness } from "../support/harness.ts";
+import { useHarness } from "../support/use-harness.ts";
+import { mergeRequest, silentLogger, targetConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
 import { waitFor } from "../support/wait-for.ts";
 
 const EXECUTOR_TOKEN = "executor-token-for-reports";
@@ -20,18 +20,11 @@ const EXECUTOR_TOKEN = "executor-token-for-reports";
  * document that cannot be hashed must end the plan as failed, not leave it `executing`.
  */
 describe.each(databaseKinds)("executor reports on $name", (kind) => {
-  let database: Database;
-  let h: Harness;
+  const h = useHarness(kind);
   let app: ReturnType<typeof createApp>;
 
   beforeAll(async () => {
-    database = await kind.open();
-    h = await openHarness(database);
     app = createApp(h.ctx, { executorToken: EXECUTOR_TOKEN });
-  });
-  afterAll(async () => {
-    await h?.close();
-    await database?.close();
   });
 
   /** Submits and approves a plan, runs one executor until the plan leaves `approved`/`executing`, and returns the row. */
@@ -50,7 +43,7 @@ describe.each(databaseKinds)("executor reports on $name", (kind) => {
     });
     try {
       return await waitFor("the plan to reach a final status", async () => {
-        const [row] = await database.db.select().from(plans).where(eq(plans.id, plan.id));
+        const [row] = await h.database.db.select().from(plans).where(eq(plans.id, plan.id));
         return row && !["approved", "executing"].includes(row.status) ? row : undefined;
       }, 60_000);
     } finally {

@@ -1,12 +1,11 @@
 import { and, asc, eq } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { addAgent } from "../../src/service/add-agent.ts";
 import { auditEventHash, GENESIS_HASH } from "../../src/service/audit.ts";
 import type { AgentIdentity } from "../../src/service/authenticate-agent.ts";
 import { cancelPlan } from "../../src/service/cancel-plan.ts";
 import type { ServiceContext } from "../../src/service/context.ts";
 import { decide } from "../../src/service/decide.ts";
-import { ServiceError } from "../../src/service/errors.ts";
 import { expireDue } from "../../src/service/expire-due.ts";
 import { getPlan } from "../../src/service/get-plan.ts";
 import { listPlanEvents } from "../../src/service/list-events.ts";
@@ -14,38 +13,21 @@ import { deliverDue, type DeliveryPolicy, type OutboxHandler, type PlanEvent } f
 import type { PlanView } from "../../src/service/plan-view.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { waitForPlan } from "../../src/service/wait-for-plan.ts";
-import type { Database } from "../../src/store/db.ts";
 import { auditEvents, decisions, outbox, plans } from "../../src/store/schema.ts";
 import { databaseKinds } from "../support/databases.ts";
-import { mergeRequest, openHarness, type Harness } from "../support/harness.ts";
-
-async function refusal(promise: Promise<unknown>): Promise<ServiceError> {
-  let outcome: unknown;
-  try {
-    outcome = await promise;
-  } catch (err) {
-    if (err instanceof ServiceError) return err;
-    throw err;
-  }
-  throw new Error(`expected a ServiceError, got a result: ${JSON.stringify(outcome).slice(0, 300)}`);
-}
+import { refusal } from "../support/refusal.ts";
+import { useHarness } from "../support/use-harness.ts";
+import { mergeRequest } from "../support/harness.ts";
 
 describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
-  let database: Database;
   /** Quorum 1, every plan event also goes to the "test" outbox sink. */
-  let h: Harness;
+  const h = useHarness(kind, { sinks: ["test"] });
   let intruder: AgentIdentity;
   let seq = 0;
 
   beforeAll(async () => {
-    database = await kind.open();
-    h = await openHarness(database, { sinks: ["test"] });
     const other = await addAgent(h.ctx, { name: "intruder" });
     intruder = { id: other.id, name: other.name };
-  });
-  afterAll(async () => {
-    await h?.close();
-    await database?.close();
   });
 
   async function newPlan(overrides: Record<string, unknown> = {}, ctx: ServiceContext = h.ctx): Promise<PlanView> {
@@ -53,9 +35,9 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
     return plan;
   }
   const statusOf = async (planId: string) =>
-    (await database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, planId)))[0]?.status;
+    (await h.database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, planId)))[0]?.status;
   const eventTypes = async (planId: string) =>
-    (await database.db.select({ type: auditEvents.type }).from(auditEvents).where(eq(auditEvents.planId, planId)).orderBy(asc(auditEvents.id))).map((e) => e.type);
+    (await h.database.db.select({ type: auditEvents.type }).from(auditEvents).where(eq(auditEvents.planId, planId)).orderBy(asc(auditEvents.id))).map((e) => e.type);
   const approveAs = (plan: PlanView, userId: string) =>
     decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId, via: "web" }, verdict: "approve" });
   const rejectAs = (plan: PlanView, userId: string, reason: string) =>
@@ -68,7 +50,7 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
       expect(view.status).toBe("cancelled");
       expect(await statusOf(plan.id)).toBe("cancelled");
       expect(await eventTypes(plan.id)).toEqual(["plan.submitted", "plan.cancelled"]);
-      const [event] = await database.db.select().from(auditEvents).where(and(eq(auditEvents.planId, plan.id), eq(auditEvents.type, "plan.cancelled")));
+      const [event] = await h.database.db.select().from(auditEvents).where(and(eq(auditEvents.planId, plan.id), eq(auditEvents.type, "plan.cancelled")));
       expect(event!.actor).toEqual({ type: "agent", agentId: h.agent.id, name: h.agent.name });
     });
 
@@ -131,7 +113,7 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
 
       expect(await expireDue(h.ctx)).toEqual([]);
       expect(await eventTypes(due.id)).toEqual(["plan.submitted", "plan.expired"]);
-      const [event] = await database.db.select().from(auditEvents).where(and(eq(auditEvents.planId, due.id), eq(auditEvents.type, "plan.expired")));
+      const [event] = await h.database.db.select().from(auditEvents).where(and(eq(auditEvents.planId, due.id), eq(auditEvents.type, "plan.expired")));
       expect(event!.actor).toEqual({ type: "system", process: "sweeper" });
 
       // 600 s in: the later plan's TTL and the approved plan's grant (600 s) have both run out.
@@ -241,7 +223,7 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
     });
 
     it("the audit log is one hash chain that recomputes", async () => {
-      const rows = await database.db.select().from(auditEvents).orderBy(asc(auditEvents.id));
+      const rows = await h.database.db.select().from(auditEvents).orderBy(asc(auditEvents.id));
       expect(rows.length).toBeGreaterThan(10);
       let prev = GENESIS_HASH;
       for (const e of rows) {
@@ -254,7 +236,7 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
 
   describe("outbox", () => {
     const outboxRows = (planId: string, kindName = "test") =>
-      database.db.select().from(outbox).where(and(eq(outbox.planId, planId), eq(outbox.kind, kindName))).orderBy(asc(outbox.id));
+      h.database.db.select().from(outbox).where(and(eq(outbox.planId, planId), eq(outbox.kind, kindName))).orderBy(asc(outbox.id));
 
     it("every plan event writes one outbox row per sink, matching the audit trail", async () => {
       const approved = await newPlan();
@@ -292,10 +274,10 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
     it("writes one row for each configured sink; webhooks only for plans that asked for them", async () => {
       const ctx = { ...h.ctx, sinks: ["slack", "webhook"] };
       const plain = await newPlan({}, ctx);
-      const plainRows = await database.db.select().from(outbox).where(eq(outbox.planId, plain.id));
+      const plainRows = await h.database.db.select().from(outbox).where(eq(outbox.planId, plain.id));
       expect(plainRows.map((r) => r.kind)).toEqual(["slack"]);
       const hooked = await newPlan({ callbackUrl: "http://127.0.0.1:9/hook" }, ctx);
-      const hookedRows = await database.db.select().from(outbox).where(eq(outbox.planId, hooked.id));
+      const hookedRows = await h.database.db.select().from(outbox).where(eq(outbox.planId, hooked.id));
       expect(hookedRows.map((r) => r.kind).sort()).toEqual(["slack", "webhook"]);
     });
 
@@ -305,7 +287,7 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
       const broken: ServiceContext = { ...h.ctx, sinks: ["test", "bro\u0000ken"] };
       await expect(decide(broken, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" })).rejects.toThrow();
       expect(await statusOf(plan.id)).toBe("pending");
-      expect(await database.db.$count(decisions, eq(decisions.planId, plan.id))).toBe(0);
+      expect(await h.database.db.$count(decisions, eq(decisions.planId, plan.id))).toBe(0);
       expect(await eventTypes(plan.id)).toEqual(["plan.submitted"]);
       expect(await outboxRows(plan.id)).toHaveLength(1);
 
@@ -313,9 +295,9 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
       expect(await statusOf(plan.id)).toBe("pending");
       expect(await eventTypes(plan.id)).toEqual(["plan.submitted"]);
 
-      const rows = await database.db.$count(plans);
+      const rows = await h.database.db.$count(plans);
       await expect(submitPlan(broken, h.agent, mergeRequest({ title: "never stored" }))).rejects.toThrow();
-      expect(await database.db.$count(plans)).toBe(rows);
+      expect(await h.database.db.$count(plans)).toBe(rows);
 
       // With a working sink the same decision goes through.
       expect((await approveAs(plan, "U0ALICE")).status).toBe("approved");
@@ -346,7 +328,7 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
         expect(seen.filter((s) => s.planId === two.id).map((s) => s.type)).toEqual(["plan.submitted", "plan.cancelled"]);
         expect(seen.every((s) => s.attempts === 1)).toBe(true);
 
-        const rows = await database.db.select().from(outbox).where(eq(outbox.kind, "deliver-order")).orderBy(asc(outbox.id));
+        const rows = await h.database.db.select().from(outbox).where(eq(outbox.kind, "deliver-order")).orderBy(asc(outbox.id));
         expect(rows).toHaveLength(5);
         // The handler is told which row it delivers, as the number the type promises.
         expect([...seen.map((s) => s.id)].sort((x, y) => x - y)).toEqual(rows.map((r) => r.id));

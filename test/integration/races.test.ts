@@ -1,47 +1,36 @@
 import { and, eq, inArray } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { cancelPlan } from "../../src/service/cancel-plan.ts";
 import { decide, type DecideResult } from "../../src/service/decide.ts";
 import { ServiceError } from "../../src/service/errors.ts";
 import { expireDue } from "../../src/service/expire-due.ts";
 import type { PlanView } from "../../src/service/plan-view.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
-import type { Database } from "../../src/store/db.ts";
 import { auditEvents, decisions, plans } from "../../src/store/schema.ts";
 import { postgresKind } from "../support/databases.ts";
-import { mergeRequest, openHarness, type Harness } from "../support/harness.ts";
+import { useHarness, type HarnessView } from "../support/use-harness.ts";
+import { mergeRequest } from "../support/harness.ts";
 
 const APPROVERS_20 = Array.from({ length: 20 }, (_, i) => `U0APPR${String(i + 1).padStart(2, "0")}`);
 
 /** Races need real concurrent connections: PostgreSQL only (PGlite runs one query at a time). */
 describe.skipIf(!postgresKind)("races on postgres", () => {
-  let database: Database;
   /** Quorum 1 among 20 approvers. */
-  let h1: Harness;
+  const h1 = useHarness(postgresKind!, { defaults: { approvers: APPROVERS_20, requiredApprovals: 1 } });
+  const h20 = h1.another({ defaults: { approvers: APPROVERS_20, requiredApprovals: 20 } });
   /** Quorum 20 among 20 approvers. */
-  let h20: Harness;
   let seq = 0;
 
-  beforeAll(async () => {
-    database = await postgresKind!.open();
-    h1 = await openHarness(database, { defaults: { approvers: APPROVERS_20, requiredApprovals: 1 } });
-    h20 = await openHarness(database, { defaults: { approvers: APPROVERS_20, requiredApprovals: 20 } });
-  });
-  afterAll(async () => {
-    await h1?.close();
-    await h20?.close();
-    await database?.close();
-  });
 
-  async function newPlan(h: Harness, overrides: Record<string, unknown> = {}): Promise<PlanView> {
+  async function newPlan(h: HarnessView, overrides: Record<string, unknown> = {}): Promise<PlanView> {
     const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ title: `race plan ${++seq}`, ...overrides }));
     return plan;
   }
   const countEvents = (planId: string, type: string) =>
-    database.db.$count(auditEvents, and(eq(auditEvents.planId, planId), eq(auditEvents.type, type)));
-  const countDecisions = (planId: string) => database.db.$count(decisions, eq(decisions.planId, planId));
+    h1.database.db.$count(auditEvents, and(eq(auditEvents.planId, planId), eq(auditEvents.type, type)));
+  const countDecisions = (planId: string) => h1.database.db.$count(decisions, eq(decisions.planId, planId));
   const statusOf = async (planId: string) =>
-    (await database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, planId)))[0]?.status;
+    (await h1.database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, planId)))[0]?.status;
 
   function split<T>(results: PromiseSettledResult<T>[]): { won: T[]; lost: unknown[] } {
     return {
@@ -66,7 +55,7 @@ describe.skipIf(!postgresKind)("races on postgres", () => {
     expect(await countDecisions(plan.id)).toBe(1);
     expect(await countEvents(plan.id, "decision.approve")).toBe(1);
     expect(await countEvents(plan.id, "plan.approved")).toBe(1);
-    const [row] = await database.db.select().from(decisions).where(eq(decisions.planId, plan.id));
+    const [row] = await h1.database.db.select().from(decisions).where(eq(decisions.planId, plan.id));
     expect(row!.userId).toBe(won[0]!.approvals[0]);
   });
 
@@ -155,9 +144,9 @@ describe.skipIf(!postgresKind)("races on postgres", () => {
     expect(fromA.filter((id) => fromB.includes(id))).toEqual([]);
     expect([...fromA, ...fromB].sort()).toEqual([...ids].sort());
 
-    const statuses = await database.db.select({ id: plans.id, status: plans.status }).from(plans).where(inArray(plans.id, ids));
+    const statuses = await h1.database.db.select({ id: plans.id, status: plans.status }).from(plans).where(inArray(plans.id, ids));
     expect(statuses.every((s) => s.status === "expired")).toBe(true);
-    const events = await database.db.select({ planId: auditEvents.planId }).from(auditEvents)
+    const events = await h1.database.db.select({ planId: auditEvents.planId }).from(auditEvents)
       .where(and(inArray(auditEvents.planId, ids), eq(auditEvents.type, "plan.expired")));
     expect(events).toHaveLength(30);
     expect(new Set(events.map((e) => e.planId)).size).toBe(30);
@@ -176,7 +165,7 @@ describe.skipIf(!postgresKind)("races on postgres", () => {
     expect(new Set(won.map((r) => r.plan.hash)).size).toBe(1);
     expect(won.filter((r) => r.created)).toHaveLength(1);
 
-    const rows = await database.db.select({ id: plans.id }).from(plans).where(and(eq(plans.agentId, h1.agent.id), eq(plans.idempotencyKey, "race-key-1")));
+    const rows = await h1.database.db.select({ id: plans.id }).from(plans).where(and(eq(plans.agentId, h1.agent.id), eq(plans.idempotencyKey, "race-key-1")));
     expect(rows).toEqual([{ id: [...ids][0] }]);
     expect(await countEvents([...ids][0]!, "plan.submitted")).toBe(1);
   });

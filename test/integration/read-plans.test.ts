@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { ApproverDirectory } from "../../src/service/approver-groups.ts";
 import type { ServiceContext } from "../../src/service/context.ts";
 import { decide } from "../../src/service/decide.ts";
@@ -7,9 +7,9 @@ import type { PlanView } from "../../src/service/plan-view.ts";
 import { plansWaitingFor } from "../../src/service/plans-for-person.ts";
 import { listPlansForReview, reviewPlan } from "../../src/service/review-plan.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
-import type { Database } from "../../src/store/db.ts";
 import { databaseKinds } from "../support/databases.ts";
-import { mergeRequest, openHarness, targetConfig, type Harness } from "../support/harness.ts";
+import { useHarness } from "../support/use-harness.ts";
+import { mergeRequest, targetConfig } from "../support/harness.ts";
 
 /**
  * An in-memory user group directory: the same port Slack's usergroups.users.list sits behind,
@@ -37,9 +37,11 @@ async function refusalCode(promise: Promise<unknown>): Promise<ErrorCode> {
 }
 
 describe.each(databaseKinds)("who may read, and what waits for whom, on $name", (kind) => {
-  let database: Database;
   /** crm: approvers Alice, Bob, Carol (quorum 2); hr: approvers Dave and user group S0HR. */
-  let h: Harness;
+  const h = useHarness(kind, {
+    defaults: { requiredApprovals: 2 },
+    targets: (url) => ({ crm: targetConfig(url), hr: targetConfig(url, { policy: { approvers: ["U0DAVE", "S0HR"], requiredApprovals: 1 } }) }),
+  });
   let directory: TestDirectory;
   /** browser.readers: Rita-the-reader and group S0AUDIT; admins: Oscar and group S0OPS. */
   let narrowed: ServiceContext;
@@ -47,20 +49,11 @@ describe.each(databaseKinds)("who may read, and what waits for whom, on $name", 
   let hrPlan: PlanView;
 
   beforeAll(async () => {
-    database = await kind.open();
-    h = await openHarness(database, {
-      defaults: { requiredApprovals: 2 },
-      targets: (url) => ({ crm: targetConfig(url), hr: targetConfig(url, { policy: { approvers: ["U0DAVE", "S0HR"], requiredApprovals: 1 } }) }),
-    });
     directory = new TestDirectory({ S0HR: ["U0HANNA", "U0REQUESTER"], S0AUDIT: ["U0AUDREY"], S0OPS: ["U0OLIVE"] });
     h.ctx.directory = directory;
     narrowed = { ...h.ctx, config: { ...h.ctx.config, browser: { ...h.ctx.config.browser, readers: ["U0READER", "S0AUDIT"] }, admins: ["U0OSCAR", "S0OPS"] } };
     crmPlan = (await submitPlan(h.ctx, h.agent, mergeRequest({ title: "crm plan" }))).plan;
     hrPlan = (await submitPlan(h.ctx, h.agent, mergeRequest({ title: "hr plan", actions: [{ kind: "http.json", target: "hr", path: "/contacts/2", op: "merge", body: { name: "B. Costa" } }] }))).plan;
-  });
-  afterAll(async () => {
-    await h?.close();
-    await database?.close();
   });
 
   const listed = async (ctx: ServiceContext, userId: string) => (await listPlansForReview(ctx, { userId })).map((p) => p.plan.title).filter((t) => t === "crm plan" || t === "hr plan").sort();

@@ -1,5 +1,5 @@
 import { and, asc, eq } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { fingerprint, SHA256_PATTERN } from "../../src/plan/fingerprint.ts";
 import type { Json } from "../../src/plan/json.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
@@ -7,57 +7,31 @@ import { ServiceError } from "../../src/service/errors.ts";
 import { getPlan } from "../../src/service/get-plan.ts";
 import { planView } from "../../src/service/plan-view.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
-import type { Database } from "../../src/store/db.ts";
 import { auditEvents, plans } from "../../src/store/schema.ts";
 import { databaseKinds } from "../support/databases.ts";
-import { APPROVERS, mergeRequest, openHarness, READ_TOKEN, targetConfig, WRITE_TOKEN, type Harness } from "../support/harness.ts";
-
-/** The ServiceError a promise rejects with; fails the test if it resolves or throws anything else. */
-async function refusal(promise: Promise<unknown>): Promise<ServiceError> {
-  let outcome: unknown;
-  try {
-    outcome = await promise;
-  } catch (err) {
-    if (err instanceof ServiceError) return err;
-    throw err;
-  }
-  throw new Error(`expected a ServiceError, got a result: ${JSON.stringify(outcome).slice(0, 300)}`);
-}
+import { refusal } from "../support/refusal.ts";
+import { useHarness } from "../support/use-harness.ts";
+import { APPROVERS, mergeRequest, READ_TOKEN, targetConfig, WRITE_TOKEN } from "../support/harness.ts";
 
 describe.each(databaseKinds)("submitPlan on $name", (kind) => {
-  let database: Database;
-  let h: Harness;
+  const h = useHarness(kind);
   /** Same database; crm plus a target nobody listens on. */
-  let hDown: Harness;
+  const hDown = h.another({
+    targets: (url) => ({ crm: targetConfig(url), down: targetConfig("http://127.0.0.1:1", { timeoutMs: 3000 }) }),
+  });
   /** Same database; two targets over the same server with different policy overrides. */
-  let hMulti: Harness;
+  const hMulti = h.another({
+    defaults: { approvers: ["U0ALICE", "U0BOB", "U0CAROL", "U0DAVE"] },
+    targets: (url) => ({
+      crm: targetConfig(url, { policy: { approvers: ["U0CAROL", "U0ALICE", "U0BOB"], requiredApprovals: 1, ttl: { default: 900, max: 3600 } } }),
+      billing: targetConfig(url, { policy: { approvers: ["U0DAVE", "U0CAROL", "U0BOB"], requiredApprovals: 2, ttl: { default: 600, max: 86_400 } } }),
+    }),
+  });
   /** Same database; the requester is the only approver. */
-  let hSolo: Harness;
+  const hSolo = h.another({ defaults: { approvers: ["U0ALICE"], requiredApprovals: 1 } });
 
-  const planCount = () => database.db.$count(plans);
+  const planCount = () => h.database.db.$count(plans);
 
-  beforeAll(async () => {
-    database = await kind.open();
-    h = await openHarness(database);
-    hDown = await openHarness(database, {
-      targets: (url) => ({ crm: targetConfig(url), down: targetConfig("http://127.0.0.1:1", { timeoutMs: 3000 }) }),
-    });
-    hMulti = await openHarness(database, {
-      defaults: { approvers: ["U0ALICE", "U0BOB", "U0CAROL", "U0DAVE"] },
-      targets: (url) => ({
-        crm: targetConfig(url, { policy: { approvers: ["U0CAROL", "U0ALICE", "U0BOB"], requiredApprovals: 1, ttl: { default: 900, max: 3600 } } }),
-        billing: targetConfig(url, { policy: { approvers: ["U0DAVE", "U0CAROL", "U0BOB"], requiredApprovals: 2, ttl: { default: 600, max: 86_400 } } }),
-      }),
-    });
-    hSolo = await openHarness(database, { defaults: { approvers: ["U0ALICE"], requiredApprovals: 1 } });
-  });
-  afterAll(async () => {
-    await h?.close();
-    await hDown?.close();
-    await hMulti?.close();
-    await hSolo?.close();
-    await database?.close();
-  });
 
   it("stores a pending plan and answers with its hash, expiry, review URL, document and preview", async () => {
     const submittedAt = h.clock.now();
@@ -111,7 +85,7 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
     });
 
     // What is stored is exactly what was hashed, and reads back the same.
-    const [row] = await database.db.select().from(plans).where(eq(plans.id, plan.id));
+    const [row] = await h.database.db.select().from(plans).where(eq(plans.id, plan.id));
     expect(row!.hash).toBe(plan.hash);
     expect(row!.status).toBe("pending");
     expect(row!.agentId).toBe(h.agent.id);
@@ -313,9 +287,9 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
     expect(second.plan.id).toBe(first.plan.id);
     expect(second.plan.hash).toBe(first.plan.hash);
     expect(second.plan.expiresAt).toBe(first.plan.expiresAt);
-    const rows = await database.db.select({ id: plans.id }).from(plans).where(eq(plans.idempotencyKey, "key-same-body"));
+    const rows = await h.database.db.select({ id: plans.id }).from(plans).where(eq(plans.idempotencyKey, "key-same-body"));
     expect(rows).toEqual([{ id: first.plan.id }]);
-    const submitted = await database.db.select().from(auditEvents).where(and(eq(auditEvents.planId, first.plan.id), eq(auditEvents.type, "plan.submitted")));
+    const submitted = await h.database.db.select().from(auditEvents).where(and(eq(auditEvents.planId, first.plan.id), eq(auditEvents.type, "plan.submitted")));
     expect(submitted).toHaveLength(1);
   });
 
@@ -353,7 +327,7 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
   it("writes a plan.submitted audit event in the same breath", async () => {
     const submittedAt = h.clock.now();
     const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ title: "Audited" }));
-    const events = await database.db.select().from(auditEvents).where(eq(auditEvents.planId, plan.id)).orderBy(asc(auditEvents.id));
+    const events = await h.database.db.select().from(auditEvents).where(eq(auditEvents.planId, plan.id)).orderBy(asc(auditEvents.id));
     expect(events.map((e) => e.type)).toEqual(["plan.submitted"]);
     expect(events[0]!.actor).toEqual({ type: "agent", agentId: h.agent.id, name: h.agent.name });
     expect(events[0]!.data).toEqual({ title: "Audited", expiresAt: plan.expiresAt });
@@ -400,18 +374,9 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
 });
 
 describe.each(databaseKinds)("risk levels on $name", (kind) => {
-  let database: Database;
-  let h: Harness;
-  beforeAll(async () => {
-    database = await kind.open();
-    h = await openHarness(database, {
-      defaults: { highRisk: { requiredApprovals: 2, ttlMax: 600 } },
-      targets: (url) => ({ crm: targetConfig(url, { policy: { riskByOp: { delete: "high" } } }) }),
-    });
-  });
-  afterAll(async () => {
-    await h?.close();
-    await database?.close();
+  const h = useHarness(kind, {
+    defaults: { highRisk: { requiredApprovals: 2, ttlMax: 600 } },
+    targets: (url) => ({ crm: targetConfig(url, { policy: { riskByOp: { delete: "high" } } }) }),
   });
 
   it("a high-risk plan records its risk and the rule, needs more approvals and gets less time", async () => {
@@ -425,18 +390,11 @@ describe.each(databaseKinds)("risk levels on $name", (kind) => {
 });
 
 describe.each(databaseKinds)("submitPlan refuses what cannot be hashed or stored, on $name", (kind) => {
-  let database: Database;
-  let h: Harness;
-  const planCount = () => database.db.$count(plans);
+  const h = useHarness(kind);
+  const planCount = () => h.database.db.$count(plans);
 
   beforeAll(async () => {
-    database = await kind.open();
-    h = await openHarness(database);
     h.ctx.config.webhooks.allowedHosts = ["hooks.example.com"];
-  });
-  afterAll(async () => {
-    await h?.close();
-    await database?.close();
   });
 
   it.each<[string, Record<string, unknown>, string, RegExp]>([
@@ -525,8 +483,8 @@ describe.each(databaseKinds)("submitPlan refuses what cannot be hashed or stored
     const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ title: "Pay \u202E01$\u202C to Ana", actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { note: "\u2066x\u2069" } }] }));
     expect(plan.plan.title).toBe("Pay \u202E01$\u202C to Ana");
     expect(fingerprint(plan.plan)).toBe(plan.hash);
-    const [row] = await database.db.select().from(plans).where(eq(plans.id, plan.id));
-    const shown = await planView(database.db, h.ctx.config.publicUrl, row!, "reviewer", h.ctx.redaction);
+    const [row] = await h.database.db.select().from(plans).where(eq(plans.id, plan.id));
+    const shown = await planView(h.database.db, h.ctx.config.publicUrl, row!, "reviewer", h.ctx.redaction);
     expect(shown.plan.title).toBe("Pay ⟨U+202E⟩01$⟨U+202C⟩ to Ana");
     expect(shown.preview.actions[0]!.after).toMatchObject({ note: "⟨U+2066⟩x⟨U+2069⟩" });
     expect(shown.preview.actions[0]!.changes).toContainEqual({ path: "/note", to: "⟨U+2066⟩x⟨U+2069⟩" });

@@ -24,10 +24,13 @@ function later<T extends object>(what: string, value: () => T | undefined): T {
   });
 }
 
-export interface SuiteHarness extends Omit<Harness, "close"> {
+/** A harness as tests use it; the suite that opened it closes it. */
+export type HarnessView = Omit<Harness, "close">;
+
+export interface SuiteHarness extends HarnessView {
   database: Database;
   /** Another harness (own config, clock, target and agent) on the same database, opened and closed with this one. */
-  another(options: HarnessOptions): Omit<Harness, "close">;
+  another(options: HarnessOptions): HarnessView;
 }
 
 /**
