@@ -20,7 +20,7 @@ import { OIDC_START_PATH } from "../web/oidc-routes.tsx";
 import { claimDataDir } from "./data-dir-lock.ts";
 import { every, outageAwareReport } from "./every.ts";
 import { resolveGrantKey } from "./grant-key.ts";
-import { listenStartupError } from "../config/startup-errors.ts";
+import { listenStartupError, StartupError } from "../config/startup-errors.ts";
 import { openMigrated } from "../store/open-migrated.ts";
 import type { SigningKey } from "../grant/keys.ts";
 
@@ -83,7 +83,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     const handlers: Record<string, OutboxHandler> = { ...options.outboxHandlers, webhook: webhookSink(ctx), ...(slack ? { slack: slack.deliver } : {}) };
 
     const oidc = config.browser.oidc && { ...config.browser.oidc, teamId: config.browser.oidc.teamId ?? slack?.teamId ?? "" };
-    if (oidc && !oidc.teamId) throw new Error("browser.oidc.teamId is not set and Slack is not configured to take the bot token's team from; set browser.oidc.teamId");
+    if (oidc && !oidc.teamId) throw new StartupError("browser.oidc.teamId", "is not set, and Slack's auth.test named no team to default to; set the team id (T…) whose people may sign in");
     const app = createApp(ctx, {
       ...(slack?.handle ? { slackHandler: slack.handle } : {}),
       ...(dataDirClaim ? { adminToken: dataDirClaim.adminToken } : {}),
