@@ -1,17 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { Countersign, CountersignError, type PlanRequestInput } from "../../src/client/index.ts";
-import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
-import { runServer, type RunningServer } from "../../src/server/run-server.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
 import { decide } from "../../src/service/decide.ts";
-import type { Database } from "../../src/store/db.ts";
 import { databaseKinds } from "../support/databases.ts";
-import { READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys } from "../support/harness.ts";
+import { useServer } from "../support/use-harness.ts";
 
 describe.each(databaseKinds)("the TypeScript client against a real server on $name", (kind) => {
-  let database: Database;
-  let target: JsonResourceServer;
-  let server: RunningServer;
+  const s = useServer(kind, { seed: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`/contacts/${i}`, { id: i, email: "old@example.com" }])) });
   let client: Countersign;
   let n = 0;
   const request = (): PlanRequestInput => ({
@@ -21,16 +16,7 @@ describe.each(databaseKinds)("the TypeScript client against a real server on $na
   });
 
   beforeAll(async () => {
-    database = await kind.open();
-    target = new JsonResourceServer({ seed: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`/contacts/${i}`, { id: i, email: "old@example.com" }])), readTokens: [READ_TOKEN] });
-    await target.start();
-    server = await runServer({ config: testConfig({ crm: targetConfig(target.url) }), logger: silentLogger, database, grantKey: (await testGrantKeys()).signing });
-    client = new Countersign({ url: server.url + "/", key: (await addAgent(server.ctx, { name: "client-agent" })).key });
-  });
-  afterAll(async () => {
-    await server?.close();
-    await target?.stop();
-    await database?.close();
+    client = new Countersign({ url: s.server.url + "/", key: (await addAgent(s.server.ctx, { name: "client-agent" })).key });
   });
 
   it("submits, reads back and cancels a plan", async () => {
@@ -44,7 +30,7 @@ describe.each(databaseKinds)("the TypeScript client against a real server on $na
   it("waits for the outcome: a rejection with its reason", async () => {
     const plan = await client.submitPlan(request());
     const waiting = client.waitForOutcome(plan.id, { timeoutMs: 30_000 });
-    await decide(server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "reject", reason: "not today" });
+    await decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "reject", reason: "not today" });
     await expect(waiting).resolves.toMatchObject({ id: plan.id, status: "rejected", reason: "not today", approvals: [] });
   });
 
@@ -62,7 +48,7 @@ describe.each(databaseKinds)("the TypeScript client against a real server on $na
     expect(refused).toBeInstanceOf(CountersignError);
     expect(refused).toMatchObject({ code: "unknown_target", status: 422, issues: [{ path: "/actions/0/target" }] });
     await expect(client.getPlan("00000000-0000-4000-8000-000000000000")).rejects.toMatchObject({ code: "not_found", status: 404 });
-    await expect(new Countersign({ url: server.url, key: "csk_wrong" }).getPlan("x")).rejects.toMatchObject({ code: "unauthorized", status: 401 });
+    await expect(new Countersign({ url: s.server.url, key: "csk_wrong" }).getPlan("x")).rejects.toMatchObject({ code: "unauthorized", status: 401 });
     await expect(new Countersign({ url: "http://127.0.0.1:1", key: "k" }).getPlan("x")).rejects.toMatchObject({ code: "network" });
   });
 });

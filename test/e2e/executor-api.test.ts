@@ -1,29 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runServer, type RunningServer } from "../../src/server/run-server.ts";
-import type { Database } from "../../src/store/db.ts";
+import { afterAll, describe, expect, it } from "vitest";
+import { runServer } from "../../src/server/run-server.ts";
 import { pglite } from "../support/databases.ts";
+import { useServer } from "../support/use-harness.ts";
 import { silentLogger, testConfig, testGrantKeys } from "../support/harness.ts";
 
 const TOKEN = "executor-token-0123456789abcdef";
 
 describe("executor API: authentication and refusals", () => {
-  let database: Database;
-  let server: RunningServer;
+  const s = useServer(pglite, { config: () => ({ ...testConfig({}), executorToken: TOKEN }) });
   const post = (path: string, init: { token?: string | null; body?: string } = {}) =>
-    fetch(`${server.url}/v1/executor${path}`, {
+    fetch(`${s.server.url}/v1/executor${path}`, {
       method: "POST",
       headers: { ...(init.token === null ? {} : { authorization: `Bearer ${init.token ?? TOKEN}` }), "content-type": "application/json" },
       ...(init.body !== undefined ? { body: init.body } : {}),
     });
   const code = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;
 
-  beforeAll(async () => {
-    database = await pglite.open();
-    server = await runServer({ config: { ...testConfig({}), executorToken: TOKEN }, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing });
-  });
   afterAll(async () => {
-    await server?.close();
-    await database?.close();
   });
 
   it("refuses a missing or wrong token", async () => {
@@ -63,7 +56,7 @@ describe("executor API: authentication and refusals", () => {
   });
 
   it("is off when the server has no executor token", async () => {
-    const other = await runServer({ config: testConfig({}), logger: silentLogger, database, grantKey: (await testGrantKeys()).signing });
+    const other = await runServer({ config: testConfig({}), logger: silentLogger, database: s.database, grantKey: (await testGrantKeys()).signing });
     try {
       const res = await fetch(`${other.url}/v1/executor/claim?wait=0`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } });
       expect(res.status).toBe(401);

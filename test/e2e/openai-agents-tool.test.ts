@@ -3,17 +3,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Countersign, type PlanRequestInput, type PlanView } from "../../src/client/index.ts";
 import { countersignTool } from "../../src/client/openai-agents.ts";
-import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
 import { runExecutor } from "../../src/executor/run-executor.ts";
 import { executorServer } from "../../src/executor/server-client.ts";
 import { loadVerifyingKeys } from "../../src/grant/keys.ts";
-import { runServer, type RunningServer } from "../../src/server/run-server.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
 import { decide } from "../../src/service/decide.ts";
 import { expireDue } from "../../src/service/expire-due.ts";
-import type { Database } from "../../src/store/db.ts";
 import { pglite } from "../support/databases.ts";
-import { READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
+import { useServer } from "../support/use-harness.ts";
+import { silentLogger, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
 import { waitFor } from "../support/wait-for.ts";
 
 const EXECUTOR_TOKEN = "executor-token-0123456789abcdef";
@@ -30,13 +28,17 @@ class RecordingClient extends Countersign {
 
 /**
  * The Agents SDK tool, invoked as the SDK's runner would (no model, no network beyond the
- * local server): proposals go to a real server, people decide through the service, and a real
- * executor applies approved plans to a real target.
+ * local s.server): proposals go to a real s.server, people decide through the service, and a real
+ * executor applies approved plans to a real s.target.
  */
 describe("countersignTool for the OpenAI Agents SDK", () => {
-  let database: Database;
-  let target: JsonResourceServer;
-  let server: RunningServer;
+  const s = useServer(pglite, {
+    seed: Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`/contacts/${i}`, { id: i, email: `c${i}@old.example` }])),
+    // The server reads the target only; the write header is the executor's alone.
+    config: (url) => ({ ...testConfig({ crm: targetConfig(url) }), executorToken: EXECUTOR_TOKEN }),
+    // The sweeper never runs by itself: expiry is provoked by hand.
+    run: { sweepMs: 3_600_000, clock: () => new Date(Date.now() + clockOffsetMs) },
+  });
   let executor: { stop(): Promise<void> };
   let client: RecordingClient;
   /** The server's clock runs this far ahead of the real one. */
@@ -70,36 +72,22 @@ describe("countersignTool for the OpenAI Agents SDK", () => {
     return { result, proposed };
   };
   const reject = (plan: PlanView, reason: string) =>
-    decide(server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0BOB", via: "slack" }, verdict: "reject", reason });
-  const approve = (plan: PlanView) => decide(server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
+    decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0BOB", via: "slack" }, verdict: "reject", reason });
+  const approve = (plan: PlanView) => decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
 
   beforeAll(async () => {
-    database = await pglite.open();
-    target = new JsonResourceServer({
-      seed: Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`/contacts/${i}`, { id: i, email: `c${i}@old.example` }])),
-      readTokens: [READ_TOKEN],
-      writeToken: WRITE_TOKEN,
-    });
-    await target.start();
-    // The server reads the target only; the write header is the executor's alone.
-    const config = { ...testConfig({ crm: targetConfig(target.url) }), executorToken: EXECUTOR_TOKEN };
-    // The sweeper never runs by itself: expiry is provoked by hand.
-    server = await runServer({ config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, clock: () => new Date(Date.now() + clockOffsetMs) });
     executor = runExecutor({
-      server: executorServer(server.url, EXECUTOR_TOKEN),
+      server: executorServer(s.server.url, EXECUTOR_TOKEN),
       keys: await loadVerifyingKeys((await testGrantKeys()).publicPem),
       environment: "test",
-      targets: { crm: targetConfig(target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } }) },
+      targets: { crm: targetConfig(s.target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } }) },
       logger: silentLogger,
     });
-    client = new RecordingClient({ url: server.url, key: (await addAgent(server.ctx, { name: "openai-agent" })).key });
+    client = new RecordingClient({ url: s.server.url, key: (await addAgent(s.server.ctx, { name: "openai-agent" })).key });
   });
 
   afterAll(async () => {
     await executor?.stop();
-    await server?.close();
-    await target?.stop();
-    await database?.close();
   });
 
   it("is a strict SDK function tool over the zod parameters, telling the model it only proposes", () => {
@@ -117,28 +105,28 @@ describe("countersignTool for the OpenAI Agents SDK", () => {
     const { result, proposed } = invoke(makeTool(), { contactId: 1, email: "ana@new.example" });
     const plan = await proposed;
     expect(plan.status).toBe("pending");
-    expect(target.get("/contacts/1")).toEqual({ id: 1, email: "c1@old.example" });
+    expect(s.target.get("/contacts/1")).toEqual({ id: 1, email: "c1@old.example" });
     await approve(plan);
     expect(await result).toBe("applied");
-    expect(target.get("/contacts/1")).toEqual({ id: 1, email: "ana@new.example" });
+    expect(s.target.get("/contacts/1")).toEqual({ id: 1, email: "ana@new.example" });
   });
 
   it("rejected → \"rejected: <reason>\", and nothing is written", async () => {
-    const writes = target.writes().length;
+    const writes = s.target.writes().length;
     const { result, proposed } = invoke(makeTool(), { contactId: 2, email: "x@new.example" });
     await reject(await proposed, "wrong customer");
     expect(await result).toBe("rejected: wrong customer");
-    expect(target.writes().length).toBe(writes);
-    expect(target.get("/contacts/2")).toEqual({ id: 2, email: "c2@old.example" });
+    expect(s.target.writes().length).toBe(writes);
+    expect(s.target.get("/contacts/2")).toEqual({ id: 2, email: "c2@old.example" });
   });
 
   it("target changed after the preview → \"stale: target changed, re-plan\"", async () => {
     const { result, proposed } = invoke(makeTool(), { contactId: 3, email: "x@new.example" });
     const plan = await proposed;
-    target.set("/contacts/3", { id: 3, email: "someone-else@example.com" });
+    s.target.set("/contacts/3", { id: 3, email: "someone-else@example.com" });
     await approve(plan);
     expect(await result).toBe("stale: target changed, re-plan");
-    expect(target.get("/contacts/3")).toEqual({ id: 3, email: "someone-else@example.com" });
+    expect(s.target.get("/contacts/3")).toEqual({ id: 3, email: "someone-else@example.com" });
   });
 
   it("withdrawn → \"cancelled\"", async () => {
@@ -184,7 +172,7 @@ describe("countersignTool for the OpenAI Agents SDK", () => {
     const { result, proposed } = invoke(makeTool((args) => ({ ...emailPlan(args), ttlSeconds: 60 })), { contactId: 8, email: "x@new.example" });
     const plan = await proposed;
     clockOffsetMs += 61_000;
-    expect(await expireDue(server.ctx)).toContain(plan.id);
+    expect(await expireDue(s.server.ctx)).toContain(plan.id);
     expect(await result).toBe("expired");
   });
 });

@@ -2,16 +2,13 @@ import { readFileSync } from "node:fs";
 import { compileErrors, validate as validateOpenApi } from "@readme/openapi-parser";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
-import { runServer, type RunningServer } from "../../src/server/run-server.ts";
+import { beforeAll, describe, expect, it } from "vitest";
 import { agentApi } from "../../src/server/agent-api.ts";
 import { openApiDocument } from "../../src/server/openapi.ts";
 import { ERROR_CODES } from "../../src/wire/agent-api.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
-import type { Database } from "../../src/store/db.ts";
 import { pglite } from "../support/databases.ts";
-import { READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
+import { useServer } from "../support/use-harness.ts";
 
 interface Operation {
   security?: unknown[];
@@ -45,16 +42,14 @@ function readmeRoutes(): { method: string; path: string; query: string[] }[] {
 }
 
 describe("OpenAPI document of the agent API", () => {
-  let database: Database;
-  let target: JsonResourceServer;
-  let server: RunningServer;
+  const s = useServer(pglite, { seed: { "/contacts/1": { id: 1, email: "ana@old.example" }, "/contacts/2": { id: 2, email: "bruno@example.com" } } });
   let key: string;
   let doc: OpenApiDoc;
   let ajv: Ajv2020;
 
   type Send = { body?: string | object; key?: string | null; contentType?: string };
   const call = (method: string, path: string, init: Send = {}) =>
-    fetch(server.url + path, {
+    fetch(s.server.url + path, {
       method,
       headers: { ...(init.key === null ? {} : { authorization: `Bearer ${init.key ?? key}` }), "content-type": init.contentType ?? "application/json" },
       ...(init.body !== undefined ? { body: typeof init.body === "string" ? init.body : JSON.stringify(init.body) } : {}),
@@ -86,17 +81,9 @@ describe("OpenAPI document of the agent API", () => {
   const mergeAction = (path = "/contacts/1") => ({ kind: "http.json", target: "crm", path, op: "merge", body: { email: "ana@new.example" } });
 
   beforeAll(async () => {
-    database = await pglite.open();
-    target = new JsonResourceServer({
-      seed: { "/contacts/1": { id: 1, email: "ana@old.example" }, "/contacts/2": { id: 2, email: "bruno@example.com" } },
-      readTokens: [READ_TOKEN],
-      writeToken: WRITE_TOKEN,
-    });
-    await target.start();
-    server = await runServer({ config: testConfig({ crm: targetConfig(target.url) }), logger: silentLogger, database, grantKey: (await testGrantKeys()).signing });
-    key = (await addAgent(server.ctx, { name: "openapi-agent" })).key;
+    key = (await addAgent(s.server.ctx, { name: "openapi-agent" })).key;
 
-    const res = await fetch(`${server.url}/v1/openapi.json`);
+    const res = await fetch(`${s.server.url}/v1/openapi.json`);
     expect(res.status).toBe(200);
     doc = (await res.json()) as OpenApiDoc;
 
@@ -106,14 +93,9 @@ describe("OpenAPI document of the agent API", () => {
     ajv.addKeyword("components");
     ajv.addSchema({ $id: DOC_ID, paths: doc.paths, components: doc.components });
   });
-  afterAll(async () => {
-    await server?.close();
-    await target?.stop();
-    await database?.close();
-  });
 
   it("is served at /v1/openapi.json without authentication, as the document openApiDocument builds", async () => {
-    const res = await fetch(`${server.url}/v1/openapi.json`);
+    const res = await fetch(`${s.server.url}/v1/openapi.json`);
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^application\/json/);
     expect(await res.json()).toEqual(JSON.parse(JSON.stringify(openApiDocument("http://countersign.test"))));
@@ -156,7 +138,7 @@ describe("OpenAPI document of the agent API", () => {
   });
 
   it("documents exactly the routes the agent API serves, each method and path", () => {
-    const served = agentApi(server.ctx)
+    const served = agentApi(s.server.ctx)
       .routes.filter((r) => r.method !== "ALL") // middleware (authentication)
       .map((r) => `${r.method.toLowerCase()} /v1${r.path.replace(/:(\w+)/g, "{$1}")}`);
     const documented = Object.entries(doc.paths).flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method} ${path}`));

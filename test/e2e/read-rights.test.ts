@@ -1,14 +1,12 @@
 import { createServer } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
-import { runServer, type RunningServer } from "../../src/server/run-server.ts";
+import { beforeAll, describe, expect, it } from "vitest";
 import { addAgent } from "../../src/service/add-agent.ts";
 import { createLoginLink } from "../../src/service/login-links.ts";
 import type { PlanView } from "../../src/service/plan-view.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
-import type { Database } from "../../src/store/db.ts";
 import { databaseKinds } from "../support/databases.ts";
-import { READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
+import { useServer } from "../support/use-harness.ts";
+import { targetConfig, testConfig } from "../support/harness.ts";
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -21,16 +19,23 @@ function freePort(): Promise<number> {
 
 /** browser.readers and admins through the browser door over real HTTP: what each person's pages show. */
 describe.each(databaseKinds)("who may read, in the browser, on $name", (kind) => {
-  let database: Database;
-  let target: JsonResourceServer;
-  let server: RunningServer;
+  const s = useServer(kind, {
+    seed: { "/contacts/1": { id: 1, email: "secret-person@old.example" } },
+    config: async (url) => {
+      const port = await freePort();
+      origin = `http://127.0.0.1:${port}`;
+      const base = testConfig({ crm: targetConfig(url), hr: targetConfig(url, { policy: { approvers: ["U0DAVE"] } }) });
+      return { ...base, port, publicUrl: origin, browser: { ...base.browser, readers: ["U0READER"] }, admins: ["U0ADMIN"] };
+    },
+    run: { hostname: "127.0.0.1", sweepMs: 3_600_000 },
+  });
   let origin: string;
   let crm: PlanView;
   let hr: PlanView;
 
   /** A session cookie for `userId`, from a one-time link spent the way the confirm page spends it. */
   const signIn = async (userId: string): Promise<string> => {
-    const { url } = await createLoginLink(server.ctx, { userId, via: "cli" });
+    const { url } = await createLoginLink(s.server.ctx, { userId, via: "cli" });
     const res = await fetch(url, { method: "POST", redirect: "manual", headers: { origin } });
     expect(res.status).toBe(303);
     const cookie = /cs_session=([^;]+)/.exec(res.headers.get("set-cookie") ?? "")?.[1];
@@ -43,23 +48,10 @@ describe.each(databaseKinds)("who may read, in the browser, on $name", (kind) =>
   };
 
   beforeAll(async () => {
-    database = await kind.open();
-    target = new JsonResourceServer({ seed: { "/contacts/1": { id: 1, email: "secret-person@old.example" } }, readTokens: [READ_TOKEN], writeToken: WRITE_TOKEN });
-    await target.start();
-    const port = await freePort();
-    origin = `http://127.0.0.1:${port}`;
-    const base = testConfig({ crm: targetConfig(target.url), hr: targetConfig(target.url, { policy: { approvers: ["U0DAVE"] } }) });
-    const config = { ...base, port, publicUrl: origin, browser: { ...base.browser, readers: ["U0READER"] }, admins: ["U0ADMIN"] };
-    server = await runServer({ config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing, hostname: "127.0.0.1", sweepMs: 3_600_000 });
-    const agent = await addAgent(server.ctx, { name: "read-rights-agent" });
+    const agent = await addAgent(s.server.ctx, { name: "read-rights-agent" });
     const change = (target: string, title: string) => ({ title, onBehalfOf: "U0REQUESTER", actions: [{ kind: "http.json", target, path: "/contacts/1", op: "merge", body: { email: "new-person@new.example" } }] });
-    crm = (await submitPlan(server.ctx, agent, change("crm", "Crm title visible only to readers"))).plan;
-    hr = (await submitPlan(server.ctx, agent, change("hr", "Hr title visible only to readers"))).plan;
-  });
-  afterAll(async () => {
-    await server?.close();
-    await target?.stop();
-    await database?.close();
+    crm = (await submitPlan(s.server.ctx, agent, change("crm", "Crm title visible only to readers"))).plan;
+    hr = (await submitPlan(s.server.ctx, agent, change("hr", "Hr title visible only to readers"))).plan;
   });
 
   it("someone signed in but not named anywhere gets no plan: an empty list, 403 on each plan page and live stream, nothing of the plan in the answer", async () => {

@@ -2,15 +2,13 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyWebhook, type WebhookPayload } from "../../src/client/index.ts";
-import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
-import { runServer, type RunningServer } from "../../src/server/run-server.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
 import { decide } from "../../src/service/decide.ts";
 import { reviewPlan } from "../../src/service/review-plan.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
-import type { Database } from "../../src/store/db.ts";
 import { databaseKinds } from "../support/databases.ts";
-import { mergeRequest, READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys } from "../support/harness.ts";
+import { useServer } from "../support/use-harness.ts";
+import { mergeRequest, targetConfig, testConfig } from "../support/harness.ts";
 import { waitFor } from "../support/wait-for.ts";
 
 /** An agent's webhook endpoint that records what it receives, and can fail or go away. */
@@ -44,40 +42,33 @@ class Receiver {
 }
 
 describe.each(databaseKinds)("agent webhooks on $name", (kind) => {
-  let database: Database;
-  let target: JsonResourceServer;
-  let server: RunningServer;
+  const s = useServer(kind, {
+    seed: { "/contacts/1": { id: 1, email: "a@old.example" }, "/contacts/2": { id: 2, email: "b@old.example" } },
+    config: async (url) => {
+      receiver = new Receiver();
+      await receiver.start();
+      return {
+        ...testConfig({ crm: targetConfig(url) }),
+        webhooks: { allowedHosts: ["127.0.0.1"], agents: { "hooked-by-config": { callbackUrl: `http://127.0.0.1:${receiver.port}/by-config` } } },
+      };
+    },
+    run: { deliverMs: 50, delivery: { maxAttempts: 5, leaseMs: 10_000, backoffMs: () => 150 } },
+  });
   let receiver: Receiver;
   let agent: { id: string; name: string; webhookSecret: string };
   let defaulted: { id: string; name: string; webhookSecret: string };
 
   beforeAll(async () => {
-    database = await kind.open();
-    target = new JsonResourceServer({ seed: { "/contacts/1": { id: 1, email: "a@old.example" }, "/contacts/2": { id: 2, email: "b@old.example" } }, readTokens: [READ_TOKEN] });
-    await target.start();
-    receiver = new Receiver();
-    await receiver.start();
-    const config = {
-      ...testConfig({ crm: targetConfig(target.url) }),
-      webhooks: { allowedHosts: ["127.0.0.1"], agents: { "hooked-by-config": { callbackUrl: `http://127.0.0.1:${receiver.port}/by-config` } } },
-    };
-    server = await runServer({
-      config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing, deliverMs: 50,
-      delivery: { maxAttempts: 5, leaseMs: 10_000, backoffMs: () => 150 },
-    });
-    agent = await addAgent(server.ctx, { name: "hooked" });
-    defaulted = await addAgent(server.ctx, { name: "hooked-by-config" });
+    agent = await addAgent(s.server.ctx, { name: "hooked" });
+    defaulted = await addAgent(s.server.ctx, { name: "hooked-by-config" });
   });
   afterAll(async () => {
-    await server?.close();
     await receiver?.stop();
-    await target?.stop();
-    await database?.close();
   });
 
   it("POSTs every status change, signed with the agent's secret, in order", async () => {
-    const { plan } = await submitPlan(server.ctx, agent, mergeRequest({ callbackUrl: receiver.url("/ordered") }));
-    await decide(server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "slack" }, verdict: "approve" });
+    const { plan } = await submitPlan(s.server.ctx, agent, mergeRequest({ callbackUrl: receiver.url("/ordered") }));
+    await decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "slack" }, verdict: "approve" });
     await waitFor("two deliveries", () => receiver.statusesFor("/ordered").length >= 2);
     expect(receiver.statusesFor("/ordered")).toEqual(["pending", "approved"]);
     const approved = receiver.received.filter((r) => r.path === "/ordered")[1]!;
@@ -94,8 +85,8 @@ describe.each(databaseKinds)("agent webhooks on $name", (kind) => {
   });
 
   it("sends the reject reason", async () => {
-    const { plan } = await submitPlan(server.ctx, agent, mergeRequest({ callbackUrl: receiver.url("/rejected") }));
-    await decide(server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0BOB", via: "web" }, verdict: "reject", reason: "wrong customer" });
+    const { plan } = await submitPlan(s.server.ctx, agent, mergeRequest({ callbackUrl: receiver.url("/rejected") }));
+    await decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0BOB", via: "web" }, verdict: "reject", reason: "wrong customer" });
     await waitFor("the rejection", () => receiver.statusesFor("/rejected").includes("rejected"));
     const last = receiver.received.filter((r) => r.path === "/rejected").at(-1)!;
     expect(JSON.parse(last.body)).toMatchObject({ status: "rejected", reason: "wrong customer" });
@@ -103,8 +94,8 @@ describe.each(databaseKinds)("agent webhooks on $name", (kind) => {
 
   it("keeps retrying while the receiver fails, and delivers in order once it answers", async () => {
     receiver.answer = 500;
-    const { plan } = await submitPlan(server.ctx, agent, mergeRequest({ callbackUrl: receiver.url("/flaky") }));
-    await decide(server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "slack" }, verdict: "approve" });
+    const { plan } = await submitPlan(s.server.ctx, agent, mergeRequest({ callbackUrl: receiver.url("/flaky") }));
+    await decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "slack" }, verdict: "approve" });
     await new Promise((r) => setTimeout(r, 300));
     expect(receiver.statusesFor("/flaky")).toEqual([]);
     receiver.answer = 200;
@@ -117,7 +108,7 @@ describe.each(databaseKinds)("agent webhooks on $name", (kind) => {
     await away.start();
     const port = away.port;
     await away.stop();
-    const { plan } = await submitPlan(server.ctx, agent, mergeRequest({ callbackUrl: `http://127.0.0.1:${port}/back` }));
+    const { plan } = await submitPlan(s.server.ctx, agent, mergeRequest({ callbackUrl: `http://127.0.0.1:${port}/back` }));
     await new Promise((r) => setTimeout(r, 200)); // at least one attempt meets a closed port
     const back = new Receiver();
     await back.start(port);
@@ -134,9 +125,9 @@ describe.each(databaseKinds)("agent webhooks on $name", (kind) => {
     await dead.start();
     const url = dead.url("/gone");
     await dead.stop();
-    const { plan } = await submitPlan(server.ctx, agent, mergeRequest({ callbackUrl: url }));
+    const { plan } = await submitPlan(s.server.ctx, agent, mergeRequest({ callbackUrl: url }));
     const reviewed = await waitFor("a dead letter", async () => {
-      const r = await reviewPlan(server.ctx, plan.id, { userId: "U0ALICE" });
+      const r = await reviewPlan(s.server.ctx, plan.id, { userId: "U0ALICE" });
       return r.deadDeliveries.length > 0 && r;
     });
     expect(reviewed.deadDeliveries[0]).toMatchObject({ kind: "webhook" });
@@ -144,7 +135,7 @@ describe.each(databaseKinds)("agent webhooks on $name", (kind) => {
   });
 
   it("uses the agent's callback from config when the plan names none", async () => {
-    const { plan } = await submitPlan(server.ctx, defaulted, mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { email: "x@new.example" } }] }));
+    const { plan } = await submitPlan(s.server.ctx, defaulted, mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { email: "x@new.example" } }] }));
     await waitFor("the delivery", () => receiver.statusesFor("/by-config").includes("pending"));
     const [first] = receiver.received.filter((r) => r.path === "/by-config");
     expect(JSON.parse(first!.body).planId).toBe(plan.id);
@@ -152,7 +143,7 @@ describe.each(databaseKinds)("agent webhooks on $name", (kind) => {
   });
 
   it.each(["http://169.254.169.254/latest/meta-data", "http://localhost:1/hook", "https://evil.example/hook"])("refuses a callback to %s, a host not in config", async (callbackUrl) => {
-    await expect(submitPlan(server.ctx, agent, mergeRequest({ callbackUrl }))).rejects.toMatchObject({
+    await expect(submitPlan(s.server.ctx, agent, mergeRequest({ callbackUrl }))).rejects.toMatchObject({
       code: "invalid_request",
       issues: [{ path: "/callbackUrl", message: expect.stringContaining("webhooks.allowedHosts") }],
     });

@@ -71,9 +71,9 @@ export interface ServerOptions {
   /** The target's documents; contacts 1 and 2 when not given. */
   seed?: Record<string, Json>;
   /** The server's config given the target's URL; one "crm" target on it when not given. */
-  config?: (targetUrl: string) => Config;
+  config?: (targetUrl: string) => Config | Promise<Config>;
   /** Anything else runServer takes (clock, sweepMs, hostname, outboxHandlers …). */
-  run?: Omit<RunServerOptions, "config" | "database">;
+  run?: Partial<Omit<RunServerOptions, "config" | "database">>;
 }
 
 export interface SuiteServer {
@@ -97,7 +97,7 @@ export function useServer(kind: TestDatabaseKind, options: ServerOptions = {}): 
       writeToken: WRITE_TOKEN,
     });
     await target.start();
-    const config = options.config?.(target.url) ?? testConfig({ crm: targetConfig(target.url) });
+    const config = (await options.config?.(target.url)) ?? testConfig({ crm: targetConfig(target.url) });
     // Assigned before runServer so a failed start still closes the database and the target.
     opened = { database, target, server: undefined as never };
     opened.server = await runServer({ logger: silentLogger, grantKey: (await testGrantKeys()).signing, ...options.run, config, database });
