@@ -117,6 +117,8 @@ function readdirSafe(dir) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  // `npm start` passes --if-stale, so a clone that pulled new sources does not run an old build.
+  if (process.argv.includes("--if-stale") && !cliIsStale()) process.exit(0);
   const started = performance.now();
   try {
     await buildCli({ keepSupersededMs: 0 });
