@@ -54,7 +54,8 @@ async function run(out: (line: string) => void, env: NodeJS.ProcessEnv, demo: Aw
       }
     : undefined;
   // The executor's config is checked here, before anything starts, so a target without a write
-  // block is one clear error now rather than a child that dies after the banner.
+  // block is one clear error now rather than a child that dies after the banner. The view is
+  // dropped at once: the server keeps no resolved write credential (the child resolves its own).
   if (executorEnv) {
     try {
       loadConfig({ env: { ...executorEnv, COUNTERSIGN_URL: config.publicUrl }, role: "executor" });
