@@ -80,6 +80,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     const slack = config.slack.enabled ? await openSlackDoor(ctx, config.slack, config, logger, loginLink ? { loginLink } : {}) : undefined;
     ctx.directory = slack?.directory;
     if (!slack) logger.info("Slack is not configured (no SLACK_BOT_TOKEN): running browser-only");
+    if (!config.executorToken) logger.warn("COUNTERSIGN_EXECUTOR_TOKEN is not set: the executor API refuses every executor, so approved plans are never applied; set the same long secret here and on each executor");
     const handlers: Record<string, OutboxHandler> = { ...options.outboxHandlers, webhook: webhookSink(ctx), ...(slack ? { slack: slack.deliver } : {}) };
 
     const oidc = config.browser.oidc && { ...config.browser.oidc, teamId: config.browser.oidc.teamId ?? slack?.teamId ?? "" };
