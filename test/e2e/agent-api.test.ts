@@ -1,25 +1,24 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
-import { runServer, type RunningServer } from "../../src/server/run-server.ts";
+import { beforeAll, describe, expect, it } from "vitest";
 import { addAgent } from "../../src/service/add-agent.ts";
 import { decide } from "../../src/service/decide.ts";
-import type { Database } from "../../src/store/db.ts";
 import { fingerprint } from "../../src/plan/fingerprint.ts";
 import { databaseKinds } from "../support/databases.ts";
-import { mergeRequest, READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
+import { useServer } from "../support/use-harness.ts";
+import { mergeRequest, READ_TOKEN, targetConfig, testConfig, WRITE_TOKEN } from "../support/harness.ts";
 
 /** The agent API over real HTTP, against a real target server that records every request. */
 describe.each(databaseKinds)("agent API over HTTP on $name", (kind) => {
-  let database: Database;
-  let target: JsonResourceServer;
-  let server: RunningServer;
-  let key: string;
-  let otherKey: string;
   /** The server's clock runs this far ahead of the real one. */
   let clockOffsetMs = 0;
+  const s = useServer(kind, {
+    seed: { "/contacts/1": { id: 1, email: "ana@old.example" }, "/contacts/2": { id: 2, email: "b@example.com" } },
+    run: { sweepMs: 100, clock: () => new Date(Date.now() + clockOffsetMs) },
+  });
+  let key: string;
+  let otherKey: string;
 
   const call = (method: string, path: string, init: { body?: string | object; key?: string | null; headers?: Record<string, string> } = {}) =>
-    fetch(server.url + path, {
+    fetch(s.server.url + path, {
       method,
       headers: {
         ...(init.key === null ? {} : { authorization: `Bearer ${init.key ?? key}` }),
@@ -31,26 +30,12 @@ describe.each(databaseKinds)("agent API over HTTP on $name", (kind) => {
   const submit = (body: object, k?: string) => call("POST", "/v1/plans", { body, ...(k ? { key: k } : {}) });
 
   beforeAll(async () => {
-    database = await kind.open();
-    target = new JsonResourceServer({
-      seed: { "/contacts/1": { id: 1, email: "ana@old.example" }, "/contacts/2": { id: 2, email: "b@example.com" } },
-      readTokens: [READ_TOKEN],
-      writeToken: WRITE_TOKEN,
-    });
-    await target.start();
-    const config = testConfig({ crm: targetConfig(target.url) });
-    server = await runServer({ config, logger: silentLogger, database, sweepMs: 100, grantKey: (await testGrantKeys()).signing, clock: () => new Date(Date.now() + clockOffsetMs) });
-    key = (await addAgent(server.ctx, { name: "e2e-agent" })).key;
-    otherKey = (await addAgent(server.ctx, { name: "e2e-other" })).key;
-  });
-  afterAll(async () => {
-    await server?.close();
-    await target?.stop();
-    await database?.close();
+    key = (await addAgent(s.server.ctx, { name: "e2e-agent" })).key;
+    otherKey = (await addAgent(s.server.ctx, { name: "e2e-other" })).key;
   });
 
   it("creates a plan (201) whose preview only ever sent GETs with the read credential", async () => {
-    target.requests.length = 0;
+    s.target.requests.length = 0;
     const res = await submit(mergeRequest());
     expect(res.status).toBe(201);
     const plan = (await res.json()) as { id: string; hash: string; status: string; reviewUrl: string; plan: unknown; preview: { actions: { changes: unknown[]; version: string }[] } };
@@ -58,19 +43,19 @@ describe.each(databaseKinds)("agent API over HTTP on $name", (kind) => {
     expect(plan.hash).toBe(fingerprint(plan.plan));
     expect(plan.reviewUrl).toBe(`http://countersign.test/plans/${plan.id}`);
     expect(plan.preview.actions[0]!.changes).toEqual([{ path: "/email", from: "ana@old.example", to: "ana@new.example" }]);
-    expect(plan.preview.actions[0]!.version).toBe(target.etagOf("/contacts/1"));
-    expect(target.requests.length).toBeGreaterThan(0);
-    for (const request of target.requests) {
+    expect(plan.preview.actions[0]!.version).toBe(s.target.etagOf("/contacts/1"));
+    expect(s.target.requests.length).toBeGreaterThan(0);
+    for (const request of s.target.requests) {
       expect(request.method).toBe("GET");
       expect(request.headers.authorization).toBe(`Bearer ${READ_TOKEN}`);
       expect(JSON.stringify(request.headers)).not.toContain(WRITE_TOKEN);
     }
-    expect(target.writes()).toEqual([]);
+    expect(s.target.writes()).toEqual([]);
   });
 
   it("reads a plan back, with approvals, and lists its audit events", async () => {
     const plan = (await (await submit(mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { email: "new@b.example" } }] }))).json()) as { id: string; hash: string };
-    await decide(server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
+    await decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
     const got = (await (await call("GET", `/v1/plans/${plan.id}`)).json()) as { status: string; approvals: { userId: string; via: string }[] };
     expect(got.status).toBe("approved");
     expect(got.approvals).toMatchObject([{ userId: "U0ALICE", via: "web" }]);
@@ -84,7 +69,7 @@ describe.each(databaseKinds)("agent API over HTTP on $name", (kind) => {
     expect(timedOut.status).toBe("pending");
     const waiting = call("GET", `/v1/plans/${plan.id}/wait?timeout=30`);
     await new Promise((r) => setTimeout(r, 100));
-    await decide(server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0BOB", via: "slack" }, verdict: "reject", reason: "wrong customer" });
+    await decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0BOB", via: "slack" }, verdict: "reject", reason: "wrong customer" });
     const decided = (await (await waiting).json()) as { status: string; rejection: { reason: string } };
     expect(decided.status).toBe("rejected");
     expect(decided.rejection.reason).toBe("wrong customer");
@@ -166,20 +151,20 @@ describe.each(databaseKinds)("agent API over HTTP on $name", (kind) => {
       expect(body.error.code).toBe(code);
       expect(body.error.message.length).toBeGreaterThan(10);
       if (issuePath !== undefined) expect(body.error.issues?.map((i) => i.path)).toContain(issuePath);
-      expect((await fetch(server.url + "/healthz")).status).toBe(200);
+      expect((await fetch(s.server.url + "/healthz")).status).toBe(200);
     });
   });
 
   it.each(["/../admin", "//evil.example/x", "/%2e%2e/secrets", "/a%2f..%2fb", "http://169.254.169.254/latest"])(
     "refuses the path %s before any request reaches the target",
     async (path) => {
-      target.requests.length = 0;
+      s.target.requests.length = 0;
       const res = await submit(mergeRequest({ actions: [{ kind: "http.json", target: "crm", path, op: "merge", body: { a: 1 } }] }));
       expect(res.status).toBe(400);
       const body = (await res.json()) as { error: { code: string; issues: { path: string }[] } };
       expect(body.error.code).toBe("invalid_request");
       expect(body.error.issues.map((i) => i.path)).toContain("/actions/0/path");
-      expect(target.requests).toEqual([]);
+      expect(s.target.requests).toEqual([]);
     },
   );
 
@@ -193,26 +178,17 @@ describe.each(databaseKinds)("agent API over HTTP on $name", (kind) => {
 });
 
 describe("what may be proposed (deny by default), over HTTP", () => {
-  let database: Database;
-  let target: JsonResourceServer;
-  let server: RunningServer;
+  const s = useServer(databaseKinds[0]!, {
+    seed: { "/contacts/1": { id: 1 }, "/admin/1": { id: 1 } },
+    config: (url) => testConfig({
+      crm: targetConfig(url, { allow: { ops: ["merge"], paths: ["/contacts/*"], maxBodyBytes: 64 } }),
+      locked: targetConfig(url, { allow: undefined }),
+    }),
+  });
   let key: string;
 
   beforeAll(async () => {
-    database = await databaseKinds[0]!.open();
-    target = new JsonResourceServer({ seed: { "/contacts/1": { id: 1 }, "/admin/1": { id: 1 } }, readTokens: [READ_TOKEN] });
-    await target.start();
-    const config = testConfig({
-      crm: targetConfig(target.url, { allow: { ops: ["merge"], paths: ["/contacts/*"], maxBodyBytes: 64 } }),
-      locked: targetConfig(target.url, { allow: undefined }),
-    });
-    server = await runServer({ config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing });
-    key = (await addAgent(server.ctx, { name: "policy-agent" })).key;
-  });
-  afterAll(async () => {
-    await server?.close();
-    await target?.stop();
-    await database?.close();
+    key = (await addAgent(s.server.ctx, { name: "policy-agent" })).key;
   });
 
   it.each([
@@ -221,8 +197,8 @@ describe("what may be proposed (deny by default), over HTTP", () => {
     ["an oversize body", { target: "crm", path: "/contacts/1", op: "merge", body: { note: "x".repeat(100) } }, "targets.crm.allow.maxBodyBytes", "/actions/0/body"],
     ["a target that allows nothing", { target: "locked", path: "/contacts/1", op: "merge", body: { a: 1 } }, "targets.locked.allow", "/actions/0/target"],
   ])("refuses %s with 422 policy_denied naming the rule, before any request reaches the target", async (_name, action, rule, path) => {
-    target.requests.length = 0;
-    const res = await fetch(`${server.url}/v1/plans`, {
+    s.target.requests.length = 0;
+    const res = await fetch(`${s.server.url}/v1/plans`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
       body: JSON.stringify({ title: "t", actions: [{ kind: "http.json", ...action }] }),
@@ -233,6 +209,6 @@ describe("what may be proposed (deny by default), over HTTP", () => {
     expect(body.error.details.rules).toEqual([rule]);
     expect(body.error.issues.map((i) => i.path)).toEqual([path]);
     expect(body.error.message).toContain(rule);
-    expect(target.requests).toEqual([]);
+    expect(s.target.requests).toEqual([]);
   });
 });

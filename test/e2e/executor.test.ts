@@ -3,18 +3,17 @@ import os from "node:os";
 import path from "node:path";
 import { sql } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { JsonResourceServer, type RecordedRequest } from "../../src/demo/json-resource-server.ts";
-import { runServer, type RunningServer } from "../../src/server/run-server.ts";
+import type { RecordedRequest } from "../../src/demo/json-resource-server.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
 import { decide } from "../../src/service/decide.ts";
 import { getPlan } from "../../src/service/get-plan.ts";
 import type { AgentIdentity } from "../../src/service/authenticate-agent.ts";
 import type { PlanView } from "../../src/service/plan-view.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
-import type { Database } from "../../src/store/db.ts";
 import { startCli } from "../support/cli.ts";
 import { databaseKinds, postgresKind, type TestDatabaseKind } from "../support/databases.ts";
-import { READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
+import { useServer } from "../support/use-harness.ts";
+import { READ_TOKEN, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
 import { waitFor } from "../support/wait-for.ts";
 
 const EXECUTOR_TOKEN = "executor-token-0123456789abcdef";
@@ -25,11 +24,25 @@ const LEASE_SECONDS = 5;
  * target that records every request: only the executor writes, and it writes exactly once.
  */
 function executorSuite(kind: TestDatabaseKind, seed: Record<string, unknown>) {
-  let database: Database;
-  let target: JsonResourceServer;
-  let server: RunningServer;
-  let agent: AgentIdentity;
   let dir: string;
+  const e = useServer(kind, {
+    seed: seed as never,
+    config: (targetUrl) => {
+      dir = mkdtempSync(path.join(os.tmpdir(), "countersign-executor-"));
+      writeFileSync(path.join(dir, "countersign.yml"), [
+        "environment: test",
+        "defaults: { approvers: [U0ALICE, U0BOB, U0CAROL] }",
+        "targets:",
+        "  crm:",
+        "    adapter: http.json",
+        `    baseUrl: ${targetUrl}`,
+        '    read: { headers: { Authorization: "Bearer ${CRM_READ}" } }',
+        '    write: { headers: { Authorization: "Bearer ${CRM_WRITE}" } }',
+      ].join("\n"));
+      return { ...testConfig({ crm: targetConfig(targetUrl) }), executorToken: EXECUTOR_TOKEN, executor: { leaseSeconds: LEASE_SECONDS } };
+    },
+  });
+  let agent: AgentIdentity;
   const executors: Awaited<ReturnType<typeof startCli>>[] = [];
 
   const startExecutor = async () => {
@@ -38,7 +51,7 @@ function executorSuite(kind: TestDatabaseKind, seed: Record<string, unknown>) {
       cwd: dir,
       env: {
         COUNTERSIGN_CONFIG: path.join(dir, "countersign.yml"),
-        COUNTERSIGN_URL: server.url,
+        COUNTERSIGN_URL: e.server.url,
         COUNTERSIGN_EXECUTOR_TOKEN: EXECUTOR_TOKEN,
         COUNTERSIGN_GRANT_PUBLIC_KEY: publicPem,
         CRM_READ: READ_TOKEN,
@@ -46,56 +59,38 @@ function executorSuite(kind: TestDatabaseKind, seed: Record<string, unknown>) {
         LOG_LEVEL: "info",
       },
       ready: /executor running/,
+      timeoutMs: 120_000,
     });
     executors.push(executor);
     return executor;
   };
 
   const propose = async (p: string, body: Record<string, unknown>, title = `change ${p}`) =>
-    (await submitPlan(server.ctx, agent, { title, actions: [{ kind: "http.json", target: "crm", path: p, op: "merge", body }] })).plan;
+    (await submitPlan(e.server.ctx, agent, { title, actions: [{ kind: "http.json", target: "crm", path: p, op: "merge", body }] })).plan;
   const approve = (plan: PlanView, userId = "U0ALICE") =>
-    decide(server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId, via: "slack" }, verdict: "approve" });
-  const view = (plan: PlanView) => getPlan(server.ctx, agent, plan.id);
-  const settled = (plan: PlanView, timeoutMs = 20_000) =>
+    decide(e.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId, via: "slack" }, verdict: "approve" });
+  const view = (plan: PlanView) => getPlan(e.server.ctx, agent, plan.id);
+  const settled = (plan: PlanView, timeoutMs = 60_000) =>
     waitFor(`plan ${plan.id} to finish`, async () => {
       const v = await view(plan);
       return ["applied", "failed", "stale", "expired"].includes(v.status) && v;
     }, timeoutMs);
-  const writesTo = (p: string) => target.writes().filter((r) => r.path === p);
+  const writesTo = (p: string) => e.target.writes().filter((r) => r.path === p);
 
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), "countersign-executor-"));
-    database = await kind.open();
-    target = new JsonResourceServer({ seed: seed as never, readTokens: [READ_TOKEN], writeToken: WRITE_TOKEN });
-    await target.start();
-    const config = { ...testConfig({ crm: targetConfig(target.url) }), executorToken: EXECUTOR_TOKEN, executor: { leaseSeconds: LEASE_SECONDS } };
-    writeFileSync(path.join(dir, "countersign.yml"), [
-      "environment: test",
-      "defaults: { approvers: [U0ALICE, U0BOB, U0CAROL] }",
-      "targets:",
-      "  crm:",
-      "    adapter: http.json",
-      `    baseUrl: ${target.url}`,
-      '    read: { headers: { Authorization: "Bearer ${CRM_READ}" } }',
-      '    write: { headers: { Authorization: "Bearer ${CRM_WRITE}" } }',
-    ].join("\n"));
-    server = await runServer({ config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing });
-    agent = await addAgent(server.ctx, { name: "executor-e2e" });
-    expect(server.ctx.config.targets.crm).not.toHaveProperty("write"); // the server holds no write credential
+    agent = await addAgent(e.server.ctx, { name: "executor-e2e" });
+    expect(e.server.ctx.config.targets.crm).not.toHaveProperty("write"); // the server holds no write credential
   });
   afterEach(async () => {
-    target.beforeHandle = undefined;
-    target.beforeAnswer = undefined;
+    e.target.beforeHandle = undefined;
+    e.target.beforeAnswer = undefined;
     await Promise.all(executors.splice(0).map((e) => e.stop()));
   });
   afterAll(async () => {
-    await server?.close();
-    await target?.stop();
-    await database?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  return { startExecutor, propose, approve, view, settled, writesTo, get target() { return target; }, get database() { return database; }, get server() { return server; } };
+  return { startExecutor, propose, approve, view, settled, writesTo, get target() { return e.target; }, get database() { return e.database; }, get server() { return e.server; } };
 }
 
 describe.each(databaseKinds)("executor process on $name", (kind) => {
