@@ -164,6 +164,8 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback, requireFi
     slack = { ...file.slack, enabled: true, botToken: e.SLACK_BOT_TOKEN, signingSecret: e.SLACK_SIGNING_SECRET, appToken: e.SLACK_APP_TOKEN, apiUrl: e.SLACK_API_URL, reviewChannel: file.slack.reviewChannel! };
   }
 
+  if (role === "server" && e.DATABASE_URL && !e.COUNTERSIGN_GRANT_PRIVATE_KEY) throw new ConfigError("environment", [GRANT_KEY_REQUIRED]);
+
   if (role === "server" && file.browser.oidc && !file.browser.oidc.teamId && !slack.enabled) {
     throw new ConfigError(source, [{ key: "browser.oidc.teamId", message: "is not set, and without Slack (no SLACK_BOT_TOKEN) there is no bot token's team to default to; set the team id (T…) whose people may sign in" }]);
   }
@@ -208,6 +210,12 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback, requireFi
   }
   return cli;
 }
+
+/** On PostgreSQL the server cannot make its own grant key: replicas sharing the database must sign alike. */
+export const GRANT_KEY_REQUIRED = {
+  key: "COUNTERSIGN_GRANT_PRIVATE_KEY",
+  message: "is not set; with DATABASE_URL every server replica must sign grants with the same key. 'countersign keys generate' prints a pair",
+} as const;
 
 const WITHOUT_WRITE = "is missing; the executor needs write headers for every target it applies to (add write: { headers: { Authorization: \"Bearer ${…}\" } })";
 

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { ConfigError, type Config } from "../config/load.ts";
+import { ConfigError, GRANT_KEY_REQUIRED, type Config } from "../config/load.ts";
 import { generateGrantKeys, loadSigningKey, type SigningKey } from "../grant/keys.ts";
 
 export const GRANT_KEY_FILES = { private: "grant-private.pem", public: "grant-public.pem" } as const;
@@ -14,7 +14,7 @@ export const GRANT_KEY_FILES = { private: "grant-private.pem", public: "grant-pu
 export async function resolveGrantKey(config: Pick<Config, "grantPrivateKeyPem" | "database">): Promise<{ key: SigningKey; publicPemFile?: string }> {
   if (config.grantPrivateKeyPem) return { key: await loadPem(config.grantPrivateKeyPem, "COUNTERSIGN_GRANT_PRIVATE_KEY") };
   if (config.database.kind !== "pglite") {
-    throw new ConfigError("environment", [{ key: "COUNTERSIGN_GRANT_PRIVATE_KEY", message: "is not set; with DATABASE_URL every server replica must sign grants with the same key. 'countersign keys generate' prints a pair" }]);
+    throw new ConfigError("environment", [GRANT_KEY_REQUIRED]); // loadConfig refuses this already; configs built in code meet it here
   }
   const dir = config.database.dataDir;
   const privateFile = path.join(dir, GRANT_KEY_FILES.private);

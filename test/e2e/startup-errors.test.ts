@@ -106,6 +106,9 @@ describe("startup failures name the variable and the fix", () => {
     const asServer = await runCli(["policy", "check", "cs.yml", "--role", "server"], { cwd });
     expect(asServer.code, asServer.stderr).toBe(0); // the server never reads a write block
     expect(asServer.stdout).toContain("valid for the server");
+    const serverOnPostgres = await runCli(["policy", "check", "cs.yml", "--role", "server"], { cwd, env: { DATABASE_URL: "postgres://db.example/cs" } });
+    expect(serverOnPostgres.code, serverOnPostgres.stdout).toBe(1); // serve would refuse to start the same way
+    expect(serverOnPostgres.stderr).toContain("COUNTERSIGN_GRANT_PRIVATE_KEY: is not set");
   }, 60_000);
 
   it("a port already in use names PORT", async () => {

@@ -86,7 +86,16 @@ targets:
         Authorization: Bearer \${CRM_WRITE}
 `;
 
+/** A server on PostgreSQL must be given its grant key (the value is not parsed here). */
+const GRANT_KEY = { COUNTERSIGN_GRANT_PRIVATE_KEY: "-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----" };
+
 describe("loadConfig: environment", () => {
+  it("the server on PostgreSQL needs COUNTERSIGN_GRANT_PRIVATE_KEY; the one-shot commands do not", () => {
+    const err = configError(() => load(null, { env: { DATABASE_URL: "postgres://db/cs" } }));
+    expect(problemAt(err, "COUNTERSIGN_GRANT_PRIVATE_KEY")).toContain("countersign keys generate");
+    expect(load(null, { env: { DATABASE_URL: "postgres://db/cs" }, role: "cli" }).database.kind).toBe("postgres");
+  });
+
   it("no file and no environment → built-in defaults", () => {
     const cwd = dirWith(null);
     const config = loadConfig({ env: {}, role: "server", cwd });
@@ -124,8 +133,8 @@ describe("loadConfig: environment", () => {
     ["PORT=0 (any free port) is allowed", { PORT: "0" }, { port: 0 }],
     ["PUBLIC_URL wins over PORT", { PORT: "8080", PUBLIC_URL: "https://cs.example.com" }, { port: 8080, publicUrl: "https://cs.example.com" }],
     ["PUBLIC_URL loses its trailing slashes", { PUBLIC_URL: "https://cs.example.com/base//" }, { publicUrl: "https://cs.example.com/base" }],
-    ["DATABASE_URL selects PostgreSQL", { DATABASE_URL: "postgres://u:p@db:5432/cs" }, { database: { kind: "postgres", url: "postgres://u:p@db:5432/cs" } }],
-    ["DATABASE_URL may say postgresql://", { DATABASE_URL: "postgresql://db/cs" }, { database: { kind: "postgres", url: "postgresql://db/cs" } }],
+    ["DATABASE_URL selects PostgreSQL", { DATABASE_URL: "postgres://u:p@db:5432/cs", ...GRANT_KEY }, { database: { kind: "postgres", url: "postgres://u:p@db:5432/cs" } }],
+    ["DATABASE_URL may say postgresql://", { DATABASE_URL: "postgresql://db/cs", ...GRANT_KEY }, { database: { kind: "postgres", url: "postgresql://db/cs" } }],
     ["LOG_LEVEL", { LOG_LEVEL: "debug" }, { logLevel: "debug" }],
     ["unrelated variables are ignored", { HOME: "/root", SOMETHING_ELSE: "x" }, { port: 3000 }],
     ["HOST defaults to every interface", {}, { host: "0.0.0.0" }],
