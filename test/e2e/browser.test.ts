@@ -3,10 +3,8 @@ import { createServer } from "node:net";
 import { sql } from "drizzle-orm";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
 import { runExecutor } from "../../src/executor/run-executor.ts";
 import { executorServer } from "../../src/executor/server-client.ts";
-import { runServer, type RunningServer } from "../../src/server/run-server.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
 import { decide } from "../../src/service/decide.ts";
 import type { AgentIdentity } from "../../src/service/authenticate-agent.ts";
@@ -14,10 +12,10 @@ import { expireDue } from "../../src/service/expire-due.ts";
 import { createLoginLink } from "../../src/service/login-links.ts";
 import type { PlanView } from "../../src/service/plan-view.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
-import type { Database } from "../../src/store/db.ts";
 import { chromiumAvailable, launchChromium, screenshotPath } from "../support/chromium.ts";
 import { databaseKinds } from "../support/databases.ts";
-import { READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
+import { useServer } from "../support/use-harness.ts";
+import { silentLogger, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
 import { SlackEmulator } from "../support/slack-emulator.ts";
 import { SlackRequests } from "../support/slack-requests.ts";
 import { waitFor } from "../support/wait-for.ts";
@@ -37,10 +35,24 @@ function freePort(): Promise<number> {
 }
 
 describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chromium on $name", (kind) => {
-  let database: Database;
-  let target: JsonResourceServer;
   let slack: SlackEmulator;
-  let server: RunningServer;
+  const s = useServer(kind, {
+    seed: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`/contacts/${i}`, { id: i, name: `Contact ${i}`, email: `c${i}@old.example`, tier: "silver" }])),
+    config: async (targetUrl) => {
+      slack = new SlackEmulator({ teamId: "T0TEST" });
+      await slack.start();
+      const port = await freePort();
+      origin = `http://127.0.0.1:${port}`;
+      return {
+        ...testConfig({ crm: targetConfig(targetUrl), grouped: targetConfig(targetUrl, { policy: { approvers: ["S0WEBREVIEW"], requiredApprovals: 1 } }) }),
+        port,
+        publicUrl: origin,
+        executorToken: EXECUTOR_TOKEN,
+        slack: { ...testConfig({}).slack, enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW" },
+      };
+    },
+    run: { hostname: "127.0.0.1", sweepMs: 3_600_000, clock: () => new Date(Date.now() + clockOffsetMs) },
+  });
   let agent: AgentIdentity;
   let browser: Browser;
   let origin: string;
@@ -51,7 +63,7 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
 
   const propose = async (overrides: Record<string, unknown> = {}): Promise<PlanView> => {
     const i = n++;
-    const { plan } = await submitPlan(server.ctx, agent, {
+    const { plan } = await submitPlan(s.server.ctx, agent, {
       title: `Update contact ${i}`,
       reason: "Customer asked by phone, ticket 4411",
       onBehalfOf: "U0REQUESTER",
@@ -67,35 +79,16 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
     const context = await browser.newContext({ viewport });
     contexts.push(context);
     const page = await context.newPage();
-    const { url } = await createLoginLink(server.ctx, { userId, name: userId === "U0ALICE" ? "Alice Reviewer" : undefined, via: "cli" });
+    const { url } = await createLoginLink(s.server.ctx, { userId, name: userId === "U0ALICE" ? "Alice Reviewer" : undefined, via: "cli" });
     await page.goto(url);
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.waitForURL(`${origin}/plans`);
     return page;
   };
-  const statusOf = async (plan: PlanView) => (await database.rows<{ status: string }>(sql`SELECT status FROM plans WHERE id = ${plan.id}`))[0]!.status;
+  const statusOf = async (plan: PlanView) => (await s.database.rows<{ status: string }>(sql`SELECT status FROM plans WHERE id = ${plan.id}`))[0]!.status;
 
   beforeAll(async () => {
-    database = await kind.open();
-    target = new JsonResourceServer({
-      seed: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`/contacts/${i}`, { id: i, name: `Contact ${i}`, email: `c${i}@old.example`, tier: "silver" }])),
-      readTokens: [READ_TOKEN],
-      writeToken: WRITE_TOKEN,
-    });
-    await target.start();
-    slack = new SlackEmulator({ teamId: "T0TEST" });
-    await slack.start();
-    const port = await freePort();
-    origin = `http://127.0.0.1:${port}`;
-    const config = {
-      ...testConfig({ crm: targetConfig(target.url), grouped: targetConfig(target.url, { policy: { approvers: ["S0WEBREVIEW"], requiredApprovals: 1 } }) }),
-      port,
-      publicUrl: origin,
-      executorToken: EXECUTOR_TOKEN,
-      slack: { ...testConfig({}).slack, enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW" },
-    };
-    server = await runServer({ config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing, hostname: "127.0.0.1", sweepMs: 3_600_000, clock: () => new Date(Date.now() + clockOffsetMs) });
-    agent = await addAgent(server.ctx, { name: "browser-agent" });
+    agent = await addAgent(s.server.ctx, { name: "browser-agent" });
     slack.setUsergroup("S0WEBREVIEW", ["U0GROUPIE"]);
     browser = await launchChromium();
   });
@@ -104,10 +97,7 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
   });
   afterAll(async () => {
     await browser?.close();
-    await server?.close();
     await slack?.stop();
-    await target?.stop();
-    await database?.close();
   });
 
   it("login link → list → plan → Approve → the status changes on the page", async () => {
@@ -132,7 +122,7 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
     expect(await page.getByRole("status").innerText()).toMatch(/^Your approval is recorded at \d\d:\d\d UTC\.$/);
     expect(await page.locator(".badge").first().innerText()).toBe("approved");
     expect(await statusOf(plan)).toBe("approved");
-    const [decision] = await database.rows<{ user_id: string; via: string; plan_hash: string }>(sql`SELECT user_id, via, plan_hash FROM decisions WHERE plan_id = ${plan.id}`);
+    const [decision] = await s.database.rows<{ user_id: string; via: string; plan_hash: string }>(sql`SELECT user_id, via, plan_hash FROM decisions WHERE plan_id = ${plan.id}`);
     expect(decision).toEqual({ user_id: "U0ALICE", via: "web", plan_hash: plan.hash });
     expect(await page.getByRole("button", { name: "Approve" }).count()).toBe(0);
   });
@@ -156,8 +146,8 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
     await page.goto(`${origin}/plans/${plan.id}`);
     await page.evaluate(() => ((globalThis as unknown as { marker: number }).marker = 42));
     expect(await page.locator(".badge").first().innerText()).toBe("pending");
-    const ts = await waitFor("the Slack preview", async () => (await database.rows<{ ts: string }>(sql`SELECT ts FROM slack_messages WHERE plan_id = ${plan.id}`))[0]?.ts);
-    const clicks = new SlackRequests({ baseUrl: server.url, signingSecret: SIGNING_SECRET, teamId: "T0TEST" });
+    const ts = await waitFor("the Slack preview", async () => (await s.database.rows<{ ts: string }>(sql`SELECT ts FROM slack_messages WHERE plan_id = ${plan.id}`))[0]?.ts);
+    const clicks = new SlackRequests({ baseUrl: s.server.url, signingSecret: SIGNING_SECRET, teamId: "T0TEST" });
     const res = await clicks.blockAction({ user: "U0ALICE", actionId: "approve", value: JSON.stringify({ planId: plan.id, hash: plan.hash }), channelId: "C0REVIEW", messageTs: ts });
     expect(res.status).toBe(200);
     await page.locator(".badge", { hasText: "approved" }).first().waitFor({ timeout: 10_000 });
@@ -168,7 +158,7 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
   it("an expired plan shows expired and offers no buttons", async () => {
     const plan = await propose({ ttlSeconds: 10 });
     clockOffsetMs += 11_000;
-    await expireDue(server.ctx);
+    await expireDue(s.server.ctx);
     const page = await signedIn("U0ALICE");
     await page.goto(`${origin}/plans/${plan.id}`);
     expect(await page.locator(".badge").first().innerText()).toBe("expired");
@@ -190,7 +180,7 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
   });
 
   it("a used or expired login link is refused; a GET never spends one; every login gets a new session", async () => {
-    const { url } = await createLoginLink(server.ctx, { userId: "U0ALICE", via: "cli" });
+    const { url } = await createLoginLink(s.server.ctx, { userId: "U0ALICE", via: "cli" });
     const token = url.split("/login/")[1]!;
     const post = () => fetch(`${origin}/login/${token}`, { method: "POST", headers: { origin }, redirect: "manual" });
     expect((await fetch(url)).status).toBe(200); // a link previewer's GET
@@ -200,11 +190,11 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
     expect(again.status).toBe(403);
     expect(await again.text()).toContain("already used or has expired");
 
-    const { url: second } = await createLoginLink(server.ctx, { userId: "U0ALICE", via: "cli" });
+    const { url: second } = await createLoginLink(s.server.ctx, { userId: "U0ALICE", via: "cli" });
     const secondLogin = await fetch(second.replace("/login/", "/login/"), { method: "POST", headers: { origin }, redirect: "manual" });
     expect(secondLogin.headers.get("set-cookie")).not.toBe(first.headers.get("set-cookie"));
 
-    const { url: old } = await createLoginLink(server.ctx, { userId: "U0ALICE", via: "cli" });
+    const { url: old } = await createLoginLink(s.server.ctx, { userId: "U0ALICE", via: "cli" });
     clockOffsetMs += 5 * 60_000 + 1000;
     const late = await fetch(old, { method: "POST", headers: { origin }, redirect: "manual" });
     expect(late.status).toBe(403);
@@ -327,17 +317,17 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
     const applied = await propose(wide(31));
     const stale = await propose(wide(32));
     const rejected = await propose(wide(33));
-    for (const p of [applied, stale]) await decide(server.ctx, { planId: p.id, hash: p.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
-    await decide(server.ctx, { planId: rejected.id, hash: rejected.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "reject", reason: `Not this quarter: ${longUrl}` });
+    for (const p of [applied, stale]) await decide(s.server.ctx, { planId: p.id, hash: p.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
+    await decide(s.server.ctx, { planId: rejected.id, hash: rejected.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "reject", reason: `Not this quarter: ${longUrl}` });
     // Someone edits the stale plan's record after approval, before the executor gets to it.
-    const edit = await fetch(`${target.url}/contacts/32`, { method: "PATCH", headers: { authorization: `Bearer ${WRITE_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ tier: "bronze" }) });
+    const edit = await fetch(`${s.target.url}/contacts/32`, { method: "PATCH", headers: { authorization: `Bearer ${WRITE_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ tier: "bronze" }) });
     expect(edit.ok).toBe(true);
     const { verifying } = await testGrantKeys();
     const executor = runExecutor({
-      server: executorServer(server.url, EXECUTOR_TOKEN),
+      server: executorServer(s.server.url, EXECUTOR_TOKEN),
       keys: verifying,
       environment: "test",
-      targets: { crm: targetConfig(target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } }) },
+      targets: { crm: targetConfig(s.target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } }) },
       logger: silentLogger,
     });
     try {
@@ -381,7 +371,7 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
     await page.evaluate("window.marker = 42");
     expect(await page.locator(".badge").first().innerText()).toBe("pending");
     await waitFor("the page to open its live stream (held)", () => held > 0);
-    await decide(server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "slack" }, verdict: "approve" });
+    await decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "slack" }, verdict: "approve" });
     const started = Date.now();
     release();
     await page.locator(".badge", { hasText: "approved" }).first().waitFor({ timeout: 10_000 });
@@ -422,7 +412,7 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
     const logout = await fetch(`${origin}/logout`, { method: "POST", headers: { cookie, origin, "content-type": "application/x-www-form-urlencoded" }, body: `_csrf=${encodeURIComponent(csrf)}`, redirect: "manual" });
     expect(logout.status).toBe(303);
     received = "";
-    await decide(server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "slack" }, verdict: "approve" });
+    await decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "slack" }, verdict: "approve" });
     const ended = await waitFor("the stream to end", async () => {
       const chunk = await reader.read();
       received += chunk.value ?? "";
@@ -439,7 +429,7 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
       const plan = await propose();
       await page.goto(`${origin}/plans/${plan.id}`);
       // No waiting for the stream: the decision lands before, during or after its connect.
-      await decide(server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "slack" }, verdict: "approve" });
+      await decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "slack" }, verdict: "approve" });
       const decided = Date.now();
       await page.locator(".badge", { hasText: "approved" }).first().waitFor({ timeout: 20_000 });
       timings.push(Date.now() - decided);
