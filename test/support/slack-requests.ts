@@ -147,7 +147,9 @@ export interface SlackInteractions {
 export function httpInteractions(requests: SlackRequests): SlackInteractions {
   const ackOf = async (res: Response): Promise<SlackAck> => {
     const text = await res.text();
-    return { acked: res.status === 200, response: text === "" ? undefined : (JSON.parse(text) as Record<string, unknown>) };
+    // A listener may ack with a plain string, which Slack shows as the message text.
+    const json = (res.headers.get("content-type") ?? "").startsWith("application/json");
+    return { acked: res.status === 200, response: text === "" ? undefined : json ? (JSON.parse(text) as Record<string, unknown>) : { text } };
   };
   return {
     door: "http",
