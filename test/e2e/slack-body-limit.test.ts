@@ -2,11 +2,10 @@ import { once } from "node:events";
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../src/config/load.ts";
-import { runServer, type RunningServer } from "../../src/server/run-server.ts";
 import { MAX_SLACK_BODY_BYTES } from "../../src/slack/hono-receiver.ts";
-import type { Database } from "../../src/store/db.ts";
 import { pglite } from "../support/databases.ts";
-import { silentLogger, testConfig, testGrantKeys } from "../support/harness.ts";
+import { useServer } from "../support/use-harness.ts";
+import { testConfig } from "../support/harness.ts";
 import { SlackEmulator } from "../support/slack-emulator.ts";
 import { SlackRequests, signSlackRequest } from "../support/slack-requests.ts";
 import { waitFor } from "../support/wait-for.ts";
@@ -71,25 +70,23 @@ function freshHeaders(signature = "v0=" + "0".repeat(64)): Record<string, string
 
 /** Slack's `/slack/events` before authentication: nobody may make the server hold more than 1 MiB. */
 describe("Slack request body limit", () => {
-  let database: Database;
   let slack: SlackEmulator;
-  let server: RunningServer;
+  const s = useServer(pglite, {
+    config: async (): Promise<Config> => {
+      slack = new SlackEmulator({ teamId: "T0TEST" });
+      await slack.start();
+      return {
+        ...testConfig({}),
+        slack: { enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW", escalationChannel: undefined, decisionRetrySeconds: 120 },
+      };
+    },
+  });
   let eventsUrl: string;
   beforeAll(async () => {
-    database = await pglite.open();
-    slack = new SlackEmulator({ teamId: "T0TEST" });
-    await slack.start();
-    const config: Config = {
-      ...testConfig({}),
-      slack: { enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW", escalationChannel: undefined, decisionRetrySeconds: 120 },
-    };
-    server = await runServer({ config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing });
-    eventsUrl = `${server.url}/slack/events`;
+    eventsUrl = `${s.server.url}/slack/events`;
   });
   afterAll(async () => {
-    await server?.close();
     await slack?.stop();
-    await database?.close();
   });
 
   it("refuses a 100 MB post with a Content-Length at once, before reading it", async () => {
@@ -162,7 +159,7 @@ describe("Slack request body limit", () => {
     expect(await response.json()).toEqual({ challenge });
 
     // An ordinary interaction, signed the way Slack signs it, still reaches the listeners.
-    const clicks = new SlackRequests({ baseUrl: server.url, signingSecret: SIGNING_SECRET, teamId: "T0TEST" });
+    const clicks = new SlackRequests({ baseUrl: s.server.url, signingSecret: SIGNING_SECRET, teamId: "T0TEST" });
     const click = await clicks.blockAction({ user: "U0ALICE", actionId: "approve", value: "not a plan", channelId: "C0REVIEW", messageTs: "1733140000.000100" });
     expect(click.status).toBe(200);
     const told = await waitFor("the clicker to be told why nothing was recorded", () => slack.ephemerals.find((e) => e.user === "U0ALICE"));

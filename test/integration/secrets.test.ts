@@ -4,7 +4,6 @@ import { runExecutor } from "../../src/executor/run-executor.ts";
 import { executorServer } from "../../src/executor/server-client.ts";
 import { createLogger } from "../../src/logger.ts";
 import type { Config } from "../../src/config/load.ts";
-import { runServer, type RunningServer } from "../../src/server/run-server.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
 import { loadVerifyingKeys } from "../../src/grant/keys.ts";
 import { executePlan } from "../../src/executor/execute-plan.ts";
@@ -18,10 +17,9 @@ import { reviewPlan } from "../../src/service/review-plan.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { planMessageOf } from "../../src/slack/deliver.ts";
 import { renderPlanMessage } from "../../src/slack/render.ts";
-import type { Database } from "../../src/store/db.ts";
 import { databaseKinds } from "../support/databases.ts";
-import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
-import { openHarness, READ_TOKEN, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN, type Harness } from "../support/harness.ts";
+import { useHarness, useServer } from "../support/use-harness.ts";
+import { READ_TOKEN, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
 import { SlackEmulator } from "../support/slack-emulator.ts";
 import { SlackRequests } from "../support/slack-requests.ts";
 import { waitFor } from "../support/wait-for.ts";
@@ -31,16 +29,9 @@ const NEW_PASSWORD = "new-correct-horse-battery";
 const TARGET_KEY = "sk-proj-abcdefghijklmnopqrstuvwxyz0123";
 
 describe.each(databaseKinds)("secrets are never shown, but the executor writes them, on $name", (kind) => {
-  let database: Database;
-  let h: Harness;
+  const h = useHarness(kind);
   beforeAll(async () => {
-    database = await kind.open();
-    h = await openHarness(database);
     h.target.set("/users/1", { id: 1, email: "ana@example.com", password: OLD_PASSWORD, note: `legacy key ${TARGET_KEY}` });
-  });
-  afterAll(async () => {
-    await h?.close();
-    await database?.close();
   });
 
   it("masks previews for reviewers (Slack, browser) and target secrets for the agent; the executor gets and writes the real value", async () => {
@@ -95,35 +86,31 @@ describe.each(databaseKinds)("no secret in logs or Slack calls, on $name", (kind
   const REFUSED_MARK = "refuse-this-plan-at-the-database";
   const lines: string[] = [];
   const sink = { write: (line: string) => void lines.push(line) };
-  let database: Database;
   let slack: SlackEmulator;
-  let server: RunningServer;
-  let target: JsonResourceServer;
+  const s = useServer(kind, {
+    seed: { "/users/7": { id: 7, password: OLD_PASSWORD, note: `legacy key ${TARGET_KEY}` } },
+    config: async (targetUrl): Promise<Config> => {
+      slack = new SlackEmulator({ teamId: "T0TEST" });
+      await slack.start();
+      return {
+        ...testConfig({ crm: targetConfig(targetUrl) }),
+        logLevel: "debug",
+        executorToken: EXECUTOR_TOKEN,
+        slack: { enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW", escalationChannel: undefined, decisionRetrySeconds: 120 },
+      };
+    },
+    run: { logger: createLogger("debug", sink), deliverMs: 50 },
+  });
   let agentKey: string;
   beforeAll(async () => {
-    database = await kind.open();
-    target = new JsonResourceServer({ seed: { "/users/7": { id: 7, password: OLD_PASSWORD, note: `legacy key ${TARGET_KEY}` } }, readTokens: [READ_TOKEN], writeToken: WRITE_TOKEN });
-    await target.start();
-    slack = new SlackEmulator({ teamId: "T0TEST" });
-    await slack.start();
-    const config: Config = {
-      ...testConfig({ crm: targetConfig(target.url) }),
-      logLevel: "debug",
-      executorToken: EXECUTOR_TOKEN,
-      slack: { enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW", escalationChannel: undefined, decisionRetrySeconds: 120 },
-    };
-    server = await runServer({ config, logger: createLogger("debug", sink), database, grantKey: (await testGrantKeys()).signing, deliverMs: 50 });
-    agentKey = (await addAgent(server.ctx, { name: "secretive-agent" })).key;
+    agentKey = (await addAgent(s.server.ctx, { name: "secretive-agent" })).key;
   });
   afterAll(async () => {
-    await server?.close();
     await slack?.stop();
-    await target?.stop();
-    await database?.close();
   });
 
   const submit = (body: unknown) =>
-    fetch(`${server.url}/v1/plans`, { method: "POST", headers: { authorization: `Bearer ${agentKey}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    fetch(`${s.server.url}/v1/plans`, { method: "POST", headers: { authorization: `Bearer ${agentKey}`, "content-type": "application/json" }, body: JSON.stringify(body) });
   const passwordChange = (title: string, password: string) => ({
     title,
     onBehalfOf: "U0REQUESTER",
@@ -135,34 +122,34 @@ describe.each(databaseKinds)("no secret in logs or Slack calls, on $name", (kind
     const submitted = await submit(passwordChange("Rotate the service account", BODY_PASSWORD));
     expect(submitted.status).toBe(201);
     const plan = ((await submitted.json()) as { plan: { id: string; hash: string } }).plan;
-    const ts = await waitFor("the Slack preview", async () => (await database.rows<{ ts: string }>(sql`SELECT ts FROM slack_messages WHERE plan_id = ${plan.id}`))[0]?.ts);
-    const clicks = new SlackRequests({ baseUrl: server.url, signingSecret: SIGNING_SECRET, teamId: "T0TEST" });
+    const ts = await waitFor("the Slack preview", async () => (await s.database.rows<{ ts: string }>(sql`SELECT ts FROM slack_messages WHERE plan_id = ${plan.id}`))[0]?.ts);
+    const clicks = new SlackRequests({ baseUrl: s.server.url, signingSecret: SIGNING_SECRET, teamId: "T0TEST" });
     const approve = (slack.message("C0REVIEW", ts)!.blocks ?? [])
       .flatMap((b) => ((b as { type: string }).type === "actions" ? ((b as { elements: { action_id: string; value?: string }[] }).elements) : []))
       .find((e) => e.action_id === "approve")!;
     expect((await clicks.blockAction({ user: "U0ALICE", actionId: "approve", value: approve.value!, channelId: "C0REVIEW", messageTs: ts })).status).toBe(200);
     const executor = runExecutor({
-      server: executorServer(server.url, EXECUTOR_TOKEN),
+      server: executorServer(s.server.url, EXECUTOR_TOKEN),
       keys: await loadVerifyingKeys((await testGrantKeys()).publicPem),
       environment: "test",
-      targets: { crm: targetConfig(target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } }) },
+      targets: { crm: targetConfig(s.target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } }) },
       logger: createLogger("debug", sink).child({ process: "executor" }),
     });
     try {
-      await waitFor("the plan to be applied", async () => (await database.rows<{ status: string }>(sql`SELECT status FROM plans WHERE id = ${plan.id}`))[0]?.status === "applied");
+      await waitFor("the plan to be applied", async () => (await s.database.rows<{ status: string }>(sql`SELECT status FROM plans WHERE id = ${plan.id}`))[0]?.status === "applied");
     } finally {
       await executor.stop();
     }
-    expect(target.get("/users/7")).toMatchObject({ password: BODY_PASSWORD });
+    expect(s.target.get("/users/7")).toMatchObject({ password: BODY_PASSWORD });
     await waitFor("Slack told of the outcome", () => slack.calls.some((c) => /applied/i.test(c.raw)));
 
     // 2. A query that fails with the plan document (and its password) among its parameters.
-    await database.db.execute(sql.raw(`ALTER TABLE plans ADD CONSTRAINT secrets_test_refuses CHECK (strpos(document, '${REFUSED_MARK}') = 0)`));
+    await s.database.db.execute(sql.raw(`ALTER TABLE plans ADD CONSTRAINT secrets_test_refuses CHECK (strpos(document, '${REFUSED_MARK}') = 0)`));
     try {
       const refused = await submit(passwordChange(REFUSED_MARK, FAILING_PASSWORD));
       expect(refused.status).toBe(500);
     } finally {
-      await database.db.execute(sql`ALTER TABLE plans DROP CONSTRAINT secrets_test_refuses`);
+      await s.database.db.execute(sql`ALTER TABLE plans DROP CONSTRAINT secrets_test_refuses`);
     }
     const failure = await waitFor("the failed query in the log", () => lines.find((l) => l.includes("secrets_test_refuses")));
 
