@@ -7,9 +7,9 @@ import { runServer, type RunningServer } from "../../src/server/run-server.ts";
 import { createLoginLink } from "../../src/service/login-links.ts";
 import { slackSignIn } from "../../src/service/oidc-sign-in.ts";
 import { oidcRoutes } from "../../src/web/oidc-routes.tsx";
-import type { Database } from "../../src/store/db.ts";
 import { chromiumAvailable, launchChromium, screenshotPath } from "../support/chromium.ts";
 import { databaseKinds } from "../support/databases.ts";
+import { useServer } from "../support/use-harness.ts";
 import { silentLogger, targetConfig, testConfig, testGrantKeys } from "../support/harness.ts";
 import { OidcEmulator } from "../support/oidc-emulator.ts";
 import { SlackEmulator } from "../support/slack-emulator.ts";
@@ -75,15 +75,35 @@ async function browse(start: string, jar: CookieJar, origin: string, stopAt?: (u
 }
 
 describe.each(databaseKinds)("Sign in with Slack (OpenID Connect) on $name", (kind) => {
-  let database: Database;
   let slack: SlackEmulator;
   let idp: OidcEmulator;
-  let server: RunningServer;
   let origin: string;
   let linksOff: RunningServer;
   let linksOffOrigin: string;
+  let base: Config;
+  const s = useServer(kind, {
+    config: async (): Promise<Config> => {
+      slack = new SlackEmulator({ teamId: "T0TEST" });
+      await slack.start();
+      const port = await freePort();
+      origin = `http://127.0.0.1:${port}`;
+      linksOffOrigin = `http://127.0.0.1:${await freePort()}`;
+      idp = new OidcEmulator({ ...CLIENT, redirectUris: [`${origin}/auth/slack/callback`, `${linksOffOrigin}/auth/slack/callback`] }, ALICE);
+      await idp.start();
+      base = testConfig({ crm: targetConfig("http://127.0.0.1:9") });
+      // teamId left out: it defaults to the bot token's team, which the Slack emulator says is T0TEST.
+      return {
+        ...base,
+        port,
+        publicUrl: origin,
+        slack: { ...FileConfig.parse({}).slack, enabled: true, botToken: slack.botToken, signingSecret: "slack-signing-secret-for-tests", appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW" },
+        browser: { ...base.browser, loginLinks: true, oidc: { ...CLIENT, issuer: idp.url } },
+      };
+    },
+    run: { hostname: "127.0.0.1", sweepMs: 3_600_000 },
+  });
 
-  const sessionCount = async () => Number((await database.rows<{ n: string }>(sql`SELECT count(*) AS n FROM web_sessions`))[0]!.n);
+  const sessionCount = async () => Number((await s.database.rows<{ n: string }>(sql`SELECT count(*) AS n FROM web_sessions`))[0]!.n);
   const isCallback = (url: URL) => url.pathname === "/auth/slack/callback";
 
   /** Starts a sign-in and stops at the callback: Slack's answer and the flow cookie, not yet spent. */
@@ -103,43 +123,20 @@ describe.each(databaseKinds)("Sign in with Slack (OpenID Connect) on $name", (ki
   };
 
   beforeAll(async () => {
-    database = await kind.open();
-    slack = new SlackEmulator({ teamId: "T0TEST" });
-    await slack.start();
-    const port = await freePort();
-    origin = `http://127.0.0.1:${port}`;
-    const port2 = await freePort();
-    linksOffOrigin = `http://127.0.0.1:${port2}`;
-    idp = new OidcEmulator({ ...CLIENT, redirectUris: [`${origin}/auth/slack/callback`, `${linksOffOrigin}/auth/slack/callback`] }, ALICE);
-    await idp.start();
-
-    const base = testConfig({ crm: targetConfig("http://127.0.0.1:9") });
-    // teamId left out: it defaults to the bot token's team, which the Slack emulator says is T0TEST.
-    const config: Config = {
-      ...base,
-      port,
-      publicUrl: origin,
-      slack: { ...FileConfig.parse({}).slack, enabled: true, botToken: slack.botToken, signingSecret: "slack-signing-secret-for-tests", appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW" },
-      browser: { ...base.browser, loginLinks: true, oidc: { ...CLIENT, issuer: idp.url } },
-    };
-    const grantKey = (await testGrantKeys()).signing;
-    server = await runServer({ config, logger: silentLogger, database, grantKey, hostname: "127.0.0.1", sweepMs: 3_600_000 });
     // A team that only allows OIDC, and no Slack door: teamId must come from the config.
     linksOff = await runServer({
-      config: { ...base, port: port2, publicUrl: linksOffOrigin, browser: { ...base.browser, loginLinks: false, oidc: { ...CLIENT, issuer: idp.url, teamId: "T0TEST" } } },
+      config: { ...base, port: Number(new URL(linksOffOrigin).port), publicUrl: linksOffOrigin, browser: { ...base.browser, loginLinks: false, oidc: { ...CLIENT, issuer: idp.url, teamId: "T0TEST" } } },
       logger: silentLogger,
-      database,
-      grantKey,
+      database: s.database,
+      grantKey: (await testGrantKeys()).signing,
       hostname: "127.0.0.1",
       sweepMs: 3_600_000,
     });
   });
   afterAll(async () => {
     await linksOff?.close();
-    await server?.close();
     await idp?.stop();
     await slack?.stop();
-    await database?.close();
   });
 
   it("signs in as the Slack user, with a fresh HttpOnly Lax session, and opens /plans", async () => {
@@ -168,9 +165,9 @@ describe.each(databaseKinds)("Sign in with Slack (OpenID Connect) on $name", (ki
     expect(session.attributes).toMatch(/SameSite=Lax/);
     expect(jar.cookies.has("cs_oidc_flow")).toBe(false);
     expect(await sessionCount()).toBe(before + 1);
-    const [row] = await database.rows<{ user_id: string; name: string }>(sql`SELECT user_id, name FROM web_sessions ORDER BY created_at DESC LIMIT 1`);
+    const [row] = await s.database.rows<{ user_id: string; name: string }>(sql`SELECT user_id, name FROM web_sessions ORDER BY created_at DESC LIMIT 1`);
     expect(row).toEqual({ user_id: "U0ALICE", name: "Alice Reviewer" });
-    const [audit] = await database.rows<{ data: string }>(sql`SELECT data FROM audit_events WHERE type = 'session.created' ORDER BY id DESC LIMIT 1`);
+    const [audit] = await s.database.rows<{ data: string }>(sql`SELECT data FROM audit_events WHERE type = 'session.created' ORDER BY id DESC LIMIT 1`);
     expect(JSON.parse(audit!.data)).toEqual({ via: "oidc" });
     // The token endpoint saw the client secret (client_secret_post) and a PKCE verifier.
     const tokenCall = idp.calls.filter((c) => c.path === "/api/openid.connect.token").at(-1)!;
@@ -308,7 +305,7 @@ describe.each(databaseKinds)("Sign in with Slack (OpenID Connect) on $name", (ki
 
   it("an issuer that cannot be reached is a 502 naming it, not a crash, and is retried at the next sign-in", async () => {
     const deadPort = await freePort();
-    const signIn = slackSignIn(server.ctx, { ...CLIENT, issuer: `http://127.0.0.1:${deadPort}`, teamId: "T0TEST", redirectUri: `${origin}/auth/slack/callback` });
+    const signIn = slackSignIn(s.server.ctx, { ...CLIENT, issuer: `http://127.0.0.1:${deadPort}`, teamId: "T0TEST", redirectUri: `${origin}/auth/slack/callback` });
     const routes = oidcRoutes(signIn, { secure: false, origin });
     for (let attempt = 0; attempt < 2; attempt++) {
       const res = await routes.request("/auth/slack");
