@@ -1,16 +1,16 @@
 import { eq } from "drizzle-orm";
 import { pino } from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { findUnfaithfulNumber } from "../../src/plan/faithful-json.ts";
 import { findUnstorable } from "../../src/plan/storable.ts";
 import { createApp } from "../../src/server/app.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
 import { createLoginLink, sessionOf } from "../../src/service/login-links.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
-import type { Database } from "../../src/store/db.ts";
 import { plans } from "../../src/store/schema.ts";
 import { databaseKinds } from "../support/databases.ts";
-import { mergeRequest, openHarness, WRITE_TOKEN, type Harness } from "../support/harness.ts";
+import { useHarness } from "../support/use-harness.ts";
+import { mergeRequest, WRITE_TOKEN } from "../support/harness.ts";
 
 /**
  * Hostile input against the real HTTP app (in process, through `app.fetch`), from a fixed seed so
@@ -199,8 +199,7 @@ function acceptable(body: string | Uint8Array, contentType: string | undefined):
 }
 
 describe.each(databaseKinds)("fuzzed requests against the HTTP app on $name", (kind) => {
-  let database: Database;
-  let h: Harness;
+  const h = useHarness(kind);
   let app: ReturnType<typeof createApp>;
   let agentKey: string;
   let pendingId: string;
@@ -210,8 +209,6 @@ describe.each(databaseKinds)("fuzzed requests against the HTTP app on $name", (k
   const serverErrors: string[] = [];
 
   beforeAll(async () => {
-    database = await kind.open();
-    h = await openHarness(database);
     // Errors the app logs are kept, so a 5xx names its cause in the failure.
     const logger = pino({ level: "error" }, { write: (line: string) => void serverErrors.push(line.slice(0, 2000)) });
     app = createApp({ ...h.ctx, logger }, { adminToken: ADMIN_TOKEN, executorToken: EXECUTOR_TOKEN, loginLinks: true });
@@ -224,10 +221,6 @@ describe.each(databaseKinds)("fuzzed requests against the HTTP app on $name", (k
     expect(login.status, "signing in for the web fuzz").toBe(303);
     cookie = login.headers.get("set-cookie")!.split(";")[0]!;
     csrf = (await sessionOf(h.ctx, decodeURIComponent(cookie.slice(cookie.indexOf("=") + 1))))!.csrfToken;
-  }, 60_000);
-  afterAll(async () => {
-    await h?.close();
-    await database?.close();
   });
 
   /** `contentType: null` sends no Content-Type at all (bytes, since a string body would get text/plain). */
@@ -236,14 +229,14 @@ describe.each(databaseKinds)("fuzzed requests against the HTTP app on $name", (k
   const errorOf = async (res: Response) => ((await res.json()) as { error: { code: string; message: string; issues?: { path: string; message: string }[] } }).error;
 
   it("seen on main: a plan sent without Content-Type: application/json → 415, nothing stored", async () => {
-    const before = await database.db.$count(plans);
+    const before = await h.database.db.$count(plans);
     for (const type of [null, "text/plain", "application/x-www-form-urlencoded", "application/jsonx"]) {
       const res = await agentPost(JSON.stringify(mergeRequest()), type);
       expect(res.status).toBe(415);
       expect(await errorOf(res)).toMatchObject({ code: "unsupported_media_type", message: expect.stringMatching(/Content-Type: application\/json/) });
     }
     expect((await agentPost(JSON.stringify(mergeRequest({ title: "charset is fine" })), "application/json; charset=utf-8")).status).toBe(201);
-    expect(await database.db.$count(plans)).toBe(before + 1);
+    expect(await h.database.db.$count(plans)).toBe(before + 1);
   });
 
   it.each(["12345678901234567890", "1.00000000000000000001", "1e400"])("seen on main: the number %s in a request → 400 naming its JSON Pointer", async (token) => {
@@ -290,7 +283,7 @@ describe.each(databaseKinds)("fuzzed requests against the HTTP app on $name", (k
       expect(res.status).toBe(400);
       expect(await res.text()).toMatch(/reason/i);
     }
-    const [pending] = await database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, pendingId));
+    const [pending] = await h.database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, pendingId));
     expect(pending!.status).toBe("pending");
   });
 
@@ -331,7 +324,7 @@ describe.each(databaseKinds)("fuzzed requests against the HTTP app on $name", (k
     let answered = 0;
     let created = 0;
     let wronglyCreated = 0;
-    const plansBefore = await database.db.$count(plans);
+    const plansBefore = await h.database.db.$count(plans);
 
     const send = async (label: string, request: Request, onAnswer?: (res: Response) => void | Promise<void>) => {
       sent++;
@@ -423,14 +416,14 @@ describe.each(databaseKinds)("fuzzed requests against the HTTP app on $name", (k
     expect(answered).toBeGreaterThanOrEqual(REQUESTS);
     expect([...statuses.values()].reduce((a, b) => a + b, 0)).toBe(answered);
     expect(wronglyCreated).toBe(0);
-    expect(await database.db.$count(plans)).toBe(plansBefore + created);
+    expect(await h.database.db.$count(plans)).toBe(plansBefore + created);
     // Preview only ever reads; the write token never leaves the executor (which is not running).
     for (const request of h.target.requests) {
       expect(request.method).toBe("GET");
       expect(JSON.stringify(request.headers)).not.toContain(WRITE_TOKEN);
     }
     // The plan the web routes were fuzzed against was never decided by a request without its hash.
-    const [pending] = await database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, pendingId));
+    const [pending] = await h.database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, pendingId));
     expect(pending!.status).toBe("pending");
     // The mix reached the deep checks, not just the first refusal (so the run tests what it says).
     for (const status of [201, 400, 403, 404, 409, 413, 415, 422]) expect(statuses.get(status) ?? 0, `answers with HTTP ${status}`).toBeGreaterThan(0);
