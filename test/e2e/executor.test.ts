@@ -158,7 +158,7 @@ describe.skipIf(!postgresKind)("executor crashes and concurrency on PostgreSQL",
     const bulkWrites = s.target.writes().filter((r) => r.path.startsWith("/bulk/"));
     expect(bulkWrites).toHaveLength(100);
     expect(new Set(bulkWrites.map((w) => w.path)).size).toBe(100);
-  }, 120_000);
+  });
 
   it("killed after claim and before apply: another executor applies exactly once after the lease", async () => {
     const plan = await s.propose("/crash/before-apply", { state: "new" });
@@ -183,7 +183,7 @@ describe.skipIf(!postgresKind)("executor crashes and concurrency on PostgreSQL",
     expect(s.writesTo("/crash/before-apply")).toHaveLength(1);
     const events = await s.database.rows<{ type: string }>(sql`SELECT type FROM audit_events WHERE plan_id = ${plan.id} ORDER BY id`);
     expect(events.map((e) => e.type)).toEqual(["plan.submitted", "decision.approve", "plan.approved", "plan.executing", "plan.reclaimed", "plan.applied"]);
-  }, 60_000);
+  });
 
   it("killed after apply and before report: the next executor finds it applied and reports reconciled, one write in all", async () => {
     const plan = await s.propose("/crash/after-apply", { state: "new" });
@@ -208,7 +208,7 @@ describe.skipIf(!postgresKind)("executor crashes and concurrency on PostgreSQL",
     expect(done.status).toBe("applied");
     expect(done.outcome?.reconciled).toBe(true);
     expect(s.writesTo("/crash/after-apply")).toHaveLength(1);
-  }, 60_000);
+  });
 
   it("a paused executor whose lease was taken over: its late write is stopped by If-Match and its report refused", async () => {
     const plan = await s.propose("/paused", { state: "new" });
@@ -245,7 +245,7 @@ describe.skipIf(!postgresKind)("executor crashes and concurrency on PostgreSQL",
     expect(JSON.parse(statuses[0]!.outcome)).toMatchObject({ status: "applied" });
     const events = await s.database.rows<{ type: string }>(sql`SELECT type FROM audit_events WHERE plan_id = ${plan.id} AND type LIKE 'plan.%' ORDER BY id`);
     expect(events.filter((e) => e.type === "plan.applied")).toHaveLength(1);
-  }, 60_000);
+  });
 
   it("a plan document altered in the database after approval is not applied", async () => {
     const plan = await s.propose("/altered", { state: "new" });

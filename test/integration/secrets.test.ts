@@ -165,5 +165,5 @@ describe.each(databaseKinds)("no secret in logs or Slack calls, on $name", (kind
     }
     // The failure's line still says what failed: the statement and the database's code, not the values.
     expect(JSON.parse(failure)).toMatchObject({ level: 50, err: { message: expect.stringMatching(/^Failed query: insert into "plans"/), cause: { code: "23514" } } });
-  }, 120_000);
+  });
 });
