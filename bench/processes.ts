@@ -40,7 +40,7 @@ export interface Started {
   /** Seconds from spawn until the output matched `ready`. */
   readySeconds: number;
   output(): string;
-  /** SIGINT, as Ctrl-C would; SIGKILL if it has not exited after 30 s. */
+  /** SIGINT, as Ctrl-C would (SIGKILL after 30 s); then ends any child it left behind (an executor whose parent crashed). */
   stop(): Promise<void>;
 }
 
@@ -51,9 +51,19 @@ export function startUntilReady(args: string[], options: { cwd: string; env: Nod
     const child = spawn(process.execPath, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] });
     let output = "";
     let ready = false;
-    const exited = new Promise<void>((r) => child.on("close", () => r()));
+    // "exit", not "close": an orphaned child that inherited the pipes would hold "close" off forever.
+    const exited = new Promise<void>((r) => child.on("exit", () => r()));
+    const killTree = (signal: NodeJS.Signals) => {
+      for (const pid of processTree(child.pid!).reverse()) {
+        try {
+          process.kill(pid, signal);
+        } catch {
+          // already gone
+        }
+      }
+    };
     const timer = setTimeout(() => {
-      child.kill("SIGKILL");
+      killTree("SIGKILL");
       reject(new Error(`not ready after ${options.timeoutMs ?? 120_000} ms: node ${args.join(" ")}\n${output}`));
     }, options.timeoutMs ?? 120_000);
     const onData = (d: Buffer) => {
@@ -66,11 +76,22 @@ export function startUntilReady(args: string[], options: { cwd: string; env: Nod
         readySeconds: (performance.now() - started) / 1000,
         output: () => output,
         stop: async () => {
-          if (child.exitCode !== null || child.signalCode !== null) return;
-          const kill = setTimeout(() => child.kill("SIGKILL"), 30_000);
-          child.kill("SIGINT");
-          await exited;
-          clearTimeout(kill);
+          // Each with its start time, so a pid reused by someone else's process after ours ended is left alone.
+          const descendants = processTree(child.pid!).slice(1).map((pid) => ({ pid, started: startTime(pid) }));
+          if (child.exitCode === null && child.signalCode === null) {
+            const kill = setTimeout(() => killTree("SIGKILL"), 30_000);
+            child.kill("SIGINT");
+            await exited;
+            clearTimeout(kill);
+          }
+          for (const { pid, started } of descendants) {
+            if (started === undefined || startTime(pid) !== started) continue; // it stopped with its parent, as it should
+            try {
+              process.kill(pid, "SIGKILL");
+            } catch {
+              // gone meanwhile
+            }
+          }
         },
       });
     };
@@ -83,19 +104,29 @@ export function startUntilReady(args: string[], options: { cwd: string; env: Nod
   });
 }
 
+/** The fields of /proc/PID/stat after the command name (which may hold spaces and parentheses). */
+function statFields(pid: number | string): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return undefined; // exited
+  }
+}
+
+/** When the process started (clock ticks since boot): with the pid, what identifies it. */
+function startTime(pid: number): string | undefined {
+  return statFields(pid)?.[19];
+}
+
 /** A process and all its descendants, from /proc (Linux only). */
 export function processTree(root: number): number[] {
   const children = new Map<number, number[]>();
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-    } catch {
-      continue; // exited while we listed
-    }
-    // The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
-    const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    const fields = statFields(entry);
+    if (!fields) continue;
+    const ppid = Number(fields[1]);
     children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
   }
   const tree = [root];
