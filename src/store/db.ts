@@ -1,11 +1,10 @@
-// The drivers are imported when a database of their kind is opened, never up front: PGlite
-// alone adds ~43 MB and its WASM to a process that talks to PostgreSQL.
+// The drivers (and the template's unpacker) are imported when a database of their kind is
+// opened, never up front: PGlite alone adds ~43 MB and its WASM to a process on PostgreSQL.
 import { mkdirSync } from "node:fs";
 import type { PGliteOptions } from "@electric-sql/pglite";
 import { sql, type ExtractTablesWithRelations, type SQL } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from "drizzle-orm/pg-core";
 import { packagePath } from "../package-path.ts";
-import { hasPgliteData, installedPgliteVersion, unpackTemplate } from "./pglite-template.ts";
 import * as schema from "./schema.ts";
 
 export type Schema = typeof schema;
@@ -43,12 +42,12 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
 const PGLITE_SETTINGS = ["-c", "shared_buffers=16MB"];
 
 async function openPglite(target: Exclude<DatabaseTarget, { kind: "postgres" }>): Promise<Database> {
-  const [{ PGlite }, { drizzle }, { migrate }] = await Promise.all([import("@electric-sql/pglite"), import("drizzle-orm/pglite"), import("drizzle-orm/pglite/migrator")]);
+  const [{ PGlite }, { drizzle }, { migrate }, template] = await Promise.all([import("@electric-sql/pglite"), import("drizzle-orm/pglite"), import("drizzle-orm/pglite/migrator"), import("./pglite-template.ts")]);
   const options: PGliteOptions = { startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS] };
   if (target.kind === "pglite") {
     mkdirSync(target.dataDir, { recursive: true });
     options.dataDir = target.dataDir;
-    if (!hasPgliteData(target.dataDir)) unpackTemplate(target.dataDir, installedPgliteVersion());
+    if (!template.hasPgliteData(target.dataDir)) template.unpackTemplate(target.dataDir, template.installedPgliteVersion());
   } else if (target.loadDataDir) {
     options.loadDataDir = target.loadDataDir;
   }

@@ -16,6 +16,8 @@ import { READ_TOKEN, testGrantKeys } from "../support/harness.ts";
  */
 const RECORDER = fileURLToPath(new URL("../support/import-recorder.mjs", import.meta.url));
 const PGLITE = /\/node_modules\/@electric-sql\/pglite\//;
+/** The build's chunks for drizzle's PGlite driver and the template unpacker (with tar), named by esbuild after their modules. */
+const EMBEDDED_CHUNKS = /\/dist\/pglite(-template)?-[A-Z0-9]+\.js$/;
 
 describe("database drivers load lazily", () => {
   let dir: string;
@@ -35,6 +37,7 @@ describe("database drivers load lazily", () => {
     const listed = await runCli(["agents", "list"], { cwd, env: rec.env });
     expect(listed.code, listed.stderr).toBe(0);
     expect(rec.imports().filter((url) => PGLITE.test(url))).not.toEqual([]);
+    expect(rec.imports().filter((url) => EMBEDDED_CHUNKS.test(url))).toHaveLength(2);
     // The built CLI itself was recorded too, so an empty record cannot pass the next test.
     expect(rec.imports().some((url) => url.endsWith("/dist/cli.js"))).toBe(true);
   }, 120_000);
@@ -52,7 +55,7 @@ describe("database drivers load lazily", () => {
       await admin.end({ timeout: 5 });
     });
 
-    it("serve on PostgreSQL migrates, serves and never imports PGlite", async () => {
+    it("serve on PostgreSQL migrates, serves and never imports PGlite or the embedded database's chunks", async () => {
       const cwd = mkdtempSync(path.join(dir, "serve-"));
       writeFileSync(path.join(cwd, "countersign.yml"), [
         "defaults: { approvers: [U0ALICE] }",
@@ -88,7 +91,7 @@ describe("database drivers load lazily", () => {
       }
       const imports = rec.imports();
       expect(imports.some((u) => u.endsWith("/dist/cli.js"))).toBe(true);
-      expect(imports.filter((u) => PGLITE.test(u))).toEqual([]);
+      expect(imports.filter((u) => PGLITE.test(u) || EMBEDDED_CHUNKS.test(u))).toEqual([]);
     }, 120_000);
   });
 });
