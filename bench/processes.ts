@@ -168,3 +168,13 @@ export async function settledTreeRssMb(root: number, options: { minProcesses?: n
     await new Promise((r) => setTimeout(r, 500));
   }
 }
+
+/** The RSS of an idle bare `node` on this machine: the floor any Countersign process stands on. */
+export async function idleNodeRssMb(): Promise<number> {
+  const child = spawn(process.execPath, ["-e", "setInterval(() => {}, 60_000)"], { stdio: "ignore" });
+  try {
+    return await settledTreeRssMb(child.pid!);
+  } finally {
+    child.kill("SIGKILL");
+  }
+}

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import postgres from "postgres";
 import type { FigureSource } from "../figure.ts";
-import { cleanEnv, countersignCommand, settledTreeRssMb, startUntilReady } from "../processes.ts";
+import { cleanEnv, countersignCommand, idleNodeRssMb, settledTreeRssMb, startUntilReady } from "../processes.ts";
 import { freePort } from "./start.ts";
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
@@ -46,7 +46,7 @@ export const servePostgres: FigureSource = {
       });
       try {
         const mb = await settledTreeRssMb(serve.child.pid!);
-        return [{ name: "serve_idle_rss_mb_postgres", value: mb, unit: "MB", goal: { below: 120 }, ...(cli.note ? { note: cli.note } : {}) }];
+        return [{ name: "serve_idle_rss_mb_postgres", value: mb, unit: "MB", goal: { below: 120 }, baseline: { label: "idle node", value: await idleNodeRssMb() }, ...(cli.note ? { note: cli.note } : {}) }];
       } finally {
         await serve.stop();
       }
