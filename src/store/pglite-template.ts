@@ -13,6 +13,8 @@ import { packagePath } from "../package-path.ts";
 export const PGLITE_TEMPLATE = packagePath("templates/pglite-data.tar.gz");
 export const PGLITE_TEMPLATE_META = packagePath("templates/pglite-data.json");
 
+const STAGING_PREFIX = ".template-";
+
 export interface TemplateMeta {
   /** The PGlite that made the dump: another version may not read its files. */
   pglite: string;
@@ -50,13 +52,15 @@ export function hasPgliteData(dataDir: string): boolean {
 export function unpackTemplate(dataDir: string, installedPglite: string): boolean {
   const meta = readTemplateMeta();
   if (!meta || meta.pglite !== installedPglite || !existsSync(PGLITE_TEMPLATE)) return false;
-  const staging = mkdtempSync(path.join(dataDir, ".template-"));
+  // One process owns a data dir, so a staging dir already here is what a killed unpack left.
+  for (const name of readdirSync(dataDir)) if (name.startsWith(STAGING_PREFIX)) rmSync(path.join(dataDir, name), { recursive: true, force: true });
+  const staging = mkdtempSync(path.join(dataDir, STAGING_PREFIX));
   try {
     // PGlite names members from "/" (its data dir's root); tar strips that with an info-level
     // warning, which is what we want. Any other warning is an entry not written: fail loudly.
     const problems: string[] = [];
     extract({ file: PGLITE_TEMPLATE, cwd: staging, sync: true, onwarn: (code, message) => void (code === "TAR_ENTRY_INFO" || problems.push(`${code}: ${message}`)) });
-    if (problems.length > 0) throw new Error(`could not unpack the database template ${PGLITE_TEMPLATE} (${problems.join("; ")}); rebuild it with npm run build`);
+    if (problems.length > 0) throw new Error(`could not unpack the database template ${PGLITE_TEMPLATE} (${problems.join("; ")}); reinstall Countersign, or in a checkout rebuild it with: node --import tsx scripts/build-pglite-template.ts --force`);
     // PG_VERSION last: it is what marks the dir as set up, so an unpack cut short is redone, and
     // what such a cut left behind (without PG_VERSION no database uses it) is replaced.
     const names = readdirSync(staging).sort((a, b) => Number(a === "PG_VERSION") - Number(b === "PG_VERSION"));

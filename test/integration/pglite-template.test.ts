@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -21,16 +21,18 @@ describe("PGlite template", () => {
     expect(existsSync(path.join(dataDir, "PG_VERSION"))).toBe(false);
   });
 
-  it("unpacks over what an interrupted unpack left and keeps Countersign's own files in the data dir", () => {
+  it("unpacks over what a killed unpack left (its staging dir too) and keeps Countersign's own files in the data dir", () => {
     const dataDir = path.join(dir, "interrupted");
     mkdirSync(path.join(dataDir, "base"), { recursive: true });
     writeFileSync(path.join(dataDir, "base", "half-written"), "x");
     writeFileSync(path.join(dataDir, "grant-private.pem"), "kept");
+    mkdirSync(path.join(dataDir, ".template-killed", "base"), { recursive: true });
     expect(hasPgliteData(dataDir)).toBe(false);
     expect(unpackTemplate(dataDir, installedPgliteVersion())).toBe(true);
     expect(hasPgliteData(dataDir)).toBe(true);
     expect(existsSync(path.join(dataDir, "base", "half-written"))).toBe(false);
     expect(readFileSync(path.join(dataDir, "grant-private.pem"), "utf8")).toBe("kept");
+    expect(readdirSync(dataDir).filter((name) => name.startsWith(".template-"))).toEqual([]);
   });
 
   it("a fresh data dir opens with the template's migrations already applied; migrate brings it to the code's", async () => {
