@@ -1,3 +1,5 @@
+import { causeChain } from "../store/database-errors.ts";
+
 /**
  * What a failed start means to the person who started it: which variable or key is wrong and
  * what to do, in one line and without a stack trace. Pure: each function maps an error that an
@@ -70,9 +72,9 @@ export function listenStartupError(err: unknown, port: number, host: string): St
 
 const DATA_DIR_CODES = new Set(["EACCES", "EPERM", "EROFS", "ENOSPC", "ENOTDIR", "EEXIST"]);
 
-/** The first error code along the cause chain (drizzle wraps the driver's error; Node may raise an AggregateError per address). */
+/** The first error code along the cause chain (an AggregateError answers with its first failure). */
 function codeOf(err: unknown): string | undefined {
-  for (let e = err, depth = 0; e && typeof e === "object" && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
+  for (const e of causeChain(err)) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string") return code;
     const inner = (e as { errors?: unknown }).errors;
@@ -84,7 +86,10 @@ function codeOf(err: unknown): string | undefined {
 /** The driver's own message (the innermost one), e.g. `role "x" does not exist`. */
 function messageOf(err: unknown): string {
   let message = err instanceof Error ? err.message : String(err);
-  for (let e = (err as { cause?: unknown })?.cause, depth = 0; e instanceof Error && depth < 6; e = e.cause, depth++) message = e.message;
+  for (const e of causeChain(err).slice(1)) {
+    if (!(e instanceof Error)) break;
+    message = e.message;
+  }
   return message;
 }
 

@@ -13,14 +13,24 @@ const UNREACHABLE = new Set([
 ]);
 
 export function isDatabaseUnreachable(err: unknown): boolean {
-  // drizzle wraps driver errors in DrizzleQueryError (cause); Node may raise an AggregateError of per-address failures.
-  for (let e = err, depth = 0; e && typeof e === "object" && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
+  for (const e of causeChain(err)) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string" && UNREACHABLE.has(code)) return true;
     const inner = (e as { errors?: unknown }).errors;
     if (Array.isArray(inner) && inner.length > 0 && inner.every(isDatabaseUnreachable)) return true;
   }
   return false;
+}
+
+/**
+ * An error and its causes, outermost first, at most six deep: drizzle wraps driver errors in
+ * DrizzleQueryError (cause), and Node may raise an AggregateError of per-address failures
+ * (`errors`, left to the caller). Every reader of driver errors walks them through this.
+ */
+export function causeChain(err: unknown): object[] {
+  const chain: object[] = [];
+  for (let e = err; e && typeof e === "object" && chain.length < 6; e = (e as { cause?: unknown }).cause) chain.push(e);
+  return chain;
 }
 
 /** What the HTTP doors answer while the database is unreachable: retry shortly, nothing was done. */
