@@ -28,11 +28,11 @@ export function agentApi(ctx: ServiceContext): Hono<Env> {
   api.get("/openapi.json", (c) => c.json(openApiDocument(ctx.config.publicUrl)));
 
   api.post("/plans", async (c) => {
-    const { created, plan } = await submitPlan(ctx, c.get("agent"), await readJsonBody(c.req.raw, { what: "the plan request", requireJsonType: true }));
+    const { created, plan } = await submitPlan(ctx, { agent: c.get("agent"), request: await readJsonBody(c.req.raw, { what: "the plan request", requireJsonType: true }) });
     return c.json(plan, created ? 201 : 200);
   });
 
-  api.get("/plans/:id", async (c) => c.json(await getPlan(ctx, c.get("agent"), c.req.param("id"))));
+  api.get("/plans/:id", async (c) => c.json(await getPlan(ctx, { agent: c.get("agent"), planId: c.req.param("id") })));
 
   api.get("/plans/:id/wait", async (c) => {
     const raw = c.req.query("timeout") ?? "30";
@@ -40,12 +40,12 @@ export function agentApi(ctx: ServiceContext): Hono<Env> {
     if (!Number.isFinite(seconds) || seconds < 0 || seconds > MAX_WAIT_SECONDS) {
       throw new ServiceError("invalid_request", `timeout must be a number of seconds from 0 to ${MAX_WAIT_SECONDS}, got '${raw}'`, { issues: [{ path: "/timeout", message: "out of range" }] });
     }
-    return c.json(await waitForPlan(ctx, c.get("agent"), c.req.param("id"), seconds * 1000, c.req.raw.signal));
+    return c.json(await waitForPlan(ctx, { agent: c.get("agent"), planId: c.req.param("id"), timeoutMs: seconds * 1000, signal: c.req.raw.signal }));
   });
 
-  api.post("/plans/:id/cancel", async (c) => c.json(await cancelPlan(ctx, c.get("agent"), c.req.param("id"))));
+  api.post("/plans/:id/cancel", async (c) => c.json(await cancelPlan(ctx, { agent: c.get("agent"), planId: c.req.param("id") })));
 
-  api.get("/plans/:id/events", async (c) => c.json({ events: await listPlanEvents(ctx, c.get("agent"), c.req.param("id")) }));
+  api.get("/plans/:id/events", async (c) => c.json({ events: await listPlanEvents(ctx, { agent: c.get("agent"), planId: c.req.param("id") }) }));
 
   return api;
 }

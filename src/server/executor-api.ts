@@ -33,15 +33,15 @@ export function executorApi(ctx: ServiceContext, token: string | undefined): Hon
     if (!Number.isFinite(seconds) || seconds < 0 || seconds > MAX_CLAIM_WAIT_SECONDS) {
       throw new ServiceError("invalid_request", `wait must be 0 to ${MAX_CLAIM_WAIT_SECONDS} seconds, got '${raw}'`);
     }
-    const claim = await claimApprovedWaiting(ctx, seconds * 1000, c.req.raw.signal);
+    const claim = await claimApprovedWaiting(ctx, { waitMs: seconds * 1000, signal: c.req.raw.signal });
     return claim ? c.json(claim) : c.body(null, 204);
   });
 
-  api.post("/claims/:claimToken/heartbeat", async (c) => c.json(await heartbeatClaim(ctx, c.req.param("claimToken"))));
+  api.post("/claims/:claimToken/heartbeat", async (c) => c.json(await heartbeatClaim(ctx, { claimToken: c.req.param("claimToken") })));
 
   api.post("/claims/:claimToken/report", async (c) => {
     const body = await readJsonBody(c.req.raw, { what: "the outcome", maxBytes: MAX_OUTCOME_BYTES });
-    return c.json(await reportOutcome(ctx, c.req.param("claimToken"), body));
+    return c.json(await reportOutcome(ctx, { claimToken: c.req.param("claimToken"), outcome: body }));
   });
   return api;
 }

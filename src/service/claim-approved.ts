@@ -52,12 +52,17 @@ export async function claimApproved(ctx: ServiceContext): Promise<Claim | undefi
   });
 }
 
-/** Long-poll: claims at once if it can, else waits for an approval (or a lease to run out). */
-export async function claimApprovedWaiting(ctx: ServiceContext, waitMs: number, signal?: AbortSignal): Promise<Claim | undefined> {
-  const deadline = Date.now() + waitMs;
+/**
+ * Long-poll: claims at once if it can, else waits for an approval (or a lease to run out). The
+ * wait is elapsed time on the monotonic timer; whether a grant or lease is still valid is judged
+ * by ctx.clock inside claimApproved.
+ */
+export async function claimApprovedWaiting(ctx: ServiceContext, input: { waitMs: number; signal?: AbortSignal | undefined }): Promise<Claim | undefined> {
+  const { waitMs, signal } = input;
+  const deadline = performance.now() + waitMs;
   for (;;) {
     const claim = await claimApproved(ctx);
-    const left = deadline - Date.now();
+    const left = deadline - performance.now();
     if (claim || left <= 0 || signal?.aborted) {
       if (claim && signal?.aborted) ctx.logger.warn({ planId: claim.plan.id }, "executor went away while claiming; the lease will run out and another executor takes over");
       return claim;

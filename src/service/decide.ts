@@ -1,6 +1,6 @@
 import { and, asc, eq } from "drizzle-orm";
 import { issueGrant, type GrantApprover } from "../grant/grant.ts";
-import { isPlanId, type PlanDocument } from "../plan/schema.ts";
+import { isPlanId } from "../plan/schema.ts";
 import { whyUnstorableText } from "../plan/storable.ts";
 import { quorumMet } from "../policy/approvers.ts";
 import { whyMayNot } from "../policy/may-act.ts";
@@ -8,6 +8,7 @@ import { decisions, plans } from "../store/schema.ts";
 import type { Actor } from "./audit.ts";
 import type { ServiceContext } from "./context.ts";
 import { ServiceError } from "./errors.ts";
+import { decisionTermsOf } from "./decision-terms.ts";
 import { approverCheckFailed, approverMembershipOf, type Membership } from "./approver-groups.ts";
 import { refusalError } from "./refusal-error.ts";
 import { recordPlanEvent, transition, type PlanRow } from "./transition.ts";
@@ -42,21 +43,32 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
   const reason = checkedReason(input);
   const actor: Actor = { type: "user", userId: input.actor.userId, via: input.actor.via };
   // Group membership is looked up before the transaction (no network I/O while holding the
-  // row lock); the plan document it depends on never changes, so reading it first is safe.
-  const [stored] = await ctx.database.db.select({ document: plans.document }).from(plans).where(eq(plans.id, input.planId));
-  const membership: Membership = stored ? await approverMembershipOf(ctx, input.actor.userId, (stored.document as PlanDocument).policy) : { memberOf: [], unchecked: [] };
+  // row lock), from the plan's terms: its document never changes, so they are read once per plan
+  // and remembered, and the transaction reads only what does change.
+  const terms = await decisionTermsOf(ctx.database, input.planId);
+  const membership: Membership = terms ? await approverMembershipOf(ctx, input.actor.userId, terms.policy) : { memberOf: [], unchecked: [] };
 
   const result = await ctx.database.db.transaction(async (tx) => {
-    const [plan] = await tx.select().from(plans).where(eq(plans.id, input.planId)).for("update");
-    if (!plan) throw new ServiceError("not_found", `there is no plan ${input.planId}`);
+    const [plan] = await tx
+      .select({ id: plans.id, status: plans.status, hash: plans.hash, expiresAt: plans.expiresAt, callbackUrl: plans.callbackUrl })
+      .from(plans)
+      .where(eq(plans.id, input.planId))
+      .for("update");
+    if (!plan || !terms) throw new ServiceError("not_found", `there is no plan ${input.planId}`);
     const now = ctx.clock();
-    const doc = plan.document as PlanDocument;
-    const votes = await tx.select().from(decisions).where(and(eq(decisions.planId, plan.id), eq(decisions.verdict, "approve"))).orderBy(asc(decisions.id));
+    const { policy } = terms;
+    // Read after the lock is held, in a statement of its own: a statement's snapshot is taken
+    // when it starts, so votes read together with the lock would miss those committed while it waited.
+    const votes = await tx
+      .select({ userId: decisions.userId, via: decisions.via, decidedAt: decisions.decidedAt })
+      .from(decisions)
+      .where(and(eq(decisions.planId, plan.id), eq(decisions.verdict, "approve")))
+      .orderBy(asc(decisions.id));
     const approvers = votes.map((v) => v.userId);
 
     const refusal = whyMayNot(
       { userId: input.actor.userId, memberOf: membership.memberOf },
-      { status: plan.status, expiresAt: plan.expiresAt, hash: plan.hash, onBehalfOf: doc.onBehalfOf, policy: doc.policy, approvals: approvers },
+      { status: plan.status, expiresAt: plan.expiresAt, hash: plan.hash, onBehalfOf: terms.onBehalfOf, policy, approvals: approvers },
       { verb: "decide", verdict: input.verdict, hash: input.hash },
       now,
     );
@@ -78,19 +90,19 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
 
     if (input.verdict === "reject") {
       const rejected = await transition(ctx, tx, { planId: plan.id, transition: "reject", actor, data: { reason }, set: { rejectReason: reason ?? null } });
-      return { status: rejected!.status, approvals: approvers, requiredApprovals: doc.policy.requiredApprovals };
+      return { status: rejected!.status, approvals: approvers, requiredApprovals: policy.requiredApprovals };
     }
 
     const after = [...approvers, input.actor.userId];
-    await recordPlanEvent(ctx, tx, plan, "decision.approve", actor, now, { approvals: after.length, requiredApprovals: doc.policy.requiredApprovals });
-    if (quorumMet(after, doc.policy)) {
+    await recordPlanEvent(ctx, tx, plan, "decision.approve", actor, now, { approvals: after.length, requiredApprovals: policy.requiredApprovals });
+    if (quorumMet(after, policy)) {
       // The grant is what the executor will demand: plan id, exact hash, who approved, until when.
-      const grantExpiresAt = new Date(now.getTime() + doc.policy.grantTtlSeconds * 1000);
+      const grantExpiresAt = new Date(now.getTime() + policy.grantTtlSeconds * 1000);
       const grantApprovers: GrantApprover[] = [
         ...votes.map((v) => ({ user: v.userId, via: v.via, at: v.decidedAt.toISOString() })),
         { user: input.actor.userId, via: input.actor.via, at: now.toISOString() },
       ];
-      const grant = await issueGrant(ctx.grantKey, { planId: plan.id, planHash: plan.hash, approvers: grantApprovers, environment: doc.environment, issuedAt: now, expiresAt: grantExpiresAt });
+      const grant = await issueGrant(ctx.grantKey, { planId: plan.id, planHash: plan.hash, approvers: grantApprovers, environment: terms.environment, issuedAt: now, expiresAt: grantExpiresAt });
       const approved = await transition(ctx, tx, {
         planId: plan.id,
         transition: "approve",
@@ -98,9 +110,9 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
         data: { approvers: after, grant: { jti: grant.jti, kid: ctx.grantKey.kid, expiresAt: grantExpiresAt.toISOString() } },
         set: { grant: grant.token, grantExpiresAt },
       });
-      return { status: approved!.status, approvals: after, requiredApprovals: doc.policy.requiredApprovals };
+      return { status: approved!.status, approvals: after, requiredApprovals: policy.requiredApprovals };
     }
-    return { status: plan.status, approvals: after, requiredApprovals: doc.policy.requiredApprovals };
+    return { status: plan.status, approvals: after, requiredApprovals: policy.requiredApprovals };
   });
 
   ctx.logger.info({ planId: input.planId, userId: input.actor.userId, via: input.actor.via, verdict: input.verdict, status: result.status }, "decision recorded");

@@ -8,11 +8,17 @@ import { planView, type PlanView } from "./plan-view.ts";
 import type { PlanRow } from "./transition.ts";
 
 /** A plan as its own agent sees it. Another agent's plan is indistinguishable from none. */
-export async function getPlan(ctx: ServiceContext, agent: AgentIdentity, planId: string): Promise<PlanView> {
-  return planView(ctx.database.db, ctx.config.publicUrl, await ownPlanRow(ctx, agent, planId), "agent", ctx.redaction);
+export async function getPlan(ctx: ServiceContext, input: AgentPlanInput): Promise<PlanView> {
+  return planView(ctx.database.db, ctx.config.publicUrl, await ownPlanRow(ctx, input), "agent", ctx.redaction);
 }
 
-export async function ownPlanRow(ctx: ServiceContext, agent: AgentIdentity, planId: string): Promise<PlanRow> {
+/** Which plan an agent asks about, for every verb an agent runs on one of its own plans. */
+export interface AgentPlanInput {
+  agent: AgentIdentity;
+  planId: string;
+}
+
+export async function ownPlanRow(ctx: Pick<ServiceContext, "database">, { agent, planId }: AgentPlanInput): Promise<PlanRow> {
   const notFound = new ServiceError("not_found", `there is no plan ${planId} for agent '${agent.name}'`);
   if (!isPlanId(planId)) throw notFound;
   const [row] = await ctx.database.db.select().from(plans).where(and(eq(plans.id, planId), eq(plans.agentId, agent.id)));

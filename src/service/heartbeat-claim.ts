@@ -4,7 +4,7 @@ import type { ServiceContext } from "./context.ts";
 import { ServiceError } from "./errors.ts";
 
 /** Extends the lease of the executor holding `claimToken`; a superseded token is refused. */
-export async function heartbeatClaim(ctx: ServiceContext, claimToken: string): Promise<{ leaseExpiresAt: string }> {
+export async function heartbeatClaim(ctx: ServiceContext, { claimToken }: { claimToken: string }): Promise<{ leaseExpiresAt: string }> {
   const leaseExpiresAt = new Date(ctx.clock().getTime() + ctx.config.executor.leaseSeconds * 1000);
   const [row] = await ctx.database.db
     .update(plans)

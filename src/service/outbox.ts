@@ -15,9 +15,14 @@ export interface PlanEvent {
   data?: Record<string, unknown>;
 }
 
-export async function enqueueEffects(tx: Tx, sinks: readonly string[], event: PlanEvent): Promise<void> {
-  if (sinks.length === 0) return;
-  await tx.insert(outbox).values(sinks.map((kind) => ({ planId: event.planId, kind, payload: event, availableAt: new Date(event.at) })));
+/**
+ * The INSERT of an event's outbox rows, one per sink, for the caller to run in the transaction
+ * that caused it (recordPlanEvent runs it in one statement with the audit event); undefined when
+ * there is no sink.
+ */
+export function effectsInsert(tx: Tx, sinks: readonly string[], event: PlanEvent) {
+  if (sinks.length === 0) return undefined;
+  return tx.insert(outbox).values(sinks.map((kind) => ({ planId: event.planId, kind, payload: event, availableAt: new Date(event.at) })));
 }
 
 /**

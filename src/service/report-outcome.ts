@@ -20,8 +20,15 @@ const BY_STATUS: Record<Outcome["status"], Transition> = {
  * counts: an executor that stalled past its lease and was taken over is refused (`lease_lost`),
  * so an outcome can be reported once.
  */
-export async function reportOutcome(ctx: ServiceContext, claimToken: string, body: unknown): Promise<{ status: Outcome["status"] }> {
-  const outcome = validate(Outcome, body, "outcome");
+export interface ReportOutcomeInput {
+  claimToken: string;
+  /** The outcome as received: validated here. */
+  outcome: unknown;
+}
+
+export async function reportOutcome(ctx: ServiceContext, input: ReportOutcomeInput): Promise<{ status: Outcome["status"] }> {
+  const { claimToken } = input;
+  const outcome = validate(Outcome, input.outcome, "outcome");
   const row = await ctx.database.db.transaction(async (tx) => {
     const [held] = await tx.select({ id: plans.id }).from(plans).where(eq(plans.claimToken, claimToken));
     if (!held) return undefined;

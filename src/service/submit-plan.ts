@@ -24,8 +24,15 @@ import { validate } from "./validate.ts";
  * fix the preconditions and policy into an immutable, hashed document, and store it pending.
  * Nothing is stored when anything fails. `created` is false for an idempotent retry.
  */
-export async function submitPlan(ctx: ServiceContext, agent: AgentIdentity, body: unknown): Promise<{ created: boolean; plan: PlanView }> {
-  const request = validate(PlanRequest, body, "plan request");
+export interface SubmitPlanInput {
+  agent: AgentIdentity;
+  /** The request as received: validated here, so every door gets the same errors. */
+  request: unknown;
+}
+
+export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): Promise<{ created: boolean; plan: PlanView }> {
+  const { agent } = input;
+  const request = validate(PlanRequest, input.request, "plan request");
   const requestDigest = fingerprint(request);
 
   if (request.idempotencyKey !== undefined) {

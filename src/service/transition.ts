@@ -1,10 +1,10 @@
-import { and, eq, inArray, type SQL } from "drizzle-orm";
+import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
 import { TRANSITIONS, type Transition } from "../plan/lifecycle.ts";
 import { plans } from "../store/schema.ts";
 import type { Tx } from "../store/db.ts";
-import { appendAudit, type Actor } from "./audit.ts";
+import { auditInsert, type Actor } from "./audit.ts";
 import type { ServiceContext } from "./context.ts";
-import { enqueueEffects } from "./outbox.ts";
+import { effectsInsert } from "./outbox.ts";
 import { PlanSignals } from "./plan-signals.ts";
 
 export type PlanRow = typeof plans.$inferSelect;
@@ -50,9 +50,12 @@ export async function recordPlanEvent(
   at: Date,
   data: Record<string, unknown>,
 ): Promise<void> {
-  await appendAudit(tx, { planId: plan.id, type, actor, data, at });
   // Webhooks go only where the agent asked for them.
   const sinks = ctx.sinks.filter((kind) => kind !== "webhook" || plan.callbackUrl);
-  await enqueueEffects(tx, sinks, { planId: plan.id, type, status: plan.status, hash: plan.hash, at: at.toISOString(), actor, data });
+  const audit = auditInsert({ planId: plan.id, type, actor, data, at });
+  const effects = effectsInsert(tx, sinks, { planId: plan.id, type, status: plan.status, hash: plan.hash, at: at.toISOString(), actor, data });
+  // One round trip for both. The audit event chains to the plan's previous one, which is safe
+  // because the caller holds the plan's row lock (see audit.ts).
+  await tx.execute(effects ? sql`WITH audit AS (${audit}) ${effects}` : audit);
   await PlanSignals.announce(tx, plan.id);
 }

@@ -63,13 +63,13 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
 
   const propose = async (overrides: Record<string, unknown> = {}): Promise<PlanView> => {
     const i = n++;
-    const { plan } = await submitPlan(s.server.ctx, agent, {
+    const { plan } = await submitPlan(s.server.ctx, { agent, request: {
       title: `Update contact ${i}`,
       reason: "Customer asked by phone, ticket 4411",
       onBehalfOf: "U0REQUESTER",
       actions: [{ kind: "http.json", target: "crm", path: `/contacts/${i}`, op: "merge", body: { email: `c${i}@new.example`, tier: "gold" } }],
       ...overrides,
-    });
+    } });
     proposed.push(plan);
     return plan;
   };

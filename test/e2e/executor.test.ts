@@ -66,10 +66,10 @@ function executorSuite(kind: TestDatabaseKind, seed: Record<string, unknown>) {
   };
 
   const propose = async (p: string, body: Record<string, unknown>, title = `change ${p}`) =>
-    (await submitPlan(e.server.ctx, agent, { title, actions: [{ kind: "http.json", target: "crm", path: p, op: "merge", body }] })).plan;
+    (await submitPlan(e.server.ctx, { agent, request: { title, actions: [{ kind: "http.json", target: "crm", path: p, op: "merge", body }] } })).plan;
   const approve = (plan: PlanView, userId = "U0ALICE") =>
     decide(e.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId, via: "slack" }, verdict: "approve" });
-  const view = (plan: PlanView) => getPlan(e.server.ctx, agent, plan.id);
+  const view = (plan: PlanView) => getPlan(e.server.ctx, { agent, planId: plan.id });
   const settled = (plan: PlanView, timeoutMs = 60_000) =>
     waitFor(`plan ${plan.id} to finish`, async () => {
       const v = await view(plan);
@@ -266,10 +266,10 @@ describe.skipIf(!postgresKind)("executor crashes and concurrency on PostgreSQL",
   });
 
   it("a multi-action plan whose second write gets 412: first applied, second stale, third never sent", async () => {
-    const plan = (await submitPlan(s.server.ctx, (await addAgent(s.server.ctx, { name: "multi" })) as never, {
+    const plan = (await submitPlan(s.server.ctx, { agent: (await addAgent(s.server.ctx, { name: "multi" })) as never, request: {
       title: "three writes",
       actions: ["a", "b", "c"].map((x) => ({ kind: "http.json", target: "crm", path: `/multi/${x}`, op: "merge", body: { v: 1 } })),
-    })).plan;
+    } })).plan;
     s.target.beforeHandle = (req) => {
       if (req.method === "PATCH" && req.path === "/multi/b") s.target.set("/multi/b", { v: 99 });
     };

@@ -50,8 +50,8 @@ describe.each(databaseKinds)("who may read, in the browser, on $name", (kind) =>
   beforeAll(async () => {
     const agent = await addAgent(s.server.ctx, { name: "read-rights-agent" });
     const change = (target: string, title: string) => ({ title, onBehalfOf: "U0REQUESTER", actions: [{ kind: "http.json", target, path: "/contacts/1", op: "merge", body: { email: "new-person@new.example" } }] });
-    crm = (await submitPlan(s.server.ctx, agent, change("crm", "Crm title visible only to readers"))).plan;
-    hr = (await submitPlan(s.server.ctx, agent, change("hr", "Hr title visible only to readers"))).plan;
+    crm = (await submitPlan(s.server.ctx, { agent, request: change("crm", "Crm title visible only to readers") })).plan;
+    hr = (await submitPlan(s.server.ctx, { agent, request: change("hr", "Hr title visible only to readers") })).plan;
   });
 
   it("someone signed in but not named anywhere gets no plan: an empty list, 403 on each plan page and live stream, nothing of the plan in the answer", async () => {

@@ -100,12 +100,12 @@ let contact = 0;
 /** Submits a plan over one contact and waits until its preview is in the review channel. */
 async function proposed(s: ReturnType<typeof slackSuite>, overrides: Record<string, unknown> = {}): Promise<{ plan: PlanView; message: SlackMessage }> {
   const n = contact++ % 50; // 50-59 are left to the tests that name a contact
-  const { plan } = await submitPlan(s.server.ctx, s.agent, {
+  const { plan } = await submitPlan(s.server.ctx, { agent: s.agent, request: {
     title: `Update contact ${n}`,
     onBehalfOf: "U0REQUESTER",
     actions: [{ kind: "http.json", target: "crm", path: `/contacts/${n}`, op: "merge", body: { email: `c${n}@new.example` } }],
     ...overrides,
-  });
+  } });
   const message = await previewOf(s, plan);
   return { plan, message };
 }
@@ -503,7 +503,7 @@ export function slackDeliveryScenarios(kind: TestDatabaseKind, door: Door): void
     // The fault must meet this plan's post, not a reply still queued from an earlier test.
     await waitFor("an idle outbox", async () => (await s.database.rows(sql`SELECT 1 FROM outbox WHERE delivered_at IS NULL AND dead_at IS NULL`)).length === 0);
     s.slack.failNext("chat.postMessage", { status: 429, retryAfter: 2 });
-    const { plan } = await submitPlan(s.server.ctx, s.agent, { title: "rate limited", actions: [{ kind: "http.json", target: "crm", path: "/contacts/58", op: "merge", body: { a: 1 } }] });
+    const { plan } = await submitPlan(s.server.ctx, { agent: s.agent, request: { title: "rate limited", actions: [{ kind: "http.json", target: "crm", path: "/contacts/58", op: "merge", body: { a: 1 } }] } });
     const message = await previewOf(s, plan);
     const posts = s.slack.callsTo("chat.postMessage").filter((c) => JSON.stringify(c.body).includes(plan.id) && !c.body.thread_ts);
     expect(posts.map((p) => p.answer?.status)).toEqual([429, 200]);
@@ -525,7 +525,7 @@ export function slackDeliveryScenarios(kind: TestDatabaseKind, door: Door): void
     const plans: PlanView[] = [];
     try {
       for (let i = 0; i < 3; i++) {
-        plans.push((await submitPlan(s.server.ctx, s.agent, { title: `while down ${i}`, actions: [{ kind: "http.json", target: "crm", path: `/contacts/${55 + i}`, op: "merge", body: { b: i } }] })).plan);
+        plans.push((await submitPlan(s.server.ctx, { agent: s.agent, request: { title: `while down ${i}`, actions: [{ kind: "http.json", target: "crm", path: `/contacts/${55 + i}`, op: "merge", body: { b: i } }] } })).plan);
       }
       const { decide } = await import("../../src/service/decide.ts");
       await decide(s.server.ctx, { planId: plans[0]!.id, hash: plans[0]!.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });

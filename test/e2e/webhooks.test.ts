@@ -67,7 +67,7 @@ describe.each(databaseKinds)("agent webhooks on $name", (kind) => {
   });
 
   it("POSTs every status change, signed with the agent's secret, in order", async () => {
-    const { plan } = await submitPlan(s.server.ctx, agent, mergeRequest({ callbackUrl: receiver.url("/ordered") }));
+    const { plan } = await submitPlan(s.server.ctx, { agent, request: mergeRequest({ callbackUrl: receiver.url("/ordered") }) });
     await decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "slack" }, verdict: "approve" });
     await waitFor("two deliveries", () => receiver.statusesFor("/ordered").length >= 2);
     expect(receiver.statusesFor("/ordered")).toEqual(["pending", "approved"]);
@@ -85,7 +85,7 @@ describe.each(databaseKinds)("agent webhooks on $name", (kind) => {
   });
 
   it("sends the reject reason", async () => {
-    const { plan } = await submitPlan(s.server.ctx, agent, mergeRequest({ callbackUrl: receiver.url("/rejected") }));
+    const { plan } = await submitPlan(s.server.ctx, { agent, request: mergeRequest({ callbackUrl: receiver.url("/rejected") }) });
     await decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0BOB", via: "web" }, verdict: "reject", reason: "wrong customer" });
     await waitFor("the rejection", () => receiver.statusesFor("/rejected").includes("rejected"));
     const last = receiver.received.filter((r) => r.path === "/rejected").at(-1)!;
@@ -94,7 +94,7 @@ describe.each(databaseKinds)("agent webhooks on $name", (kind) => {
 
   it("keeps retrying while the receiver fails, and delivers in order once it answers", async () => {
     receiver.answer = 500;
-    const { plan } = await submitPlan(s.server.ctx, agent, mergeRequest({ callbackUrl: receiver.url("/flaky") }));
+    const { plan } = await submitPlan(s.server.ctx, { agent, request: mergeRequest({ callbackUrl: receiver.url("/flaky") }) });
     await decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "slack" }, verdict: "approve" });
     await new Promise((r) => setTimeout(r, 300));
     expect(receiver.statusesFor("/flaky")).toEqual([]);
@@ -108,7 +108,7 @@ describe.each(databaseKinds)("agent webhooks on $name", (kind) => {
     await away.start();
     const port = away.port;
     await away.stop();
-    const { plan } = await submitPlan(s.server.ctx, agent, mergeRequest({ callbackUrl: `http://127.0.0.1:${port}/back` }));
+    const { plan } = await submitPlan(s.server.ctx, { agent, request: mergeRequest({ callbackUrl: `http://127.0.0.1:${port}/back` }) });
     await new Promise((r) => setTimeout(r, 200)); // at least one attempt meets a closed port
     const back = new Receiver();
     await back.start(port);
@@ -125,7 +125,7 @@ describe.each(databaseKinds)("agent webhooks on $name", (kind) => {
     await dead.start();
     const url = dead.url("/gone");
     await dead.stop();
-    const { plan } = await submitPlan(s.server.ctx, agent, mergeRequest({ callbackUrl: url }));
+    const { plan } = await submitPlan(s.server.ctx, { agent, request: mergeRequest({ callbackUrl: url }) });
     const reviewed = await waitFor("a dead letter", async () => {
       const r = await reviewPlan(s.server.ctx, plan.id, { userId: "U0ALICE" });
       return r.deadDeliveries.length > 0 && r;
@@ -135,7 +135,7 @@ describe.each(databaseKinds)("agent webhooks on $name", (kind) => {
   });
 
   it("uses the agent's callback from config when the plan names none", async () => {
-    const { plan } = await submitPlan(s.server.ctx, defaulted, mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { email: "x@new.example" } }] }));
+    const { plan } = await submitPlan(s.server.ctx, { agent: defaulted, request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { email: "x@new.example" } }] }) });
     await waitFor("the delivery", () => receiver.statusesFor("/by-config").includes("pending"));
     const [first] = receiver.received.filter((r) => r.path === "/by-config");
     expect(JSON.parse(first!.body).planId).toBe(plan.id);
@@ -143,7 +143,7 @@ describe.each(databaseKinds)("agent webhooks on $name", (kind) => {
   });
 
   it.each(["http://169.254.169.254/latest/meta-data", "http://localhost:1/hook", "https://evil.example/hook"])("refuses a callback to %s, a host not in config", async (callbackUrl) => {
-    await expect(submitPlan(s.server.ctx, agent, mergeRequest({ callbackUrl }))).rejects.toMatchObject({
+    await expect(submitPlan(s.server.ctx, { agent, request: mergeRequest({ callbackUrl }) })).rejects.toMatchObject({
       code: "invalid_request",
       issues: [{ path: "/callbackUrl", message: expect.stringContaining("webhooks.allowedHosts") }],
     });

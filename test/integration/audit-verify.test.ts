@@ -16,7 +16,7 @@ describe.each(databaseKinds)("audit verify on $name", (kind) => {
     database = await kind.open();
     h = await openHarness(database);
     for (let i = 0; i < 3; i++) {
-      const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ title: `audited ${i}` }));
+      const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: `audited ${i}` }) });
       await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
     }
     ids = (await database.rows<{ id: number | string }>(sql`SELECT id FROM audit_events ORDER BY id`)).map((r) => Number(r.id));

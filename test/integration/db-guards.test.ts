@@ -25,13 +25,13 @@ describe.each(databaseKinds)("database guards on $name", (kind) => {
   const count = async (statement: SQL) => Number((await h.database.rows<{ n: number | string }>(statement))[0]!.n);
 
   async function approvedPlan() {
-    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ title: `guarded ${Math.random()}` }));
+    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: `guarded ${Math.random()}` }) });
     await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
     return plan;
   }
 
   async function rejectedPlan() {
-    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ title: `turned down ${Math.random()}` }));
+    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: `turned down ${Math.random()}` }) });
     await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0BOB", via: "slack" }, verdict: "reject", reason: "not today" });
     return plan;
   }
@@ -60,7 +60,7 @@ describe.each(databaseKinds)("database guards on $name", (kind) => {
     ["agent_id", sql`agent_id = gen_random_uuid()`],
     ["callback_url", sql`callback_url = 'https://evil.example/hook'`],
   ])("refuses an UPDATE of the plan's %s and names the column", async (column, assignment) => {
-    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest());
+    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest() });
     expect(await refusal(run(sql`UPDATE plans SET ${assignment} WHERE id = ${plan.id}`))).toMatch(
       new RegExp(`plan ${plan.id} is immutable: .*refused a change to ${column};`),
     );
@@ -69,7 +69,7 @@ describe.each(databaseKinds)("database guards on $name", (kind) => {
   });
 
   it("refuses a change to a lifecycle column when it comes with a change to a fixed one", async () => {
-    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest());
+    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest() });
     expect(await refusal(run(sql`UPDATE plans SET status = 'cancelled', preview = '{}' WHERE id = ${plan.id}`))).toMatch(/refused a change to preview;/);
     expect((await h.database.rows<{ status: string }>(sql`SELECT status FROM plans WHERE id = ${plan.id}`))[0]!.status).toBe("pending");
   });
@@ -90,15 +90,15 @@ describe.each(databaseKinds)("database guards on $name", (kind) => {
     const approved = await approvedPlan();
     // Earlier tests left approved plans too: take them all through to applied.
     for (let claim = await claimApproved(h.ctx); claim; claim = await claimApproved(h.ctx)) {
-      await heartbeatClaim(h.ctx, claim.claimToken);
-      await reportOutcome(h.ctx, claim.claimToken, {
+      await heartbeatClaim(h.ctx, { claimToken: claim.claimToken });
+      await reportOutcome(h.ctx, { claimToken: claim.claimToken, outcome: {
         status: "applied",
         actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied" }],
-      });
+      } });
     }
     const rejected = await rejectedPlan();
-    const { plan: cancelled } = await submitPlan(h.ctx, h.agent, mergeRequest({ title: "cancelled" }));
-    await cancelPlan(h.ctx, h.agent, cancelled.id);
+    const { plan: cancelled } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "cancelled" }) });
+    await cancelPlan(h.ctx, { agent: h.agent, planId: cancelled.id });
     const statuses = await h.database.rows<{ id: string; status: string }>(
       sql`SELECT id, status FROM plans WHERE id IN (${approved.id}, ${rejected.id}, ${cancelled.id})`,
     );
@@ -185,11 +185,11 @@ describe.each(databaseKinds)("database guards on $name", (kind) => {
 
   // Last: the added column stays on this file's h.database.
   it("a column added later is immutable until it is named as one that may change (fail closed)", async () => {
-    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest());
+    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest() });
     await run(sql`ALTER TABLE plans ADD COLUMN future_column text`);
     expect(await refusal(run(sql`UPDATE plans SET future_column = 'surprise' WHERE id = ${plan.id}`))).toMatch(/refused a change to future_column;/);
     // The lifecycle still moves with the new column in place.
-    await cancelPlan(h.ctx, h.agent, plan.id);
+    await cancelPlan(h.ctx, { agent: h.agent, planId: plan.id });
     expect((await h.database.rows<{ status: string }>(sql`SELECT status FROM plans WHERE id = ${plan.id}`))[0]!.status).toBe("cancelled");
   });
 });

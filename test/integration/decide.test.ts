@@ -25,7 +25,7 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
 
   /** A fresh plan with a title of its own, so every test decides on a plan nobody else touches. */
   async function newPlan(harness: HarnessView = h, overrides: Record<string, unknown> = {}): Promise<PlanView> {
-    const { plan } = await submitPlan(harness.ctx, harness.agent, mergeRequest({ title: `decide test plan ${++seq}`, ...overrides }));
+    const { plan } = await submitPlan(harness.ctx, { agent: harness.agent, request: mergeRequest({ title: `decide test plan ${++seq}`, ...overrides }) });
     return plan;
   }
 
@@ -100,7 +100,7 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
 
     it("already_decided for a cancelled plan", async () => {
       const plan = await newPlan();
-      await cancelPlan(h.ctx, h.agent, plan.id);
+      await cancelPlan(h.ctx, { agent: h.agent, planId: plan.id });
       const err = await expectRefused(h, approve(plan, "U0BOB"), "already_decided");
       expect(err.details).toEqual({ status: "cancelled" });
     });
@@ -246,19 +246,19 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
 
       const first = await decide(h2.ctx, approve(plan, "U0ALICE"));
       expect(first).toEqual({ status: "pending", approvals: ["U0ALICE"], requiredApprovals: 2 });
-      let view = await getPlan(h2.ctx, h2.agent, plan.id);
+      let view = await getPlan(h2.ctx, { agent: h2.agent, planId: plan.id });
       expect(view.status).toBe("pending");
       expect(view.approvals.map((a) => a.userId)).toEqual(["U0ALICE"]);
 
       const err = await expectRefused(h2, approve(plan, "U0ALICE", { actor: { userId: "U0ALICE", via: "slack" } }), "already_voted");
       expect(err.details).toEqual({ approvals: ["U0ALICE"], requiredApprovals: 2 });
-      view = await getPlan(h2.ctx, h2.agent, plan.id);
+      view = await getPlan(h2.ctx, { agent: h2.agent, planId: plan.id });
       expect(view.status).toBe("pending");
       expect(view.approvals).toHaveLength(1);
 
       const second = await decide(h2.ctx, approve(plan, "U0BOB"));
       expect(second).toEqual({ status: "approved", approvals: ["U0ALICE", "U0BOB"], requiredApprovals: 2 });
-      view = await getPlan(h2.ctx, h2.agent, plan.id);
+      view = await getPlan(h2.ctx, { agent: h2.agent, planId: plan.id });
       expect(view.status).toBe("approved");
       expect(view.approvals.map((a) => a.userId)).toEqual(["U0ALICE", "U0BOB"]);
 
@@ -271,7 +271,7 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
       await decide(h2.ctx, approve(plan, "U0ALICE"));
       const result = await decide(h2.ctx, reject(plan, "U0BOB", "wrong customer"));
       expect(result.status).toBe("rejected");
-      const view = await getPlan(h2.ctx, h2.agent, plan.id);
+      const view = await getPlan(h2.ctx, { agent: h2.agent, planId: plan.id });
       expect(view.status).toBe("rejected");
       expect(view.rejection).toMatchObject({ userId: "U0BOB", via: "slack", reason: "wrong customer" });
       await expectRefused(h2, approve(plan, "U0CAROL"), "already_decided");
@@ -325,7 +325,7 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
       const { row } = await snapshot(plan.id);
       expect(row!.status).toBe("rejected");
       expect(row!.rejectReason).toBe("ticket 4411 was closed");
-      const view = await getPlan(h.ctx, h.agent, plan.id);
+      const view = await getPlan(h.ctx, { agent: h.agent, planId: plan.id });
       expect(view.rejection).toEqual({ userId: "U0CAROL", via: "slack", reason: "ticket 4411 was closed", at: decidedAt.toISOString() });
       expect(view.approvals).toEqual([]);
       const events = await h.database.db.select().from(auditEvents).where(eq(auditEvents.planId, plan.id)).orderBy(asc(auditEvents.id));
@@ -336,7 +336,7 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
 
     it("a pending plan has no rejection", async () => {
       const plan = await newPlan();
-      expect((await getPlan(h.ctx, h.agent, plan.id)).rejection).toBeUndefined();
+      expect((await getPlan(h.ctx, { agent: h.agent, planId: plan.id })).rejection).toBeUndefined();
     });
   });
 
@@ -366,7 +366,7 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
         { planHash: plan.hash, userId: "U0ALICE", via: "slack", verdict: "approve", reason: null, decidedAt: t1.toISOString(), expiresAt: plan.expiresAt },
         { planHash: plan.hash, userId: "U0CAROL", via: "web", verdict: "approve", reason: null, decidedAt: t2.toISOString(), expiresAt: plan.expiresAt },
       ]);
-      const view = await getPlan(h2.ctx, h2.agent, plan.id);
+      const view = await getPlan(h2.ctx, { agent: h2.agent, planId: plan.id });
       expect(view.approvals).toEqual([
         { userId: "U0ALICE", via: "slack", at: t1.toISOString() },
         { userId: "U0CAROL", via: "web", at: t2.toISOString() },

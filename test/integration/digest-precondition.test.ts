@@ -35,11 +35,11 @@ describe.each(databaseKinds)("digest preconditions on $name", (kind) => {
   };
 
   it("without digest mode the preview fails clearly", async () => {
-    await expect(submitPlan(h.ctx, h.agent, request("crm", "/contacts/1"))).rejects.toMatchObject({ code: "preview_failed", message: expect.stringContaining("precondition: digest") });
+    await expect(submitPlan(h.ctx, { agent: h.agent, request: request("crm", "/contacts/1") })).rejects.toMatchObject({ code: "preview_failed", message: expect.stringContaining("precondition: digest") });
   });
 
   it("in digest mode the plan binds a digest of the state read, is marked weaker, and applies when nothing changed", async () => {
-    const { plan } = await submitPlan(h.ctx, h.agent, request("plain", "/contacts/1"));
+    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: request("plain", "/contacts/1") });
     expect(plan.plan.actions[0]!.precondition).toEqual({ digest: fingerprint({ id: 1, name: "Ana Lima", email: "ana@old.example" }) });
     expect(plan.preview.actions[0]!.precondition).toBe("digest");
     expect(JSON.stringify(renderPlanMessage(planMessageOf((await reviewPlan(h.ctx, plan.id, { userId: "U0ALICE" })).plan)))).toContain("weaker than an ETag");
@@ -52,7 +52,7 @@ describe.each(databaseKinds)("digest preconditions on $name", (kind) => {
   });
 
   it("in digest mode a change since the preview is still caught: stale, nothing written", async () => {
-    const { plan } = await submitPlan(h.ctx, h.agent, request("plain", "/contacts/2"));
+    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: request("plain", "/contacts/2") });
     await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
     h.target.set("/contacts/2", { id: 2, name: "Bruno Costa", email: "someone-else@example.com" });
     const before = h.target.writes().length;

@@ -40,7 +40,7 @@ describe.skipIf(!available)("decideDurably against a database that goes away", (
     await pg?.destroy();
   });
 
-  const propose = async (): Promise<PlanView> => (await submitPlan(h.ctx, h.agent, mergeRequest({ idempotencyKey: `durable-${seq++}` }))).plan;
+  const propose = async (): Promise<PlanView> => (await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ idempotencyKey: `durable-${seq++}` }) })).plan;
   const approval = (plan: PlanView): DecideInput => ({ planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "slack" }, verdict: "approve" });
   const votes = async (plan: PlanView) => (await database.db.select().from(decisions).where(eq(decisions.planId, plan.id))).length;
   const statusOf = async (plan: PlanView) => (await database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, plan.id)))[0]!.status;

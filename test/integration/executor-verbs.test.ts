@@ -26,7 +26,7 @@ describe.each(databaseKinds)("executor verbs on $name", (kind) => {
 
   /** A plan approved now; every test ends its plans in a final state, so a claim can only find this one. */
   async function approvedPlan(): Promise<string> {
-    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ title: `executor verbs plan ${++seq}` }));
+    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: `executor verbs plan ${++seq}` }) });
     expect((await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" })).status).toBe("approved");
     return plan.id;
   }
@@ -47,7 +47,7 @@ describe.each(databaseKinds)("executor verbs on $name", (kind) => {
     expect(row.leaseExpiresAt?.toISOString()).toBe(claim.leaseExpiresAt);
     expect(await claimApproved(h.ctx)).toBeUndefined(); // held: a second executor gets nothing
 
-    expect(await reportOutcome(h.ctx, claim.claimToken, applied(planId))).toEqual({ status: "applied" });
+    expect(await reportOutcome(h.ctx, { claimToken: claim.claimToken, outcome: applied(planId) })).toEqual({ status: "applied" });
     expect(await rowOf(planId)).toMatchObject({ status: "applied", claimToken: null, leaseExpiresAt: null });
     expect(await eventTypes(planId)).toEqual(["plan.submitted", "decision.approve", "plan.approved", "plan.executing", "plan.applied"]);
   });
@@ -56,12 +56,12 @@ describe.each(databaseKinds)("executor verbs on $name", (kind) => {
     const planId = await approvedPlan();
     const claim = await claimOf(planId);
     h.clock.advance(40);
-    const beat = await heartbeatClaim(h.ctx, claim.claimToken);
+    const beat = await heartbeatClaim(h.ctx, { claimToken: claim.claimToken });
     expect(beat.leaseExpiresAt).toBe(new Date(h.clock.now().getTime() + LEASE_MS).toISOString());
     expect((await rowOf(planId)).leaseExpiresAt?.toISOString()).toBe(beat.leaseExpiresAt);
     h.clock.advance(30); // past the first lease (60 s), inside the extended one
     expect(await claimApproved(h.ctx)).toBeUndefined();
-    expect(await reportOutcome(h.ctx, claim.claimToken, applied(planId))).toEqual({ status: "applied" });
+    expect(await reportOutcome(h.ctx, { claimToken: claim.claimToken, outcome: applied(planId) })).toEqual({ status: "applied" });
     expect((await rowOf(planId)).claims).toBe(1);
   });
 
@@ -76,21 +76,21 @@ describe.each(databaseKinds)("executor verbs on $name", (kind) => {
     expect(await rowOf(planId)).toMatchObject({ status: "executing", claimToken: second.claimToken, claims: 2 });
     expect((await eventTypes(planId)).slice(-2)).toEqual(["plan.executing", "plan.reclaimed"]);
 
-    expect((await refusal(heartbeatClaim(h.ctx, first.claimToken))).code).toBe("lease_lost");
-    expect((await refusal(reportOutcome(h.ctx, first.claimToken, applied(planId)))).code).toBe("lease_lost");
+    expect((await refusal(heartbeatClaim(h.ctx, { claimToken: first.claimToken }))).code).toBe("lease_lost");
+    expect((await refusal(reportOutcome(h.ctx, { claimToken: first.claimToken, outcome: applied(planId) }))).code).toBe("lease_lost");
     expect(await rowOf(planId)).toMatchObject({ status: "executing", claimToken: second.claimToken, outcome: null });
 
-    expect(await reportOutcome(h.ctx, second.claimToken, { status: "stale", reason: "the contact changed", actions: [] })).toEqual({ status: "stale" });
+    expect(await reportOutcome(h.ctx, { claimToken: second.claimToken, outcome: { status: "stale", reason: "the contact changed", actions: [] } })).toEqual({ status: "stale" });
     expect(await rowOf(planId)).toMatchObject({ status: "stale", claimToken: null });
   });
 
   it("a claim is reported once: the second report and a heartbeat after it are refused, the outcome stays the first", async () => {
     const planId = await approvedPlan();
     const claim = await claimOf(planId);
-    await reportOutcome(h.ctx, claim.claimToken, applied(planId));
+    await reportOutcome(h.ctx, { claimToken: claim.claimToken, outcome: applied(planId) });
     const events = await eventTypes(planId);
-    expect((await refusal(reportOutcome(h.ctx, claim.claimToken, { status: "failed", reason: "again", actions: [] }))).code).toBe("lease_lost");
-    expect((await refusal(heartbeatClaim(h.ctx, claim.claimToken))).code).toBe("lease_lost");
+    expect((await refusal(reportOutcome(h.ctx, { claimToken: claim.claimToken, outcome: { status: "failed", reason: "again", actions: [] } }))).code).toBe("lease_lost");
+    expect((await refusal(heartbeatClaim(h.ctx, { claimToken: claim.claimToken }))).code).toBe("lease_lost");
     expect(await rowOf(planId)).toMatchObject({ status: "applied", outcome: applied(planId) });
     expect(await eventTypes(planId)).toEqual(events);
   });
@@ -99,20 +99,20 @@ describe.each(databaseKinds)("executor verbs on $name", (kind) => {
     const planId = await approvedPlan();
     const claim = await claimOf(planId);
     const before = { row: await rowOf(planId), events: await eventTypes(planId) };
-    expect((await refusal(reportOutcome(h.ctx, "never-issued-token", applied(planId)))).code).toBe("lease_lost");
-    expect((await refusal(heartbeatClaim(h.ctx, "never-issued-token"))).code).toBe("lease_lost");
+    expect((await refusal(reportOutcome(h.ctx, { claimToken: "never-issued-token", outcome: applied(planId) }))).code).toBe("lease_lost");
+    expect((await refusal(heartbeatClaim(h.ctx, { claimToken: "never-issued-token" }))).code).toBe("lease_lost");
     expect(await rowOf(planId)).toEqual(before.row);
     expect(await eventTypes(planId)).toEqual(before.events);
-    await reportOutcome(h.ctx, claim.claimToken, applied(planId));
+    await reportOutcome(h.ctx, { claimToken: claim.claimToken, outcome: applied(planId) });
   });
 
   it("an outcome that is not one is refused naming the field, and the claim stays open", async () => {
     const planId = await approvedPlan();
     const claim = await claimOf(planId);
-    const err = await refusal(reportOutcome(h.ctx, claim.claimToken, { status: "done", actions: [] }));
+    const err = await refusal(reportOutcome(h.ctx, { claimToken: claim.claimToken, outcome: { status: "done", actions: [] } }));
     expect(err.code).toBe("invalid_request");
     expect(err.message).toContain("status");
     expect(await rowOf(planId)).toMatchObject({ status: "executing", claimToken: claim.claimToken });
-    await reportOutcome(h.ctx, claim.claimToken, applied(planId));
+    await reportOutcome(h.ctx, { claimToken: claim.claimToken, outcome: applied(planId) });
   });
 });

@@ -218,7 +218,7 @@ describe.each(databaseKinds)("fuzzed requests against the HTTP app on $name", (k
     const logger = pino({ level: "error" }, { write: (line: string) => void serverErrors.push(line.slice(0, 2000)) });
     app = createApp({ ...h.ctx, logger }, { adminToken: ADMIN_TOKEN, executorToken: EXECUTOR_TOKEN, loginLinks: true });
     agentKey = (await addAgent(h.ctx, { name: "fuzz-agent" })).key;
-    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ title: "A plan for the web routes to be fuzzed against" }));
+    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "A plan for the web routes to be fuzzed against" }) });
     pendingId = plan.id;
     pendingHash = plan.hash;
     const link = await createLoginLink(h.ctx, { userId: "U0ALICE", via: "cli" });

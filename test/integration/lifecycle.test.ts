@@ -31,7 +31,7 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
   });
 
   async function newPlan(overrides: Record<string, unknown> = {}, ctx: ServiceContext = h.ctx): Promise<PlanView> {
-    const { plan } = await submitPlan(ctx, h.agent, mergeRequest({ title: `lifecycle plan ${++seq}`, ...overrides }));
+    const { plan } = await submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: `lifecycle plan ${++seq}`, ...overrides }) });
     return plan;
   }
   const statusOf = async (planId: string) =>
@@ -46,7 +46,7 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
   describe("cancelPlan", () => {
     it("withdraws the agent's own pending plan and audits it", async () => {
       const plan = await newPlan();
-      const view = await cancelPlan(h.ctx, h.agent, plan.id);
+      const view = await cancelPlan(h.ctx, { agent: h.agent, planId: plan.id });
       expect(view.status).toBe("cancelled");
       expect(await statusOf(plan.id)).toBe("cancelled");
       expect(await eventTypes(plan.id)).toEqual(["plan.submitted", "plan.cancelled"]);
@@ -56,7 +56,7 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
 
     it("answers not_found to another agent and leaves the plan pending", async () => {
       const plan = await newPlan();
-      const err = await refusal(cancelPlan(h.ctx, intruder, plan.id));
+      const err = await refusal(cancelPlan(h.ctx, { agent: intruder, planId: plan.id }));
       expect(err.code).toBe("not_found");
       expect(await statusOf(plan.id)).toBe("pending");
       expect(await eventTypes(plan.id)).toEqual(["plan.submitted"]);
@@ -65,26 +65,26 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
     it("refuses a plan that is no longer pending with already_decided", async () => {
       const approved = await newPlan();
       await approveAs(approved, "U0ALICE");
-      const err = await refusal(cancelPlan(h.ctx, h.agent, approved.id));
+      const err = await refusal(cancelPlan(h.ctx, { agent: h.agent, planId: approved.id }));
       expect(err.code).toBe("already_decided");
       expect(err.details).toEqual({ status: "approved" });
       expect(await statusOf(approved.id)).toBe("approved");
 
       const rejected = await newPlan();
       await rejectAs(rejected, "U0BOB", "no");
-      expect((await refusal(cancelPlan(h.ctx, h.agent, rejected.id))).code).toBe("already_decided");
+      expect((await refusal(cancelPlan(h.ctx, { agent: h.agent, planId: rejected.id }))).code).toBe("already_decided");
 
       const cancelled = await newPlan();
-      await cancelPlan(h.ctx, h.agent, cancelled.id);
-      const twice = await refusal(cancelPlan(h.ctx, h.agent, cancelled.id));
+      await cancelPlan(h.ctx, { agent: h.agent, planId: cancelled.id });
+      const twice = await refusal(cancelPlan(h.ctx, { agent: h.agent, planId: cancelled.id }));
       expect(twice.code).toBe("already_decided");
       expect(twice.details).toEqual({ status: "cancelled" });
       expect(await eventTypes(cancelled.id)).toEqual(["plan.submitted", "plan.cancelled"]);
     });
 
     it("answers not_found for an id that is not a plan", async () => {
-      expect((await refusal(cancelPlan(h.ctx, h.agent, "not-a-uuid"))).code).toBe("not_found");
-      expect((await refusal(cancelPlan(h.ctx, h.agent, "00000000-0000-4000-8000-000000000000"))).code).toBe("not_found");
+      expect((await refusal(cancelPlan(h.ctx, { agent: h.agent, planId: "not-a-uuid" }))).code).toBe("not_found");
+      expect((await refusal(cancelPlan(h.ctx, { agent: h.agent, planId: "00000000-0000-4000-8000-000000000000" }))).code).toBe("not_found");
     });
   });
 
@@ -96,7 +96,7 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
       const approved = await newPlan({ ttlSeconds: 60 });
       await approveAs(approved, "U0ALICE");
       const cancelled = await newPlan({ ttlSeconds: 60 });
-      await cancelPlan(h.ctx, h.agent, cancelled.id);
+      await cancelPlan(h.ctx, { agent: h.agent, planId: cancelled.id });
       const mine = new Set([due.id, later.id, approved.id, cancelled.id]);
 
       h.clock.advance(59);
@@ -141,10 +141,10 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
   describe("waitForPlan", () => {
     it("returns at once, without waiting, for a plan in a final status", async () => {
       const plan = await newPlan();
-      await cancelPlan(h.ctx, h.agent, plan.id);
+      await cancelPlan(h.ctx, { agent: h.agent, planId: plan.id });
       const wait = vi.spyOn(h.ctx.signals, "wait");
       try {
-        const view = await waitForPlan(h.ctx, h.agent, plan.id, 60_000);
+        const view = await waitForPlan(h.ctx, { agent: h.agent, planId: plan.id, timeoutMs: 60_000 });
         expect(view.status).toBe("cancelled");
         expect(wait).not.toHaveBeenCalled();
       } finally {
@@ -164,7 +164,7 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
         return original(planId, ms, signal);
       });
       try {
-        const result = waitForPlan(h.ctx, h.agent, plan.id, 60_000);
+        const result = waitForPlan(h.ctx, { agent: h.agent, planId: plan.id, timeoutMs: 60_000 });
         await waiting; // the waiter saw the plan pending and went to sleep
         await rejectAs(plan, "U0CAROL", "changed my mind");
         const view = await result;
@@ -179,47 +179,47 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
     it("keeps waiting through approval (still open) and returns the approved plan when time runs out", async () => {
       const plan = await newPlan();
       await approveAs(plan, "U0ALICE");
-      const view = await waitForPlan(h.ctx, h.agent, plan.id, 300);
+      const view = await waitForPlan(h.ctx, { agent: h.agent, planId: plan.id, timeoutMs: 300 });
       expect(view.status).toBe("approved");
     });
 
     it("returns the pending plan when the timeout passes", async () => {
       const plan = await newPlan();
-      const view = await waitForPlan(h.ctx, h.agent, plan.id, 300);
+      const view = await waitForPlan(h.ctx, { agent: h.agent, planId: plan.id, timeoutMs: 300 });
       expect(view.status).toBe("pending");
       expect(view.id).toBe(plan.id);
     });
 
     it("returns at once when aborted", async () => {
       const plan = await newPlan();
-      const view = await waitForPlan(h.ctx, h.agent, plan.id, 60_000, AbortSignal.abort());
+      const view = await waitForPlan(h.ctx, { agent: h.agent, planId: plan.id, timeoutMs: 60_000, signal: AbortSignal.abort() });
       expect(view.status).toBe("pending");
     });
 
     it("answers not_found to another agent", async () => {
       const plan = await newPlan();
-      expect((await refusal(waitForPlan(h.ctx, intruder, plan.id, 100))).code).toBe("not_found");
+      expect((await refusal(waitForPlan(h.ctx, { agent: intruder, planId: plan.id, timeoutMs: 100 }))).code).toBe("not_found");
     });
   });
 
   describe("reading plans", () => {
     it("getPlan answers not_found for another agent's plan, as for none", async () => {
       const plan = await newPlan();
-      const err = await refusal(getPlan(h.ctx, intruder, plan.id));
+      const err = await refusal(getPlan(h.ctx, { agent: intruder, planId: plan.id }));
       expect(err.code).toBe("not_found");
       expect(err.message).not.toContain(h.agent.name);
-      expect((await getPlan(h.ctx, h.agent, plan.id)).id).toBe(plan.id);
+      expect((await getPlan(h.ctx, { agent: h.agent, planId: plan.id })).id).toBe(plan.id);
     });
 
     it("listPlanEvents lists the plan's audit events, oldest first; only to its agent", async () => {
       const plan = await newPlan();
       await approveAs(plan, "U0BOB");
-      const events = await listPlanEvents(h.ctx, h.agent, plan.id);
+      const events = await listPlanEvents(h.ctx, { agent: h.agent, planId: plan.id });
       expect(events.map((e) => e.type)).toEqual(["plan.submitted", "decision.approve", "plan.approved"]);
       expect(events.map((e) => e.id)).toEqual([...events.map((e) => e.id)].sort((x, y) => x - y));
       expect(events[2]).toMatchObject({ actor: { type: "user", userId: "U0BOB", via: "web" }, data: { approvers: ["U0BOB"] } });
       expect(new Set(events.map((e) => e.hash)).size).toBe(3);
-      expect((await refusal(listPlanEvents(h.ctx, intruder, plan.id))).code).toBe("not_found");
+      expect((await refusal(listPlanEvents(h.ctx, { agent: intruder, planId: plan.id }))).code).toBe("not_found");
     });
 
     it("the audit log is one hash chain that recomputes", async () => {
@@ -248,7 +248,7 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
       await approveAs(approved, "U0ALICE");
 
       const cancelled = await newPlan();
-      await cancelPlan(h.ctx, h.agent, cancelled.id);
+      await cancelPlan(h.ctx, { agent: h.agent, planId: cancelled.id });
       const rejected = await newPlan();
       await rejectAs(rejected, "U0BOB", "no");
       await expireDue(h.ctx);
@@ -291,12 +291,12 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
       expect(await eventTypes(plan.id)).toEqual(["plan.submitted"]);
       expect(await outboxRows(plan.id)).toHaveLength(1);
 
-      await expect(cancelPlan(broken, h.agent, plan.id)).rejects.toThrow();
+      await expect(cancelPlan(broken, { agent: h.agent, planId: plan.id })).rejects.toThrow();
       expect(await statusOf(plan.id)).toBe("pending");
       expect(await eventTypes(plan.id)).toEqual(["plan.submitted"]);
 
       const rows = await h.database.db.$count(plans);
-      await expect(submitPlan(broken, h.agent, mergeRequest({ title: "never stored" }))).rejects.toThrow();
+      await expect(submitPlan(broken, { agent: h.agent, request: mergeRequest({ title: "never stored" }) })).rejects.toThrow();
       expect(await h.database.db.$count(plans)).toBe(rows);
 
       // With a working sink the same decision goes through.
@@ -314,7 +314,7 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
         const one = await newPlan({}, ctx);
         const two = await newPlan({}, ctx);
         await decide(ctx, { planId: one.id, hash: one.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
-        await cancelPlan(ctx, h.agent, two.id);
+        await cancelPlan(ctx, { agent: h.agent, planId: two.id });
 
         const seen: { planId: string; type: string; attempts: number; id: number }[] = [];
         const t = h.clock.now().getTime();
@@ -418,7 +418,7 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
       it("holds a plan's later rows behind a failing one, without holding other plans", async () => {
         const ctx = { ...h.ctx, sinks: ["deliver-block"] };
         const stuck = await newPlan({}, ctx);
-        await cancelPlan(ctx, h.agent, stuck.id);
+        await cancelPlan(ctx, { agent: h.agent, planId: stuck.id });
         const free = await newPlan({}, ctx);
         const t = h.clock.now().getTime();
         let failing = true;

@@ -23,7 +23,7 @@ describe.skipIf(!postgresKind)("races on postgres", () => {
 
 
   async function newPlan(h: HarnessView, overrides: Record<string, unknown> = {}): Promise<PlanView> {
-    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ title: `race plan ${++seq}`, ...overrides }));
+    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: `race plan ${++seq}`, ...overrides }) });
     return plan;
   }
   const countEvents = (planId: string, type: string) =>
@@ -118,7 +118,7 @@ describe.skipIf(!postgresKind)("races on postgres", () => {
     for (let round = 0; round < 5; round++) {
       const plan = await newPlan(h1);
       const [cancelled, approved] = await Promise.allSettled([
-        cancelPlan(h1.ctx, h1.agent, plan.id),
+        cancelPlan(h1.ctx, { agent: h1.agent, planId: plan.id }),
         decide(h1.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0APPR03", via: "web" }, verdict: "approve" }),
       ]);
       const outcomes = [cancelled, approved].filter((r) => r.status === "fulfilled");
@@ -156,7 +156,7 @@ describe.skipIf(!postgresKind)("races on postgres", () => {
 
   it("10 submissions at once with one idempotencyKey and body make one plan", async () => {
     const body = mergeRequest({ title: "Submitted ten times", idempotencyKey: "race-key-1" });
-    const results = await Promise.allSettled(Array.from({ length: 10 }, () => submitPlan(h1.ctx, h1.agent, structuredClone(body))));
+    const results = await Promise.allSettled(Array.from({ length: 10 }, () => submitPlan(h1.ctx, { agent: h1.agent, request: structuredClone(body) })));
     const { won, lost } = split(results);
     expect(lost).toEqual([]);
     expect(won).toHaveLength(10);

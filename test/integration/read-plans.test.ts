@@ -52,8 +52,8 @@ describe.each(databaseKinds)("who may read, and what waits for whom, on $name", 
     directory = new TestDirectory({ S0HR: ["U0HANNA", "U0REQUESTER"], S0AUDIT: ["U0AUDREY"], S0OPS: ["U0OLIVE"] });
     h.ctx.directory = directory;
     narrowed = { ...h.ctx, config: { ...h.ctx.config, browser: { ...h.ctx.config.browser, readers: ["U0READER", "S0AUDIT"] }, admins: ["U0OSCAR", "S0OPS"] } };
-    crmPlan = (await submitPlan(h.ctx, h.agent, mergeRequest({ title: "crm plan" }))).plan;
-    hrPlan = (await submitPlan(h.ctx, h.agent, mergeRequest({ title: "hr plan", actions: [{ kind: "http.json", target: "hr", path: "/contacts/2", op: "merge", body: { name: "B. Costa" } }] }))).plan;
+    crmPlan = (await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "crm plan" }) })).plan;
+    hrPlan = (await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "hr plan", actions: [{ kind: "http.json", target: "hr", path: "/contacts/2", op: "merge", body: { name: "B. Costa" } }] }) })).plan;
   });
 
   const listed = async (ctx: ServiceContext, userId: string) => (await listPlansForReview(ctx, { userId })).map((p) => p.plan.title).filter((t) => t === "crm plan" || t === "hr plan").sort();
@@ -82,7 +82,7 @@ describe.each(databaseKinds)("who may read, and what waits for whom, on $name", 
   });
 
   it("an approver still reads a plan once it is decided", async () => {
-    const plan = (await submitPlan(h.ctx, h.agent, mergeRequest({ title: "decided hr plan", actions: [{ kind: "http.json", target: "hr", path: "/contacts/1", op: "merge", body: { name: "A. Lima" } }] }))).plan;
+    const plan = (await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "decided hr plan", actions: [{ kind: "http.json", target: "hr", path: "/contacts/1", op: "merge", body: { name: "A. Lima" } }] }) })).plan;
     await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0DAVE", via: "web" }, verdict: "reject", reason: "not now" });
     const reviewed = await reviewPlan(narrowed, plan.id, { userId: "U0HANNA" });
     expect(reviewed.plan.status).toBe("rejected");
@@ -96,11 +96,11 @@ describe.each(databaseKinds)("who may read, and what waits for whom, on $name", 
     // One second apart, so "newest first" has an order to keep.
     for (const n of [1, 2]) {
       h.clock.advance(1);
-      older.push((await submitPlan(h.ctx, h.agent, hrChange(n))).plan);
+      older.push((await submitPlan(h.ctx, { agent: h.agent, request: hrChange(n) })).plan);
     }
     for (const n of [1, 2, 3]) {
       h.clock.advance(1);
-      await submitPlan(h.ctx, h.agent, mergeRequest({ title: `newer crm plan ${n}` }));
+      await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: `newer crm plan ${n}` }) });
     }
     const dave = await listPlansForReview(narrowed, { userId: "U0DAVE" }, { limit: 2 });
     expect(dave.map((p) => p.id)).toEqual([older[1]!.id, older[0]!.id]);
@@ -122,7 +122,7 @@ describe.each(databaseKinds)("who may read, and what waits for whom, on $name", 
     expect(await why(h.ctx, hrPlan.id, "U0HANNA")).toBeUndefined();
     expect(await why(h.ctx, hrPlan.id, "U0REQUESTER")).toBe("self_approval");
 
-    const plan = (await submitPlan(h.ctx, h.agent, mergeRequest({ title: "half-approved crm plan" }))).plan;
+    const plan = (await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "half-approved crm plan" }) })).plan;
     await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0BOB", via: "slack" }, verdict: "approve" });
     expect(await why(h.ctx, plan.id, "U0BOB")).toBe("already_voted");
     expect(await why(h.ctx, plan.id, "U0CAROL")).toBeUndefined();
@@ -148,10 +148,10 @@ describe.each(databaseKinds)("who may read, and what waits for whom, on $name", 
   });
 
   it("what waits for a person: pending plans they may decide, leaving out those they approved, requested, or may not decide", async () => {
-    const fresh = (await submitPlan(h.ctx, h.agent, mergeRequest({ title: "waiting crm plan" }))).plan;
-    const approvedByCarol = (await submitPlan(h.ctx, h.agent, mergeRequest({ title: "carol approved" }))).plan;
+    const fresh = (await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "waiting crm plan" }) })).plan;
+    const approvedByCarol = (await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "carol approved" }) })).plan;
     await decide(h.ctx, { planId: approvedByCarol.id, hash: approvedByCarol.hash, actor: { userId: "U0CAROL", via: "slack" }, verdict: "approve" });
-    const short = (await submitPlan(h.ctx, h.agent, mergeRequest({ title: "about to expire", ttlSeconds: 60 }))).plan;
+    const short = (await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "about to expire", ttlSeconds: 60 }) })).plan;
 
     const ids = async (userId: string) => (await plansWaitingFor(h.ctx, userId)).plans.map((p) => p.id);
     const carol = await ids("U0CAROL");

@@ -35,11 +35,11 @@ describe.each(databaseKinds)("secrets are never shown, but the executor writes t
   });
 
   it("masks previews for reviewers (Slack, browser) and target secrets for the agent; the executor gets and writes the real value", async () => {
-    const { plan } = await submitPlan(h.ctx, h.agent, { title: "Reset Ana's password", actions: [{ kind: "http.json", target: "crm", path: "/users/1", op: "merge", body: { password: NEW_PASSWORD } }] });
+    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: { title: "Reset Ana's password", actions: [{ kind: "http.json", target: "crm", path: "/users/1", op: "merge", body: { password: NEW_PASSWORD } }] } });
     const everywhereShown = (value: unknown) => JSON.stringify(value);
 
     // The agent: its own argument back (so it can recompute the hash), the target's secrets masked.
-    const agentView = await getPlan(h.ctx, h.agent, plan.id);
+    const agentView = await getPlan(h.ctx, { agent: h.agent, planId: plan.id });
     expect(everywhereShown(agentView.plan)).toContain(NEW_PASSWORD);
     expect(everywhereShown(agentView.preview)).not.toContain(OLD_PASSWORD);
     expect(everywhereShown(agentView.preview)).not.toContain(TARGET_KEY);

@@ -37,7 +37,7 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
     const submittedAt = h.clock.now();
     const before = h.target.get("/contacts/1");
     const etag = h.target.etagOf("/contacts/1");
-    const { created, plan } = await submitPlan(h.ctx, h.agent, mergeRequest());
+    const { created, plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest() });
 
     expect(created).toBe(true);
     expect(plan.status).toBe("pending");
@@ -91,7 +91,7 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
     expect(row!.agentId).toBe(h.agent.id);
     expect(row!.expiresAt.toISOString()).toBe(plan.expiresAt);
     expect(fingerprint(row!.document)).toBe(row!.hash);
-    const again = await getPlan(h.ctx, h.agent, plan.id);
+    const again = await getPlan(h.ctx, { agent: h.agent, planId: plan.id });
     expect(again.hash).toBe(plan.hash);
     expect(again.plan).toEqual(plan.plan);
     expect(again.preview).toEqual(plan.preview);
@@ -103,21 +103,21 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
 
   it("honours the requested ttlSeconds", async () => {
     const submittedAt = h.clock.now();
-    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ ttlSeconds: 120, actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { name: "Bruno C." } }] }));
+    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ ttlSeconds: 120, actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { name: "Bruno C." } }] }) });
     expect(plan.expiresAt).toBe(new Date(submittedAt.getTime() + 120_000).toISOString());
     expect(plan.plan.expiresAt).toBe(plan.expiresAt);
   });
 
   it("previews with GET requests carrying only the read credential", async () => {
     const from = h.target.requests.length;
-    await submitPlan(h.ctx, h.agent, mergeRequest({
+    await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({
       title: "Touch two contacts",
       actions: [
         { kind: "http.json", target: "crm", path: "/contacts/1", op: "replace", body: { id: 1, name: "Ana" } },
         { kind: "http.json", target: "crm", path: "/contacts/2", op: "delete" },
         { kind: "http.json", target: "crm", path: "/contacts/3", op: "create", body: { id: 3 } },
       ],
-    }));
+    }) });
     const sent = h.target.requests.slice(from);
     expect(sent.map((r) => `${r.method} ${r.path}`).sort()).toEqual(["GET /contacts/1", "GET /contacts/2", "GET /contacts/3"]);
     for (const request of sent) {
@@ -134,10 +134,10 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
 
   it("previews a create on an absent path with the precondition {absent: true}", async () => {
     const body = { id: 7, name: "Carla Dias", email: "carla@example.com" };
-    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({
+    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({
       title: "Create Carla",
       actions: [{ kind: "http.json", target: "crm", path: "/contacts/7", op: "create", body }],
-    }));
+    }) });
     expect(plan.status).toBe("pending");
     expect(plan.plan.actions[0]!.precondition).toEqual({ absent: true });
     expect(plan.plan.actions[0]!.beforeDigest).toBe(fingerprint(null));
@@ -149,10 +149,10 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
 
   it("refuses a create where a resource exists (preview_failed), storing nothing", async () => {
     const rows = await planCount();
-    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({
+    const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({
       title: "Create over Ana",
       actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "create", body: { id: 1 } }],
-    })));
+    }) }));
     expect(err.code).toBe("preview_failed");
     expect(err.issues).toEqual([expect.objectContaining({ path: "/actions/0" })]);
     expect(await planCount()).toBe(rows);
@@ -160,10 +160,10 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
 
   it("refuses a merge on a path the target does not have (404) with preview_failed, storing nothing", async () => {
     const rows = await planCount();
-    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({
+    const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({
       title: "Update a ghost",
       actions: [{ kind: "http.json", target: "crm", path: "/contacts/404", op: "merge", body: { email: "x@example.com" } }],
-    })));
+    }) }));
     expect(err.code).toBe("preview_failed");
     expect(err.details).toMatchObject({ target: "crm", path: "/contacts/404" });
     expect(await planCount()).toBe(rows);
@@ -174,7 +174,7 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
     h.target.failWith = { status: 500, body: "database on fire" };
     let err: ServiceError;
     try {
-      err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({ title: "While the target is down" })));
+      err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "While the target is down" }) }));
     } finally {
       h.target.failWith = undefined;
     }
@@ -188,7 +188,7 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
     h.target.omitEtag = true;
     let err: ServiceError;
     try {
-      err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({ title: "No ETag" })));
+      err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "No ETag" }) }));
     } finally {
       h.target.omitEtag = false;
     }
@@ -199,10 +199,10 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
 
   it("refuses a target that is unreachable, storing nothing", async () => {
     const rows = await planCount();
-    const err = await refusal(submitPlan(hDown.ctx, hDown.agent, mergeRequest({
+    const err = await refusal(submitPlan(hDown.ctx, { agent: hDown.agent, request: mergeRequest({
       title: "To a dead target",
       actions: [{ kind: "http.json", target: "down", path: "/contacts/1", op: "merge", body: { a: 1 } }],
-    })));
+    }) }));
     expect(err.code).toBe("preview_failed");
     expect(err.details).toMatchObject({ target: "down", path: "/contacts/1" });
     expect(err.message).toMatch(/unreachable|did not answer/);
@@ -212,10 +212,10 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
   it("refuses a target whose body is not JSON, passing on what it said, storing nothing", async () => {
     h.target.set("/raw/1", "<html>not json</html>");
     const rows = await planCount();
-    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({
+    const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({
       title: "Merge into HTML",
       actions: [{ kind: "http.json", target: "crm", path: "/raw/1", op: "merge", body: { a: 1 } }],
-    })));
+    }) }));
     expect(err.code).toBe("preview_failed");
     expect(err.details).toMatchObject({ targetAnswer: { status: 200, body: "<html>not json</html>" } });
     expect(await planCount()).toBe(rows);
@@ -223,13 +223,13 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
 
   it("refuses when any one of several actions fails its preview, storing nothing", async () => {
     const rows = await planCount();
-    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({
+    const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({
       title: "One good, one bad",
       actions: [
         { kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { a: 1 } },
         { kind: "http.json", target: "crm", path: "/contacts/405", op: "merge", body: { a: 1 } },
       ],
-    })));
+    }) }));
     expect(err.code).toBe("preview_failed");
     expect(err.issues).toEqual([expect.objectContaining({ path: "/actions/1" })]);
     expect(await planCount()).toBe(rows);
@@ -238,19 +238,19 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
   it("refuses an unknown target with unknown_target at /actions/i/target, before any request", async () => {
     const rows = await planCount();
     const from = h.target.requests.length;
-    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({
+    const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({
       title: "Where?",
       actions: [
         { kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { a: 1 } },
         { kind: "http.json", target: "erp", path: "/orders/1", op: "merge", body: { a: 1 } },
       ],
-    })));
+    }) }));
     expect(err.code).toBe("unknown_target");
     expect(err.issues).toEqual([expect.objectContaining({ path: "/actions/1/target" })]);
     expect(h.target.requests.length).toBe(from);
     expect(await planCount()).toBe(rows);
 
-    const first = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({ actions: [{ kind: "http.json", target: "erp", path: "/x", op: "delete" }] })));
+    const first = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ actions: [{ kind: "http.json", target: "erp", path: "/x", op: "delete" }] }) }));
     expect(first.code).toBe("unknown_target");
     expect(first.issues).toEqual([expect.objectContaining({ path: "/actions/0/target" })]);
   });
@@ -258,20 +258,20 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
   it("refuses a ttlSeconds above the policy maximum with invalid_request at /ttlSeconds, before any request", async () => {
     const rows = await planCount();
     const from = h.target.requests.length;
-    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({ ttlSeconds: 86_401 })));
+    const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ ttlSeconds: 86_401 }) }));
     expect(err.code).toBe("invalid_request");
     expect(err.issues).toEqual([expect.objectContaining({ path: "/ttlSeconds" })]);
     expect(h.target.requests.length).toBe(from);
     expect(await planCount()).toBe(rows);
 
     // The maximum itself is allowed.
-    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ ttlSeconds: 86_400, title: "Longest wait" }));
+    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ ttlSeconds: 86_400, title: "Longest wait" }) });
     expect(new Date(plan.expiresAt).getTime() - new Date(plan.createdAt).getTime()).toBe(86_400_000);
   });
 
   it("refuses a path that leaves the target before sending anything", async () => {
     const from = h.target.requests.length;
-    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/%2e%2e/admin", op: "delete" }] })));
+    const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/%2e%2e/admin", op: "delete" }] }) }));
     expect(err.code).toBe("invalid_request");
     expect(err.issues?.[0]?.path).toBe("/actions/0/path");
     expect(h.target.requests.length).toBe(from);
@@ -279,9 +279,9 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
 
   it("answers a retry with the same idempotencyKey and body with the same plan (created false)", async () => {
     const body = mergeRequest({ title: "Idempotent", idempotencyKey: "key-same-body" });
-    const first = await submitPlan(h.ctx, h.agent, body);
+    const first = await submitPlan(h.ctx, { agent: h.agent, request: body });
     h.clock.advance(5);
-    const second = await submitPlan(h.ctx, h.agent, structuredClone(body));
+    const second = await submitPlan(h.ctx, { agent: h.agent, request: structuredClone(body) });
     expect(first.created).toBe(true);
     expect(second.created).toBe(false);
     expect(second.plan.id).toBe(first.plan.id);
@@ -294,9 +294,9 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
   });
 
   it("refuses the same idempotencyKey with a different body (idempotency_conflict), storing nothing", async () => {
-    const first = await submitPlan(h.ctx, h.agent, mergeRequest({ title: "Original", idempotencyKey: "key-conflict" }));
+    const first = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "Original", idempotencyKey: "key-conflict" }) });
     const rows = await planCount();
-    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({ title: "Something else", idempotencyKey: "key-conflict" })));
+    const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "Something else", idempotencyKey: "key-conflict" }) }));
     expect(err.code).toBe("idempotency_conflict");
     expect(err.details).toMatchObject({ planId: first.plan.id });
     expect(await planCount()).toBe(rows);
@@ -304,9 +304,9 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
 
   it("keeps idempotency keys per agent: another agent's same key makes its own plan", async () => {
     const body = mergeRequest({ title: "Shared key", idempotencyKey: "key-per-agent" });
-    const mine = await submitPlan(h.ctx, h.agent, body);
+    const mine = await submitPlan(h.ctx, { agent: h.agent, request: body });
     const other = await addAgent(h.ctx, { name: "other-submitter" });
-    const theirs = await submitPlan(h.ctx, { id: other.id, name: other.name }, body);
+    const theirs = await submitPlan(h.ctx, { agent: { id: other.id, name: other.name }, request: body });
     expect(theirs.created).toBe(true);
     expect(theirs.plan.id).not.toBe(mine.plan.id);
     expect(theirs.plan.plan.agent).toBe("other-submitter");
@@ -315,18 +315,18 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
   it("refuses a plan whose only approver is the requester (policy_denied), storing nothing", async () => {
     const rows = await planCount();
     const from = hSolo.target.requests.length;
-    const err = await refusal(submitPlan(hSolo.ctx, hSolo.agent, mergeRequest({ onBehalfOf: "U0ALICE" })));
+    const err = await refusal(submitPlan(hSolo.ctx, { agent: hSolo.agent, request: mergeRequest({ onBehalfOf: "U0ALICE" }) }));
     expect(err.code).toBe("policy_denied");
     expect(await planCount()).toBe(rows);
     expect(hSolo.target.requests.length).toBe(from);
     // The same plan for someone else is fine.
-    const { plan } = await submitPlan(hSolo.ctx, hSolo.agent, mergeRequest({ onBehalfOf: "U0REQUESTER" }));
+    const { plan } = await submitPlan(hSolo.ctx, { agent: hSolo.agent, request: mergeRequest({ onBehalfOf: "U0REQUESTER" }) });
     expect(plan.plan.policy).toEqual({ approvers: ["U0ALICE"], requiredApprovals: 1, grantTtlSeconds: 600, rule: "defaults", risk: { level: "low", rule: "defaults.risk" } });
   });
 
   it("writes a plan.submitted audit event in the same breath", async () => {
     const submittedAt = h.clock.now();
-    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ title: "Audited" }));
+    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "Audited" }) });
     const events = await h.database.db.select().from(auditEvents).where(eq(auditEvents.planId, plan.id)).orderBy(asc(auditEvents.id));
     expect(events.map((e) => e.type)).toEqual(["plan.submitted"]);
     expect(events[0]!.actor).toEqual({ type: "agent", agentId: h.agent.id, name: h.agent.name });
@@ -343,22 +343,22 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
 
     it("lives under the intersection of their policies: common approvers, largest quorum, shortest TTL", async () => {
       const submittedAt = hMulti.clock.now();
-      const { plan } = await submitPlan(hMulti.ctx, hMulti.agent, mergeRequest({ title: "Two targets", actions: twoTargets }));
+      const { plan } = await submitPlan(hMulti.ctx, { agent: hMulti.agent, request: mergeRequest({ title: "Two targets", actions: twoTargets }) });
       expect(plan.plan.policy).toEqual({ approvers: ["U0BOB", "U0CAROL"], requiredApprovals: 2, grantTtlSeconds: 600, rule: "targets.crm.policy + targets.billing.policy", risk: { level: "low", rule: "defaults.risk" } });
       expect(plan.expiresAt).toBe(new Date(submittedAt.getTime() + 600_000).toISOString());
       expect(fingerprint(plan.plan)).toBe(plan.hash);
     });
 
     it("a plan over one of them keeps that target's own policy", async () => {
-      const { plan: crmOnly } = await submitPlan(hMulti.ctx, hMulti.agent, mergeRequest({ title: "crm only", actions: [twoTargets[0]] }));
+      const { plan: crmOnly } = await submitPlan(hMulti.ctx, { agent: hMulti.agent, request: mergeRequest({ title: "crm only", actions: [twoTargets[0]] }) });
       expect(crmOnly.plan.policy).toEqual({ approvers: ["U0ALICE", "U0BOB", "U0CAROL"], requiredApprovals: 1, grantTtlSeconds: 600, rule: "targets.crm.policy", risk: { level: "low", rule: "defaults.risk" } });
-      const { plan: billingOnly } = await submitPlan(hMulti.ctx, hMulti.agent, mergeRequest({ title: "billing only", actions: [twoTargets[1]] }));
+      const { plan: billingOnly } = await submitPlan(hMulti.ctx, { agent: hMulti.agent, request: mergeRequest({ title: "billing only", actions: [twoTargets[1]] }) });
       expect(billingOnly.plan.policy).toEqual({ approvers: ["U0BOB", "U0CAROL", "U0DAVE"], requiredApprovals: 2, grantTtlSeconds: 600, rule: "targets.billing.policy", risk: { level: "low", rule: "defaults.risk" } });
     });
 
     it("is bounded by the smallest TTL maximum", async () => {
       const rows = await planCount();
-      const err = await refusal(submitPlan(hMulti.ctx, hMulti.agent, mergeRequest({ title: "Too long", actions: twoTargets, ttlSeconds: 3601 })));
+      const err = await refusal(submitPlan(hMulti.ctx, { agent: hMulti.agent, request: mergeRequest({ title: "Too long", actions: twoTargets, ttlSeconds: 3601 }) }));
       expect(err.code).toBe("invalid_request");
       expect(err.issues).toEqual([expect.objectContaining({ path: "/ttlSeconds" })]);
       expect(await planCount()).toBe(rows);
@@ -366,7 +366,7 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
 
     it("is refused when the requester leaves too few common approvers for the quorum", async () => {
       const rows = await planCount();
-      const err = await refusal(submitPlan(hMulti.ctx, hMulti.agent, mergeRequest({ title: "Bob asks", actions: twoTargets, onBehalfOf: "U0BOB" })));
+      const err = await refusal(submitPlan(hMulti.ctx, { agent: hMulti.agent, request: mergeRequest({ title: "Bob asks", actions: twoTargets, onBehalfOf: "U0BOB" }) }));
       expect(err.code).toBe("policy_denied");
       expect(await planCount()).toBe(rows);
     });
@@ -380,11 +380,11 @@ describe.each(databaseKinds)("risk levels on $name", (kind) => {
   });
 
   it("a high-risk plan records its risk and the rule, needs more approvals and gets less time", async () => {
-    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "delete" }] }));
+    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "delete" }] }) });
     expect(plan.plan.policy).toMatchObject({ requiredApprovals: 2, risk: { level: "high", rule: "targets.crm.policy.riskByOp.delete" } });
     expect(Date.parse(plan.expiresAt) - h.clock.now().getTime()).toBe(600_000);
     expect(plan.hash).toBe(fingerprint(plan.plan));
-    const low = (await submitPlan(h.ctx, h.agent, mergeRequest())).plan;
+    const low = (await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest() })).plan;
     expect(low.plan.policy).toMatchObject({ requiredApprovals: 1, risk: { level: "low", rule: "defaults.risk" } });
   });
 });
@@ -406,7 +406,7 @@ describe.each(databaseKinds)("submitPlan refuses what cannot be hashed or stored
   ])("%s → invalid_request naming the JSON Pointer, nothing stored, target never read", async (_name, overrides, pointer, why) => {
     const before = await planCount();
     const reads = h.target.requests.length;
-    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest(overrides)));
+    const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest(overrides) }));
     expect(err.code).toBe("invalid_request");
     expect(err.issues).toContainEqual({ path: pointer, message: expect.stringMatching(why) });
     expect(err.message).toContain(pointer);
@@ -416,19 +416,19 @@ describe.each(databaseKinds)("submitPlan refuses what cannot be hashed or stored
 
   it("a callbackUrl with credentials is refused (without echoing them), even for an allowed host", async () => {
     const before = await planCount();
-    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({ callbackUrl: "https://bot:hunter2@hooks.example.com/cs" })));
+    const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ callbackUrl: "https://bot:hunter2@hooks.example.com/cs" }) }));
     expect(err.code).toBe("invalid_request");
     expect(err.issues).toEqual([{ path: "/callbackUrl", message: expect.stringMatching(/credentials/) }]);
     expect(JSON.stringify({ message: err.message, issues: err.issues })).not.toContain("hunter2");
     expect(await planCount()).toBe(before);
     // The same URL without them is fine.
-    expect((await submitPlan(h.ctx, h.agent, mergeRequest({ callbackUrl: "https://hooks.example.com/cs" }))).created).toBe(true);
+    expect((await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ callbackUrl: "https://hooks.example.com/cs" }) })).created).toBe(true);
   });
 
   it("a target document with a lone surrogate → preview_failed naming where, nothing stored", async () => {
     h.target.set("/contacts/9", { id: 9, name: "Zoë \uD800" });
     const before = await planCount();
-    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/9", op: "merge", body: { email: "z@example.com" } }] })));
+    const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/9", op: "merge", body: { email: "z@example.com" } }] }) }));
     expect(err.code).toBe("preview_failed");
     expect(err.message).toMatch(/cannot be hashed exactly: at \/name, the string contains a lone UTF-16 surrogate/);
     expect(await planCount()).toBe(before);
@@ -439,7 +439,7 @@ describe.each(databaseKinds)("submitPlan refuses what cannot be hashed or stored
     for (let i = 0; i < 300; i++) deep = [deep];
     h.target.set("/contacts/deep", { id: 7, tree: deep });
     const before = await planCount();
-    const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/deep", op: "merge", body: { email: "d@example.com" } }] })));
+    const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/deep", op: "merge", body: { email: "d@example.com" } }] }) }));
     expect(err.code).toBe("preview_failed");
     expect(err.message).toMatch(/cannot be hashed exactly: at \/tree(\/0)+, it nests deeper than 256 levels/);
     expect(await planCount()).toBe(before);
@@ -451,7 +451,7 @@ describe.each(databaseKinds)("submitPlan refuses what cannot be hashed or stored
       if (r.method === "GET" && r.path === "/contacts/1") h.target.failWith = { status: 200, body: `{"id": 1, "limits": [0, ${token}]}` };
     };
     try {
-      const err = await refusal(submitPlan(h.ctx, h.agent, mergeRequest()));
+      const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest() }));
       expect(err.code).toBe("preview_failed");
       expect(err.message).toContain(`at /limits/1, the number ${token} cannot be held exactly`);
     } finally {
@@ -469,7 +469,7 @@ describe.each(databaseKinds)("submitPlan refuses what cannot be hashed or stored
       if (r.method === "GET" && r.path === "/contacts/2") h.target.failWith = { status: 200, body: '{"id": 2.0, "score": 1e2, "tiny": 0.10}' };
     };
     try {
-      const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { score: 101 } }] }));
+      const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { score: 101 } }] }) });
       expect(plan.preview.actions[0]!.before).toEqual({ id: 2, score: 100, tiny: 0.1 });
       expect(plan.preview.actions[0]!.changes).toEqual([{ path: "/score", from: 100, to: 101 }]);
     } finally {
@@ -480,7 +480,7 @@ describe.each(databaseKinds)("submitPlan refuses what cannot be hashed or stored
   });
 
   it("bidi controls reach the agent exactly but reviewers as visible markers", async () => {
-    const { plan } = await submitPlan(h.ctx, h.agent, mergeRequest({ title: "Pay \u202E01$\u202C to Ana", actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { note: "\u2066x\u2069" } }] }));
+    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "Pay \u202E01$\u202C to Ana", actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { note: "\u2066x\u2069" } }] }) });
     expect(plan.plan.title).toBe("Pay \u202E01$\u202C to Ana");
     expect(fingerprint(plan.plan)).toBe(plan.hash);
     const [row] = await h.database.db.select().from(plans).where(eq(plans.id, plan.id));

@@ -1,0 +1,61 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Outcome } from "../../src/plan/outcome.ts";
+import { claimApproved } from "../../src/service/claim-approved.ts";
+import { decide } from "../../src/service/decide.ts";
+import { reportOutcome } from "../../src/service/report-outcome.ts";
+import { submitPlan } from "../../src/service/submit-plan.ts";
+import { openCountingPostgres, type CountingPostgres } from "../support/counting-postgres.ts";
+import { mergeRequest, openHarness, type Harness } from "../support/harness.ts";
+
+const testDatabaseUrl = process.env.TEST_DATABASE_URL;
+
+/** Statements that belong to the audit chain (audit.ts): counted apart, their shape is the chain's. */
+const isAudit = (statement: string) => /audit_events|audit_head|pg_advisory_xact_lock/.test(statement);
+
+/**
+ * What one plan costs the database, statement by statement, from submit to the executor's
+ * report: the per-statement overhead is much of the server's CPU at load (issue 13). The
+ * bounds are what each verb needs today outside the audit chain; a verb that grows a
+ * statement fails here, with the statements it sent.
+ */
+describe.skipIf(!testDatabaseUrl)("statements per plan on postgres", () => {
+  let database: CountingPostgres;
+  let h: Harness;
+  beforeAll(async () => {
+    database = await openCountingPostgres(testDatabaseUrl!);
+    h = await openHarness(database, { sinks: ["slack"] });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await database?.close();
+  });
+
+  const applied: Outcome = { status: "applied", actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied" }] };
+
+  /** One plan through every verb; the statements each sent. */
+  async function onePlan(title: string): Promise<Record<"submit" | "approve" | "claim" | "report", string[]>> {
+    database.take();
+    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title }) });
+    const submit = database.take();
+    expect((await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "slack" }, verdict: "approve" })).status).toBe("approved");
+    const approve = database.take();
+    const claim = await claimApproved(h.ctx);
+    expect(claim?.plan.id).toBe(plan.id);
+    const claimed = database.take();
+    expect(await reportOutcome(h.ctx, { claimToken: claim!.claimToken, outcome: applied })).toEqual({ status: "applied" });
+    return { submit, approve, claim: claimed, report: database.take() };
+  }
+
+  it("submit, approve, claim and report each send no more statements than they need", async () => {
+    await onePlan("warm-up: the driver's first queries on each connection are not the verbs'");
+    const sent = await onePlan("counted");
+    const count = Object.fromEntries(Object.entries(sent).map(([verb, statements]) => [verb, { all: statements.length, audit: statements.filter(isAudit).length }]));
+    console.log(`statements per plan (audit chain apart): ${JSON.stringify(count)}`);
+    if (process.env.SHOW_STATEMENTS) console.log(JSON.stringify(sent, null, 1));
+    const outsideAudit = (verb: keyof typeof sent) => sent[verb].filter((s) => !isAudit(s));
+    expect(outsideAudit("submit").length, outsideAudit("submit").join("\n")).toBeLessThanOrEqual(99);
+    expect(outsideAudit("approve").length, outsideAudit("approve").join("\n")).toBeLessThanOrEqual(99);
+    expect(outsideAudit("claim").length, outsideAudit("claim").join("\n")).toBeLessThanOrEqual(99);
+    expect(outsideAudit("report").length, outsideAudit("report").join("\n")).toBeLessThanOrEqual(99);
+  });
+});
