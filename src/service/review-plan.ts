@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, isNotNull, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNotNull, sql, type SQL } from "drizzle-orm";
 import { isPlanId, type PlanDocument, type PlanStatus } from "../plan/schema.ts";
 import { PLAN_STATUSES } from "../plan/status.ts";
 import { auditEvents, outbox, plans } from "../store/schema.ts";
@@ -60,6 +60,86 @@ export async function listPlansForReview(ctx: ServiceContext, reader: Reader, fi
     const view = await planView(ctx.database.db, ctx.config.publicUrl, r, "reviewer", ctx.redaction);
     return { ...view, whyNotDecide: rights.whyMayNotDecide(view) };
   }));
+}
+
+/** How many pending plans one page of the list holds; every pending plan is reachable, page after page. */
+export const PENDING_PAGE = 100;
+
+/** Where a page of pending plans ended: the next page starts after this plan (soonest expiry first, then id). */
+export interface PendingCursor {
+  expiresAt: Date;
+  id: string;
+}
+
+/** A cursor as the list's "more" link carries it. */
+export function pendingCursorText(cursor: PendingCursor): string {
+  return `${cursor.expiresAt.toISOString()}~${cursor.id}`;
+}
+
+export function parsePendingCursor(raw: string): PendingCursor {
+  const [at = "", id = "", ...rest] = raw.split("~");
+  const expiresAt = new Date(at);
+  if (rest.length > 0 || !isPlanId(id) || !/^\d{4}-\d\d-\d\dT/.test(at) || Number.isNaN(expiresAt.getTime())) {
+    throw new ServiceError("invalid_request", `pending_after must be "<expiry>~<plan id>" as the list's "more pending" link gives it, not ${JSON.stringify(raw.slice(0, 100))}`);
+  }
+  return { expiresAt, id };
+}
+
+/**
+ * Pending plans this person may read, however old, soonest expiry first (the ones that will
+ * lapse unless someone acts), one page at a time: `next` is where the following page starts,
+ * undefined on the last. Read from plans_status_expires_at, so the cost follows the number of
+ * pending plans, not of stored ones. Plan times are stored to the millisecond (they come from
+ * the service clock), which is what the cursor keeps.
+ */
+export async function listPendingForReview(ctx: ServiceContext, reader: Reader, page: { after?: PendingCursor; limit?: number } = {}): Promise<{ plans: PlanForReader[]; next: PendingCursor | undefined }> {
+  const limit = page.limit ?? PENDING_PAGE;
+  const { readsEverything } = await rightsOf(ctx, reader, []);
+  // Someone who reads only what they approve looks through more rows for a page, bounded like the
+  // recent list; what is left is on the next page.
+  const scan = readsEverything ? limit : limit * NARROWED_SCAN_FACTOR;
+  const after = page.after && sql`(${plans.expiresAt}, ${plans.id}) > (${page.after.expiresAt.toISOString()}::timestamptz, ${page.after.id}::uuid)`;
+  const rows = await ctx.database.db.select().from(plans).where(and(eq(plans.status, "pending"), after)).orderBy(asc(plans.expiresAt), asc(plans.id)).limit(scan + 1);
+  const rights = await rightsOf(ctx, reader, rows.map((r) => r.document as PlanDocument));
+  const taken: typeof rows = [];
+  let last = -1;
+  for (const [i, r] of rows.slice(0, scan).entries()) {
+    if (taken.length === limit) break;
+    last = i;
+    if (rights.whyMayNotRead(r.document as PlanDocument, r) === undefined) taken.push(r);
+  }
+  const next = last >= 0 && last + 1 < rows.length ? { expiresAt: rows[last]!.expiresAt, id: rows[last]!.id } : undefined;
+  const views = await Promise.all(taken.map(async (r) => {
+    const view = await planView(ctx.database.db, ctx.config.publicUrl, r, "reviewer", ctx.redaction);
+    return { ...view, whyNotDecide: rights.whyMayNotDecide(view) };
+  }));
+  return { plans: views, next };
+}
+
+/** The browser's list: a status filter (none: every status) and where the page of pending plans starts. */
+export interface BrowserListQuery {
+  statuses?: PlanStatus[] | undefined;
+  pendingAfter?: PendingCursor | undefined;
+}
+
+/** What the browser lists: a page of pending plans (and where the next starts), then recent others. */
+export interface BrowserList {
+  pending: PlanForReader[];
+  nextPending: PendingCursor | undefined;
+  recent: PlanForReader[];
+}
+
+/**
+ * What the browser lists: every pending plan (page by page, soonest expiry first), then the most
+ * recent of the others, newest first. Pending plans are read on their own, so an old one is
+ * never pushed out of the list by newer decided plans.
+ */
+export async function listForBrowser(ctx: ServiceContext, reader: Reader, query: BrowserListQuery = {}): Promise<BrowserList> {
+  const wanted = query.statuses ?? PLAN_STATUSES;
+  const others = wanted.filter((s) => s !== "pending");
+  const pending = wanted.includes("pending") ? await listPendingForReview(ctx, reader, { ...(query.pendingAfter ? { after: query.pendingAfter } : {}) }) : { plans: [], next: undefined };
+  const recent = others.length > 0 ? await listPlansForReview(ctx, reader, { statuses: others }) : [];
+  return { pending: pending.plans, nextPending: pending.next, recent };
 }
 
 export function parseStatusFilter(raw: string | undefined): PlanStatus[] | undefined {

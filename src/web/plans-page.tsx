@@ -2,37 +2,55 @@
 import { shortHash } from "../plan/fingerprint.ts";
 import { PLAN_STATUSES } from "../plan/status.ts";
 import type { WebSession } from "../service/login-links.ts";
-import type { PlanForReader } from "../service/review-plan.ts";
+import { pendingCursorText, type BrowserList, type PlanForReader } from "../service/review-plan.ts";
 import { Layout, StatusBadge } from "./layout.tsx";
 
+/** Which list a page shows: its status filter and where its page of pending plans starts (both as in the URL). */
+export interface PlansListPage {
+  filter: string | undefined;
+  pendingAfter: string | undefined;
+}
+
+/** The list's own URL with these query parameters (undefined ones left out). */
+function listHref(params: Record<string, string | undefined>): string {
+  const query = Object.entries(params).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${encodeURIComponent(v!)}`).join("&");
+  return query ? `/plans?${query}` : "/plans";
+}
+
 /** `version` is where all plans stood when this list was read (PlanSignals.version); the live stream starts from it. */
-export function PlansPage(props: { plans: PlanForReader[]; session: WebSession | undefined; filter: string | undefined; version: string }) {
-  const query = props.filter ? `?status=${encodeURIComponent(props.filter)}` : "";
+export function PlansPage(props: { list: BrowserList; session: WebSession | undefined; page: PlansListPage; version: string }) {
+  const { filter, pendingAfter } = props.page;
   return (
     <Layout title="Plans" session={props.session}>
       <h1>Plans</h1>
       <nav class="filters" aria-label="Filter by status">
-        <a href="/plans" class={props.filter ? "" : "on"}>All</a>
-        {PLAN_STATUSES.map((s) => <a href={`/plans?status=${s}`} class={props.filter === s ? "on" : ""}>{s}</a>)}
+        <a href="/plans" class={filter ? "" : "on"}>All</a>
+        {PLAN_STATUSES.map((s) => <a href={`/plans?status=${s}`} class={filter === s ? "on" : ""}>{s}</a>)}
       </nav>
-      <div data-live={`/plans/live?v=${encodeURIComponent(props.version)}`} data-fragment={`/plans${query}${query ? "&" : "?"}fragment=1`}>
-        <PlansTable plans={props.plans} session={props.session} />
+      <div data-live={`/plans/live?v=${encodeURIComponent(props.version)}`} data-fragment={listHref({ status: filter, pending_after: pendingAfter, fragment: "1" })}>
+        <PlansTable list={props.list} session={props.session} page={props.page} />
       </div>
     </Layout>
   );
 }
 
-/** Pending plans first (those you may decide marked), then the rest, newest first. */
-export function PlansTable(props: { plans: PlanForReader[]; session: WebSession | undefined }) {
-  const pending = props.plans.filter((p) => p.status === "pending");
-  const rest = props.plans.filter((p) => p.status !== "pending");
-  if (props.plans.length === 0) return <p class="muted">No plans here yet. Agents submit them with <code>POST /v1/plans</code>.</p>;
+/**
+ * Pending plans first, soonest expiry first, however old (those you may decide marked), a page at
+ * a time with a link to the next; then the most recent others, newest first.
+ */
+export function PlansTable(props: { list: BrowserList; session: WebSession | undefined; page: PlansListPage }) {
+  const { pending, recent, nextPending } = props.list;
+  if (pending.length === 0 && recent.length === 0 && !nextPending && !props.page.pendingAfter) {
+    return <p class="muted">No plans here yet. Agents submit them with <code>POST /v1/plans</code>.</p>;
+  }
   return (
     <>
-      <h2>Waiting for a decision ({pending.length})</h2>
-      {pending.length === 0 ? <p class="muted">Nothing is waiting.</p> : <Rows plans={pending} session={props.session} />}
+      <h2>Waiting for a decision{props.page.pendingAfter ? " (continued)" : ""} ({pending.length}{nextPending ? "+" : ""})</h2>
+      {pending.length === 0 ? <p class="muted">Nothing {props.page.pendingAfter ? "more " : ""}is waiting.</p> : <Rows plans={pending} session={props.session} />}
+      {props.page.pendingAfter ? <p><a href={listHref({ status: props.page.filter })}>First pending plans</a></p> : null}
+      {nextPending ? <p><a class="more" href={listHref({ status: props.page.filter, pending_after: pendingCursorText(nextPending) })}>More pending plans</a></p> : null}
       <h2>Recent</h2>
-      {rest.length === 0 ? <p class="muted">None yet.</p> : <Rows plans={rest} session={props.session} />}
+      {recent.length === 0 ? <p class="muted">None yet.</p> : <Rows plans={recent} session={props.session} />}
     </>
   );
 }

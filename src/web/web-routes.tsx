@@ -6,7 +6,7 @@ import type { ServiceContext } from "../service/context.ts";
 import { decide } from "../service/decide.ts";
 import { ServiceError } from "../service/errors.ts";
 import { consumeLoginLink, endSession, SESSION_TTL_MS, sessionOf, type WebSession } from "../service/login-links.ts";
-import { listPlansForReview, parseStatusFilter, reviewPlan } from "../service/review-plan.ts";
+import { listForBrowser, parsePendingCursor, parseStatusFilter, reviewPlan } from "../service/review-plan.ts";
 import { sameSecret } from "../server/bearer.ts";
 import { HTTP_STATUS_OF } from "../server/http-errors.ts";
 import { APP_SCRIPT } from "./app-script.ts";
@@ -84,11 +84,21 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
   web.get("/plans", async (c) => {
     const who = c.get("reader");
     const filter = c.req.query("status");
+    const statuses = parseStatusFilter(filter);
+    const pendingAfter = c.req.query("pending_after");
+    let cursor;
+    try {
+      cursor = pendingAfter ? parsePendingCursor(pendingAfter) : undefined;
+    } catch (err) {
+      if (err instanceof ServiceError) return c.html(<MessagePage title="No such page" text={err.message} />, 400);
+      throw err;
+    }
     // Read before the plans, so anything that changes after the read reaches the live stream.
     const version = await ctx.signals.version();
-    const plans = await listPlansForReview(ctx, { userId: who.userId }, { ...(parseStatusFilter(filter) ? { statuses: parseStatusFilter(filter)! } : {}) });
-    if (c.req.query("fragment")) return c.html(<PlansTable plans={plans} session={who} />);
-    return c.html(<PlansPage plans={plans} session={who} filter={parseStatusFilter(filter) ? filter : undefined} version={version} />);
+    const list = await listForBrowser(ctx, { userId: who.userId }, { statuses, pendingAfter: cursor });
+    const page = { filter: statuses ? filter : undefined, pendingAfter: cursor && pendingAfter };
+    if (c.req.query("fragment")) return c.html(<PlansTable list={list} session={who} page={page} />);
+    return c.html(<PlansPage list={list} session={who} page={page} version={version} />);
   });
 
   /** A stream outlives the request that opened it: it ends when the session does (signed out, expired). */
