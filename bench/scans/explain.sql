@@ -1,0 +1,48 @@
+-- EXPLAIN ANALYZE of the reads that grow with stored history, as the code issues them, on a
+-- database seeded by bench/scans/seed.sql. Run: psql -f bench/scans/explain.sql <database>
+-- Each UPDATE runs in a transaction rolled back, so the seeded state is kept between runs.
+\echo '== outbox lease, nothing due (src/service/outbox.ts leaseNext)'
+BEGIN;
+EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) UPDATE outbox SET available_at = now() + interval '60 seconds', attempts = attempts + 1
+WHERE id = (
+  SELECT o.id FROM outbox o
+  WHERE o.delivered_at IS NULL AND o.dead_at IS NULL AND o.available_at <= now()
+    AND o.kind IN ('slack.post', 'slack.update', 'webhook')
+    AND NOT EXISTS (
+      SELECT 1 FROM outbox earlier
+      WHERE earlier.plan_id = o.plan_id AND earlier.kind = o.kind AND earlier.id < o.id
+        AND earlier.delivered_at IS NULL AND earlier.dead_at IS NULL)
+  ORDER BY o.id LIMIT 1 FOR UPDATE SKIP LOCKED)
+RETURNING id, plan_id, kind, payload, attempts;
+ROLLBACK;
+\echo '== outbox lease, every undelivered row due'
+BEGIN;
+EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) UPDATE outbox SET available_at = now() + interval '2 hours', attempts = attempts + 1
+WHERE id = (
+  SELECT o.id FROM outbox o
+  WHERE o.delivered_at IS NULL AND o.dead_at IS NULL AND o.available_at <= now() + interval '2 hours'
+    AND o.kind IN ('slack.post', 'slack.update', 'webhook')
+    AND NOT EXISTS (
+      SELECT 1 FROM outbox earlier
+      WHERE earlier.plan_id = o.plan_id AND earlier.kind = o.kind AND earlier.id < o.id
+        AND earlier.delivered_at IS NULL AND earlier.dead_at IS NULL)
+  ORDER BY o.id LIMIT 1 FOR UPDATE SKIP LOCKED)
+RETURNING id, plan_id, kind, payload, attempts;
+ROLLBACK;
+\echo '== plan page: dead-lettered deliveries (src/service/review-plan.ts reviewPlan)'
+EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT * FROM outbox WHERE plan_id = md5('plan1')::uuid AND dead_at IS NOT NULL ORDER BY id;
+\echo '== plan page live stream: version and dead count (src/service/plan-signals.ts)'
+EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT (SELECT max(id) FROM audit_events WHERE plan_id = md5('plan1')::uuid) AS v,
+  (SELECT count(*) FROM outbox WHERE plan_id = md5('plan1')::uuid AND dead_at IS NOT NULL) AS dead;
+\echo '== browser list, before issue 13: newest 100 of every status'
+EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT * FROM plans ORDER BY created_at DESC LIMIT 100;
+\echo '== browser list: every pending plan, soonest expiry first (one page of 500)'
+EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT * FROM plans WHERE status = 'pending' ORDER BY expires_at, id LIMIT 500;
+\echo '== browser list: the newest 100 that are not pending'
+EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT * FROM plans WHERE status <> 'pending' ORDER BY created_at DESC LIMIT 100;
+\echo '== browser list filtered by a rare status (?status=failed)'
+EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT * FROM plans WHERE status IN ('failed') ORDER BY created_at DESC LIMIT 100;
+\echo '== Slack home / login: pending plans waiting for a person (src/service/plans-for-person.ts)'
+EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT id, status, hash, document, expires_at FROM plans WHERE status = 'pending' AND expires_at > now() ORDER BY created_at DESC LIMIT 200;
+\echo '== reminders, before issue 13: every pending plan document (src/service/remind-due.ts)'
+EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT id, document, expires_at FROM plans WHERE status = 'pending' AND expires_at > now();
