@@ -1,15 +1,45 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const BUILT_CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+let productRoot = ROOT;
+
+/**
+ * Measure the Countersign built in another checkout (`--product DIR`: its `dist/cli.js`), e.g. a
+ * worktree of an older commit, while the harness and its floors stay this checkout's.
+ */
+export function useProduct(dir: string): void {
+  const root = path.resolve(dir);
+  if (!existsSync(path.join(root, "dist", "cli.js"))) throw new Error(`--product ${dir}: no dist/cli.js there; build it first (node scripts/build.mjs in that checkout)`);
+  productRoot = root;
+}
+
+/** The checkout whose Countersign is measured (this one unless `--product` named another). */
+export function productDir(): string {
+  return productRoot;
+}
 
 /** The command a user runs: the built CLI, or the sources through tsx when dist/ was never built (noted beside each figure). */
 export function countersignCommand(): { args: string[]; note?: string } {
-  if (existsSync(BUILT_CLI)) return { args: [BUILT_CLI] };
+  const built = path.join(productRoot, "dist", "cli.js");
+  if (existsSync(built)) return { args: [built], ...(productRoot === ROOT ? {} : { note: `product ${productRoot}` }) };
   // tsx resolved here: `--import tsx` would look for it from the child's working directory.
   return { args: ["--import", import.meta.resolve("tsx"), fileURLToPath(new URL("../src/cli.ts", import.meta.url))], note: "no dist/cli.js: CLI run through tsx; npm run build first" };
+}
+
+/** Runs `node args…` to completion and returns its stdout; throws with the output when the exit code is not 0. */
+export function outputOf(args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => (code === 0 ? resolve(stdout) : reject(new Error(`node ${args.join(" ")} exited ${code}:\n${stdout}${stderr}`))));
+  });
 }
 
 /** A clean environment, so the developer's DATABASE_URL or Slack tokens never change what is measured. */

@@ -1,0 +1,29 @@
+/**
+ * The floor of the click-ack figure: a bare Bolt 5.1 app in HTTP mode (Bolt's own HTTPReceiver,
+ * the signing secret checked as Bolt checks it) whose only listener acks. No database, no
+ * Countersign code. Run: node --import tsx bench/bare-bolt.ts PORT SIGNING_SECRET SLACK_API_URL
+ * Prints "bare bolt listening on PORT" once it takes requests.
+ */
+import bolt from "@slack/bolt";
+
+const [port, signingSecret, slackApiUrl] = process.argv.slice(2);
+if (!port || !signingSecret || !slackApiUrl) {
+  console.error("usage: bare-bolt.ts PORT SIGNING_SECRET SLACK_API_URL");
+  process.exit(2);
+}
+const app = new bolt.App({
+  signingSecret,
+  token: "xoxb-test-token",
+  // The token is the emulator's; nothing is called on it, so Bolt need not check it first.
+  tokenVerificationEnabled: false,
+  clientOptions: { slackApiUrl },
+  logLevel: bolt.LogLevel.ERROR,
+});
+app.action(/.*/, async ({ ack }) => {
+  await ack();
+});
+await app.start(Number(port));
+console.log(`bare bolt listening on ${port}`);
+process.on("SIGINT", () => {
+  void app.stop().then(() => process.exit(0));
+});

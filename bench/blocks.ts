@@ -1,0 +1,57 @@
+import os from "node:os";
+
+/** How long and how often: `--quick` keeps `npm run bench` under two minutes with fewer, shorter blocks. */
+export interface Pace {
+  quick: boolean;
+  /** Block pairs per figure (product, floor); at least 5. */
+  blocks: number;
+  /** Seconds of each throughput block. */
+  seconds: number;
+  /** Sequential round trips per latency block. */
+  rounds: number;
+  /** Stored plans for the "at scale" figure (the small side is always 10 k). */
+  largePlans: number;
+}
+
+export function pace(quick: boolean): Pace {
+  return quick
+    ? { quick, blocks: 5, seconds: 2, rounds: 4, largePlans: 100_000 }
+    : { quick, blocks: Number(process.env.BENCH_BLOCKS ?? 7), seconds: 8, rounds: 12, largePlans: 1_000_000 };
+}
+
+/**
+ * Runs `pace.blocks` pairs, product then floor, alternating (the first pair after one unrecorded
+ * warm-up of each, which pays JIT, connection pools and caches). Returns one value of each per pair
+ * and the load average at each pair.
+ */
+export async function alternate(blocks: number, product: () => Promise<number>, floor: () => Promise<number>): Promise<{ product: number[]; floor: number[]; load: number[] }> {
+  await product();
+  await floor();
+  const result = { product: [] as number[], floor: [] as number[], load: [] as number[] };
+  for (let i = 0; i < blocks; i++) {
+    // Which goes first alternates too, so neither always follows the other's leftovers.
+    if (i % 2 === 0) {
+      result.product.push(await product());
+      result.floor.push(await floor());
+    } else {
+      result.floor.push(await floor());
+      result.product.push(await product());
+    }
+    result.load.push(os.loadavg()[0]!);
+  }
+  return result;
+}
+
+/** `inFlight` workers call `once` until `seconds` have passed; resolves with completions per second. */
+export async function throughput(inFlight: number, seconds: number, once: (worker: number) => Promise<void>): Promise<number> {
+  const started = performance.now();
+  const end = started + seconds * 1000;
+  let done = 0;
+  await Promise.all(Array.from({ length: inFlight }, async (_, worker) => {
+    while (performance.now() < end) {
+      await once(worker);
+      done++;
+    }
+  }));
+  return done / ((performance.now() - started) / 1000);
+}

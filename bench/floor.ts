@@ -1,0 +1,89 @@
+/**
+ * The floors: what PostgreSQL and HTTP themselves cost for the work the product is required to
+ * do, with the product's drivers (postgres.js, node's fetch). Floor rows go to `bench_floor.*`,
+ * copies of the product's own tables (`LIKE … INCLUDING ALL`: same columns, defaults and indexes)
+ * in the product's database, filled from rows the product itself wrote, so they are as wide.
+ */
+import { randomUUID } from "node:crypto";
+import type postgres from "postgres";
+import { READ_TOKEN, WRITE_TOKEN, type Stack } from "./stack.ts";
+
+export type Row = Record<string, unknown>;
+
+/** A plan row the product wrote, with its first audit event and first outbox row. */
+export interface Templates {
+  plan: Row;
+  audit: Row;
+  outbox: Row;
+}
+
+const FLOOR_TABLES = ["plans", "audit_events", "outbox"] as const;
+
+export async function createFloorTables(sql: postgres.Sql): Promise<void> {
+  await sql.unsafe("CREATE SCHEMA IF NOT EXISTS bench_floor");
+  for (const table of FLOOR_TABLES) await sql.unsafe(`CREATE TABLE IF NOT EXISTS bench_floor.${table} (LIKE public.${table} INCLUDING ALL)`);
+}
+
+/** The newest plan the product stored, with its first audit event and outbox row. */
+export async function captureTemplates(sql: postgres.Sql): Promise<Templates> {
+  const [plan] = await sql`SELECT * FROM plans ORDER BY created_at DESC LIMIT 1`;
+  if (!plan) throw new Error("bench: the product stored no plan to copy the floor's rows from");
+  const [audit] = await sql`SELECT * FROM audit_events WHERE plan_id = ${plan.id as string} ORDER BY id LIMIT 1`;
+  const [outbox] = await sql`SELECT * FROM outbox WHERE plan_id = ${plan.id as string} ORDER BY id LIMIT 1`;
+  if (!audit || !outbox) throw new Error(`bench: plan ${plan.id as string} has no ${audit ? "outbox row" : "audit event"} to copy the floor's rows from`);
+  return { plan, audit, outbox };
+}
+
+/** The template's columns for a new plan: a new id, and no value that must be unique. */
+function planRow(t: Templates, id: string, status: string): Row {
+  return { ...t.plan, id, status, idempotency_key: null, claim_token: null, grant: null, grant_expires_at: null, lease_expires_at: null, outcome: null, created_at: new Date(), updated_at: new Date() };
+}
+
+/** A child row of the template with its serial id left to its default. */
+function childRow(row: Row, planId: string): Row {
+  const { id: _serial, ...rest } = row;
+  return { ...rest, plan_id: planId };
+}
+
+/** The intake floor's write: one transaction of three inserts (plan, audit event, outbox row). */
+export async function floorInsertPlan(sql: postgres.Sql, t: Templates, status = "pending"): Promise<string> {
+  const id = randomUUID();
+  await sql.begin(async (tx) => {
+    await tx`INSERT INTO bench_floor.plans ${tx(planRow(t, id, status))}`;
+    await tx`INSERT INTO bench_floor.audit_events ${tx(childRow(t.audit, id))}`;
+    await tx`INSERT INTO bench_floor.outbox ${tx(childRow(t.outbox, id))}`;
+  });
+  return id;
+}
+
+/** The intake floor's read: one GET of the target, its body read and parsed. */
+export async function floorGet(stack: Stack, contact: number): Promise<{ etag: string; body: unknown }> {
+  const res = await fetch(`${stack.target.url}/contacts/${contact}`, { headers: { authorization: `Bearer ${READ_TOKEN}` } });
+  const body = (await res.json()) as unknown;
+  if (res.status !== 200) throw new Error(`floor GET /contacts/${contact} answered ${res.status}`);
+  return { etag: res.headers.get("etag") ?? "", body };
+}
+
+/**
+ * The approve → PATCH floor: UPDATE (the decision), GET (the re-read), PATCH with If-Match;
+ * resolves with milliseconds from the start to the target receiving the PATCH (the product's
+ * figure ends there too), after the closing UPDATE (recording the outcome), which is not timed.
+ */
+export async function floorApply(stack: Stack, planId: string, contact: number): Promise<number> {
+  const path = `/contacts/${contact}`;
+  const arrived = stack.nextWrite(path);
+  const started = performance.now();
+  const [moved] = await stack.sql`UPDATE bench_floor.plans SET status = 'approved', updated_at = now() WHERE id = ${planId} AND status = 'pending' RETURNING id`;
+  if (!moved) throw new Error(`floor: plan ${planId} was not pending`);
+  const { etag } = await floorGet(stack, contact);
+  const res = await fetch(`${stack.target.url}${path}`, {
+    method: "PATCH",
+    headers: { authorization: `Bearer ${WRITE_TOKEN}`, "content-type": "application/merge-patch+json", "if-match": etag },
+    body: JSON.stringify({ email: `floor-${planId.slice(0, 8)}@new.example` }),
+  });
+  await res.arrayBuffer();
+  if (res.status !== 200) throw new Error(`floor PATCH ${path} answered ${res.status}`);
+  const elapsed = (await arrived) - started;
+  await stack.sql`UPDATE bench_floor.plans SET status = 'applied', updated_at = now() WHERE id = ${planId} AND status = 'approved'`;
+  return elapsed;
+}

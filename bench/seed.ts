@@ -1,0 +1,146 @@
+/**
+ * Databases holding a stored history (10 k, 100 k, 1 M plans) for the "intake at scale" figure,
+ * kept between runs. A history is what the product itself writes: a few plans are taken through
+ * the whole flow by the product (submitted, approved by a Slack click, applied by the executor,
+ * every Slack post and update delivered), then copied with `generate_series` into every table
+ * that refers to a plan (plans, decisions, audit_events, outbox, slack_messages, …): new plan
+ * ids, timestamps spread back in time, everything else as the product wrote it. So the seed
+ * follows the product's schema, whatever it is, without a hand-written row.
+ *
+ * A kept database is named for its size and the product's migrations (`…_1m_<hash>`): another
+ * product version seeds its own rather than running on a schema it did not make.
+ */
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import postgres from "postgres";
+import { productDir } from "./processes.ts";
+import { clickApprove, databasePrefix, databaseUrl, planStatus, startStack, undelivered, until } from "./stack.ts";
+
+/** Plans taken through the whole flow by the product, then copied. */
+const TEMPLATES = 10;
+/** Plans per INSERT … SELECT transaction while copying. */
+const CHUNK = 100_000;
+
+export function sizeLabel(plans: number): string {
+  return plans >= 1_000_000 && plans % 1_000_000 === 0 ? `${plans / 1_000_000}m` : plans >= 1000 && plans % 1000 === 0 ? `${plans / 1000}k` : String(plans);
+}
+
+/** The product's migrations, as a short hash: a kept database is only used by a product with the same. */
+export function migrationsTag(): string {
+  const dir = path.join(productDir(), "migrations");
+  const hash = createHash("sha256");
+  for (const file of readdirSync(dir).filter((f) => f.endsWith(".sql")).sort()) hash.update(file).update("\0").update(readFileSync(path.join(dir, file))).update("\0");
+  return hash.digest("hex").slice(0, 8);
+}
+
+/** The name of the kept database with `plans` stored plans, seeding it first when it is missing or was cut short. */
+export async function seededDatabase(adminUrl: string, plans: number, log: (line: string) => void): Promise<string> {
+  const name = `${databasePrefix()}_${sizeLabel(plans)}_${migrationsTag()}`;
+  const admin = postgres(adminUrl, { onnotice: () => {}, max: 1 });
+  try {
+    const [exists] = await admin`SELECT 1 FROM pg_database WHERE datname = ${name}`;
+    if (exists) {
+      const db = postgres(databaseUrl(adminUrl, name), { onnotice: () => {}, max: 1 });
+      try {
+        const [done] = await db`SELECT to_regclass('bench_seeded') IS NOT NULL AS done`;
+        if (done!.done) return name;
+      } finally {
+        await db.end({ timeout: 5 });
+      }
+      log(`# ${name} was not seeded to the end; seeding it again`);
+      await admin.unsafe(`DROP DATABASE ${name} WITH (FORCE)`);
+    }
+    await admin.unsafe(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end({ timeout: 5 });
+  }
+  const started = performance.now();
+  log(`# seeding ${name} with ${plans} plans (kept for later runs)`);
+  await recordTemplates(adminUrl, name);
+  const db = postgres(databaseUrl(adminUrl, name), { onnotice: () => {}, max: 1 });
+  try {
+    await copyHistory(db, plans, log);
+    await db.unsafe("CREATE TABLE bench_seeded (plans integer NOT NULL, seeded_at timestamptz NOT NULL DEFAULT now())");
+    await db`INSERT INTO bench_seeded (plans) VALUES (${plans})`;
+  } finally {
+    await db.end({ timeout: 5 });
+  }
+  log(`# seeded ${name} in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  return name;
+}
+
+/** The product takes TEMPLATES plans through the whole flow, each applied and every Slack call delivered. */
+async function recordTemplates(adminUrl: string, database: string): Promise<void> {
+  const stack = await startStack({ adminUrl, database, contacts: TEMPLATES });
+  try {
+    for (let i = 1; i <= TEMPLATES; i++) {
+      const plan = await stack.submit(i);
+      if ((await clickApprove(stack, plan)) !== 200) throw new Error("seed: the Approve click was refused");
+      await until(`seed plan ${plan.id} to be applied`, async () => (await planStatus(stack, plan.id)) === "applied");
+    }
+    await until("the seed's Slack posts and updates to be delivered", async () => (await undelivered(stack.sql)) === 0);
+  } finally {
+    await stack.stop();
+  }
+}
+
+interface Column {
+  name: string;
+  type: string;
+  serial: boolean;
+}
+
+async function columnsOf(db: postgres.Sql, table: string): Promise<Column[]> {
+  const rows = await db`
+    SELECT column_name, data_type, coalesce(column_default LIKE 'nextval(%', false) AS serial
+      FROM information_schema.columns
+     WHERE table_schema = 'public' AND table_name = ${table} AND is_generated = 'NEVER'
+     ORDER BY ordinal_position`;
+  return rows.map((r) => ({ name: r.column_name as string, type: r.data_type as string, serial: r.serial as boolean }));
+}
+
+/** The i-th copy's id of a template plan: deterministic, so a child row finds its plan. */
+const copiedId = (column: string) => `md5(t.${column}::text || ':' || g)::uuid`;
+
+/** What each column of a copy holds: a new plan id, unique values made unique, times moved back by 20 s per copy. */
+function expression(table: string, column: Column): string | undefined {
+  const c = `t."${column.name}"`;
+  if (column.serial) return undefined; // its own default
+  if (table === "plans" && column.name === "id") return copiedId("id");
+  if (column.name === "plan_id") return copiedId("plan_id");
+  if (table === "plans" && (column.name === "idempotency_key" || column.name === "claim_token")) return `CASE WHEN ${c} IS NULL THEN NULL ELSE ${c} || ':' || g END`;
+  if (column.type === "timestamp with time zone") return `${c} - g * interval '20 seconds'`;
+  return c;
+}
+
+async function copyHistory(db: postgres.Sql, plans: number, log: (line: string) => void): Promise<void> {
+  const templates = (await db`SELECT id FROM plans ORDER BY created_at`).map((r) => r.id as string);
+  const copies = Math.ceil((plans - templates.length) / templates.length);
+  const children = (await db`
+    SELECT table_name FROM information_schema.columns
+     WHERE table_schema = 'public' AND column_name = 'plan_id' AND table_name <> 'plans'
+     ORDER BY table_name`).map((r) => r.table_name as string);
+  const statements: string[] = [];
+  for (const table of ["plans", ...children]) {
+    const columns = (await columnsOf(db, table)).flatMap((column) => {
+      const value = expression(table, column);
+      return value === undefined ? [] : [{ name: column.name, value }];
+    });
+    const key = table === "plans" ? "id" : "plan_id";
+    statements.push(`INSERT INTO "${table}" (${columns.map((c) => `"${c.name}"`).join(", ")})
+      SELECT ${columns.map((c) => c.value).join(", ")}
+        FROM "${table}" t CROSS JOIN generate_series($1::int, $2::int) AS g
+       WHERE t."${key}" = ANY($3::uuid[])`);
+  }
+  for (let from = 1; from <= copies; from += Math.floor(CHUNK / templates.length)) {
+    const to = Math.min(copies, from + Math.floor(CHUNK / templates.length) - 1);
+    await db.begin(async (tx) => {
+      // A restore's shortcut: no triggers or foreign-key checks while copying rows already checked once.
+      await tx.unsafe("SET LOCAL session_replication_role = replica");
+      for (const statement of statements) await tx.unsafe(statement, [from, to, templates]);
+    });
+    log(`#   ${templates.length * (to + 1)} plans`);
+  }
+  for (const table of ["plans", ...children]) await db.unsafe(`VACUUM ANALYZE "${table}"`);
+}

@@ -1,0 +1,211 @@
+/**
+ * Countersign as users run it, for the ratio figures: `countersign serve` on its own PostgreSQL
+ * database, a separate `countersign executor`, the Slack emulator (HTTP interactivity, signed) and
+ * a fake JSON target. Every process is the product's built CLI (`--product` picks which).
+ */
+import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import postgres from "postgres";
+import { JsonResourceServer, type RecordedRequest } from "../src/demo/json-resource-server.ts";
+import { SlackEmulator } from "../test/support/slack-emulator.ts";
+import { SlackRequests } from "../test/support/slack-requests.ts";
+import { freePort } from "./figures/start.ts";
+import { cleanEnv, countersignCommand, outputOf, startUntilReady, type Started } from "./processes.ts";
+
+export const READ_TOKEN = "bench-read-token";
+export const WRITE_TOKEN = "bench-write-token";
+export const SIGNING_SECRET = "bench-signing-secret";
+export const REVIEW_CHANNEL = "C0REVIEW";
+export const APPROVER = "U0ALICE";
+const EXECUTOR_TOKEN = "bench-executor-token-0123456789abcdef";
+
+/** The PostgreSQL the bench may create databases on (admin connection string). */
+export function benchDatabaseUrl(): string | undefined {
+  return process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
+}
+
+/** Databases the bench makes are named with this prefix (`BENCH_DB_PREFIX`, default countersign_bench). */
+export function databasePrefix(): string {
+  const prefix = process.env.BENCH_DB_PREFIX ?? "countersign_bench";
+  if (!/^[a-z_][a-z0-9_]{0,30}$/.test(prefix)) throw new Error(`BENCH_DB_PREFIX must be a lower-case SQL identifier of at most 31 characters, got '${prefix}'`);
+  return prefix;
+}
+
+/** The same server, another database. */
+export function databaseUrl(adminUrl: string, name: string): string {
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+export interface StackOptions {
+  adminUrl: string;
+  /** A kept database to run on (created by the caller); default: a fresh one, dropped at stop. */
+  database?: string;
+  /** Resources `/contacts/1` … `/contacts/N` on the fake target. */
+  contacts: number;
+}
+
+export interface Stack {
+  /** The server's base URL. */
+  url: string;
+  database: string;
+  /** A postgres.js client on the product's database (max 10, as the product's own pool), for floors and inspection. */
+  sql: postgres.Sql;
+  agentKey: string;
+  target: JsonResourceServer;
+  slack: SlackEmulator;
+  clicks: SlackRequests;
+  /** Resolves when the target receives a write to `path`, with the time it arrived (performance.now()). */
+  nextWrite(path: string): Promise<number>;
+  /** `POST /v1/plans` for one contact; resolves with the created plan's id and hash. */
+  submit(contact: number, init?: { signal?: AbortSignal }): Promise<{ id: string; hash: string }>;
+  stop(): Promise<void>;
+}
+
+export function mergeBody(contact: number): string {
+  return JSON.stringify({
+    title: `Update contact ${contact}'s email`,
+    reason: "bench: the customer asked by phone",
+    actions: [{ kind: "http.json", target: "crm", path: `/contacts/${contact}`, op: "merge", body: { email: `c${contact}-${randomBytes(3).toString("hex")}@new.example` } }],
+  });
+}
+
+export async function startStack(options: StackOptions): Promise<Stack> {
+  const cli = countersignCommand();
+  const dir = mkdtempSync(path.join(os.tmpdir(), "countersign-bench-stack-"));
+  const owned = options.database === undefined;
+  const database = options.database ?? `${databasePrefix()}_${randomBytes(6).toString("hex")}`;
+  const admin = postgres(options.adminUrl, { onnotice: () => {}, max: 1 });
+  const seed: Record<string, { email: string; name: string }> = {};
+  for (let i = 1; i <= options.contacts; i++) seed[`/contacts/${i}`] = { name: `Contact ${i}`, email: `c${i}@old.example` };
+  const target = new JsonResourceServer({ seed, readTokens: [READ_TOKEN], writeToken: WRITE_TOKEN });
+  const slack = new SlackEmulator();
+  const waiting = new Map<string, (at: number) => void>();
+  // The emulator and the target keep every request; a long run would hold them all.
+  target.beforeHandle = (request: RecordedRequest) => {
+    const at = performance.now();
+    target.requests.length = 0;
+    if (request.method !== "GET") waiting.get(request.path)?.(at);
+  };
+  const processes: Started[] = [];
+  let sql: postgres.Sql | undefined;
+  const stop = async () => {
+    for (const p of processes.reverse()) await p.stop();
+    await sql?.end({ timeout: 5 });
+    if (owned) await admin.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await admin.end({ timeout: 5 });
+    await target.stop();
+    await slack.stop();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    if (owned) await admin.unsafe(`CREATE DATABASE ${database}`);
+    await target.start();
+    await slack.start();
+    const trim = setInterval(() => {
+      slack.calls.length = 0;
+    }, 5_000);
+    trim.unref();
+    writeFileSync(path.join(dir, "countersign.yml"), [
+      "environment: bench",
+      `slack: { reviewChannel: ${REVIEW_CHANNEL} }`,
+      `defaults: { approvers: [${APPROVER}] }`,
+      "targets:",
+      "  crm:",
+      "    adapter: http.json",
+      `    baseUrl: ${target.url}`,
+      '    read: { headers: { Authorization: "Bearer ${CRM_READ}" } }',
+      '    write: { headers: { Authorization: "Bearer ${CRM_WRITE}" } }',
+      '    allow: { ops: [merge], paths: ["/contacts/*"] }',
+    ].join("\n"));
+    const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const dbUrl = databaseUrl(options.adminUrl, database);
+    const common = { COUNTERSIGN_CONFIG: path.join(dir, "countersign.yml"), COUNTERSIGN_EXECUTOR_TOKEN: EXECUTOR_TOKEN, CRM_READ: READ_TOKEN };
+    const serverEnv = cleanEnv({
+      ...common,
+      LOG_LEVEL: "info",
+      DATABASE_URL: dbUrl,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      PUBLIC_URL: url,
+      COUNTERSIGN_GRANT_PRIVATE_KEY: privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
+      SLACK_BOT_TOKEN: slack.botToken,
+      SLACK_API_URL: slack.url,
+      SLACK_SIGNING_SECRET: SIGNING_SECRET,
+    });
+    // serve migrates on start; the agent is added after, so `agents add` never races a migration.
+    processes.push(await startUntilReady([...cli.args, "serve"], { cwd: dir, env: serverEnv, ready: /countersign serving/, timeoutMs: 300_000 }));
+    const added = await outputOf([...cli.args, "agents", "add", `bench-${randomBytes(4).toString("hex")}`], { cwd: dir, env: serverEnv });
+    const agentKey = added.trimEnd().split("\n").at(-1)!;
+    processes.push(await startUntilReady([...cli.args, "executor"], {
+      cwd: dir,
+      env: cleanEnv({ ...common, LOG_LEVEL: "info", COUNTERSIGN_URL: url, CRM_WRITE: WRITE_TOKEN, COUNTERSIGN_GRANT_PUBLIC_KEY: publicKey.export({ type: "spki", format: "pem" }).toString() }),
+      ready: /executor running/,
+      timeoutMs: 300_000,
+    }));
+    sql = postgres(dbUrl, { onnotice: () => {}, max: 10 });
+    const clicks = new SlackRequests({ baseUrl: url, signingSecret: SIGNING_SECRET });
+    return {
+      url,
+      database,
+      sql,
+      agentKey,
+      target,
+      slack,
+      clicks,
+      nextWrite: (p) => new Promise((resolve) => waiting.set(p, (at) => {
+        waiting.delete(p);
+        resolve(at);
+      })),
+      async submit(contact, init = {}) {
+        const res = await fetch(`${url}/v1/plans`, { method: "POST", headers: { authorization: `Bearer ${agentKey}`, "content-type": "application/json" }, body: mergeBody(contact), signal: init.signal });
+        const text = await res.text();
+        if (res.status !== 201) throw new Error(`POST /v1/plans answered ${res.status}: ${text.slice(0, 500)}`);
+        const plan = JSON.parse(text) as { id: string; hash: string };
+        return { id: plan.id, hash: plan.hash };
+      },
+      stop: async () => {
+        clearInterval(trim);
+        await stop();
+      },
+    };
+  } catch (err) {
+    await stop().catch(() => {});
+    throw err;
+  }
+}
+
+/** Sends the Approve click Slack would send for this plan (a signed `block_actions` POST); resolves with the HTTP status once acked. */
+export async function clickApprove(stack: Stack, plan: { id: string; hash: string }): Promise<number> {
+  const res = await stack.clicks.blockAction({ user: APPROVER, actionId: "approve", value: JSON.stringify({ planId: plan.id, hash: plan.hash }), channelId: REVIEW_CHANNEL, messageTs: "1733140000.000100" });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+/** Waits until `check` is true, polling every `everyMs`; throws naming `what` after `timeoutMs`. */
+export async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 300_000, everyMs = 100): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`bench: gave up waiting for ${what} after ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** Outbox rows still to deliver (Slack posts, updates, thread replies): 0 once the product is quiet. */
+export async function undelivered(sql: postgres.Sql): Promise<number> {
+  const [row] = await sql`SELECT count(*)::int AS n FROM outbox WHERE delivered_at IS NULL AND dead_at IS NULL`;
+  return row!.n as number;
+}
+
+/** The plan's status as its agent sees it (`GET /v1/plans/:id`). */
+export async function planStatus(stack: Stack, id: string): Promise<string> {
+  const res = await fetch(`${stack.url}/v1/plans/${id}`, { headers: { authorization: `Bearer ${stack.agentKey}` } });
+  const body = (await res.json()) as { status?: string };
+  if (res.status !== 200 || !body.status) throw new Error(`GET /v1/plans/${id} answered ${res.status}: ${JSON.stringify(body).slice(0, 300)}`);
+  return body.status;
+}
