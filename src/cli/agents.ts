@@ -6,7 +6,7 @@ import { ServiceError } from "../service/errors.ts";
 import { listAgents, type AgentSummary } from "../service/list-agents.ts";
 import { revokeAgent } from "../service/revoke-agent.ts";
 import { createLoginLink } from "../service/login-links.ts";
-import { verifyAudit, type AuditVerdict } from "../service/verify-audit.ts";
+import { verifyAudit, type AuditProblem, type AuditVerdict } from "../service/verify-audit.ts";
 import { openMigrated } from "../store/open-migrated.ts";
 import { cliContext } from "./cli-context.ts";
 
@@ -103,16 +103,22 @@ export async function loginLinkCommand(config: CliConfig, args: string[], out: (
   }
 }
 
-/** `countersign audit verify`: recompute the hash chain; exit 1 naming where it breaks. */
+/** `countersign audit verify`: recompute every chain and seal; exit 1 naming where the log breaks. */
 export async function auditVerifyCommand(config: CliConfig, out: (line: string) => void): Promise<number> {
   const admin = await agentAdmin(config);
   try {
     const verdict = await admin.auditVerify();
+    const head = verdict.head ? `; newest seal ${verdict.head.seq} (${verdict.head.hash})` : "";
+    const sealing = `${verdict.sealed} sealed, ${verdict.unsealed} not yet sealed${head}`;
     if (verdict.ok) {
-      out(`Audit log intact: ${verdict.events} event(s), every hash and link checks out.`);
+      out(`Audit log intact: ${verdict.events} event(s), every hash, link and seal checks out (${sealing}).`);
       return 0;
     }
-    out(`Audit log BROKEN at ${verdict.problem!.at === "tail" ? "its end" : `event ${verdict.problem!.at}`} (after ${verdict.events} event(s) checked): ${verdict.problem!.message}`);
+    const where = (p: AuditProblem) => p.chain === "seals" ? `seal ${p.seal}` : p.chain === "plan" ? `plan ${p.planId}, event ${p.eventId}` : `the ${p.chain} chain${p.eventId !== undefined ? `, event ${p.eventId}` : ""}`;
+    out(`Audit log BROKEN at ${where(verdict.problem!)} (${verdict.problem!.kind}): ${verdict.problem!.message}`);
+    for (const p of verdict.problems.slice(1, 10)) out(`  also at ${where(p)} (${p.kind}): ${p.message}`);
+    if (verdict.problems.length > 10) out(`  … and ${verdict.problems.length - 10} more`);
+    out(`(${verdict.events} event(s) checked; ${sealing})`);
     return 1;
   } finally {
     await admin.close();

@@ -36,14 +36,23 @@ export class PlanSignals {
 
   /**
    * Where a plan (or, without an id, the set of all plans) stands: changes whenever a page
-   * showing it would change. Every transition and decision appends an audit event, and appends
-   * are serialized (the chain lock), so the newest event id only grows; dead-lettered side
-   * effects are on the plan page too. A page remembers the version it was rendered at, and the
-   * live stream compares it on connect, so a change between page load and connect is not missed.
+   * showing it would change. Every transition and decision appends an audit event; dead-lettered
+   * side effects are on the plan page too. A page remembers the version it was rendered at, and
+   * the live stream compares it on connect, so a change between page load and connect is not
+   * missed.
+   * - One plan: its newest event id. The plan's events are written under its row lock, one
+   *   transaction after another, so each commits a larger id than the last.
+   * - All plans: how many events have committed. Not the newest id: appends no longer wait for
+   *   each other, so a smaller id may commit after a larger one was seen. Counted cheaply as
+   *   the newest seal's running total plus the events since it (seal-audit.ts): events never
+   *   leave, so the count grows with every commit that writes one.
    */
   async version(planId?: string): Promise<string> {
     if (planId === undefined) {
-      const [row] = await this.database.rows<{ v: string | number | null }>(sql`SELECT max(id) AS v FROM audit_events WHERE plan_id IS NOT NULL`);
+      const [row] = await this.database.rows<{ v: string | number | null }>(sql`
+        WITH newest AS (SELECT events_total, xid_to FROM audit_seals ORDER BY seq DESC LIMIT 1)
+        SELECT coalesce((SELECT events_total FROM newest), 0)
+             + (SELECT count(*) FROM audit_events WHERE xid >= coalesce((SELECT xid_to FROM newest), '0'::xid8)) AS v`);
       return String(row?.v ?? 0);
     }
     const [row] = await this.database.rows<{ v: string | number | null; dead: string | number }>(

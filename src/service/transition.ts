@@ -56,6 +56,6 @@ export async function recordPlanEvent(
   const effects = effectsInsert(tx, sinks, { planId: plan.id, type, status: plan.status, hash: plan.hash, at: at.toISOString(), actor, data });
   // One round trip for both. The audit event chains to the plan's previous one, which is safe
   // because the caller holds the plan's row lock (see audit.ts).
-  await tx.execute(effects ? sql`WITH audit AS (${audit}) ${effects}` : audit);
+  await tx.execute(effects ? sql`WITH audit AS (${audit}) ${effects.getSQL()}` : audit);
   await PlanSignals.announce(tx, plan.id);
 }

@@ -1,46 +1,178 @@
-import { asc, gt } from "drizzle-orm";
-import { auditEvents, auditHead } from "../store/schema.ts";
-import { auditEventHash, GENESIS_HASH, type Actor } from "./audit.ts";
+import { sql } from "drizzle-orm";
+import { auditChainHash, auditContentDigest, chainGenesis, GENESIS_HASH, legacyAuditEventHash, type Actor, type AuditInput } from "./audit.ts";
 import type { ServiceContext } from "./context.ts";
+import { SEAL_COLUMNS, sealFromRow, sealHash, type Seal } from "./seal-audit.ts";
+
+/** Where a break is: the legacy global chain, the system chain, a plan's chain, or the seals. */
+export type AuditChain = "legacy" | "system" | "plan" | "seals";
+
+export interface AuditProblem {
+  chain: AuditChain;
+  /** What happened there, as far as the hashes tell. */
+  kind: "edited" | "deleted" | "reordered" | "moved" | "added";
+  planId?: string;
+  eventId?: number;
+  seal?: number;
+  message: string;
+}
 
 export interface AuditVerdict {
   ok: boolean;
+  /** Events checked, in every chain. */
   events: number;
-  /** Where the chain breaks, when it does: the event id (or "tail") and what is wrong there. */
-  problem?: { at: number | "tail"; message: string };
+  /** Events covered by a seal (the legacy chain's through seal 0), and those committed since the newest seal: not errors, just not yet sealed. */
+  sealed: number;
+  unsealed: number;
+  /** The newest seal: the one head that covers the whole sealed log (what a signer signs). */
+  head?: { seq: number; hash: string; xidTo: string; sealedAt: string };
+  /** The first break found (chains are checked before seals, as they name the event), and how many were found in all. */
+  problem?: AuditProblem;
+  problems: AuditProblem[];
 }
 
+/** Stop collecting after this many problems: one is enough to fail, a few help to see the extent. */
+const MAX_PROBLEMS = 20;
+
+interface EventRow { id: number | string; plan_id: string | null; type: string; actor: string; data: string; at: Date | string; prev_hash: string; hash: string }
+const EVENT_COLUMNS = sql`id, plan_id, type, actor, data, at, prev_hash, hash`;
+const inputOf = (e: EventRow): AuditInput => ({ planId: e.plan_id, type: e.type, actor: JSON.parse(e.actor) as Actor, data: JSON.parse(e.data) as Record<string, unknown>, at: new Date(e.at) });
+
 /**
- * Walks the whole audit log in order, recomputing every hash from the previous one. An edited
- * row breaks its own hash; a deleted row breaks the next one's link; a deleted tail no longer
- * matches the head recorded with every append.
+ * Recomputes the whole audit log: the legacy chain against its frozen head, the system chain and
+ * every plan's chain link by link, then every seal against the events it covers. An edited event
+ * breaks its own hash; a deleted one breaks its successor's link (a deleted chain tail, or a
+ * plan's events deleted whole, no longer match their seal); a reordered one links to an event
+ * that comes after it. Events committed since the newest seal are counted, not judged: only their
+ * chain protects them until the next seal.
  */
 export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: { batch?: number } = {}): Promise<AuditVerdict> {
   const { database } = ctx;
-  const batch = input.batch ?? 1000;
-  let prevHash = GENESIS_HASH;
-  let lastId = 0;
-  let count = 0;
-  for (;;) {
-    const rows = await database.db.select().from(auditEvents).where(gt(auditEvents.id, lastId)).orderBy(asc(auditEvents.id)).limit(batch);
+  const batch = input.batch ?? 2000;
+  const problems: AuditProblem[] = [];
+  const full = () => problems.length >= MAX_PROBLEMS;
+  let events = 0;
+
+  /** Where the event a broken link points at is: later in the same chain (reordered), in another chain (moved), or gone (deleted). */
+  async function whyLinkBroken(e: EventRow, chain: AuditChain, expected: string): Promise<Pick<AuditProblem, "kind" | "message">> {
+    const [target] = await database.rows<{ id: number | string; plan_id: string | null }>(sql`SELECT id, plan_id FROM audit_events WHERE hash = ${e.prev_hash} LIMIT 1`);
+    if (target && target.plan_id === e.plan_id && Number(target.id) > Number(e.id)) {
+      return { kind: "reordered", message: `event ${e.id} (${e.type}) links to event ${target.id}, which comes after it: events were reordered` };
+    }
+    if (target && target.plan_id !== e.plan_id) {
+      return { kind: "moved", message: `event ${e.id} (${e.type}) links to event ${target.id} of ${target.plan_id ? `plan ${target.plan_id}` : "the system chain"}: an event was moved between chains` };
+    }
+    const before = expected === chainGenesis(e.plan_id) ? "the start of its chain" : `the event before it, which hashes to ${expected.slice(0, 19)}…`;
+    return { kind: "deleted", message: `event ${e.id} (${e.type}) links to ${e.prev_hash.slice(0, 19)}…, not to ${before}: an event before it was deleted (or its link was changed)` };
+  }
+
+  /** Checks one event of a split chain; returns the hash the next one must link to. */
+  async function checkLink(e: EventRow, chain: "system" | "plan", expected: string): Promise<string> {
+    events++;
+    const at = { chain, eventId: Number(e.id), ...(e.plan_id ? { planId: e.plan_id } : {}) };
+    if (e.hash !== auditChainHash(e.prev_hash, auditContentDigest(inputOf(e)))) {
+      problems.push({ ...at, kind: "edited", message: `event ${e.id} (${e.type}) does not match its hash: it was edited after it was written` });
+    } else if (e.prev_hash !== expected) {
+      problems.push({ ...at, ...(await whyLinkBroken(e, chain, expected)) });
+    }
+    return e.hash;
+  }
+
+  // The legacy global chain, frozen at the upgrade: walked from the old genesis to its head.
+  let legacy = { lastId: 0, hash: GENESIS_HASH, count: 0 };
+  for (let lastId = 0; !full();) {
+    const rows = await database.rows<EventRow>(sql`SELECT ${EVENT_COLUMNS} FROM audit_events WHERE xid IS NULL AND id > ${lastId} ORDER BY id LIMIT ${batch}`);
     for (const e of rows) {
-      count++;
-      if (e.prevHash !== prevHash) {
-        return { ok: false, events: count, problem: { at: e.id, message: `event ${e.id} links to ${e.prevHash.slice(0, 19)}…, but the event before it hashes to ${prevHash.slice(0, 19)}… (an event before it was deleted or changed)` } };
+      events++;
+      legacy = { lastId: Number(e.id), hash: legacy.hash, count: legacy.count + 1 };
+      if (e.prev_hash !== legacy.hash) {
+        problems.push({ chain: "legacy", kind: "deleted", eventId: Number(e.id), message: `event ${e.id} links to ${e.prev_hash.slice(0, 19)}…, but the event before it hashes to ${legacy.hash.slice(0, 19)}… (an event before it was deleted or changed)` });
+      } else if (e.hash !== legacyAuditEventHash(e.prev_hash, inputOf(e))) {
+        problems.push({ chain: "legacy", kind: "edited", eventId: Number(e.id), message: `event ${e.id} (${e.type}) does not match its hash: it was edited after it was written` });
       }
-      const expected = auditEventHash(prevHash, { planId: e.planId, type: e.type, actor: e.actor as Actor, data: e.data as Record<string, unknown>, at: e.at });
-      if (e.hash !== expected) {
-        return { ok: false, events: count, problem: { at: e.id, message: `event ${e.id} (${e.type}) does not match its hash: it was edited after it was written` } };
-      }
-      prevHash = e.hash;
-      lastId = e.id;
+      legacy.hash = e.hash;
+      lastId = Number(e.id);
     }
     if (rows.length < batch) break;
   }
-  const [head] = await database.db.select().from(auditHead);
-  if (head && (head.lastEventId !== lastId || head.hash !== prevHash)) {
-    return { ok: false, events: count, problem: { at: "tail", message: `the log ends at event ${lastId || "(none)"}, but the recorded head is event ${head.lastEventId}: events at the end were deleted` } };
+  const [head] = await database.rows<{ last_event_id: number | string; hash: string }>(sql`SELECT last_event_id, hash FROM audit_head WHERE id = 1`);
+  if (head ? Number(head.last_event_id) !== legacy.lastId || head.hash !== legacy.hash : legacy.count > 0) {
+    problems.push({
+      chain: "legacy",
+      kind: "deleted",
+      message: head
+        ? `the legacy chain ends at event ${legacy.lastId || "(none)"}, but its recorded head is event ${head.last_event_id}: events at its end were deleted`
+        : "the legacy chain has events but no recorded head: the head row was deleted",
+    });
   }
-  if (!head && count > 0) return { ok: false, events: count, problem: { at: "tail", message: "the log has events but no recorded head: the head row was deleted" } };
-  return { ok: true, events: count };
+
+  // The system chain, then every plan's chain, each from its own genesis.
+  let expected = chainGenesis(null);
+  for (let lastId = 0; !full();) {
+    const rows = await database.rows<EventRow>(sql`SELECT ${EVENT_COLUMNS} FROM audit_events WHERE plan_id IS NULL AND xid IS NOT NULL AND id > ${lastId} ORDER BY id LIMIT ${batch}`);
+    for (const e of rows) {
+      expected = await checkLink(e, "system", expected);
+      lastId = Number(e.id);
+    }
+    if (rows.length < batch) break;
+  }
+  let plan: string | undefined;
+  for (let after: { planId: string; id: number } | undefined; !full();) {
+    const rows = await database.rows<EventRow>(sql`
+      SELECT ${EVENT_COLUMNS} FROM audit_events
+       WHERE plan_id IS NOT NULL AND xid IS NOT NULL ${after ? sql`AND (plan_id, id) > (${after.planId}::uuid, ${after.id})` : sql``}
+       ORDER BY plan_id, id LIMIT ${batch}`);
+    for (const e of rows) {
+      if (e.plan_id !== plan) {
+        plan = e.plan_id!;
+        expected = chainGenesis(plan);
+      }
+      expected = await checkLink(e, "plan", expected);
+      after = { planId: plan, id: Number(e.id) };
+    }
+    if (rows.length < batch) break;
+  }
+
+  // The seals, each against the events it covers (seal 0: the legacy chain's head).
+  const seals = (await database.rows<Parameters<typeof sealFromRow>[0]>(sql`SELECT ${SEAL_COLUMNS} FROM audit_seals ORDER BY seq`)).map(sealFromRow);
+  let previous: Seal | undefined;
+  for (const seal of seals) {
+    if (full()) break;
+    const problem = (kind: AuditProblem["kind"], message: string) => problems.push({ chain: "seals", kind, seal: seal.seq, message: `seal ${seal.seq}: ${message}` });
+    const expectedSeq = previous ? previous.seq + 1 : 0;
+    if (seal.seq !== expectedSeq) problem("deleted", `comes after seal ${expectedSeq - 1}, but seal ${expectedSeq}${seal.seq - expectedSeq > 1 ? `–${seal.seq - 1}` : ""} is missing: seals were deleted`);
+    else if (seal.prevHash !== (previous?.hash ?? GENESIS_HASH)) problem("edited", `links to ${seal.prevHash.slice(0, 19)}…, not to the seal before it: a seal was replaced`);
+    else if (seal.seq === 0) {
+      const covered = legacy.count > 0 ? [{ id: legacy.lastId, hash: legacy.hash }] : [];
+      if (seal.xidFrom !== "0" || seal.xidTo !== "0" || seal.hash !== sealHash(seal, covered)) {
+        problem("edited", "no longer matches the legacy chain's head (the events before the chains were split): that chain or the seal was changed");
+      }
+    } else if (previous && seal.xidFrom !== previous.xidTo) {
+      problem("edited", `covers transactions from ${seal.xidFrom}, but seal ${previous.seq} ended at ${previous.xidTo}: a seal was changed`);
+    } else {
+      const covered: { id: number; hash: string }[] = [];
+      for (let lastId = 0; ;) {
+        const rows = await database.rows<{ id: number | string; hash: string }>(sql`
+          SELECT id, hash FROM audit_events WHERE xid >= ${seal.xidFrom}::xid8 AND xid < ${seal.xidTo}::xid8 AND id > ${lastId} ORDER BY id LIMIT ${batch}`);
+        for (const r of rows) covered.push({ id: Number(r.id), hash: r.hash });
+        if (rows.length < batch) break;
+        lastId = covered.at(-1)!.id;
+      }
+      if (covered.length < seal.events) problem("deleted", `covers ${seal.events} event(s), but ${covered.length} remain: ${seal.events - covered.length} were deleted`);
+      else if (covered.length > seal.events) problem("added", `covers ${seal.events} event(s), but ${covered.length} are in its range: ${covered.length - seal.events} were added afterwards`);
+      else if (seal.hash !== sealHash(seal, covered)) problem("edited", `the ${seal.events} event(s) it covers no longer hash to it: an event's id or hash was changed, or the seal was`);
+    }
+    previous = seal;
+  }
+
+  const newest = seals.at(-1);
+  const [pending] = await database.rows<{ n: number | string }>(sql`SELECT count(*) AS n FROM audit_events WHERE xid >= ${newest?.xidTo ?? "0"}::xid8`);
+  return {
+    ok: problems.length === 0,
+    events,
+    sealed: newest?.eventsTotal ?? 0,
+    unsealed: Number(pending?.n ?? 0),
+    ...(newest ? { head: { seq: newest.seq, hash: newest.hash, xidTo: newest.xidTo, sealedAt: newest.sealedAt.toISOString() } } : {}),
+    ...(problems[0] ? { problem: problems[0] } : {}),
+    problems,
+  };
 }

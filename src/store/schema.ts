@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { bigserial, customType, index, integer, pgEnum, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { bigint, bigserial, customType, index, integer, pgEnum, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { PLAN_STATUSES } from "../plan/status.ts";
 
 /**
@@ -88,6 +88,14 @@ export const decisions = pgTable(
   (t) => [uniqueIndex("decisions_one_vote_per_person").on(t.planId, t.userId, t.verdict)],
 );
 
+/** A 64-bit transaction id (PostgreSQL's xid8), kept as its decimal text. */
+const xid8 = customType<{ data: string; driverData: string }>({ dataType: () => "xid8" });
+
+/**
+ * The audit log: one hash chain per plan, one for events with no plan, and the legacy global
+ * chain of events written before that split (xid IS NULL), tied together by audit_seals
+ * (src/service/audit.ts and seal-audit.ts; docs/DESIGN.md, "Audit log").
+ */
 export const auditEvents = pgTable(
   "audit_events",
   {
@@ -97,12 +105,38 @@ export const auditEvents = pgTable(
     actor: jsonText<unknown>("actor").notNull(),
     data: jsonText<unknown>("data").notNull(),
     at: at("at").notNull(),
-    /** Hash chain: each event's hash covers the previous one, so edits and deleted tails show. */
+    /** Hash chain: each event's hash covers the previous one of its chain, so edits and deletions show. */
     prevHash: text("prev_hash").notNull(),
     hash: text("hash").notNull(),
+    /** The writing transaction: the sealer's boundary (ids commit out of order, transactions below the snapshot's xmin are final). NULL on legacy events. */
+    xid: xid8("xid").default(sql`pg_current_xact_id()`),
   },
-  (t) => [index("audit_events_plan").on(t.planId, t.id)],
+  (t) => [
+    index("audit_events_plan").on(t.planId, t.id),
+    /** The sealer's and the list version's "since the last seal". */
+    index("audit_events_xid").on(t.xid),
+    /** A chain never forks: an append that read a stale tail fails instead of branching the chain. */
+    uniqueIndex("audit_events_one_successor").on(t.prevHash).where(sql`xid IS NOT NULL`),
+  ],
 );
+
+/**
+ * Seals over the audit log, written by one replica at a time every few seconds: seal n covers
+ * every event whose transaction id is in [xid_from, xid_to), and its hash covers seal n-1's.
+ * Seal 0, written by migration 0010, covers the legacy chain's head. The newest seal is the head
+ * of the whole log: what the operations issue signs and publishes. Append-only.
+ */
+export const auditSeals = pgTable("audit_seals", {
+  seq: bigint("seq", { mode: "number" }).primaryKey(),
+  prevHash: text("prev_hash").notNull(),
+  xidFrom: xid8("xid_from").notNull(),
+  xidTo: xid8("xid_to").notNull(),
+  /** How many events this seal covers, and all seals up to it (the list version counts on it). */
+  events: integer("events").notNull(),
+  eventsTotal: bigint("events_total", { mode: "number" }).notNull(),
+  hash: text("hash").notNull(),
+  sealedAt: at("sealed_at").notNull(),
+});
 
 export const outbox = pgTable(
   "outbox",
@@ -176,7 +210,7 @@ export const planReminders = pgTable("plan_reminders", {
   sentAt: at("sent_at").notNull(),
 }, (t) => [uniqueIndex("plan_reminders_once").on(t.planId, t.secondsBefore)]);
 
-/** The audit chain's head, moved in the same transaction as every append: a deleted tail no longer matches it. */
+/** The legacy global chain's head, frozen by migration 0010 (appends go to split chains since): a deleted tail no longer matches it. */
 export const auditHead = pgTable("audit_head", {
   id: integer("id").primaryKey(),
   lastEventId: integer("last_event_id").notNull(),
