@@ -46,3 +46,10 @@ EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT * FROM plans WHERE status IN ('f
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT id, status, hash, document, expires_at FROM plans WHERE status = 'pending' AND expires_at > now() ORDER BY created_at DESC LIMIT 200;
 \echo '== reminders, before issue 13: every pending plan document (src/service/remind-due.ts)'
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT id, document, expires_at FROM plans WHERE status = 'pending' AND expires_at > now();
+\echo '== reminders: only plans whose own point has come and is not recorded (points 7200 and 600 s on crm)'
+EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT id, document, expires_at FROM plans
+WHERE status = 'pending' AND expires_at > now() AND expires_at <= now() + interval '7200 seconds'
+  AND EXISTS (SELECT 1 FROM (VALUES ('crm'::text, 7200::integer), ('crm'::text, 600::integer), (NULL::text, 7200::integer)) AS point(target, seconds)
+    WHERE (point.target = (document::json #>> '{actions,0,target}') OR (point.target IS NULL AND (document::json #>> '{actions,0,target}') NOT IN ('crm')))
+      AND expires_at <= now() + point.seconds * interval '1 second'
+      AND NOT EXISTS (SELECT 1 FROM plan_reminders sent WHERE sent.plan_id = plans.id AND sent.seconds_before = point.seconds));
