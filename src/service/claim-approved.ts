@@ -6,7 +6,7 @@ import { plans } from "../store/schema.ts";
 import type { ServiceContext } from "./context.ts";
 import { recordPlanEvent } from "./transition.ts";
 
-/** Re-check for claimable plans this often even without a signal: leases run out silently. */
+/** Re-check for claimable plans this often even without a signal: leases run out silently (nothing announces them). */
 const RECHECK_MS = 1000;
 
 /**
@@ -15,12 +15,17 @@ const RECHECK_MS = 1000;
  * grant has expired meanwhile). Rows another executor is claiming are skipped, so no two get
  * the same plan. Every claim gets a fresh token; only the holder of the current token may
  * heartbeat or report (fencing).
+ *
+ * The claim is one statement (find, lock and lease the row) plus its event, in one transaction:
+ * an executor that finds nothing costs BEGIN, UPDATE, COMMIT.
  */
 export async function claimApproved(ctx: ServiceContext): Promise<Claim | undefined> {
   return ctx.database.db.transaction(async (tx) => {
     const now = ctx.clock();
-    const [candidate] = await tx
-      .select({ id: plans.id, status: plans.status })
+    const claimToken = randomBytes(24).toString("base64url");
+    const leaseExpiresAt = new Date(now.getTime() + ctx.config.executor.leaseSeconds * 1000);
+    const candidate = tx
+      .select({ id: plans.id, was: plans.status })
       .from(plans)
       .where(or(
         and(eq(plans.status, "approved"), gt(plans.grantExpiresAt, now)),
@@ -28,24 +33,34 @@ export async function claimApproved(ctx: ServiceContext): Promise<Claim | undefi
       ))
       .orderBy(asc(plans.updatedAt))
       .limit(1)
-      .for("update", { skipLocked: true });
-    if (!candidate) return undefined;
-    const claimToken = randomBytes(24).toString("base64url");
-    const leaseExpiresAt = new Date(now.getTime() + ctx.config.executor.leaseSeconds * 1000);
+      .for("update", { skipLocked: true })
+      .as("candidate");
     const [row] = await tx
       .update(plans)
       .set({ status: "executing", claimToken, leaseExpiresAt, updatedAt: now, claims: sql`${plans.claims} + 1` })
+      .from(candidate)
       .where(eq(plans.id, candidate.id))
-      .returning();
-    const takeover = candidate.status === "executing";
-    await recordPlanEvent(ctx, tx, row!, takeover ? "plan.reclaimed" : "plan.executing", { type: "system", process: "executor" }, now, {
-      claim: row!.claims,
+      .returning({
+        id: plans.id,
+        status: plans.status,
+        hash: plans.hash,
+        callbackUrl: plans.callbackUrl,
+        document: plans.document,
+        preview: plans.preview,
+        grant: plans.grant,
+        claims: plans.claims,
+        was: candidate.was,
+      });
+    if (!row) return undefined;
+    const takeover = row.was === "executing";
+    await recordPlanEvent(ctx, tx, row, takeover ? "plan.reclaimed" : "plan.executing", { type: "system", process: "executor" }, now, {
+      claim: row.claims,
       leaseExpiresAt: leaseExpiresAt.toISOString(),
     });
     return {
-      plan: row!.document as PlanDocument,
-      preview: row!.preview as { actions: ActionPreview[] },
-      grant: row!.grant!,
+      plan: row.document as PlanDocument,
+      preview: row.preview as { actions: ActionPreview[] },
+      grant: row.grant!,
       claimToken,
       leaseExpiresAt: leaseExpiresAt.toISOString(),
     };
@@ -67,6 +82,6 @@ export async function claimApprovedWaiting(ctx: ServiceContext, input: { waitMs:
       if (claim && signal?.aborted) ctx.logger.warn({ planId: claim.plan.id }, "executor went away while claiming; the lease will run out and another executor takes over");
       return claim;
     }
-    await ctx.signals.waitAny(Math.min(left, RECHECK_MS), signal);
+    await ctx.signals.waitClaimable(Math.min(left, RECHECK_MS), signal);
   }
 }

@@ -4,12 +4,19 @@ import type { Database, Tx } from "../store/db.ts";
 
 export const PLAN_CHANNEL = "countersign_plans";
 const ANY_PLAN = Symbol("any plan");
+const CLAIMABLE = Symbol("a plan became claimable");
 
 /**
- * Wakes whoever waits on a plan (long-polls, later executors and pages) when it changes.
- * Changes are announced with NOTIFY inside the transaction that makes them, so waiters in
- * every replica hear of them only once they are committed. Waiters still re-check on a slow
- * timer, so a lost notification (a reconnect) delays them by seconds, never forever.
+ * Wakes whoever waits on a plan (agents' long-polls, pages) or on any plan (the list page) when
+ * it changes, and executors waiting for work when a plan becomes theirs to claim. Changes are
+ * announced with NOTIFY inside the transaction that makes them, so waiters in every replica hear
+ * of them only once they are committed. Waiters still re-check on a slow timer, so a lost
+ * notification (a reconnect) delays them by seconds, never forever; that timer is also how
+ * executors find a lease that ran out.
+ *
+ * The payload is "<plan id> <status after the change>". Executors hear only of plans that became
+ * approved: every other change (a submit, a vote short of the quorum, a claim, an outcome) woke
+ * each waiting executor into a claim transaction that found nothing, three statements apiece.
  */
 export class PlanSignals {
   private readonly emitter = new EventEmitter().setMaxListeners(0);
@@ -18,9 +25,11 @@ export class PlanSignals {
   constructor(private readonly database: Database) {}
 
   async start(): Promise<void> {
-    this.stopListening = await this.database.listen(PLAN_CHANNEL, (planId) => {
+    this.stopListening = await this.database.listen(PLAN_CHANNEL, (payload) => {
+      const { planId, claimable } = parseAnnouncement(payload);
       this.emitter.emit(planId);
       this.emitter.emit(ANY_PLAN);
+      if (claimable) this.emitter.emit(CLAIMABLE);
     });
   }
 
@@ -29,9 +38,9 @@ export class PlanSignals {
     this.stopListening = undefined;
   }
 
-  /** Call inside the transaction that changes the plan. */
-  static async announce(tx: Tx, planId: string): Promise<void> {
-    await tx.execute(sql`SELECT pg_notify(${PLAN_CHANNEL}, ${planId})`);
+  /** Call inside the transaction that changes the plan, with the status it leaves the plan in. */
+  static async announce(tx: Tx, planId: string, status: string): Promise<void> {
+    await tx.execute(sql`SELECT pg_notify(${PLAN_CHANNEL}, ${`${planId} ${status}`})`);
   }
 
   /**
@@ -61,13 +70,18 @@ export class PlanSignals {
     return `${row?.v ?? 0}.${row?.dead ?? 0}`;
   }
 
-  /** Resolves when any plan may have changed (an executor waiting for work), or after `ms`. */
+  /** Resolves when any plan may have changed (the list page), or after `ms`. */
   waitAny(ms: number, signal?: AbortSignal): Promise<void> {
     return this.wait(ANY_PLAN, ms, signal);
   }
 
+  /** Resolves when a plan may have become approved (an executor waiting for work), or after `ms`. */
+  waitClaimable(ms: number, signal?: AbortSignal): Promise<void> {
+    return this.wait(CLAIMABLE, ms, signal);
+  }
+
   /** Resolves when the plan may have changed, or after `ms`; aborted waits resolve at once. */
-  wait(planId: string | typeof ANY_PLAN, ms: number, signal?: AbortSignal): Promise<void> {
+  wait(planId: string | typeof ANY_PLAN | typeof CLAIMABLE, ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -80,4 +94,15 @@ export class PlanSignals {
       signal?.addEventListener("abort", done);
     });
   }
+}
+
+/**
+ * Which plan an announcement is about, and whether an executor may now claim it. A bare plan id
+ * (announced by a replica still running an older version) might be an approval, so it wakes
+ * executors too.
+ */
+export function parseAnnouncement(payload: string): { planId: string; claimable: boolean } {
+  const space = payload.indexOf(" ");
+  if (space < 0) return { planId: payload, claimable: true };
+  return { planId: payload.slice(0, space), claimable: payload.slice(space + 1) === "approved" };
 }

@@ -20,7 +20,13 @@ export type { Approval, PlanView } from "../wire/agent-api.ts";
 export type Audience = "agent" | "reviewer";
 
 export async function planView(db: Queryable, publicUrl: string, row: PlanRow, audience: Audience, rules: RedactionRules): Promise<PlanView> {
-  return redactView(await rawPlanView(db, publicUrl, row), audience, rules);
+  const votes = await db.select().from(decisions).where(eq(decisions.planId, row.id)).orderBy(asc(decisions.id));
+  return redactView(rawPlanView(publicUrl, row, votes), audience, rules);
+}
+
+/** The view of a plan just stored: nobody can have decided on it yet, so there are no votes to read. */
+export function newPlanView(publicUrl: string, row: PlanRow, audience: Audience, rules: RedactionRules): PlanView {
+  return redactView(rawPlanView(publicUrl, row, []), audience, rules);
 }
 
 function redactView(view: PlanView, audience: Audience, rules: RedactionRules): PlanView {
@@ -47,8 +53,7 @@ function redactView(view: PlanView, audience: Audience, rules: RedactionRules): 
   return audience === "reviewer" ? neutralizeBidiJson(redacted as unknown as Json) as unknown as PlanView : redacted;
 }
 
-async function rawPlanView(db: Queryable, publicUrl: string, row: PlanRow): Promise<PlanView> {
-  const votes = await db.select().from(decisions).where(eq(decisions.planId, row.id)).orderBy(asc(decisions.id));
+function rawPlanView(publicUrl: string, row: PlanRow, votes: (typeof decisions.$inferSelect)[]): PlanView {
   const approvals = votes.filter((v) => v.verdict === "approve").map((v) => ({ userId: v.userId, via: v.via, at: v.decidedAt.toISOString() }));
   const reject = row.status === "rejected" ? votes.find((v) => v.verdict === "reject") : undefined;
   return {

@@ -15,25 +15,23 @@ const BY_STATUS: Record<Outcome["status"], Transition> = {
   expired: "expireUnapplied",
 };
 
-/**
- * The executor holding `claimToken` closes its claim with the outcome. Only the current token
- * counts: an executor that stalled past its lease and was taken over is refused (`lease_lost`),
- * so an outcome can be reported once.
- */
 export interface ReportOutcomeInput {
   claimToken: string;
   /** The outcome as received: validated here. */
   outcome: unknown;
 }
 
+/**
+ * The executor holding `claimToken` closes its claim with the outcome. Only the current token
+ * counts: an executor that stalled past its lease and was taken over is refused (`lease_lost`),
+ * so an outcome can be reported once. The token is unique, so the transition finds the plan by
+ * it directly.
+ */
 export async function reportOutcome(ctx: ServiceContext, input: ReportOutcomeInput): Promise<{ status: Outcome["status"] }> {
   const { claimToken } = input;
   const outcome = validate(Outcome, input.outcome, "outcome");
-  const row = await ctx.database.db.transaction(async (tx) => {
-    const [held] = await tx.select({ id: plans.id }).from(plans).where(eq(plans.claimToken, claimToken));
-    if (!held) return undefined;
-    return transition(ctx, tx, {
-      planId: held.id,
+  const row = await ctx.database.db.transaction((tx) =>
+    transition(ctx, tx, {
       transition: BY_STATUS[outcome.status],
       actor: { type: "system", process: "executor" },
       data: {
@@ -44,8 +42,8 @@ export async function reportOutcome(ctx: ServiceContext, input: ReportOutcomeInp
       },
       set: { outcome, claimToken: null, leaseExpiresAt: null },
       guard: eq(plans.claimToken, claimToken),
-    });
-  });
+    }),
+  );
   if (!row) throw leaseLost();
   ctx.logger.info({ planId: row.id, status: outcome.status, reconciled: outcome.reconciled, partial: outcome.partial }, "outcome reported");
   return { status: outcome.status };

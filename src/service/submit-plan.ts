@@ -15,21 +15,22 @@ import { plans } from "../store/schema.ts";
 import type { AgentIdentity } from "./authenticate-agent.ts";
 import type { ServiceContext } from "./context.ts";
 import { ServiceError } from "./errors.ts";
-import { planView, type PlanView } from "./plan-view.ts";
+import { newPlanView, planView, type PlanView } from "./plan-view.ts";
+import { rememberDecisionTerms } from "./decision-terms.ts";
 import { recordPlanEvent } from "./transition.ts";
 import { validate } from "./validate.ts";
 
-/**
- * An agent proposes a plan: validate it, preview every action with read-only credentials,
- * fix the preconditions and policy into an immutable, hashed document, and store it pending.
- * Nothing is stored when anything fails. `created` is false for an idempotent retry.
- */
 export interface SubmitPlanInput {
   agent: AgentIdentity;
   /** The request as received: validated here, so every door gets the same errors. */
   request: unknown;
 }
 
+/**
+ * An agent proposes a plan: validate it, preview every action with read-only credentials,
+ * fix the preconditions and policy into an immutable, hashed document, and store it pending.
+ * Nothing is stored when anything fails. `created` is false for an idempotent retry.
+ */
 export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): Promise<{ created: boolean; plan: PlanView }> {
   const { agent } = input;
   const request = validate(PlanRequest, input.request, "plan request");
@@ -99,35 +100,37 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
   });
   const hash = fingerprint(document);
 
-  try {
-    const row = await ctx.database.db.transaction(async (tx) => {
-      const [inserted] = await tx.insert(plans).values({
-        id: document.id,
-        agentId: agent.id,
-        hash,
-        document,
-        preview: { actions: shown },
-        status: "pending",
-        expiresAt,
-        idempotencyKey: request.idempotencyKey ?? null,
-        callbackUrl: callbackUrl ?? null,
-        requestDigest,
-        createdAt: now,
-        updatedAt: now,
-      }).returning();
-      await recordPlanEvent(ctx, tx, inserted!, "plan.submitted", { type: "agent", agentId: agent.id, name: agent.name }, now, { title: request.title, expiresAt: document.expiresAt });
-      return inserted!;
-    });
-    ctx.logger.info({ planId: row.id, hash, agent: agent.name, actions: actions.length }, "plan submitted");
-    return { created: true, plan: await planView(ctx.database.db, ctx.config.publicUrl, row, "agent", ctx.redaction) };
-  } catch (err) {
-    // Two retries with one key raced past the first lookup; the loser answers with the winner's plan.
-    if (request.idempotencyKey !== undefined && isUniqueViolation(err)) {
-      const earlier = await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey, requestDigest);
-      if (earlier) return { created: false, plan: earlier };
-    }
-    throw err;
+  const row = await ctx.database.db.transaction(async (tx) => {
+    const [inserted] = await tx.insert(plans).values({
+      id: document.id,
+      agentId: agent.id,
+      hash,
+      document,
+      preview: { actions: shown },
+      status: "pending",
+      expiresAt,
+      idempotencyKey: request.idempotencyKey ?? null,
+      callbackUrl: callbackUrl ?? null,
+      requestDigest,
+      createdAt: now,
+      updatedAt: now,
+    })
+      // Two retries with one key raced past the first lookup: the second stores nothing here
+      // (rather than failing on the unique index) and answers with the first's plan below.
+      .onConflictDoNothing({ target: [plans.agentId, plans.idempotencyKey] })
+      .returning();
+    if (!inserted) return undefined;
+    await recordPlanEvent(ctx, tx, inserted, "plan.submitted", { type: "agent", agentId: agent.id, name: agent.name }, now, { title: request.title, expiresAt: document.expiresAt });
+    return inserted;
+  });
+  if (!row) {
+    const earlier = await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey!, requestDigest);
+    if (!earlier) throw new Error(`plan insert under idempotencyKey '${request.idempotencyKey}' conflicted, yet no plan holds that key`);
+    return { created: false, plan: earlier };
   }
+  rememberDecisionTerms(ctx.database, row.id, document);
+  ctx.logger.info({ planId: row.id, hash, agent: agent.name, actions: actions.length }, "plan submitted");
+  return { created: true, plan: newPlanView(ctx.config.publicUrl, row, "agent", ctx.redaction) };
 }
 
 async function findByIdempotencyKey(ctx: ServiceContext, agentId: string, key: string, requestDigest: string): Promise<PlanView | undefined> {
@@ -147,13 +150,6 @@ function previewFailure(err: unknown, index: number): ServiceError {
     });
   }
   throw err;
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  for (let e: unknown = err; e; e = (e as { cause?: unknown }).cause) {
-    if ((e as { code?: string }).code === "23505") return true;
-  }
-  return false;
 }
 
 /** Where each risk level for this target comes from, as config keys reviewers can look up. */

@@ -19,21 +19,22 @@ export async function transition(
   ctx: Pick<ServiceContext, "clock" | "sinks">,
   tx: Tx,
   input: {
-    planId: string;
     transition: Transition;
     actor: Actor;
     data?: Record<string, unknown>;
     set?: Partial<Pick<PlanRow, "rejectReason" | "grant" | "grantExpiresAt" | "claimToken" | "leaseExpiresAt" | "outcome">>;
-    /** A further condition the row must meet (e.g. the caller's claim token). */
-    guard?: SQL;
-  },
+  } & (
+    | { planId: string; /** A further condition the row must meet. */ guard?: SQL }
+    /** The plan found by a unique column alone (the executor's claim token), saving a read of its id. */
+    | { planId?: undefined; guard: SQL }
+  ),
 ): Promise<PlanRow | undefined> {
   const { from, to } = TRANSITIONS[input.transition];
   const at = ctx.clock();
   const [row] = await tx
     .update(plans)
     .set({ ...input.set, status: to, updatedAt: at })
-    .where(and(eq(plans.id, input.planId), inArray(plans.status, [...from]), input.guard))
+    .where(and(input.planId === undefined ? undefined : eq(plans.id, input.planId), inArray(plans.status, [...from]), input.guard))
     .returning();
   if (!row) return undefined;
   await recordPlanEvent(ctx, tx, row, `plan.${to}`, input.actor, at, input.data ?? {});
@@ -57,5 +58,5 @@ export async function recordPlanEvent(
   // One round trip for both. The audit event chains to the plan's previous one, which is safe
   // because the caller holds the plan's row lock (see audit.ts).
   await tx.execute(effects ? sql`WITH audit AS (${audit}) ${effects.getSQL()}` : audit);
-  await PlanSignals.announce(tx, plan.id);
+  await PlanSignals.announce(tx, plan.id, plan.status);
 }
