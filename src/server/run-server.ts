@@ -6,6 +6,7 @@ import type { Config } from "../config/load.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { expireDue } from "../service/expire-due.ts";
 import { remindDue } from "../service/remind-due.ts";
+import { sealAudit } from "../service/seal-audit.ts";
 import { DEFAULT_DELIVERY, deliverDue, type DeliveryPolicy, type OutboxHandler } from "../service/outbox.ts";
 import { webhookSink } from "../webhooks/webhook-sink.ts";
 import { redactionRules } from "../policy/redact.ts";
@@ -38,6 +39,8 @@ export interface RunServerOptions {
   sweepMs?: number;
   deliverMs?: number;
   remindMs?: number;
+  /** How often the audit log is sealed (seal-audit.ts); the seals are the log's head. */
+  sealMs?: number;
   /** Retry policy of the outbox (tests shorten it). */
   delivery?: DeliveryPolicy;
   /** The interface to listen on; otherwise the config's `host` (env HOST). */
@@ -101,6 +104,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     const report = (what: string) => outageAwareReport(what, isDatabaseUnreachable, logger);
     const sweeper = every(options.sweepMs ?? 1000, () => expireDue(ctx), report("expiry sweep"));
     const reminders = every(options.remindMs ?? 5000, () => remindDue(ctx), report("reminders"));
+    const sealer = every(options.sealMs ?? 2000, () => sealAudit(ctx), report("audit sealing"));
     const delivery = every(options.deliverMs ?? 250, () => deliverDue(ctx, { handlers, policy: options.delivery ?? DEFAULT_DELIVERY, onDead: (dead) => logger.error(dead, "a side effect failed for good and was dead-lettered") }), report("outbox delivery"));
 
     logger.info({ url, publicUrl: config.publicUrl, database: database.kind, environment: config.environment, targets: Object.keys(config.targets) }, "countersign serving");
@@ -113,7 +117,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
           server.close(() => resolve());
           server.closeAllConnections?.();
         });
-        await Promise.all([sweeper.stop(), delivery.stop(), reminders.stop()]);
+        await Promise.all([sweeper.stop(), delivery.stop(), reminders.stop(), sealer.stop()]);
         await slack?.stop();
         await signals.stop();
         if (ownsDatabase) await database!.close();

@@ -8,6 +8,7 @@ import { verifyAudit } from "../../src/service/verify-audit.ts";
 import type { Database } from "../../src/store/db.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { mergeRequest, openHarness, type Harness } from "../support/harness.ts";
+import { sealAll } from "../support/seal-all.ts";
 
 interface Row { id: number; planId: string | null; type: string }
 
@@ -54,14 +55,16 @@ describe.each(databaseKinds)("audit verify on $name", (kind) => {
     const before = await verifyAudit(h.ctx);
     expect(before).toMatchObject({ ok: true, events: events.length, sealed: 0, unsealed: events.length, problems: [], head: { seq: 0 } });
 
-    const [seal] = await sealAudit(h.ctx);
-    expect(seal).toMatchObject({ seq: 1, events: events.length, eventsTotal: events.length });
+    const seals = await sealAll(h.ctx);
+    const seal = seals.at(-1)!;
+    expect(seals.reduce((n, s) => n + s.events, 0)).toBe(events.length);
+    expect(seal).toMatchObject({ seq: seals.length, eventsTotal: events.length });
     expect(await sealAudit(h.ctx)).toEqual([]); // nothing new: no empty seal
-    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: true, events: events.length, sealed: events.length, unsealed: 0, head: { seq: 1, hash: seal!.hash } });
+    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: true, events: events.length, sealed: events.length, unsealed: 0, head: { seq: seal.seq, hash: seal.hash } });
 
     await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "after the seal" }) });
-    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: true, events: events.length + 1, sealed: events.length, unsealed: 1, head: { seq: 1 } });
-    expect(await sealAudit(h.ctx)).toMatchObject([{ seq: 2, prevHash: seal!.hash, xidFrom: seal!.xidTo, events: 1, eventsTotal: events.length + 1 }]);
+    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: true, events: events.length + 1, sealed: events.length, unsealed: 1, head: { seq: seal.seq } });
+    expect(await sealAll(h.ctx)).toMatchObject([{ seq: seal.seq + 1, prevHash: seal.hash, xidFrom: seal.xidTo, events: 1, eventsTotal: events.length + 1 }]);
   });
 
   it("an edited event is named with its plan", async () => {
@@ -93,48 +96,63 @@ describe.each(databaseKinds)("audit verify on $name", (kind) => {
     expect(await verifyAudit(h.ctx)).toMatchObject({ ok: false, problem: { chain: "system", kind: "deleted", message: expect.stringContaining("test.third") } });
   });
 
+  /** The seal that covers an event (seals may be cut anywhere, see sealAll). */
+  async function sealOf(eventId: number): Promise<number> {
+    const [row] = await database.rows<{ seq: number | string }>(sql`
+      SELECT s.seq FROM audit_seals s JOIN audit_events e ON e.xid >= s.xid_from AND e.xid < s.xid_to WHERE e.id = ${eventId}`);
+    return Number(row!.seq);
+  }
+
   it("a plan's last event deleted, or all of a plan's events, are caught by the seal that covered them", async () => {
-    await sealAudit(h.ctx);
-    await tamper(sql`DELETE FROM audit_events WHERE id = ${ofPlan(plans[0]!).at(-1)!.id}`);
-    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: false, problem: { chain: "seals", kind: "deleted", seal: 1, message: expect.stringContaining("1 were deleted") } });
+    await sealAll(h.ctx);
+    const last = ofPlan(plans[0]!).at(-1)!;
+    const lastSeal = await sealOf(last.id);
+    await tamper(sql`DELETE FROM audit_events WHERE id = ${last.id}`);
+    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: false, problem: { chain: "seals", kind: "deleted", seal: lastSeal, message: expect.stringContaining("1 were deleted") } });
+
+    const whole = ofPlan(plans[1]!);
+    const wholeSeals = new Set([lastSeal, ...(await Promise.all(whole.map((e) => sealOf(e.id))))]);
     await tamper(sql`DELETE FROM audit_events WHERE plan_id = ${plans[1]!}`);
     const verdict = await verifyAudit(h.ctx);
-    expect(verdict).toMatchObject({ ok: false, problem: { chain: "seals", seal: 1, message: expect.stringContaining("4 were deleted") } });
-    expect(verdict.problems).toHaveLength(1); // the plan chains that are left still link
+    expect(verdict.ok).toBe(false);
+    // Only seals complain: the plan chains that are left still link.
+    expect(new Set(verdict.problems.map((p) => `${p.chain} ${p.kind} ${p.seal}`))).toEqual(new Set([...wholeSeals].map((seq) => `seals deleted ${seq}`)));
   });
 
   it("an event slipped into a sealed range, a changed event id and a changed or deleted seal are named", async () => {
-    await sealAudit(h.ctx);
+    await sealAll(h.ctx);
     await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "second seal" }) });
-    await sealAudit(h.ctx);
+    await sealAll(h.ctx);
     await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "third seal" }) });
-    await sealAudit(h.ctx);
-    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: true, head: { seq: 3 } });
+    const newest = (await sealAll(h.ctx)).at(-1)!;
+    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: true, head: { seq: newest.seq } });
 
     const victim = ofPlan(plans[1]!)[0]!;
+    const victimSeal = await sealOf(victim.id);
     await tamper(sql`UPDATE audit_events SET id = 1000000 + id WHERE plan_id = ${plans[1]!}`);
-    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: false, problem: { chain: "seals", kind: "edited", seal: 1 } });
+    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: false, problem: { chain: "seals", kind: "edited", seal: victimSeal } });
     await tamper(sql`UPDATE audit_events SET id = id - 1000000 WHERE plan_id = ${plans[1]!}`);
 
     const [sealed] = await database.rows<{ xid: string }>(sql`SELECT xid::text AS xid FROM audit_events WHERE id = ${victim.id}`);
     await tamper(sql`INSERT INTO audit_events (plan_id, type, actor, data, at, prev_hash, hash, xid) VALUES (NULL, 'forged', '{}', '{}', now(), 'x', 'y', ${sealed!.xid}::xid8)`);
-    expect((await verifyAudit(h.ctx)).problems).toContainEqual(expect.objectContaining({ chain: "seals", kind: "added", seal: 1 }));
+    expect((await verifyAudit(h.ctx)).problems).toContainEqual(expect.objectContaining({ chain: "seals", kind: "added", seal: victimSeal }));
     await tamper(sql`DELETE FROM audit_events WHERE type = 'forged'`);
     expect(await verifyAudit(h.ctx)).toMatchObject({ ok: true });
 
-    await tamper(sql`UPDATE audit_seals SET hash = 'sha256:' || repeat('1', 64) WHERE seq = 2`);
-    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: false, problem: { chain: "seals", kind: "edited", seal: 2 } });
-    await tamper(sql`DELETE FROM audit_seals WHERE seq = 2`);
-    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: false, problem: { chain: "seals", kind: "deleted", seal: 3, message: expect.stringContaining("seal 2 is missing") } });
+    const middle = newest.seq - 1;
+    await tamper(sql`UPDATE audit_seals SET hash = 'sha256:' || repeat('1', 64) WHERE seq = ${middle}`);
+    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: false, problem: { chain: "seals", kind: "edited", seal: middle } });
+    await tamper(sql`DELETE FROM audit_seals WHERE seq = ${middle}`);
+    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: false, problem: { chain: "seals", kind: "deleted", seal: newest.seq, message: expect.stringContaining(`seal ${middle} is missing`) } });
   });
 
   it("the seals refuse UPDATE, DELETE and TRUNCATE, and the legacy head TRUNCATE (its rows: audit-upgrade.test.ts)", async () => {
-    await sealAudit(h.ctx);
+    await sealAll(h.ctx);
     for (const statement of [sql`UPDATE audit_seals SET hash = 'x'`, sql`DELETE FROM audit_seals`, sql`TRUNCATE audit_seals`, sql`TRUNCATE audit_head`]) {
       const error = await database.db.execute(statement).then(() => undefined, (err: unknown) => err as Error & { cause?: Error });
       expect(error, String(statement.queryChunks.map((c) => (c as { value?: string[] }).value?.join("")).join(""))).toBeDefined();
       expect((error!.cause ?? error!).message).toMatch(/append-only/);
     }
-    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: true, head: { seq: 1 } });
+    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: true, problems: [] });
   });
 });
