@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type postgres from "postgres";
-import { READ_TOKEN, WRITE_TOKEN, type Stack } from "./stack.ts";
+import { epochNow, READ_TOKEN, WRITE_TOKEN, type Stack } from "./stack.ts";
 
 export type Row = Record<string, unknown>;
 
@@ -58,7 +58,7 @@ export async function floorInsertPlan(sql: postgres.Sql, t: Templates, status = 
 
 /** The intake floor's read: one GET of the target, its body read and parsed. */
 export async function floorGet(stack: Stack, contact: number): Promise<{ etag: string; body: unknown }> {
-  const res = await fetch(`${stack.target.url}/contacts/${contact}`, { headers: { authorization: `Bearer ${READ_TOKEN}` } });
+  const res = await fetch(`${stack.targetUrl}/contacts/${contact}`, { headers: { authorization: `Bearer ${READ_TOKEN}` } });
   const body = (await res.json()) as unknown;
   if (res.status !== 200) throw new Error(`floor GET /contacts/${contact} answered ${res.status}`);
   return { etag: res.headers.get("etag") ?? "", body };
@@ -72,11 +72,11 @@ export async function floorGet(stack: Stack, contact: number): Promise<{ etag: s
 export async function floorApply(stack: Stack, planId: string, contact: number): Promise<number> {
   const path = `/contacts/${contact}`;
   const arrived = stack.nextWrite(path);
-  const started = performance.now();
+  const started = epochNow();
   const [moved] = await stack.sql`UPDATE bench_floor.plans SET status = 'approved', updated_at = now() WHERE id = ${planId} AND status = 'pending' RETURNING id`;
   if (!moved) throw new Error(`floor: plan ${planId} was not pending`);
   const { etag } = await floorGet(stack, contact);
-  const res = await fetch(`${stack.target.url}${path}`, {
+  const res = await fetch(`${stack.targetUrl}${path}`, {
     method: "PATCH",
     headers: { authorization: `Bearer ${WRITE_TOKEN}`, "content-type": "application/merge-patch+json", "if-match": etag },
     body: JSON.stringify({ email: `floor-${planId.slice(0, 8)}@new.example` }),

@@ -3,12 +3,13 @@
  * database, a separate `countersign executor`, the Slack emulator (HTTP interactivity, signed) and
  * a fake JSON target. Every process is the product's built CLI (`--product` picks which).
  */
+import { fork, type ChildProcess } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import postgres from "postgres";
-import { JsonResourceServer, type RecordedRequest } from "../src/demo/json-resource-server.ts";
 import { SlackEmulator } from "../test/support/slack-emulator.ts";
 import { SlackRequests } from "../test/support/slack-requests.ts";
 import { freePort } from "./figures/start.ts";
@@ -20,6 +21,12 @@ export const SIGNING_SECRET = "bench-signing-secret";
 export const REVIEW_CHANNEL = "C0REVIEW";
 export const APPROVER = "U0ALICE";
 const EXECUTOR_TOKEN = "bench-executor-token-0123456789abcdef";
+const TARGET = fileURLToPath(new URL("./target.ts", import.meta.url));
+
+/** Milliseconds since the epoch with sub-millisecond resolution: comparable with the target process's clock. */
+export function epochNow(): number {
+  return performance.timeOrigin + performance.now();
+}
 
 /** The PostgreSQL the bench may create databases on (admin connection string). */
 export function benchDatabaseUrl(): string | undefined {
@@ -55,10 +62,11 @@ export interface Stack {
   /** A postgres.js client on the product's database (max 10, as the product's own pool), for floors and inspection. */
   sql: postgres.Sql;
   agentKey: string;
-  target: JsonResourceServer;
+  /** The fake target's base URL (its own process, bench/target.ts). */
+  targetUrl: string;
   slack: SlackEmulator;
   clicks: SlackRequests;
-  /** Resolves when the target receives a write to `path`, with the time it arrived (performance.now()). */
+  /** Resolves when the target receives a write to `path`, with the time it arrived (epochNow()). */
   nextWrite(path: string): Promise<number>;
   /** `POST /v1/plans` for one contact; resolves with the created plan's id and hash. */
   submit(contact: number, init?: { signal?: AbortSignal }): Promise<{ id: string; hash: string }>;
@@ -79,17 +87,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const owned = options.database === undefined;
   const database = options.database ?? `${databasePrefix()}_${randomBytes(6).toString("hex")}`;
   const admin = postgres(options.adminUrl, { onnotice: () => {}, max: 1 });
-  const seed: Record<string, { email: string; name: string }> = {};
-  for (let i = 1; i <= options.contacts; i++) seed[`/contacts/${i}`] = { name: `Contact ${i}`, email: `c${i}@old.example` };
-  const target = new JsonResourceServer({ seed, readTokens: [READ_TOKEN], writeToken: WRITE_TOKEN });
   const slack = new SlackEmulator();
   const waiting = new Map<string, (at: number) => void>();
-  // The emulator and the target keep every request; a long run would hold them all.
-  target.beforeHandle = (request: RecordedRequest) => {
-    const at = performance.now();
-    target.requests.length = 0;
-    if (request.method !== "GET") waiting.get(request.path)?.(at);
-  };
+  let target: ChildProcess | undefined;
   const processes: Started[] = [];
   let sql: postgres.Sql | undefined;
   const stop = async () => {
@@ -97,13 +97,24 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     await sql?.end({ timeout: 5 });
     if (owned) await admin.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
     await admin.end({ timeout: 5 });
-    await target.stop();
+    if (target?.connected) {
+      const exited = new Promise((r) => target!.once("exit", r));
+      target.disconnect();
+      await exited;
+    }
     await slack.stop();
     rmSync(dir, { recursive: true, force: true });
   };
   try {
     if (owned) await admin.unsafe(`CREATE DATABASE ${database}`);
-    await target.start();
+    target = fork(TARGET, [String(options.contacts), READ_TOKEN, WRITE_TOKEN], { execArgv: ["--import", import.meta.resolve("tsx")], env: cleanEnv(), stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    const targetUrl = await new Promise<string>((resolve, reject) => {
+      target!.once("exit", (code) => reject(new Error(`bench/target.ts exited (${code}) before it listened`)));
+      target!.on("message", (m: { url?: string; write?: string; at?: number }) => {
+        if (m.url) resolve(m.url);
+        if (m.write) waiting.get(m.write)?.(m.at!);
+      });
+    });
     await slack.start();
     const trim = setInterval(() => {
       slack.calls.length = 0;
@@ -116,7 +127,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       "targets:",
       "  crm:",
       "    adapter: http.json",
-      `    baseUrl: ${target.url}`,
+      `    baseUrl: ${targetUrl}`,
       '    read: { headers: { Authorization: "Bearer ${CRM_READ}" } }',
       '    write: { headers: { Authorization: "Bearer ${CRM_WRITE}" } }',
       '    allow: { ops: [merge], paths: ["/contacts/*"] }',
@@ -155,7 +166,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       database,
       sql,
       agentKey,
-      target,
+      targetUrl,
       slack,
       clicks,
       nextWrite: (p) => new Promise((resolve) => waiting.set(p, (at) => {

@@ -1,7 +1,7 @@
 import { alternate } from "../blocks.ts";
 import { median, type FigureSource } from "../figure.ts";
 import { captureTemplates, createFloorTables, floorApply, floorInsertPlan, type Templates } from "../floor.ts";
-import { benchDatabaseUrl, clickApprove, planStatus, startStack, undelivered, until } from "../stack.ts";
+import { benchDatabaseUrl, clickApprove, epochNow, planStatus, startStack, undelivered, until } from "../stack.ts";
 
 const CONTACTS = 1000;
 
@@ -10,7 +10,7 @@ const CONTACTS = 1000;
  * /slack/events, as Slack sends it) to the fake target receiving the executor's PATCH, one plan at
  * a time, with a separate `countersign executor` process claiming. Each click comes once the plan's
  * review message is posted and the outbox is quiet (a person clicks on a message they saw); the
- * next plan waits until this one is applied and its Slack updates are delivered.
+ * next plan waits until this one is applied (and its Slack updates are delivered before its click).
  * Floor: UPDATE (the decision), GET (re-read), PATCH with If-Match, timed to the PATCH's arrival
  * like the product; then the UPDATE recording the outcome, untimed.
  */
@@ -32,13 +32,13 @@ export const approveToPatch: FigureSource = {
           const plan = await stack.submit(Number(path.split("/")[2]));
           await quiet();
           const arrived = stack.nextWrite(path);
-          const started = performance.now();
+          const started = epochNow();
           const status = await clickApprove(stack, plan);
           if (status !== 200) throw new Error(`the Approve click was answered ${status}`);
           times.push((await arrived) - started);
           await until(`plan ${plan.id} to be applied`, async () => (await planStatus(stack, plan.id)) === "applied", 120_000, 20);
-          await quiet();
         }
+        await quiet(); // the last plan's Slack updates, before the floor's block
         templates ??= await captureTemplates(stack.sql);
         return median(times);
       };

@@ -1,12 +1,12 @@
 import { median, type FigureSource } from "../figure.ts";
 import { countersignCommand, timeToExit } from "../processes.ts";
 
-const RUNS = Number(process.env.BENCH_RUNS ?? 7);
 
 /** `countersign --help`: what every one-shot command pays before doing anything, against bare `node -e 0`. */
 export const help: FigureSource = {
   title: "countersign --help",
-  async measure() {
+  async measure(pace) {
+    const RUNS = pace.runs.help;
     const cli = countersignCommand();
     await timeToExit([...cli.args, "--help"]); // the first run pays the disk cache
     const helpRuns: number[] = [];

@@ -5,7 +5,6 @@ import path from "node:path";
 import { median, type FigureSource } from "../figure.ts";
 import { cleanEnv, countersignCommand, idleNodeRssMb, settledTreeRssMb, startUntilReady, type Started } from "../processes.ts";
 
-const RUNS = Number(process.env.BENCH_RUNS_START ?? 3);
 const READY = /Ctrl-C stops everything/;
 
 export function freePort(): Promise<number> {
@@ -25,7 +24,8 @@ export function freePort(): Promise<number> {
  */
 export const start: FigureSource = {
   title: "countersign start",
-  async measure() {
+  async measure(pace) {
+    const RUNS = pace.runs.start;
     const cli = countersignCommand();
     const fresh: number[] = [];
     const restart: number[] = [];
