@@ -24,9 +24,9 @@ export function reminderPoints(config: ServiceContext["config"]): { target: stri
 
 /**
  * Pending plans that have reached one of their points not yet recorded for them. The whole
- * test is SQL: only plans expiring within the largest point are read (plans_status_expires_at),
- * and of those only the ones whose first target's point has come and has no plan_reminders row,
- * so a sweep costs the plans that are due, not every pending one.
+ * test is SQL: only plans expiring within the largest point are read (an index range over
+ * pending plans' expiry), and of those only the ones whose first target's point has come and
+ * has no plan_reminders row, so a sweep costs the plans that are due, not every pending one.
  */
 export async function reminderCandidates(ctx: ServiceContext, points: readonly { target: string | null; seconds: number }[], now: Date) {
   if (points.length === 0) return [];

@@ -88,8 +88,8 @@ export function parsePendingCursor(raw: string): PendingCursor {
 /**
  * Pending plans this person may read, however old, soonest expiry first (the ones that will
  * lapse unless someone acts), one page at a time: `next` is where the following page starts,
- * undefined on the last. Read from plans_status_expires_at, so the cost follows the number of
- * pending plans, not of stored ones. Plan times are stored to the millisecond (they come from
+ * undefined on the last. Read from plans_pending_expiry, so a page costs its own rows, not the
+ * pending or stored plans. Plan times are stored to the millisecond (they come from
  * the service clock), which is what the cursor keeps.
  */
 export async function listPendingForReview(ctx: ServiceContext, reader: Reader, page: { after?: PendingCursor; limit?: number } = {}): Promise<{ plans: PlanForReader[]; next: PendingCursor | undefined }> {

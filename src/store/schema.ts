@@ -67,6 +67,10 @@ export const plans = pgTable(
     // instead of sorting every plan (pending plans are listed by plans_status_expires_at).
     index("plans_created_at").on(t.createdAt),
     index("plans_status_created_at").on(t.status, t.createdAt),
+    // Pending plans in the list's order (soonest expiry, then id): a page after a cursor reads just
+    // that page. Statistics rarely know how many plans expire in the future, and with the
+    // (status, expires_at) index the planner then sorted every remaining pending plan per page.
+    index("plans_pending_expiry").on(t.expiresAt, t.id).where(sql`status = 'pending'`),
   ],
 );
 
