@@ -10,6 +10,8 @@ export interface DurableDecisionOptions {
   windowMs?: number | undefined;
   /** Tells the person who clicked, privately. */
   tell: (text: string) => Promise<void>;
+  /** The server is stopping: stop waiting for the database now, and tell the person as if the window had passed. */
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -32,15 +34,28 @@ export async function decideDurably(ctx: ServiceContext, input: DecideInput, opt
       if (!waited) ctx.logger.warn({ planId: input.planId, userId: input.actor.userId }, "database unreachable: holding a Slack decision until it returns");
       waited = true;
       const left = deadline - Date.now();
-      if (left <= 0) {
-        ctx.logger.warn({ planId: input.planId, userId: input.actor.userId }, "a Slack decision was not recorded: the database stayed unreachable");
+      if (left <= 0 || options.signal?.aborted) {
+        ctx.logger.warn({ planId: input.planId, userId: input.actor.userId, stopping: options.signal?.aborted ?? false }, "a Slack decision was not recorded: the database stayed unreachable");
         await options.tell(notRecordedText(ctx, input));
         return undefined;
       }
-      await new Promise((r) => setTimeout(r, Math.min(delay, left)));
+      await pause(Math.min(delay, left), options.signal);
       delay = Math.min(delay * 2, 2000);
     }
   }
+}
+
+/** Waits `ms`, or less if `signal` aborts first. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }
 
 function notRecordedText(ctx: ServiceContext, input: DecideInput): string {

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { App, Receiver, ReceiverEvent } from "@slack/bolt";
 import type { Context } from "hono";
 import type { Logger } from "pino";
@@ -16,8 +16,9 @@ export const MAX_SLACK_BODY_BYTES = 1024 * 1024;
 
 /**
  * Bolt's receiver for Countersign's own HTTP server: `POST /slack/events` is verified here on
- * the raw body (our stricter signature check), acknowledged as soon as a listener calls ack(),
- * and the listener's work continues after the answer has gone.
+ * the raw body (our stricter signature check), answered as soon as a listener calls ack(), and
+ * that ack() returns only once the answer has been written, so nothing the listener does next
+ * can delay it.
  */
 export class HonoReceiver implements Receiver {
   private app: App | undefined;
@@ -46,7 +47,7 @@ export class HonoReceiver implements Receiver {
     const headers = { timestamp: c.req.header("x-slack-request-timestamp"), signature: c.req.header("x-slack-signature") };
     const stale = whyNotFresh(headers, this.now());
     if (stale) return this.unsigned(c, stale);
-    const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+    const { incoming, outgoing } = (c.env as { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined) ?? {};
     const read = await readCappedBody(incoming ?? c.req.raw.body, MAX_SLACK_BODY_BYTES).catch(() => undefined);
     if (!read) return c.json({ error: { code: "invalid_request", message: "the request body did not arrive whole" } }, 400);
     if (!read.ok) return this.tooLarge(c);
@@ -74,6 +75,7 @@ export class HonoReceiver implements Receiver {
         if (response === undefined || response === "") answer(c.body(null, 200));
         else if (typeof response === "string") answer(c.text(response));
         else answer(c.json(response as object));
+        await written(outgoing);
       },
     };
     void this.app!.processEvent(event).catch((err: unknown) => this.logger.error({ err }, "Slack listener failed"));
@@ -99,6 +101,25 @@ export class HonoReceiver implements Receiver {
       { connection: "close" },
     );
   }
+}
+
+/**
+ * Resolves once Node has handed the answer to the socket ('finish'), or the connection is gone.
+ * Without a Node response (app.request in a test) it waits one turn of the event loop, which is
+ * after Hono has returned the answer.
+ */
+function written(outgoing: ServerResponse | undefined): Promise<void> {
+  if (!outgoing) return new Promise((resolve) => setImmediate(resolve));
+  if (outgoing.writableFinished || outgoing.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      outgoing.off("finish", done);
+      outgoing.off("close", done);
+      resolve();
+    };
+    outgoing.on("finish", done);
+    outgoing.on("close", done);
+  });
 }
 
 /** Interactivity arrives as `payload=<json>`; slash commands as plain form fields; events as JSON. */

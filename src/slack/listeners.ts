@@ -3,6 +3,8 @@ import type { WebClient } from "@slack/web-api";
 import type { Logger } from "pino";
 import type { ServiceContext } from "../service/context.ts";
 import { plansWaitingFor } from "../service/plans-for-person.ts";
+import type { DecideInput } from "../service/decide.ts";
+import type { DecisionQueue } from "./decision-queue.ts";
 import { decideDurably } from "./durable-decision.ts";
 import { escapeMrkdwn } from "./escape.ts";
 import { refusalText } from "./refusal-text.ts";
@@ -23,11 +25,16 @@ export interface ListenerDeps {
   loginLink?: (userId: string) => Promise<string>;
   /** How long a click waits for an unreachable database before the clicker is told it was not recorded. */
   decisionRetryMs?: number;
+  /** Where decisions go after the ack (see DecisionQueue). */
+  decisions: DecisionQueue;
+  /** Aborted when the door stops: a decision still waiting for the database gives up and says so. */
+  stopping?: AbortSignal;
 }
 
 /**
  * Slack's door: each listener acknowledges at once, builds the actor from the verified payload
  * and calls one service verb. Refusals go back to the clicker only, as an ephemeral message.
+ * Decisions are queued after the ack (deps.decisions), never run in the ack's turn.
  */
 export function registerListeners(app: App, deps: ListenerDeps): void {
   const { ctx, logger } = deps;
@@ -51,17 +58,24 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
     return value;
   };
 
-  app.action<BlockAction<ButtonAction>>("approve", async ({ ack, body, client }) => {
-    await ack();
-    const channel = body.channel?.id;
-    const value = await clickedPlan(body, client);
-    if (!value) return;
+  /** Decides for the clicker; a refusal is told to them. */
+  const decideFor = async (client: WebClient, channel: string | undefined, input: DecideInput) => {
+    const tell = (text: string) => tellClicker(client, channel, input.actor.userId, text);
     try {
-      await decideDurably(ctx, { planId: value.planId, hash: value.hash, actor: { userId: body.user.id, via: "slack" }, verdict: "approve" }, { windowMs: deps.decisionRetryMs, tell: (text) => tellClicker(client, channel, body.user.id, text) });
+      await decideDurably(ctx, input, { windowMs: deps.decisionRetryMs, tell, signal: deps.stopping });
     } catch (err) {
       logRefusal(logger, err);
-      await tellClicker(client, channel, body.user.id, refusalText(err));
+      await tell(refusalText(err));
     }
+  };
+
+  app.action<BlockAction<ButtonAction>>("approve", async ({ ack, body, client }) => {
+    await ack();
+    deps.decisions.push(async () => {
+      const value = await clickedPlan(body, client);
+      if (!value) return;
+      await decideFor(client, body.channel?.id, { planId: value.planId, hash: value.hash, actor: { userId: body.user.id, via: "slack" }, verdict: "approve" });
+    });
   });
 
   app.action<BlockAction<ButtonAction>>("reject", async ({ ack, body, client }) => {
@@ -93,15 +107,12 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
     } catch {
       return;
     }
-    if (foreign(body.user.team_id, body.team?.id)) {
-      return tellClicker(client, meta.channel, body.user.id, `Countersign accepts decisions only from members of its own workspace (${deps.teamId()}); nothing was recorded.`);
-    }
-    try {
-      await decideDurably(ctx, { planId: meta.planId, hash: meta.hash, actor: { userId: body.user.id, via: "slack" }, verdict: "reject", reason }, { windowMs: deps.decisionRetryMs, tell: (text) => tellClicker(client, meta.channel, body.user.id, text) });
-    } catch (err) {
-      logRefusal(logger, err);
-      await tellClicker(client, meta.channel, body.user.id, refusalText(err));
-    }
+    deps.decisions.push(async () => {
+      if (foreign(body.user.team_id, body.team?.id)) {
+        return tellClicker(client, meta.channel, body.user.id, `Countersign accepts decisions only from members of its own workspace (${deps.teamId()}); nothing was recorded.`);
+      }
+      await decideFor(client, meta.channel, { planId: meta.planId, hash: meta.hash, actor: { userId: body.user.id, via: "slack" }, verdict: "reject", reason });
+    });
   });
 
   app.command("/countersign", async ({ ack, command }) => {

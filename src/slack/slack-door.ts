@@ -9,6 +9,7 @@ import { deliveryClient, slackSink } from "./deliver.ts";
 import type { ApproverDirectory } from "../service/approver-groups.ts";
 import { slackDirectory } from "./directory.ts";
 import { HonoReceiver } from "./hono-receiver.ts";
+import { DecisionQueue } from "./decision-queue.ts";
 import { boltLogger } from "./bolt-logger.ts";
 import { slackStartupError } from "./slack-startup-error.ts";
 import { registerListeners, type ListenerDeps } from "./listeners.ts";
@@ -22,6 +23,7 @@ export interface SlackDoor {
   mode: "http" | "socket";
   /** User group membership for approver groups. */
   directory: ApproverDirectory;
+  /** Stops taking clicks (Socket Mode) and waits for every acknowledged decision; one still waiting for the database gives up and tells its clicker. */
   stop(): Promise<void>;
 }
 
@@ -56,7 +58,9 @@ export async function openSlackDoor(
     .then(() => app.client.auth.test())
     .catch(told("SLACK_BOT_TOKEN"));
   const teamId = String(auth.team_id);
-  registerListeners(app, { ctx, logger: log, teamId: () => teamId, decisionRetryMs: slack.decisionRetrySeconds && slack.decisionRetrySeconds * 1000, ...options });
+  const decisions = new DecisionQueue((err) => log.error({ err }, "a Slack decision failed"));
+  const stopping = new AbortController();
+  registerListeners(app, { ctx, logger: log, teamId: () => teamId, decisionRetryMs: slack.decisionRetrySeconds && slack.decisionRetrySeconds * 1000, decisions, stopping: stopping.signal, ...options });
   if (socket) await app.start().catch(told("SLACK_APP_TOKEN"));
 
   const client = deliveryClient(slack.botToken, slack.apiUrl);
@@ -70,6 +74,8 @@ export async function openSlackDoor(
     directory: slackDirectory(app.client),
     stop: async () => {
       if (socket) await app.stop();
+      stopping.abort();
+      await decisions.drain();
     },
   };
 }
