@@ -14,7 +14,7 @@ Usage:
   countersign policy check [FILE] [--role server|executor]
                                     validate a config and print each target's effective policy; with
                                     --role, load it as that process would (credentials and all)
-  countersign audit verify          recompute the audit log's hash chain; exit 1 naming where it breaks
+  countersign audit verify          recompute the audit log's hash chains and seals; exit 1 naming where it breaks
   countersign agents add NAME       create an agent; its API key is the last line printed
   countersign agents list           list agents
   countersign agents revoke NAME    revoke an agent's key
