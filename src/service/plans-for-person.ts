@@ -1,4 +1,4 @@
-import { and, desc, eq, gt, inArray } from "drizzle-orm";
+import { and, desc, eq, inArray } from "drizzle-orm";
 import { approverGroups } from "../policy/approvers.ts";
 import { whyMayNot } from "../policy/may-act.ts";
 import type { PlanDocument } from "../plan/schema.ts";
@@ -26,7 +26,10 @@ export async function plansWaitingFor(ctx: ServiceContext, userId: string, limit
   const rows = await ctx.database.db
     .select({ id: plans.id, status: plans.status, hash: plans.hash, document: plans.document, expiresAt: plans.expiresAt })
     .from(plans)
-    .where(and(eq(plans.status, "pending"), gt(plans.expiresAt, now)))
+    // No expiry test here: the rule below refuses an expired plan, and with one the planner reads
+    // every pending plan through (status, expires_at) and sorts them instead of the newest SCAN
+    // through (status, created_at) (its statistics rarely know how many plans expire in the future).
+    .where(eq(plans.status, "pending"))
     .orderBy(desc(plans.createdAt))
     .limit(SCAN);
   if (rows.length === 0) return { plans: [], uncheckedGroups: [] };

@@ -161,8 +161,12 @@ export const outbox = pgTable(
   // undelivered ones, so a lease costs the same at 4 M delivered rows as at none.
   (t) => [
     index("outbox_due").on(t.availableAt).where(sql`delivered_at IS NULL AND dead_at IS NULL`),
-    /** The lease's candidates, oldest first. */
-    index("outbox_undelivered").on(t.id).where(sql`delivered_at IS NULL AND dead_at IS NULL`),
+    /**
+     * The lease's candidates, oldest first. available_at is in the index so rows still backing off
+     * are passed over without reading the table: the planner walks this in id order whatever is
+     * due (its statistics cannot tell undelivered rows' available_at from delivered ones').
+     */
+    index("outbox_undelivered_by_id").on(t.id, t.availableAt).where(sql`delivered_at IS NULL AND dead_at IS NULL`),
     /** The lease's "an earlier row of the same plan and sink is undelivered" probe. */
     index("outbox_undelivered_plan_kind").on(t.planId, t.kind, t.id).where(sql`delivered_at IS NULL AND dead_at IS NULL`),
     /** The plan page's dead-lettered deliveries (and the live stream's count of them). */
