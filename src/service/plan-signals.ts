@@ -1,10 +1,9 @@
 import { EventEmitter } from "node:events";
-import { sql } from "drizzle-orm";
-import type { Database, Tx } from "../store/db.ts";
+import { sql, type SQL } from "drizzle-orm";
+import type { Database } from "../store/db.ts";
 
 export const PLAN_CHANNEL = "countersign_plans";
 const ANY_PLAN = Symbol("any plan");
-const CLAIMABLE = Symbol("a plan became claimable");
 
 /**
  * Wakes whoever waits on a plan (agents' long-polls, pages) or on any plan (the list page) when
@@ -15,11 +14,16 @@ const CLAIMABLE = Symbol("a plan became claimable");
  * executors find a lease that ran out.
  *
  * The payload is "<plan id> <status after the change>". Executors hear only of plans that became
- * approved: every other change (a submit, a vote short of the quorum, a claim, an outcome) woke
- * each waiting executor into a claim transaction that found nothing, three statements apiece.
+ * approved, and an approval wakes one of this replica's waiting executors, the longest waiting:
+ * one approval is work for one executor. Waking every waiter on every change (a submit, a vote
+ * short of the quorum, a claim, an outcome) sent each into a claim transaction that found
+ * nothing, three statements apiece. An executor woken for a plan another replica's took finds
+ * nothing and waits again; one that is not woken finds remaining work at its re-check.
  */
 export class PlanSignals {
   private readonly emitter = new EventEmitter().setMaxListeners(0);
+  /** Executors waiting for work, longest waiting first (a Set iterates in insertion order). */
+  private readonly claimers = new Set<() => void>();
   private stopListening: (() => Promise<void>) | undefined;
 
   constructor(private readonly database: Database) {}
@@ -29,7 +33,7 @@ export class PlanSignals {
       const { planId, claimable } = parseAnnouncement(payload);
       this.emitter.emit(planId);
       this.emitter.emit(ANY_PLAN);
-      if (claimable) this.emitter.emit(CLAIMABLE);
+      if (claimable) this.claimers.values().next().value?.();
     });
   }
 
@@ -38,9 +42,12 @@ export class PlanSignals {
     this.stopListening = undefined;
   }
 
-  /** Call inside the transaction that changes the plan, with the status it leaves the plan in. */
-  static async announce(tx: Tx, planId: string, status: string): Promise<void> {
-    await tx.execute(sql`SELECT pg_notify(${PLAN_CHANNEL}, ${`${planId} ${status}`})`);
+  /**
+   * The expression that announces a change: select it inside the transaction that makes the
+   * change (it is sent on commit), with the status the change leaves the plan in.
+   */
+  static announcement(planId: string, status: string): SQL {
+    return sql`pg_notify(${PLAN_CHANNEL}, ${`${planId} ${status}`})`;
   }
 
   /**
@@ -77,11 +84,21 @@ export class PlanSignals {
 
   /** Resolves when a plan may have become approved (an executor waiting for work), or after `ms`. */
   waitClaimable(ms: number, signal?: AbortSignal): Promise<void> {
-    return this.wait(CLAIMABLE, ms, signal);
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.claimers.delete(done);
+        signal?.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.claimers.add(done);
+      signal?.addEventListener("abort", done);
+    });
   }
 
   /** Resolves when the plan may have changed, or after `ms`; aborted waits resolve at once. */
-  wait(planId: string | typeof ANY_PLAN | typeof CLAIMABLE, ms: number, signal?: AbortSignal): Promise<void> {
+  wait(planId: string | typeof ANY_PLAN, ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);

@@ -55,8 +55,9 @@ export async function recordPlanEvent(
   const sinks = ctx.sinks.filter((kind) => kind !== "webhook" || plan.callbackUrl);
   const audit = auditInsert({ planId: plan.id, type, actor, data, at });
   const effects = effectsInsert(tx, sinks, { planId: plan.id, type, status: plan.status, hash: plan.hash, at: at.toISOString(), actor, data });
-  // One round trip for both. The audit event chains to the plan's previous one, which is safe
-  // because the caller holds the plan's row lock (see audit.ts).
-  await tx.execute(effects ? sql`WITH audit AS (${audit}) ${effects.getSQL()}` : audit);
-  await PlanSignals.announce(tx, plan.id, plan.status);
+  // One round trip for all three (data-modifying CTEs run whether or not they are read). The
+  // audit event chains to the plan's previous one, which is safe because the caller holds the
+  // plan's row lock (see audit.ts).
+  const alsoEffects = effects ? sql`, effects AS (${effects.getSQL()})` : sql``;
+  await tx.execute(sql`WITH audit AS (${audit})${alsoEffects} SELECT ${PlanSignals.announcement(plan.id, plan.status)}`);
 }
