@@ -108,19 +108,25 @@ export async function auditVerifyCommand(config: CliConfig, out: (line: string) 
   const admin = await agentAdmin(config);
   try {
     const verdict = await admin.auditVerify();
-    const head = verdict.head ? `; newest seal ${verdict.head.seq} (${verdict.head.hash})` : "";
-    const sealing = `${verdict.sealed} sealed, ${verdict.unsealed} not yet sealed${head}`;
-    if (verdict.ok) {
-      out(`Audit log intact: ${verdict.events} event(s), every hash, link and seal checks out (${sealing}).`);
-      return 0;
-    }
-    const where = (p: AuditProblem) => p.chain === "seals" ? `seal ${p.seal}` : p.chain === "plan" ? `plan ${p.planId}, event ${p.eventId}` : `the ${p.chain} chain${p.eventId !== undefined ? `, event ${p.eventId}` : ""}`;
-    out(`Audit log BROKEN at ${where(verdict.problem!)} (${verdict.problem!.kind}): ${verdict.problem!.message}`);
-    for (const p of verdict.problems.slice(1, 10)) out(`  also at ${where(p)} (${p.kind}): ${p.message}`);
-    if (verdict.problems.length > 10) out(`  … and ${verdict.problems.length - 10} more`);
-    out(`(${verdict.events} event(s) checked; ${sealing})`);
-    return 1;
+    auditVerdictLines(verdict).forEach((line) => out(line));
+    return verdict.ok ? 0 : 1;
   } finally {
     await admin.close();
   }
+}
+
+/** What `audit verify` prints: the verdict, then where the log breaks (the first ten places). */
+export function auditVerdictLines(verdict: AuditVerdict): string[] {
+  const head = verdict.head ? `; newest seal ${verdict.head.seq} (${verdict.head.hash})` : "";
+  const sealing = `${verdict.sealed} sealed, ${verdict.unsealed} not yet sealed${head}`;
+  if (verdict.ok) return [`Audit log intact: ${verdict.events} event(s), every hash, link and seal checks out (${sealing}).`];
+  const where = (p: AuditProblem) =>
+    p.chain === "seals" ? `seal ${p.seal}` : p.chain === "plan" ? `plan ${p.planId}, event ${p.eventId}` : `the ${p.chain} chain${p.eventId !== undefined ? `, event ${p.eventId}` : ""}`;
+  const [first, ...more] = verdict.problems;
+  return [
+    `Audit log BROKEN at ${where(first!)} (${first!.kind}): ${first!.message}`,
+    ...more.slice(0, 9).map((p) => `  also at ${where(p)} (${p.kind}): ${p.message}`),
+    ...(more.length > 9 ? [`  … and ${more.length - 9} more`] : []),
+    `(${verdict.events} event(s) checked; ${sealing})`,
+  ];
 }

@@ -149,14 +149,9 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
     } else if (previous && seal.xidFrom !== previous.xidTo) {
       problem("edited", `covers transactions from ${seal.xidFrom}, but seal ${previous.seq} ended at ${previous.xidTo}: a seal was changed`);
     } else {
-      const covered: { id: number; hash: string }[] = [];
-      for (let lastId = 0; ;) {
-        const rows = await database.rows<{ id: number | string; hash: string }>(sql`
-          SELECT id, hash FROM audit_events WHERE xid >= ${seal.xidFrom}::xid8 AND xid < ${seal.xidTo}::xid8 AND id > ${lastId} ORDER BY id LIMIT ${batch}`);
-        for (const r of rows) covered.push({ id: Number(r.id), hash: r.hash });
-        if (rows.length < batch) break;
-        lastId = covered.at(-1)!.id;
-      }
+      // One read per seal: a seal covers at most MAX_EVENTS_PER_SEAL events (or one larger transaction).
+      const covered = (await database.rows<{ id: number | string; hash: string }>(sql`
+        SELECT id, hash FROM audit_events WHERE xid >= ${seal.xidFrom}::xid8 AND xid < ${seal.xidTo}::xid8 ORDER BY id`)).map((r) => ({ id: Number(r.id), hash: r.hash }));
       if (covered.length < seal.events) problem("deleted", `covers ${seal.events} event(s), but ${covered.length} remain: ${seal.events - covered.length} were deleted`);
       else if (covered.length > seal.events) problem("added", `covers ${seal.events} event(s), but ${covered.length} are in its range: ${covered.length - seal.events} were added afterwards`);
       else if (seal.hash !== sealHash(seal, covered)) problem("edited", `the ${seal.events} event(s) it covers no longer hash to it: an event's id or hash was changed, or the seal was`);
