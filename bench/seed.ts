@@ -4,8 +4,9 @@
  * the whole flow by the product (submitted, approved by a Slack click, applied by the executor,
  * every Slack post and update delivered), then copied with `generate_series` into every table
  * that refers to a plan (plans, decisions, audit_events, outbox, slack_messages, …): new plan
- * ids, timestamps spread back in time, everything else as the product wrote it. So the seed
- * follows the product's schema, whatever it is, without a hand-written row.
+ * ids, timestamps spread back in time, audit hash links renamed per copy, everything else (the
+ * audit events' transaction ids included, so they count as sealed already) as the product wrote
+ * it. So the seed follows the product's schema, whatever it is, without a hand-written row.
  *
  * A kept database is named for its size and the product's migrations (`…_1m_<hash>`): another
  * product version seeds its own rather than running on a schema it did not make.
@@ -111,6 +112,9 @@ function expression(table: string, column: Column): string | undefined {
   if (column.name === "plan_id") return copiedId("plan_id");
   if (table === "plans" && (column.name === "idempotency_key" || column.name === "claim_token")) return `CASE WHEN ${c} IS NULL THEN NULL ELSE ${c} || ':' || g END`;
   if (column.type === "timestamp with time zone") return `${c} - g * interval '20 seconds'`;
+  // An audit chain's links, renamed alike in each copy: every copy is a chain of its own (unique
+  // links stay unique) with the template's shape. The copies do not verify; nothing here verifies.
+  if (table !== "plans" && (column.name === "hash" || column.name === "prev_hash")) return `'sha256:' || encode(sha256(convert_to(${c} || ':' || g, 'UTF8')), 'hex')`;
   return c;
 }
 
