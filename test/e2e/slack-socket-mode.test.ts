@@ -1,18 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { openSlackDoor } from "../../src/slack/slack-door.ts";
-import { databaseKinds, pglite, postgresKind } from "../support/databases.ts";
+import { pglite } from "../support/databases.ts";
 import { openHarness, silentLogger } from "../support/harness.ts";
 import { SlackEmulator } from "../support/slack-emulator.ts";
 import { SocketModeEmulator } from "../support/socket-mode-emulator.ts";
 import { waitFor } from "../support/wait-for.ts";
-import { slackDeliveryScenarios, slackDoorScenarios } from "./slack-scenarios.ts";
 
 const REVIEW = "C0REVIEW";
 
-// The Slack scenarios of slack.test.ts, with every click, submission and command arriving as a Socket Mode envelope.
-describe.each(databaseKinds)("Slack door on $name over Socket Mode", (kind) => slackDoorScenarios(kind, "socket"));
-describe.skipIf(!postgresKind)("Slack delivery and concurrency on PostgreSQL over Socket Mode", () => slackDeliveryScenarios(postgresKind!, "socket"));
+// The Slack scenarios of slack.test.ts over Socket Mode are test/slow/slack-socket-mode.test.ts (npm run test:slow).
 
 describe("Socket Mode emulator", () => {
   const slack = new SlackEmulator();
