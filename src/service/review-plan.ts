@@ -79,7 +79,8 @@ export function pendingCursorText(cursor: PendingCursor): string {
 export function parsePendingCursor(raw: string): PendingCursor {
   const [at = "", id = "", ...rest] = raw.split("~");
   const expiresAt = new Date(at);
-  if (rest.length > 0 || !isPlanId(id) || !/^\d{4}-\d\d-\d\dT/.test(at) || Number.isNaN(expiresAt.getTime())) {
+  // Before 1970 is no plan's expiry, and year 0 would reach PostgreSQL as an error instead of a refusal.
+  if (rest.length > 0 || !isPlanId(id) || !/^\d{4}-\d\d-\d\dT/.test(at) || Number.isNaN(expiresAt.getTime()) || expiresAt.getTime() < 0) {
     throw new ServiceError("invalid_request", `pending_after must be "<expiry>~<plan id>" as the list's "more pending" link gives it, not ${JSON.stringify(raw.slice(0, 100))}`);
   }
   return { expiresAt, id };

@@ -99,7 +99,7 @@ describe("a pending-page cursor", () => {
   it("round-trips, and anything else is refused naming what it must be", () => {
     const cursor = { expiresAt: new Date("2026-12-03T07:00:00.123Z"), id: "5d5a0f3e-8a4c-4d4b-9a57-1c2b3d4e5f60" };
     expect(parsePendingCursor(pendingCursorText(cursor))).toEqual(cursor);
-    for (const bad of ["", "yesterday~5d5a0f3e-8a4c-4d4b-9a57-1c2b3d4e5f60", "2026-12-03T07:00:00.123Z~not-an-id", "2026-12-03T07:00:00.123Z~5d5a0f3e-8a4c-4d4b-9a57-1c2b3d4e5f60~x"]) {
+    for (const bad of ["", "yesterday~5d5a0f3e-8a4c-4d4b-9a57-1c2b3d4e5f60", "2026-12-03T07:00:00.123Z~not-an-id", "2026-12-03T07:00:00.123Z~5d5a0f3e-8a4c-4d4b-9a57-1c2b3d4e5f60~x", "0000-01-01T00:00:00.000Z~5d5a0f3e-8a4c-4d4b-9a57-1c2b3d4e5f60"]) {
       expect(() => parsePendingCursor(bad)).toThrow(ServiceError);
       expect(() => parsePendingCursor(bad)).toThrow(/pending_after must be "<expiry>~<plan id>"/);
     }
