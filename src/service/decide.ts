@@ -57,13 +57,18 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
     if (!plan || !terms) throw new ServiceError("not_found", `there is no plan ${input.planId}`);
     const now = ctx.clock();
     const { policy } = terms;
-    // Read after the lock is held, in a statement of its own: a statement's snapshot is taken
-    // when it starts, so votes read together with the lock would miss those committed while it waited.
-    const votes = await tx
-      .select({ userId: decisions.userId, via: decisions.via, decidedAt: decisions.decidedAt })
-      .from(decisions)
-      .where(and(eq(decisions.planId, plan.id), eq(decisions.verdict, "approve")))
-      .orderBy(asc(decisions.id));
+    // Votes are read only where there can be some that matter: with a quorum of one a pending
+    // plan has none (the first approval approved it), and a plan no longer pending is refused
+    // before its votes count. They are read after the lock is held, in a statement of its own: a
+    // statement's snapshot is taken when it starts, so votes read together with the lock would
+    // miss those committed while it waited.
+    const votes = plan.status === "pending" && policy.requiredApprovals > 1
+      ? await tx
+        .select({ userId: decisions.userId, via: decisions.via, decidedAt: decisions.decidedAt })
+        .from(decisions)
+        .where(and(eq(decisions.planId, plan.id), eq(decisions.verdict, "approve")))
+        .orderBy(asc(decisions.id))
+      : [];
     const approvers = votes.map((v) => v.userId);
 
     const refusal = whyMayNot(
