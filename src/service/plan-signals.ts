@@ -65,10 +65,12 @@ export class PlanSignals {
    */
   async version(planId?: string): Promise<string> {
     if (planId === undefined) {
+      // The count is a subquery correlated to the seal row, not to a CTE's scalar: planned with
+      // an unknown bound, PostgreSQL chose a parallel scan (224 ms at 1 M events, load 15,
+      // against 2-14 ms for 5 000 unsealed events this way).
       const [row] = await this.database.rows<{ v: string | number | null }>(sql`
-        WITH newest AS (SELECT events_total, xid_to FROM audit_seals ORDER BY seq DESC LIMIT 1)
-        SELECT coalesce((SELECT events_total FROM newest), 0)
-             + (SELECT count(*) FROM audit_events WHERE xid >= coalesce((SELECT xid_to FROM newest), '0'::xid8)) AS v`);
+        SELECT coalesce(newest.events_total, 0) + (SELECT count(*) FROM audit_events WHERE xid >= coalesce(newest.xid_to, '0'::xid8)) AS v
+          FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT events_total, xid_to FROM audit_seals ORDER BY seq DESC LIMIT 1) AS newest ON true`);
       return String(row?.v ?? 0);
     }
     const [row] = await this.database.rows<{ v: string | number | null; dead: string | number }>(
