@@ -4,7 +4,7 @@
  * copies of the product's own tables (`LIKE … INCLUDING ALL`: same columns, defaults and indexes)
  * in the product's database, filled from rows the product itself wrote, so they are as wide.
  */
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import type postgres from "postgres";
 import { epochNow, READ_TOKEN, WRITE_TOKEN, type Stack } from "./stack.ts";
 
@@ -39,10 +39,15 @@ function planRow(t: Templates, id: string, status: string): Row {
   return { ...t.plan, id, status, idempotency_key: null, claim_token: null, grant: null, grant_expires_at: null, lease_expires_at: null, outcome: null, created_at: new Date(), updated_at: new Date() };
 }
 
-/** A child row of the template with its serial id left to its default. */
+/**
+ * A child row of the template for another plan: its serial id and the transaction id an audit
+ * event records (`xid`, where the schema has it) left to their defaults, as the product leaves
+ * them; audit hash links made new, as they are unique per chain.
+ */
 function childRow(row: Row, planId: string): Row {
-  const { id: _serial, ...rest } = row;
-  return { ...rest, plan_id: planId };
+  const { id: _serial, xid: _xid, ...rest } = row;
+  const links = Object.fromEntries(["hash", "prev_hash"].filter((k) => k in rest).map((k) => [k, `sha256:${randomBytes(32).toString("hex")}`]));
+  return { ...rest, ...links, plan_id: planId };
 }
 
 /** The intake floor's write: one transaction of three inserts (plan, audit event, outbox row). */
