@@ -21,7 +21,7 @@ export function agentApi(ctx: ServiceContext): Hono<Env> {
     c.set("agent", await authenticateAgent(ctx, { authorization: c.req.header("authorization") }));
     await next();
   });
-  api.use("/plans", authenticate);
+  // "/plans/*" matches "/plans" itself too: registering both ran the key lookup twice per submit.
   api.use("/plans/*", authenticate);
 
   // Public: the document describes the API, so a client can read it before it has a key.

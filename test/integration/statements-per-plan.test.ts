@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Outcome } from "../../src/plan/outcome.ts";
+import { agentApi } from "../../src/server/agent-api.ts";
+import { addAgent } from "../../src/service/add-agent.ts";
 import { claimApproved } from "../../src/service/claim-approved.ts";
 import { decide } from "../../src/service/decide.ts";
 import { reportOutcome } from "../../src/service/report-outcome.ts";
@@ -65,6 +67,17 @@ describe.skipIf(!testDatabaseUrl)("statements per plan on postgres", () => {
     for (const verb of Object.keys(events) as (keyof typeof events)[]) {
       expect(sent[verb].length, `${verb}:\n${sent[verb].join("\n")}`).toBeLessThanOrEqual(bound[verb] + events[verb]);
     }
+  });
+
+  it("POST /v1/plans looks the agent's key up once, then submits", async () => {
+    const { key } = await addAgent(h.ctx, { name: `statements-${Date.now()}` });
+    const api = agentApi(h.ctx);
+    database.take();
+    const res = await api.request("/plans", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(mergeRequest({ title: "over HTTP" })) });
+    expect(res.status).toBe(201);
+    const sent = database.take();
+    expect(sent.filter((s) => s.includes('from "agents"')), sent.join("\n")).toHaveLength(1);
+    expect(sent.length, sent.join("\n")).toBeLessThanOrEqual(1 + 4);
   });
 
   it("an executor that finds nothing to claim costs BEGIN, one UPDATE, COMMIT", async () => {
