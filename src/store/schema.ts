@@ -71,6 +71,9 @@ export const plans = pgTable(
     // that page. Statistics rarely know how many plans expire in the future, and with the
     // (status, expires_at) index the planner then sorted every remaining pending plan per page.
     index("plans_pending_expiry").on(t.expiresAt, t.id).where(sql`status = 'pending'`),
+    // Agent limits (issue 14): an agent's open plans are counted, and its soonest pending expiry
+    // read, from this index alone, however many final plans it has.
+    index("plans_agent_open").on(t.agentId, t.status, t.expiresAt).where(sql`status IN ('pending', 'approved')`),
   ],
 );
 
