@@ -1,5 +1,4 @@
 import { sql } from "drizzle-orm";
-import postgres from "postgres";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
 import { runExecutor } from "../../src/executor/run-executor.ts";
@@ -17,6 +16,7 @@ import { READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys, WRIT
 import { SlackEmulator, type SlackMessage } from "../support/slack-emulator.ts";
 import { httpInteractions, SlackPayloads, SlackRequests, type SlackInteractions } from "../support/slack-requests.ts";
 import { SocketModeEmulator } from "../support/socket-mode-emulator.ts";
+import { holdPlanRows, lockWaiters } from "../support/hold-plan-rows.ts";
 import { waitFor } from "../support/wait-for.ts";
 
 const SIGNING_SECRET = "slack-signing-secret-for-tests";
@@ -470,20 +470,7 @@ export function slackDeliveryScenarios(kind: TestDatabaseKind, door: Door): void
   itWhen(door === "http")("10: a handler slower than 3 s acknowledges first, and Slack's retry adds no second decision", async () => {
     const { plan, message } = await proposed(s);
     // Hold the plan row so the decision cannot finish; the click must still be answered.
-    const url = new URL(process.env.TEST_DATABASE_URL!);
-    const dbName = (await s.database.rows<{ d: string }>(sql`SELECT current_database() AS d`))[0]!.d;
-    url.pathname = `/${dbName}`;
-    const blocker = postgres(url.toString(), { max: 1, onnotice: () => {} });
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    const locked = new Promise<void>((ready) => {
-      void blocker.begin(async (tx) => {
-        await tx`SELECT id FROM plans WHERE id = ${plan.id} FOR UPDATE`;
-        ready();
-        await held;
-      });
-    });
-    await locked;
+    const hold = await holdPlanRows(s.database, [plan.id]);
     try {
       const first = await click(s, message, "U0ALICE", "approve");
       expect(first.acked).toBe(true); // answered while the decision is still blocked
@@ -491,12 +478,29 @@ export function slackDeliveryScenarios(kind: TestDatabaseKind, door: Door): void
       expect(retry.status).toBe(200);
       expect(await decisionsOf(s, plan)).toEqual([]);
     } finally {
-      release();
+      await hold.release();
     }
     await waitFor("the decision", async () => (await statusOf(s, plan)) === "approved");
     await waitFor("the retry's refusal", () => ephemeralsFor(s, "U0ALICE").some((e) => /already/i.test(e.text ?? "")));
     expect(await decisionsOf(s, plan)).toHaveLength(1);
-    await blocker.end();
+  });
+
+  it("a burst of clicks on plans whose rows another connection holds is acknowledged while held; each decision lands once, after the rows are free, and its result reaches the message", async () => {
+    const proposals = await Promise.all(Array.from({ length: 5 }, () => proposed(s)));
+    const hold = await holdPlanRows(s.database, proposals.map((p) => p.plan.id));
+    try {
+      const acks = await Promise.all(proposals.map(({ message }, i) => click(s, message, ["U0ALICE", "U0BOB", "U0CAROL"][i % 3]!, "approve")));
+      expect(acks.every((a) => a.acked)).toBe(true);
+      await waitFor("a decision waiting for a held row", async () => (await lockWaiters(s.database)) > 0);
+      for (const { plan } of proposals) expect(await decisionsOf(s, plan)).toEqual([]);
+    } finally {
+      await hold.release();
+    }
+    for (const { plan, message } of proposals) {
+      await waitFor(`approval of ${plan.id}`, async () => (await statusOf(s, plan)) === "approved");
+      expect(await decisionsOf(s, plan)).toHaveLength(1);
+      await waitFor(`the preview of ${plan.id} to show the approval`, () => buttons(s.slack.message(REVIEW, message.ts)!).every((b) => b.action_id !== "approve"));
+    }
   });
 
   itWhen(oneDoor)("14: Slack answers 429 with Retry-After → the bot waits at least that long and posts once", async () => {

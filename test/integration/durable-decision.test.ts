@@ -1,4 +1,5 @@
 import { eq } from "drizzle-orm";
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { decideDurably } from "../../src/slack/durable-decision.ts";
 import type { DecideInput } from "../../src/service/decide.ts";
@@ -88,6 +89,27 @@ describe.skipIf(!available)("decideDurably against a database that goes away", (
     }
     await waitFor("the database to answer", async () => (await statusOf(plan).catch(() => undefined)) ?? false, 20_000);
     expect(await statusOf(plan)).toBe("pending");
+    expect(await votes(plan)).toBe(0);
+  });
+
+  it("a server stopping while a click waits for the database tells the clicker at once, instead of holding the shutdown for the window", async () => {
+    const plan = await propose();
+    const told: string[] = [];
+    const stopping = new AbortController();
+    const logged: string[] = [];
+    const ctx = { ...h.ctx, logger: pino({ level: "warn" }, { write: (line: string) => void logged.push(line) }) };
+    await pg.stop();
+    try {
+      const pending = decideDurably(ctx, approval(plan), { ...holding(told), signal: stopping.signal });
+      await waitFor("the click to wait for the database", () => logged.some((l) => l.includes("holding a Slack decision")));
+      stopping.abort();
+      expect(await pending).toBeUndefined(); // well within the 60 s window
+      expect(told).toHaveLength(1);
+      expect(told[0]).toContain(`approval of <${h.ctx.config.publicUrl}/plans/${plan.id}|plan ${plan.id}> was not recorded`);
+    } finally {
+      await pg.start();
+    }
+    await waitFor("the database to answer", async () => (await statusOf(plan).catch(() => undefined)) ?? false, 20_000);
     expect(await votes(plan)).toBe(0);
   });
 
