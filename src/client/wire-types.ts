@@ -169,14 +169,14 @@ export type ErrorBody = {
     message: string;
     /** Each offending place in the request, for `invalid_request` and some 422s */
     issues?: Issue[];
-    /** Machine-readable context: `planId` for `idempotency_conflict`, `status` for `already_decided`, `expiresAt` for `plan_expired`, `target`/`path`/`targetAnswer` for `preview_failed` */
+    /** Machine-readable context: `planId` for `idempotency_conflict`, `status` for `already_decided`, `expiresAt` for `plan_expired`, `target`/`path`/`targetAnswer` for `preview_failed`, `limit` (the config key)/`value`/`retryAfterSeconds` for `rate_limited` (429, also sent as `Retry-After`) */
     details?: {
       [key: string]: unknown;
     };
   };
 };
 
-export type ErrorCode = "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "idempotency_conflict" | "conflict" | "lease_lost" | "approver_check_failed" | "already_decided" | "already_voted" | "hash_mismatch" | "plan_expired" | "self_approval" | "not_an_approver" | "not_a_reader" | "payload_too_large" | "unsupported_media_type" | "unknown_target" | "preview_failed" | "policy_denied" | "database_unavailable" | "internal";
+export type ErrorCode = "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "idempotency_conflict" | "conflict" | "lease_lost" | "approver_check_failed" | "already_decided" | "already_voted" | "hash_mismatch" | "plan_expired" | "self_approval" | "not_an_approver" | "not_a_reader" | "payload_too_large" | "unsupported_media_type" | "unknown_target" | "preview_failed" | "policy_denied" | "rate_limited" | "database_unavailable" | "internal";
 
 export type Issue = {
   /** JSON Pointer into the request; "" for the whole of it */

@@ -44,6 +44,8 @@ export interface ServerConfig extends SharedConfig {
   admins: FileConfig["admins"];
   webhooks: FileConfig["webhooks"];
   redact: FileConfig["redact"];
+  /** Agent limits (`limits`); configs built in code may leave them out, and the defaults apply. */
+  limits?: FileConfig["limits"];
   /** The grant signing key (PEM); absent with PostgreSQL is an error at `serve`, with PGlite one is made in the data dir. */
   grantPrivateKeyPem: string | undefined;
   /** Absent: the executor API refuses everyone. */
@@ -200,6 +202,7 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback, requireFi
     admins: file.admins,
     webhooks: file.webhooks,
     redact: file.redact,
+    limits: file.limits,
     targets: file.targets as Record<string, ServerTarget>, // write blocks were dropped unread
   };
   if (role === "server") return { ...served, slack, grantPrivateKeyPem: e.COUNTERSIGN_GRANT_PRIVATE_KEY, executorToken: e.COUNTERSIGN_EXECUTOR_TOKEN };

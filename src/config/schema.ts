@@ -84,6 +84,23 @@ export const OidcConfig = z.strictObject({
 });
 export type OidcConfig = z.infer<typeof OidcConfig>;
 
+/** How fast one agent may submit, and how many of its plans may wait at once (pending or approved). */
+const AgentLimits = z.strictObject({
+  plansPerMinute: z.int("must be a whole number of plans").positive("must be at least 1").optional(),
+  maxPending: z.int("must be a whole number of plans").positive("must be at least 1").optional(),
+});
+
+/**
+ * Agent limits, each agent's own under `agents.<name>` on top of the top-level values. Names
+ * there are not checked against the agents that exist: agents are added at run time.
+ */
+export const LimitsConfig = z.strictObject({
+  plansPerMinute: z.int("must be a whole number of plans").positive("must be at least 1").default(60),
+  maxPending: z.int("must be a whole number of plans").positive("must be at least 1").default(100),
+  agents: z.record(z.string().min(1), AgentLimits).default({}),
+});
+export type LimitsConfig = z.infer<typeof LimitsConfig>;
+
 /** The YAML file (`countersign.yml`). Every key is documented in `countersign.example.yml`. */
 export const FileConfig = z.strictObject({
   environment: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "use lower-case letters, digits, '-' and '_'").default("default"),
@@ -119,6 +136,7 @@ export const FileConfig = z.strictObject({
     /** Seconds an executor holds a claimed plan before another may take it over; heartbeats extend it. */
     leaseSeconds: z.int().min(5).max(3600).default(60),
   }).default({ leaseSeconds: 60 }),
+  limits: LimitsConfig.default({ plansPerMinute: 60, maxPending: 100, agents: {} }),
   targets: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "target names use lower-case letters, digits, '-' and '_'"), TargetConfig).default({}),
 });
 export type FileConfig = z.infer<typeof FileConfig>;

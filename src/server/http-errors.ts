@@ -26,6 +26,7 @@ export const HTTP_STATUS_OF: Record<ErrorCode, ContentfulStatusCode> = {
   unknown_target: 422,
   preview_failed: 422,
   policy_denied: 422,
+  rate_limited: 429,
 };
 
 export type { ErrorBody } from "../wire/agent-api.ts";
@@ -39,5 +40,7 @@ export function errorResponse(c: Context, err: ServiceError): Response {
       ...(err.details ? { details: err.details } : {}),
     },
   };
-  return c.json(body, HTTP_STATUS_OF[err.code]);
+  // A refusal that passes with time (rate_limited) says when, in the header clients and proxies read.
+  const retryAfter = err.details?.retryAfterSeconds;
+  return c.json(body, HTTP_STATUS_OF[err.code], typeof retryAfter === "number" ? { "retry-after": String(retryAfter) } : {});
 }

@@ -22,6 +22,7 @@ export type ErrorCode =
   | "not_a_reader"
   | "lease_lost"
   | "approver_check_failed"
+  | "rate_limited"
   | "conflict";
 
 export interface Issue {

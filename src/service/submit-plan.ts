@@ -14,6 +14,7 @@ import { resolveTtl } from "../policy/ttl.ts";
 import { plans } from "../store/schema.ts";
 import type { AgentIdentity } from "./authenticate-agent.ts";
 import type { ServiceContext } from "./context.ts";
+import { admitPlanGuard, checkAgentLimits, guardRefusal, isOverLimit } from "./agent-limits.ts";
 import { ServiceError } from "./errors.ts";
 import { newPlanView, planView, type PlanView } from "./plan-view.ts";
 import { rememberDecisionTerms } from "./decision-terms.ts";
@@ -40,6 +41,8 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
     const earlier = await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey, requestDigest);
     if (earlier) return { created: false, plan: earlier };
   }
+  // After the idempotency lookup (a retry of an existing plan is never limited), before any target read.
+  const limits = await checkAgentLimits(ctx, agent);
 
   const targets = request.actions.map((action, i) => {
     const target = ctx.config.targets[action.target];
@@ -103,7 +106,8 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
   const row = await ctx.database.db.transaction(async (tx) => {
     const [inserted] = await tx.insert(plans).values({
       id: document.id,
-      agentId: agent.id,
+      // Holds the limits exactly when this agent's submissions race past checkAgentLimits.
+      agentId: admitPlanGuard(agent.id, limits, now.getTime()),
       hash,
       document,
       preview: { actions: shown },
@@ -122,6 +126,11 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
     if (!inserted) return undefined;
     await recordPlanEvent(ctx, tx, inserted, "plan.submitted", { type: "agent", agentId: agent.id, name: agent.name }, now, { title: request.title, expiresAt: document.expiresAt });
     return inserted;
+  }).catch(async (err: unknown) => {
+    if (!isOverLimit(err)) throw err;
+    // A retry racing its first submission is answered with that plan below, never limited.
+    if (request.idempotencyKey !== undefined && await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey, requestDigest)) return undefined;
+    throw await guardRefusal(ctx, agent, limits);
   });
   if (!row) {
     const earlier = await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey!, requestDigest);

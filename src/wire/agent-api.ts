@@ -110,7 +110,7 @@ export const ErrorBody = z.strictObject({
     message: z.string().describe("A sentence for the agent (or its developer) saying what to change"),
     issues: z.array(Issue).optional().describe("Each offending place in the request, for `invalid_request` and some 422s"),
     details: z.record(z.string(), z.unknown()).optional().describe(
-      "Machine-readable context: `planId` for `idempotency_conflict`, `status` for `already_decided`, `expiresAt` for `plan_expired`, `target`/`path`/`targetAnswer` for `preview_failed`",
+      "Machine-readable context: `planId` for `idempotency_conflict`, `status` for `already_decided`, `expiresAt` for `plan_expired`, `target`/`path`/`targetAnswer` for `preview_failed`, `limit` (the config key)/`value`/`retryAfterSeconds` for `rate_limited` (429, also sent as `Retry-After`)",
     ),
   }),
 });

@@ -1,0 +1,164 @@
+import { sql, type SQL } from "drizzle-orm";
+import { LimitsConfig } from "../config/schema.ts";
+import { causeChain } from "../store/database-errors.ts";
+import type { Database } from "../store/db.ts";
+import type { ServiceContext } from "./context.ts";
+import { ServiceError } from "./errors.ts";
+
+/*
+ * Agent limits (issue 14): how many plans one agent may submit per minute, and how many of its
+ * plans may wait at once (`pending` or `approved`). The rule is pure (limitVerdict); the usage it
+ * judges is read in one statement (readAgentUsage) before any target is read, and held exactly
+ * under concurrency by admitPlanGuard, which rides inside the plan's INSERT (migration 0013).
+ */
+
+/** The sliding window of `plansPerMinute`. */
+export const WINDOW_MS = 60_000;
+/**
+ * Retry-After for `maxPending` when no pending plan expires sooner: a reviewer's decision or the
+ * executor may free a place at any moment, so an agent is not sent away for the hours a plan's
+ * TTL may run.
+ */
+export const PENDING_RETRY_SECONDS = 30;
+
+/** SQLSTATE the admission guard raises (migration 0013); nothing else uses it. */
+const OVER_LIMIT_SQLSTATE = "CSLIM";
+
+const DEFAULTS = LimitsConfig.parse({});
+
+export interface AgentLimits {
+  plansPerMinute: number;
+  maxPending: number;
+  /** The config key each value comes from, as the refusal names it. */
+  keys: { plansPerMinute: string; maxPending: string };
+}
+
+/** The limits of one agent: its own under `limits.agents.<name>`, else the top-level ones, else the defaults. */
+export function limitsOf(config: LimitsConfig | undefined, agentName: string): AgentLimits {
+  const top = config ?? DEFAULTS;
+  const own = top.agents[agentName];
+  const pick = (name: "plansPerMinute" | "maxPending") =>
+    own?.[name] !== undefined ? { value: own[name], key: `limits.agents.${agentName}.${name}` } : { value: top[name], key: `limits.${name}` };
+  const perMinute = pick("plansPerMinute");
+  const pending = pick("maxPending");
+  return { plansPerMinute: perMinute.value, maxPending: pending.value, keys: { plansPerMinute: perMinute.key, maxPending: pending.key } };
+}
+
+/** What an agent has used, each count read only as far as its limit (no more is needed to judge it). */
+export interface AgentUsage {
+  /** Plans created in the last minute, at most plansPerMinute. */
+  recent: number;
+  /** The oldest of those counted (ms since the epoch): when it leaves the window, a place frees. */
+  oldestRecentMs: number | null;
+  /** Plans pending or approved, at most maxPending. */
+  open: number;
+  /** The soonest expiry of a pending plan (ms since the epoch), if any is still to come. */
+  soonestExpiryMs: number | null;
+}
+
+export interface LimitRefusal {
+  limit: "plansPerMinute" | "maxPending";
+  key: string;
+  value: number;
+  retryAfterSeconds: number;
+  message: string;
+}
+
+/** The limits an agent is at, each with when to retry; empty when it may submit. */
+export function limitVerdict(agentName: string, limits: AgentLimits, usage: AgentUsage, nowMs: number): LimitRefusal[] {
+  const refusals: LimitRefusal[] = [];
+  if (usage.recent >= limits.plansPerMinute) {
+    const leaves = usage.oldestRecentMs === null ? nowMs : usage.oldestRecentMs + WINDOW_MS;
+    refusals.push({
+      limit: "plansPerMinute",
+      key: limits.keys.plansPerMinute,
+      value: limits.plansPerMinute,
+      retryAfterSeconds: wholeSeconds(leaves - nowMs),
+      message: `agent ${agentName} submitted ${usage.recent} plans in the last minute; ${limits.keys.plansPerMinute} is ${limits.plansPerMinute}`,
+    });
+  }
+  if (usage.open >= limits.maxPending) {
+    const expires = usage.soonestExpiryMs === null ? Infinity : usage.soonestExpiryMs - nowMs;
+    refusals.push({
+      limit: "maxPending",
+      key: limits.keys.maxPending,
+      value: limits.maxPending,
+      retryAfterSeconds: wholeSeconds(Math.min(PENDING_RETRY_SECONDS * 1000, expires)),
+      message: `agent ${agentName} has ${usage.open} plans pending or approved; ${limits.keys.maxPending} is ${limits.maxPending}`,
+    });
+  }
+  return refusals;
+}
+
+/** Retry-After is whole seconds, at least 1 (0 would invite a retry into the same refusal). */
+function wholeSeconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}
+
+/** The `rate_limited` refusal: every limit reached, and the latest of their retry times (all must pass). */
+export function rateLimited(agentName: string, refusals: LimitRefusal[]): ServiceError {
+  const retryAfterSeconds = refusals.length ? Math.max(...refusals.map((r) => r.retryAfterSeconds)) : 1;
+  const message = refusals.length
+    ? `${refusals.map((r) => r.message).join("; and ")}. Retry after ${retryAfterSeconds} s.`
+    // The guard saw a limit reached that a re-read no longer shows: plans submitted at the same
+    // time took the last places, and one has left since. Retrying soon is right.
+    : `agent ${agentName} reached its limits with plans submitted at the same time. Retry after ${retryAfterSeconds} s.`;
+  const first = refusals[0];
+  return new ServiceError("rate_limited", message, {
+    details: { retryAfterSeconds, ...(first ? { limit: first.key, value: first.value } : {}) },
+  });
+}
+
+/**
+ * One statement: the agent's usage, each count stopped at its limit. The per-minute window is
+ * served by plans_agent_created_at, the open plans and their expiry by plans_agent_open.
+ */
+export async function readAgentUsage(database: Database, agentId: string, limits: AgentLimits, nowMs: number): Promise<AgentUsage> {
+  const since = new Date(nowMs - WINDOW_MS).toISOString();
+  const now = new Date(nowMs).toISOString();
+  const [row] = await database.rows<{ recent: number; oldest: number | null; open: number; soonest: number | null }>(sql`
+    SELECT w.recent, w.oldest,
+      (SELECT count(*)::int FROM (SELECT 1 FROM plans WHERE agent_id = ${agentId} AND status IN ('pending', 'approved') LIMIT ${limits.maxPending}) o) AS open,
+      (SELECT (extract(epoch FROM min(expires_at)) * 1000)::float8 FROM plans WHERE agent_id = ${agentId} AND status = 'pending' AND expires_at > ${now}::timestamptz) AS soonest
+    FROM (
+      SELECT count(*)::int AS recent, (extract(epoch FROM min(created_at)) * 1000)::float8 AS oldest
+      FROM (SELECT created_at FROM plans WHERE agent_id = ${agentId} AND created_at > ${since}::timestamptz ORDER BY created_at DESC LIMIT ${limits.plansPerMinute}) r
+    ) w`);
+  if (!row) throw new Error("the agent usage query returned no row");
+  return { recent: Number(row.recent), oldestRecentMs: row.oldest === null ? null : Number(row.oldest), open: Number(row.open), soonestExpiryMs: row.soonest === null ? null : Number(row.soonest) };
+}
+
+/**
+ * The agent id for the plan's INSERT, computed by countersign_admit_plan(): it takes a per-agent
+ * transaction lock, counts again with the plans committed up to then, and raises OVER_LIMIT_SQLSTATE
+ * when a limit is reached. Submissions of one agent that raced past readAgentUsage are ordered
+ * here (the lock is held until their commit); other agents never wait on it. It costs no statement
+ * of its own.
+ */
+export function admitPlanGuard(agentId: string, limits: AgentLimits, nowMs: number): SQL {
+  const since = new Date(nowMs - WINDOW_MS).toISOString();
+  return sql`countersign_admit_plan(${agentId}::uuid, ${since}::timestamptz, ${limits.plansPerMinute}::int, ${limits.maxPending}::int)`;
+}
+
+/** Whether a database error is the admission guard's refusal. */
+export function isOverLimit(err: unknown): boolean {
+  return causeChain(err).some((e) => (e as { code?: unknown }).code === OVER_LIMIT_SQLSTATE);
+}
+
+/**
+ * Refuses the submission when the agent is at a limit: one statement, before any target is
+ * read. Returns the agent's limits, for the guard of the plan's INSERT.
+ */
+export async function checkAgentLimits(ctx: Pick<ServiceContext, "database" | "config" | "clock">, agent: { id: string; name: string }): Promise<AgentLimits> {
+  const limits = limitsOf(ctx.config.limits, agent.name);
+  const nowMs = ctx.clock().getTime();
+  const refusals = limitVerdict(agent.name, limits, await readAgentUsage(ctx.database, agent.id, limits, nowMs), nowMs);
+  if (refusals.length > 0) throw rateLimited(agent.name, refusals);
+  return limits;
+}
+
+/** The refusal after the INSERT's guard refused: the usage read again (now committed), for the message and Retry-After. */
+export async function guardRefusal(ctx: Pick<ServiceContext, "database" | "clock">, agent: { id: string; name: string }, limits: AgentLimits): Promise<ServiceError> {
+  const nowMs = ctx.clock().getTime();
+  return rateLimited(agent.name, limitVerdict(agent.name, limits, await readAgentUsage(ctx.database, agent.id, limits, nowMs), nowMs));
+}

@@ -1,0 +1,125 @@
+import { sql } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import type { LimitsConfig } from "../../src/config/schema.ts";
+import { cancelPlan } from "../../src/service/cancel-plan.ts";
+import type { ServiceContext } from "../../src/service/context.ts";
+import { decide } from "../../src/service/decide.ts";
+import { submitPlan } from "../../src/service/submit-plan.ts";
+import { databaseKinds } from "../support/databases.ts";
+import { mergeRequest } from "../support/harness.ts";
+import { refusal } from "../support/refusal.ts";
+import { useHarness } from "../support/use-harness.ts";
+
+/** Each test has its own harness (agent, clock, target) on the suite's database, and its own limits. */
+function limited(h: { ctx: ServiceContext }, limits: Partial<LimitsConfig>): ServiceContext {
+  return { ...h.ctx, config: { ...h.ctx.config, limits: { plansPerMinute: 60, maxPending: 100, agents: {}, ...limits } } };
+}
+
+describe.each(databaseKinds)("agent limits on $name", (kind) => {
+  const base = useHarness(kind);
+  const hMinute = base.another({});
+  const hPending = base.another({});
+  const hRetry = base.another({});
+  const hOwn = base.another({});
+  const hOther = base.another({});
+  const hRace = base.another({});
+  const hDefaults = base.another({});
+
+  it("refuses the plan beyond plansPerMinute until the oldest in the window leaves it, without reading the target", async () => {
+    const h = hMinute;
+    const ctx = limited(h, { plansPerMinute: 3 });
+    for (const title of ["first", "second", "third"]) {
+      expect((await submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title }) })).created).toBe(true);
+      h.clock.advance(10);
+    }
+    const reads = h.target.requests.length;
+    const err = await refusal(submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: "fourth" }) }));
+    expect(err.code).toBe("rate_limited");
+    expect(err.message).toBe(`agent ${h.agent.name} submitted 3 plans in the last minute; limits.plansPerMinute is 3. Retry after 30 s.`);
+    // The first plan, 30 s old, leaves the minute 30 s from now.
+    expect(err.details).toEqual({ retryAfterSeconds: 30, limit: "limits.plansPerMinute", value: 3 });
+    expect(h.target.requests.length, "a limited submission reads no target").toBe(reads);
+
+    h.clock.advance(29);
+    expect((await refusal(submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: "still fourth" }) }))).details?.retryAfterSeconds).toBe(1);
+    h.clock.advance(1);
+    expect((await submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: "fourth, a minute after the first" }) })).created).toBe(true);
+  });
+
+  it("refuses beyond maxPending, counting pending and approved plans, with Retry-After at most 30 s or the soonest expiry", async () => {
+    const h = hPending;
+    const ctx = limited(h, { maxPending: 2 });
+    const { plan: first } = await submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: "one", ttlSeconds: 600 }) });
+    const { plan: second } = await submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: "two", ttlSeconds: 300 }) });
+    expect((await decide(ctx, { planId: first.id, hash: first.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" })).status).toBe("approved");
+    h.clock.advance(120); // out of the per-minute window: only maxPending can refuse now
+
+    const err = await refusal(submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: "three" }) }));
+    expect(err.code).toBe("rate_limited");
+    expect(err.message).toBe(`agent ${h.agent.name} has 2 plans pending or approved; limits.maxPending is 2. Retry after 30 s.`);
+    expect(err.details).toEqual({ retryAfterSeconds: 30, limit: "limits.maxPending", value: 2 });
+
+    h.clock.advance(168); // the pending plan expires in 12 s: sooner than 30
+    expect((await refusal(submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: "three" }) }))).details?.retryAfterSeconds).toBe(12);
+
+    await cancelPlan(ctx, { agent: h.agent, planId: second.id });
+    expect((await submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: "three, once two left" }) })).created).toBe(true);
+  });
+
+  it("never limits an idempotent retry of an existing plan", async () => {
+    const h = hRetry;
+    const ctx = limited(h, { plansPerMinute: 1, maxPending: 1 });
+    const request = mergeRequest({ title: "once", idempotencyKey: "limits-retry-1" });
+    const { plan } = await submitPlan(ctx, { agent: h.agent, request });
+    expect((await refusal(submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: "another" }) }))).code).toBe("rate_limited");
+    const retried = await submitPlan(ctx, { agent: h.agent, request });
+    expect(retried).toMatchObject({ created: false, plan: { id: plan.id } });
+  });
+
+  it("applies an agent's own limits over the top-level ones, and names their key", async () => {
+    const ctx = limited(hOwn, { plansPerMinute: 1, agents: { [hOwn.agent.name]: { plansPerMinute: 3 }, "not-yet-added": { maxPending: 1 } } });
+    for (let i = 0; i < 3; i++) await submitPlan(ctx, { agent: hOwn.agent, request: mergeRequest({ title: `own ${i}` }) });
+    const err = await refusal(submitPlan(ctx, { agent: hOwn.agent, request: mergeRequest({ title: "own 4" }) }));
+    expect(err.message).toContain(`limits.agents.${hOwn.agent.name}.plansPerMinute is 3`);
+
+    const other = { ...ctx, clock: hOther.clock.now };
+    await submitPlan(other, { agent: hOther.agent, request: mergeRequest({ title: "other 1" }) });
+    expect((await refusal(submitPlan(other, { agent: hOther.agent, request: mergeRequest({ title: "other 2" }) }))).message).toContain("limits.plansPerMinute is 1");
+  });
+
+  it("holds the limit when one agent submits 20 plans at once with plansPerMinute 5", async () => {
+    const h = hRace;
+    const ctx = limited(h, { plansPerMinute: 5 });
+    const reads = h.target.requests.length;
+    const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: `race ${i}` }) })));
+    const accepted = results.filter((r) => r.status === "fulfilled");
+    const refused = results.flatMap((r) => (r.status === "rejected" ? [r.reason as { code?: string; details?: Record<string, unknown> }] : []));
+    expect(accepted).toHaveLength(5);
+    expect(refused.map((e) => e.code)).toEqual(Array(15).fill("rate_limited"));
+    for (const e of refused) expect(e.details?.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+    const stored = await base.database.rows<{ n: number }>(sqlCount(h.agent.id));
+    expect(Number(stored[0]!.n)).toBe(5);
+    // All 20 usage reads are sent before any preview returns, so more than 5 pass them and read
+    // the target: it is the INSERT's guard that held the limit for those.
+    expect(h.target.requests.length - reads).toBeGreaterThan(5);
+  });
+
+  it("applies 60 a minute and 100 open by default, when the config has no limits block", async () => {
+    const ctx: ServiceContext = { ...hDefaults.ctx, config: { ...hDefaults.ctx.config, limits: undefined } };
+    // 60 plans a minute would be slow to submit here: they are written as committed rows.
+    await base.database.rows(sqlInsertRecent(hDefaults.agent.id, 60, hDefaults.clock.now()));
+    const err = await refusal(submitPlan(ctx, { agent: hDefaults.agent, request: mergeRequest() }));
+    expect(err.message).toContain("submitted 60 plans in the last minute; limits.plansPerMinute is 60");
+  });
+});
+
+function sqlCount(agentId: string) {
+  return sql`SELECT count(*)::int AS n FROM plans WHERE agent_id = ${agentId}`;
+}
+
+/** n cancelled plans of the agent created in the second before `now` (final, so only plansPerMinute counts them). */
+function sqlInsertRecent(agentId: string, n: number, now: Date) {
+  return sql`INSERT INTO plans (id, agent_id, hash, document, preview, status, expires_at, request_digest, created_at, updated_at)
+    SELECT gen_random_uuid(), ${agentId}, 'sha256:' || repeat('0', 64), '{}', '{}', 'cancelled', ${now.toISOString()}::timestamptz + interval '15 minutes', 'seed', ${now.toISOString()}::timestamptz - (i || ' ms')::interval, ${now.toISOString()}::timestamptz
+    FROM generate_series(1, ${n}) i`;
+}
