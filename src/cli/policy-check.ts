@@ -3,6 +3,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, type CheckConfig } from "../config/load.ts";
 import { effectivePolicy } from "../policy/effective-policy.ts";
+import { limitsOf, type AgentLimits } from "../policy/agent-limits.ts";
 import { ServiceError } from "../service/errors.ts";
 
 const USAGE = "usage: countersign policy check [FILE] [--role server|executor]";
@@ -56,6 +57,7 @@ function printPolicy(config: CheckConfig, out: (line: string) => void): void {
   const readers = config.browser.readers;
   out(`Who may read plans: admins (${config.admins.join(", ") || "none"}) read all; each plan's approvers read it; `
     + (readers === undefined ? "anyone signed in reads all (no browser.readers)" : `besides them only browser.readers (${readers.join(", ") || "nobody"})`));
+  printLimits(config, out);
   const targets = Object.entries(config.targets);
   if (targets.length === 0) out("No targets: agents can propose nothing yet.");
   for (const [name, target] of targets) {
@@ -74,4 +76,12 @@ function printPolicy(config: CheckConfig, out: (line: string) => void): void {
     }
     out(`  executor:   ${config.targetsWithoutWrite.includes(name) ? "CANNOT apply — no write block (targets." + name + ".write)" : "write headers configured"}`);
   }
+}
+
+/** Each agent's limits as submit applies them (agent-limits.ts), with the key each comes from. */
+function printLimits(config: CheckConfig, out: (line: string) => void): void {
+  const line = (limits: AgentLimits) =>
+    `${limits.plansPerMinute} plans a minute (${limits.keys.plansPerMinute}), ${limits.maxPending} pending or approved at once (${limits.keys.maxPending})`;
+  out(`Agent limits: each agent ${line(limitsOf(config.limits, ""))}; beyond them a submission is refused with 429 rate_limited`);
+  for (const name of Object.keys(config.limits?.agents ?? {})) out(`  agent ${name}: ${line(limitsOf(config.limits, name))}`);
 }

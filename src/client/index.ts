@@ -24,13 +24,31 @@ export class CountersignError extends Error {
   readonly status: number | undefined;
   readonly issues: Issue[] | undefined;
   readonly details: Record<string, unknown> | undefined;
-  constructor(code: CountersignError["code"], message: string, extra: { status?: number; issues?: Issue[]; details?: Record<string, unknown> } = {}) {
+  /** Seconds the server asked to wait before retrying (its `Retry-After`), when it gave any: `rate_limited`, `database_unavailable`. */
+  readonly retryAfterSeconds: number | undefined;
+  constructor(code: CountersignError["code"], message: string, extra: { status?: number; issues?: Issue[]; details?: Record<string, unknown>; retryAfterSeconds?: number } = {}) {
     super(message);
     this.name = "CountersignError";
     this.code = code;
     this.status = extra.status;
     this.issues = extra.issues;
     this.details = extra.details;
+    this.retryAfterSeconds = extra.retryAfterSeconds;
+  }
+}
+
+/**
+ * The agent is at one of its limits (HTTP 429): nothing was stored. Wait `retryAfterSeconds`
+ * and submit again; `limit` is the config key that refused (e.g. `limits.plansPerMinute`).
+ */
+export class RateLimitedError extends CountersignError {
+  declare readonly code: "rate_limited";
+  declare readonly retryAfterSeconds: number;
+  readonly limit: string | undefined;
+  constructor(message: string, extra: { status?: number; details?: Record<string, unknown>; retryAfterSeconds: number }) {
+    super("rate_limited", message, extra);
+    this.name = "RateLimitedError";
+    this.limit = typeof extra.details?.limit === "string" ? extra.details.limit : undefined;
   }
 }
 
@@ -127,14 +145,28 @@ export class Countersign {
     }
     if (!response.ok) {
       const error = (json as Partial<ErrorBody> | undefined)?.error;
-      throw new CountersignError(error?.code ?? "internal", error?.message ?? `HTTP ${response.status}`, {
+      const retryAfterSeconds = retryAfter(response.headers.get("retry-after"), error?.details);
+      const message = error?.message ?? `HTTP ${response.status}`;
+      if (error?.code === "rate_limited") {
+        throw new RateLimitedError(message, { status: response.status, retryAfterSeconds: retryAfterSeconds ?? 1, ...(error.details ? { details: error.details } : {}) });
+      }
+      throw new CountersignError(error?.code ?? "internal", message, {
         status: response.status,
         ...(error?.issues ? { issues: error.issues } : {}),
         ...(error?.details ? { details: error.details } : {}),
+        ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}),
       });
     }
     return json as T;
   }
+}
+
+/** Retry-After as whole seconds (delta-seconds or an HTTP date), else the body's `details.retryAfterSeconds`. */
+function retryAfter(header: string | null, details: Record<string, unknown> | undefined): number | undefined {
+  if (header !== null && /^\d+$/.test(header.trim())) return Math.max(1, Number(header.trim()));
+  const date = header === null ? NaN : Date.parse(header);
+  if (!Number.isNaN(date)) return Math.max(1, Math.ceil((date - Date.now()) / 1000));
+  return typeof details?.retryAfterSeconds === "number" ? details.retryAfterSeconds : undefined;
 }
 
 function finalOutcome(plan: PlanView): FinalOutcome {

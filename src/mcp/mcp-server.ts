@@ -13,7 +13,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { Countersign, CountersignError, FINAL_STATUSES, type FinalOutcome, type PlanView } from "../client/index.ts";
+import { Countersign, CountersignError, FINAL_STATUSES, RateLimitedError, type FinalOutcome, type PlanView } from "../client/index.ts";
 import { ConfigError } from "../config/load.ts";
 import { packagePath } from "../package-path.ts";
 import { HttpJsonAction, LIMITS, PlanRequest } from "../plan/schema.ts";
@@ -91,7 +91,8 @@ export function createMcpServer(client: Countersign, version = packageVersion())
         "(read-only), shows reviewers a before → after preview, and a separate executor applies the plan only if they approve. " +
         "Returns the plan id, its hash, status (pending), expiry, the previewed changes and the URL where people review it. " +
         "Then call wait_for_outcome with the id. Idempotent only when you pass an idempotencyKey: a retry with the same key and " +
-        "the same plan returns the existing plan; without a key every call creates a new plan.",
+        "the same plan returns the existing plan; without a key every call creates a new plan. " +
+        "Each agent may propose only so many plans a minute and have only so many waiting; beyond that the call fails with rate_limited and says how many seconds to wait.",
       inputSchema: ProposePlanInput,
       // It creates a plan (so not read-only) but changes no target; without an idempotencyKey a
       // repeat creates a second plan, and annotations cannot depend on the arguments.
@@ -234,6 +235,15 @@ async function refusalsAsToolErrors(run: () => Promise<CallToolResult>): Promise
     return await run();
   } catch (err) {
     if (!(err instanceof CountersignError)) throw err;
+    if (err instanceof RateLimitedError) {
+      // Said plainly, with the wait: a model told only "429" tends to retry at once, or give up.
+      const at = new Date(Date.now() + err.retryAfterSeconds * 1000).toISOString();
+      return {
+        isError: true,
+        content: [{ type: "text", text: `rate_limited: ${err.message} Nothing was created. Wait ${err.retryAfterSeconds} s (until ${at}), then call propose_plan again with the same plan; do not retry sooner.` }],
+        structuredContent: { error: { code: err.code, message: err.message, retryAfterSeconds: err.retryAfterSeconds, retryAt: at, ...(err.limit ? { limit: err.limit } : {}) } },
+      };
+    }
     const issues = (err.issues ?? []).map((i) => `\n- ${i.path || "(request)"}: ${i.message}`).join("");
     return {
       isError: true,

@@ -33,6 +33,11 @@ const ownPlan = {
   ...common,
   ...errors(404, ["not_found"], "No such plan for this agent (another agent's plan looks the same)"),
 };
+/** The header a refusal that passes with time carries (as `details.retryAfterSeconds` too). */
+function withRetryAfter<T extends Record<number, object>>(response: T): T {
+  const header = { "Retry-After": { description: "Whole seconds to wait before retrying (at least 1)", schema: { type: "integer", minimum: 1 } } };
+  return Object.fromEntries(Object.entries(response).map(([status, r]) => [status, { ...r, headers: header }])) as T;
+}
 const planIdParameter = {
   name: "id",
   in: "path",
@@ -76,6 +81,7 @@ function build(publicUrl: string): object {
             ...errors(413, ["payload_too_large"], `The body is over ${LIMITS.maxBodyBytes / 1024} KiB`),
             ...errors(415, ["unsupported_media_type"], "The body is not sent as `Content-Type: application/json`"),
             ...errors(422, ["unknown_target", "preview_failed", "policy_denied"], "The plan is well-formed but cannot be proposed"),
+            ...withRetryAfter(errors(429, ["rate_limited"], "The agent is at one of its limits (`limits.plansPerMinute`, `limits.maxPending`, or its own under `limits.agents.<name>`); nothing was stored and no target was read. `details.limit` names the config key, `details.value` its value; retry after `Retry-After` seconds. A retry with an existing plan's `idempotencyKey` is never limited")),
           },
         },
       },
