@@ -1,9 +1,12 @@
 import { and, eq, inArray } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import type { Claim } from "../../src/executor/execute-plan.ts";
 import { cancelPlan } from "../../src/service/cancel-plan.ts";
+import { claimApproved } from "../../src/service/claim-approved.ts";
 import { decide, type DecideResult } from "../../src/service/decide.ts";
 import { ServiceError } from "../../src/service/errors.ts";
 import { expireDue } from "../../src/service/expire-due.ts";
+import { reportOutcome } from "../../src/service/report-outcome.ts";
 import type { PlanView } from "../../src/service/plan-view.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { auditEvents, decisions, plans } from "../../src/store/schema.ts";
@@ -168,5 +171,53 @@ describe.skipIf(!postgresKind)("races on postgres", () => {
     const rows = await h1.database.db.select({ id: plans.id }).from(plans).where(and(eq(plans.agentId, h1.agent.id), eq(plans.idempotencyKey, "race-key-1")));
     expect(rows).toEqual([{ id: [...ids][0] }]);
     expect(await countEvents([...ids][0]!, "plan.submitted")).toBe(1);
+  });
+
+  /** Closes every plan an executor could claim now (earlier tests leave approved plans behind). */
+  async function drainClaims(): Promise<void> {
+    for (let claim = await claimApproved(h1.ctx); claim; claim = await claimApproved(h1.ctx)) {
+      await reportOutcome(h1.ctx, { claimToken: claim.claimToken, outcome: { status: "applied", actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied" }] } });
+    }
+  }
+  async function approvedPlan(title: string): Promise<PlanView> {
+    const plan = await newPlan(h1, { title });
+    expect((await decide(h1.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: APPROVERS_20[0]!, via: "web" }, verdict: "approve" })).status).toBe("approved");
+    return plan;
+  }
+
+  it("8 executors claiming at once over 5 approved plans: each plan goes to one of them, once, under its own token", async () => {
+    await drainClaims();
+    const approved = await Promise.all(Array.from({ length: 5 }, (_, i) => approvedPlan(`claimed once ${i}`)));
+    const ids = approved.map((p) => p.id).sort();
+
+    const claims = (await Promise.all(Array.from({ length: 8 }, () => claimApproved(h1.ctx)))).filter((c): c is Claim => c !== undefined);
+    expect(claims.map((c) => c.plan.id).sort()).toEqual(ids);
+    expect(new Set(claims.map((c) => c.claimToken)).size).toBe(5);
+    const rows = await h1.database.db.select({ status: plans.status, claims: plans.claims, claimToken: plans.claimToken }).from(plans).where(inArray(plans.id, ids));
+    expect(rows.every((r) => r.status === "executing" && r.claims === 1)).toBe(true);
+    expect(rows.map((r) => r.claimToken).sort()).toEqual(claims.map((c) => c.claimToken).sort());
+    for (const id of ids) expect(await countEvents(id, "plan.executing")).toBe(1);
+    expect(await claimApproved(h1.ctx)).toBeUndefined();
+    await Promise.all(claims.map((c) => reportOutcome(h1.ctx, { claimToken: c.claimToken, outcome: { status: "applied", actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied" }] } })));
+  });
+
+  it("5 executors at once over a plan whose lease ran out: one takes it over with a fresh token, the old one is fenced off", async () => {
+    await drainClaims();
+    const plan = await approvedPlan("taken over once");
+    const first = (await claimApproved(h1.ctx))!;
+    expect(first.plan.id).toBe(plan.id);
+    h1.clock.advance(61); // testConfig's lease is 60 s; the grant (600 s) is still valid
+
+    const claims = (await Promise.all(Array.from({ length: 5 }, () => claimApproved(h1.ctx)))).filter((c): c is Claim => c !== undefined);
+    expect(claims.map((c) => c.plan.id)).toEqual([plan.id]);
+    const second = claims[0]!;
+    expect(second.claimToken).not.toBe(first.claimToken);
+    const [row] = await h1.database.db.select({ status: plans.status, claims: plans.claims, claimToken: plans.claimToken }).from(plans).where(eq(plans.id, plan.id));
+    expect(row).toEqual({ status: "executing", claims: 2, claimToken: second.claimToken });
+    expect(await countEvents(plan.id, "plan.reclaimed")).toBe(1);
+
+    const outcome = { status: "applied" as const, actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied" as const }] };
+    await expect(reportOutcome(h1.ctx, { claimToken: first.claimToken, outcome })).rejects.toMatchObject({ code: "lease_lost" });
+    expect(await reportOutcome(h1.ctx, { claimToken: second.claimToken, outcome })).toEqual({ status: "applied" });
   });
 });
