@@ -1,7 +1,8 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { policyCheck } from "../../../src/cli/policy-check.ts";
 import { ConfigError, loadConfig } from "../../../src/config/load.ts";
 import { limitsOf, limitVerdict, type AgentUsage } from "../../../src/policy/agent-limits.ts";
 import { rateLimited } from "../../../src/service/agent-limits.ts";
@@ -78,5 +79,16 @@ describe("agent limits: the rule", () => {
       "agent deploy-bot submitted 5 plans in the last minute; limits.agents.deploy-bot.plansPerMinute is 5; and agent deploy-bot has 100 plans pending or approved; limits.maxPending is 100. Retry after 30 s.",
     );
     expect(err.details).toEqual({ retryAfterSeconds: 30, limit: "limits.agents.deploy-bot.plansPerMinute", value: 5 });
+  });
+});
+
+describe("policy check", () => {
+  it("prints the limits every agent has, and each agent's own, with the key each value comes from", () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), "limits-")), "countersign.yml");
+    writeFileSync(file, "defaults: { approvers: [U0ALICE] }\nlimits: { maxPending: 20, agents: { deploy-bot: { plansPerMinute: 5 } } }\n");
+    const lines: string[] = [];
+    policyCheck([file], {}, (l) => lines.push(l));
+    expect(lines).toContain("Agent limits: each agent 60 plans a minute (limits.plansPerMinute), 20 pending or approved at once (limits.maxPending); beyond them a submission is refused with 429 rate_limited");
+    expect(lines).toContain("  agent deploy-bot: 5 plans a minute (limits.agents.deploy-bot.plansPerMinute), 20 pending or approved at once (limits.maxPending)");
   });
 });
