@@ -5,7 +5,7 @@
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,7 +13,7 @@ import postgres from "postgres";
 import { SlackEmulator } from "../test/support/slack-emulator.ts";
 import { SlackRequests } from "../test/support/slack-requests.ts";
 import { freePort } from "./figures/start.ts";
-import { cleanEnv, countersignCommand, outputOf, startUntilReady, type Started } from "./processes.ts";
+import { cleanEnv, countersignCommand, outputOf, productDir, startUntilReady, type Started } from "./processes.ts";
 
 export const READ_TOKEN = "bench-read-token";
 export const WRITE_TOKEN = "bench-write-token";
@@ -22,6 +22,12 @@ export const REVIEW_CHANNEL = "C0REVIEW";
 export const APPROVER = "U0ALICE";
 const EXECUTOR_TOKEN = "bench-executor-token-0123456789abcdef";
 const TARGET = fileURLToPath(new URL("./target.ts", import.meta.url));
+
+/** Whether the product knows `limits:` (agent limits, issue 14); an older one refuses the key. */
+function hasAgentLimits(): boolean {
+  const example = path.join(productDir(), "countersign.example.yml");
+  return existsSync(example) && /^limits:/m.test(readFileSync(example, "utf8"));
+}
 
 /** Milliseconds since the epoch with sub-millisecond resolution: comparable with the target process's clock. */
 export function epochNow(): number {
@@ -131,6 +137,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       '    read: { headers: { Authorization: "Bearer ${CRM_READ}" } }',
       '    write: { headers: { Authorization: "Bearer ${CRM_WRITE}" } }',
       '    allow: { ops: [merge], paths: ["/contacts/*"] }',
+      // The agent limits (where the product has them) are checked as always, with bounds no figure reaches.
+      ...(hasAgentLimits() ? ["limits: { plansPerMinute: 1000000, maxPending: 1000000 }"] : []),
     ].join("\n"));
     const { privateKey, publicKey } = generateKeyPairSync("ed25519");
     const port = await freePort();
