@@ -8,7 +8,7 @@ import { sealAudit, type Seal } from "../../src/service/seal-audit.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { verifyAudit } from "../../src/service/verify-audit.ts";
 import type { Tx } from "../../src/store/db.ts";
-import { postgresKind } from "../support/databases.ts";
+import { useSealingPostgres } from "../support/sealing-postgres.ts";
 import { mergeRequest } from "../support/harness.ts";
 import { sealAll } from "../support/seal-all.ts";
 import { useHarness } from "../support/use-harness.ts";
@@ -32,9 +32,11 @@ function openTransaction(database: { db: { transaction<T>(f: (tx: Tx) => Promise
   return { ready, commit: async () => { release(); await done; } };
 }
 
+const sealingPostgres = useSealingPostgres();
+
 /** Concurrency needs real concurrent connections: PostgreSQL only (PGlite runs one transaction at a time). */
-describe.skipIf(!postgresKind)("audit chains and seals under concurrency on postgres", () => {
-  const h = useHarness(postgresKind!, { defaults: { approvers: APPROVERS, requiredApprovals: 1 } });
+describe.skipIf(!sealingPostgres)("audit chains and seals under concurrency on postgres", () => {
+  const h = useHarness(sealingPostgres!, { defaults: { approvers: APPROVERS, requiredApprovals: 1 } });
   const h2 = h.another({ defaults: { approvers: APPROVERS, requiredApprovals: 2 } });
 
   it("many plans written in parallel, clicks racing on the same plans, and two sealers at once: no deadlock, every chain and seal verifies", async () => {

@@ -1,14 +1,14 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
-import postgres from "postgres";
 import { afterEach, describe, expect, it } from "vitest";
 import { appendAudit, GENESIS_HASH, legacyAuditEventHash, type AuditInput } from "../../src/service/audit.ts";
 import { verifyAudit } from "../../src/service/verify-audit.ts";
 import { MIGRATIONS_FOLDER, openDatabase, type Database } from "../../src/store/db.ts";
 import { sealAll } from "../support/seal-all.ts";
+import { useSealingPostgres } from "../support/sealing-postgres.ts";
 
 /** The last migration before the chains were split. */
 const BEFORE_SPLIT = "0009_scan_indexes";
@@ -42,27 +42,15 @@ const kinds: Kind[] = [
     },
   },
 ];
-const testDatabaseUrl = process.env.TEST_DATABASE_URL;
-if (testDatabaseUrl) {
+const sealingPostgres = useSealingPostgres();
+if (sealingPostgres) {
   kinds.push({
     name: "postgres",
     async openOld(folder) {
-      const admin = postgres(testDatabaseUrl, { onnotice: () => {}, max: 1 });
-      const name = `cs_test_${randomBytes(6).toString("hex")}`;
-      await admin.unsafe(`CREATE DATABASE ${name}`);
-      const url = new URL(testDatabaseUrl);
-      url.pathname = `/${name}`;
-      const database = await openDatabase({ kind: "postgres", url: url.toString() });
+      const database = await sealingPostgres.openUnmigrated();
       const { migrate } = await import("drizzle-orm/postgres-js/migrator");
       await migrate(database.db as never, { migrationsFolder: folder });
-      return {
-        ...database,
-        async close() {
-          await database.close();
-          await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-          await admin.end({ timeout: 5 });
-        },
-      };
+      return database;
     },
   });
 }

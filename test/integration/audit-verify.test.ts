@@ -6,9 +6,13 @@ import { sealAudit } from "../../src/service/seal-audit.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { verifyAudit } from "../../src/service/verify-audit.ts";
 import type { Database } from "../../src/store/db.ts";
-import { databaseKinds } from "../support/databases.ts";
+import { pglite } from "../support/databases.ts";
 import { mergeRequest, openHarness, type Harness } from "../support/harness.ts";
 import { sealAll } from "../support/seal-all.ts";
+import { useSealingPostgres } from "../support/sealing-postgres.ts";
+
+const sealingPostgres = useSealingPostgres();
+const databaseKinds = sealingPostgres ? [pglite, sealingPostgres] : [pglite];
 
 interface Row { id: number; planId: string | null; type: string }
 
