@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createServer } from "node:net";
 import { sql } from "drizzle-orm";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { runExecutor } from "../../src/executor/run-executor.ts";
 import { executorServer } from "../../src/executor/server-client.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
@@ -12,8 +12,8 @@ import { expireDue } from "../../src/service/expire-due.ts";
 import { createLoginLink } from "../../src/service/login-links.ts";
 import type { PlanView } from "../../src/service/plan-view.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
-import { chromiumAvailable, launchChromium, screenshotPath } from "../support/chromium.ts";
-import { databaseKinds } from "../support/databases.ts";
+import { launchChromium, screenshotPath } from "../support/chromium.ts";
+import type { TestDatabaseKind } from "../support/databases.ts";
 import { useServer } from "../support/use-harness.ts";
 import { silentLogger, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
 import { SlackEmulator } from "../support/slack-emulator.ts";
@@ -34,7 +34,11 @@ function freePort(): Promise<number> {
   });
 }
 
-describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chromium on $name", (kind) => {
+/**
+ * The browser door in Chromium against the whole server on one database: call inside a describe.
+ * browser.test.ts runs it on PGlite in npm test; test/slow/browser-postgres.test.ts on PostgreSQL.
+ */
+export function browserScenarios(kind: TestDatabaseKind): void {
   let slack: SlackEmulator;
   const s = useServer(kind, {
     seed: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`/contacts/${i}`, { id: i, name: `Contact ${i}`, email: `c${i}@old.example`, tier: "silver" }])),
@@ -436,4 +440,4 @@ describe.skipIf(!chromiumAvailable).each(databaseKinds)("browser review in Chrom
     }
     expect(Math.max(...timings), `ms from decision to page: ${timings.join(", ")}`).toBeLessThan(5_000);
   });
-});
+}

@@ -1,7 +1,9 @@
 import { describe } from "vitest";
-import { databaseKinds, postgresKind } from "../support/databases.ts";
+import { pglite, postgresKind } from "../support/databases.ts";
 import { slackDeliveryScenarios, slackDoorScenarios } from "./slack-scenarios.ts";
 
-// The same scenarios run over Socket Mode in test/slow/slack-socket-mode.test.ts (npm run test:slow).
-describe.each(databaseKinds)("Slack door on $name over HTTP", (kind) => slackDoorScenarios(kind, "http"));
+// The door scenarios run here on PGlite; on PostgreSQL they are test/slow/slack-postgres.test.ts,
+// and over Socket Mode test/slow/slack-socket-mode.test.ts (npm run test:slow). The delivery and
+// concurrency scenarios need PostgreSQL's row locks and stay here.
+describe("Slack door on 'pglite' over HTTP", () => slackDoorScenarios(pglite, "http"));
 describe.skipIf(!postgresKind)("Slack delivery and concurrency on PostgreSQL over HTTP", () => slackDeliveryScenarios(postgresKind!, "http"));
