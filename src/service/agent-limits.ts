@@ -38,7 +38,7 @@ export async function readAgentUsage(database: Database, agentId: string, limits
   const [row] = await database.rows<{ recent: number; oldest: number | null; open: number; soonest: number | null }>(sql`
     SELECT w.recent, w.oldest,
       (SELECT count(*)::int FROM (SELECT 1 FROM plans WHERE agent_id = ${agentId} AND status IN ('pending', 'approved') LIMIT ${limits.maxPending}) o) AS open,
-      (SELECT (extract(epoch FROM min(expires_at)) * 1000)::float8 FROM plans WHERE agent_id = ${agentId} AND status = 'pending' AND expires_at > ${now}::timestamptz) AS soonest
+      (SELECT (extract(epoch FROM expires_at) * 1000)::float8 FROM plans WHERE agent_id = ${agentId} AND status = 'pending' AND expires_at > ${now}::timestamptz ORDER BY expires_at LIMIT 1) AS soonest
     FROM (
       SELECT count(*)::int AS recent, (extract(epoch FROM min(created_at)) * 1000)::float8 AS oldest
       FROM (SELECT created_at FROM plans WHERE agent_id = ${agentId} AND created_at > ${since}::timestamptz ORDER BY created_at DESC LIMIT ${limits.plansPerMinute}) r
