@@ -57,6 +57,9 @@ export function testConfig(targets: Record<string, TargetConfig>, defaults: Part
     admins: [],
     webhooks: { allowedHosts: ["127.0.0.1"], agents: {} },
     redact: { fields: [] },
+    // Out of reach of tests about something else (one agent may submit hundreds of plans within
+    // a minute of the test clock); test/integration/agent-limits.test.ts sets its own.
+    limits: { plansPerMinute: 100_000, maxPending: 100_000, agents: {} },
     grantPrivateKeyPem: undefined,
     executorToken: undefined,
     targets,
