@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray } from "drizzle-orm";
 import { approverGroups } from "../policy/approvers.ts";
 import { whyMayNot } from "../policy/may-act.ts";
 import type { PlanDocument } from "../plan/schema.ts";
@@ -11,28 +11,54 @@ export interface WaitingPlan {
   title: string;
   expiresAt: Date;
   reviewUrl: string;
+  /** The exact version buttons bind to. */
+  hash: string;
+  agent: string;
+  actions: { target: string; op: string }[];
+  risk?: "low" | "medium" | "high" | undefined;
 }
+
+/**
+ * `newest`: the most recent pending plans (a quick list). `soonest`: soonest expiry first, over
+ * the pending plans that have not expired (App Home, where what runs out first matters most).
+ */
+export type WaitingOrder = "newest" | "soonest";
 
 /** How many recent pending plans are looked at: a list for one person, not a report. */
 const SCAN = 200;
 
 /**
- * Pending plans this person may decide now, newest first: the one rule, asked per plan, so a
+ * Pending plans this person may decide now, newest or soonest-expiring first: the one rule, asked per plan, so a
  * plan they already approved, requested, or may not decide is left out. `uncheckedGroups` names
  * approver groups Slack could not answer for just now (their plans are left out, and the door says so).
  */
-export async function plansWaitingFor(ctx: ServiceContext, userId: string, limit = 20): Promise<{ plans: WaitingPlan[]; uncheckedGroups: string[] }> {
+export async function plansWaitingFor(
+  ctx: ServiceContext,
+  userId: string,
+  limit = 20,
+  order: WaitingOrder = "newest",
+): Promise<{ plans: WaitingPlan[]; uncheckedGroups: string[]; total: number }> {
   const now = ctx.clock();
-  const rows = await ctx.database.db
-    .select({ id: plans.id, status: plans.status, hash: plans.hash, document: plans.document, expiresAt: plans.expiresAt })
-    .from(plans)
-    // No expiry test here: the rule below refuses an expired plan, and with one the planner reads
-    // every pending plan through (status, expires_at) and sorts them instead of the newest SCAN
-    // through (status, created_at) (its statistics rarely know how many plans expire in the future).
-    .where(eq(plans.status, "pending"))
-    .orderBy(desc(plans.createdAt))
-    .limit(SCAN);
-  if (rows.length === 0) return { plans: [], uncheckedGroups: [] };
+  const columns = { id: plans.id, status: plans.status, hash: plans.hash, document: plans.document, expiresAt: plans.expiresAt };
+  const rows =
+    order === "newest"
+      ? await ctx.database.db
+          .select(columns)
+          .from(plans)
+          // No expiry test here: the rule below refuses an expired plan, and with one the planner reads
+          // every pending plan through (status, expires_at) and sorts them instead of the newest SCAN
+          // through (status, created_at) (its statistics rarely know how many plans expire in the future).
+          .where(eq(plans.status, "pending"))
+          .orderBy(desc(plans.createdAt))
+          .limit(SCAN)
+      : // Read in order from plans_pending_expiry (expires_at, id WHERE pending): the SCAN soonest, however many there are.
+        await ctx.database.db
+          .select(columns)
+          .from(plans)
+          .where(and(eq(plans.status, "pending"), gt(plans.expiresAt, now)))
+          .orderBy(asc(plans.expiresAt), asc(plans.id))
+          .limit(SCAN);
+  if (rows.length === 0) return { plans: [], uncheckedGroups: [], total: 0 };
   const votes = await ctx.database.db
     .select({ planId: decisions.planId, userId: decisions.userId })
     .from(decisions)
@@ -46,7 +72,22 @@ export async function plansWaitingFor(ctx: ServiceContext, userId: string, limit
     return whyMayNot({ userId, memberOf }, facts, { verb: "decide" }, now) === undefined;
   });
   return {
-    plans: waiting.slice(0, limit).map((r) => ({ id: r.id, title: (r.document as PlanDocument).title, expiresAt: r.expiresAt, reviewUrl: `${ctx.config.publicUrl}/plans/${r.id}` })),
+    plans: waiting.slice(0, limit).map((r) => waitingPlan(ctx, r.id, r.hash, r.expiresAt, r.document as PlanDocument)),
     uncheckedGroups: unchecked.map((u) => u.group),
+    /** How many of the SCAN plans looked at wait for this person (more than `limit` when some were cut). */
+    total: waiting.length,
+  };
+}
+
+function waitingPlan(ctx: ServiceContext, id: string, hash: string, expiresAt: Date, doc: PlanDocument): WaitingPlan {
+  return {
+    id,
+    title: doc.title,
+    expiresAt,
+    reviewUrl: `${ctx.config.publicUrl}/plans/${id}`,
+    hash,
+    agent: doc.agent,
+    actions: doc.actions.map((a) => ({ target: a.target, op: a.op })),
+    risk: doc.policy.risk?.level,
   };
 }

@@ -195,11 +195,22 @@ function mentions(userIds: string[]): string {
  * the full plan. Built before the action sections and placed last, so it always fits.
  */
 function decisionBlock(m: PlanMessage): Block {
-  const buttons = m.status === "pending" ? [approveButton(m), rejectButton(m)] : [];
+  const buttons = m.status === "pending" ? decisionButtons(m) : [];
   return { type: "actions", elements: [...buttons, viewButton(m)] };
 }
 
-function approveButton(m: PlanMessage): Block {
+/** What the decision buttons need of a plan: which one, its exact hash, and the targets its confirm dialog names. */
+export type ButtonPlan = Pick<PlanMessage, "planId" | "hash"> & { actions: readonly Pick<ActionPreview, "target">[] };
+
+/**
+ * Approve and Reject for a pending plan, exactly as on the preview (same action ids, same value):
+ * other surfaces (App Home) show these, so the same listeners decide on them.
+ */
+export function decisionButtons(m: ButtonPlan): Block[] {
+  return [approveButton(m), rejectButton(m)];
+}
+
+function approveButton(m: ButtonPlan): Block {
   return {
     type: "button",
     action_id: "approve",
@@ -216,7 +227,7 @@ function approveButton(m: PlanMessage): Block {
 }
 
 /** No confirm dialog: Reject opens a modal asking for the reason, which is its confirmation. */
-function rejectButton(m: PlanMessage): Block {
+function rejectButton(m: ButtonPlan): Block {
   return {
     type: "button",
     action_id: "reject",
@@ -226,7 +237,7 @@ function rejectButton(m: PlanMessage): Block {
   };
 }
 
-function viewButton(m: PlanMessage): Block {
+export function viewButton(m: Pick<PlanMessage, "reviewUrl">): Block {
   const button: Block = { type: "button", action_id: "view_full_plan", text: plainText("View full plan", SLACK_LIMITS.buttonText) };
   // Our own PUBLIC_URL; a cut URL would lead somewhere else, so an oversized one is left out.
   if (m.reviewUrl.length <= SLACK_LIMITS.buttonUrl) button.url = m.reviewUrl;
@@ -237,14 +248,14 @@ function viewButton(m: PlanMessage): Block {
  * What a click carries back: the handler passes exactly this hash to `decide`. It is never
  * shortened — a cut hash would bind nothing — so an oversized one is a bug upstream, not input.
  */
-function buttonValue(m: PlanMessage): string {
+function buttonValue(m: ButtonPlan): string {
   const value = JSON.stringify({ planId: m.planId, hash: m.hash });
   if (value.length > SLACK_LIMITS.buttonValue) throw new RangeError(`button value for plan ${m.planId.slice(0, 64)} exceeds ${SLACK_LIMITS.buttonValue} characters`);
   return value;
 }
 
 /** The short hash comes first, so however many targets there are, truncation never hides it. */
-function confirmText(m: PlanMessage): string {
+function confirmText(m: ButtonPlan): string {
   const targets = [...new Set(m.actions.map((a) => singleLine(a.target)))];
   const count = m.actions.length === 1 ? "1 action" : `${m.actions.length} actions`;
   return `Approve plan ${shortHash(m.hash)}? ${count} on ${targets.join(", ") || "no target"}. Your approval binds to exactly this version.`;

@@ -1,0 +1,79 @@
+import { sql } from "drizzle-orm";
+import { approverGroups, isUserGroup } from "../policy/approvers.ts";
+import type { PlanDocument } from "../plan/schema.ts";
+import { outbox, plans } from "../store/schema.ts";
+import type { Membership } from "./approver-groups.ts";
+import type { ServiceContext } from "./context.ts";
+import { plansWaitingFor, type WaitingPlan } from "./plans-for-person.ts";
+
+/** The outbox sink that republishes the App Home of the people a plan event concerns. */
+export const HOME_SINK = "slack_home";
+
+/** What one person's Home tab shows: the plans waiting for them (the one rule, see plans-for-person.ts). */
+export interface HomeTab {
+  plans: WaitingPlan[];
+  total: number;
+  uncheckedGroups: string[];
+  listUrl: string;
+}
+
+/** The first `shown` plans waiting for this person, soonest expiry first, and how many wait in all. */
+export async function homeTabFor(ctx: ServiceContext, userId: string, shown: number): Promise<HomeTab> {
+  const { plans: waiting, total, uncheckedGroups } = await plansWaitingFor(ctx, userId, shown, "soonest");
+  return { plans: waiting, total, uncheckedGroups, listUrl: `${ctx.config.publicUrl}/plans?status=pending` };
+}
+
+/** Someone whose Home a plan event may change, and how the plan names them: their own id, or a group they are in. */
+export interface Decider {
+  userId: string;
+  via: string;
+}
+
+/**
+ * Who may decide this plan, as far as can be known now: the users its recorded policy lists and
+ * the members of its approver groups looked up now. The person it is for never decides it, so
+ * their Home does not change. Undefined when the plan is gone.
+ */
+export async function decidersOf(ctx: Pick<ServiceContext, "database" | "directory">, planId: string): Promise<{ deciders: Decider[]; unchecked: Membership["unchecked"] } | undefined> {
+  const [row] = await ctx.database.db.select({ document: plans.document }).from(plans).where(sql`${plans.id} = ${planId}`);
+  if (!row) return undefined;
+  const doc = row.document as PlanDocument;
+  const deciders = new Map<string, Decider>();
+  for (const id of doc.policy.approvers) if (!isUserGroup(id)) deciders.set(id, { userId: id, via: id });
+  const unchecked: Membership["unchecked"] = [];
+  for (const group of new Set(approverGroups(doc.policy))) {
+    if (!ctx.directory) {
+      unchecked.push({ group, error: "Slack is not connected" });
+      continue;
+    }
+    try {
+      for (const member of await ctx.directory.membersOf(group)) if (!deciders.has(member)) deciders.set(member, { userId: member, via: group });
+    } catch (err) {
+      unchecked.push({ group, error: (err as Error).message });
+    }
+  }
+  if (doc.onBehalfOf !== undefined) deciders.delete(doc.onBehalfOf);
+  return { deciders: [...deciders.values()], unchecked };
+}
+
+/**
+ * Of these deciders, those a later Home row will republish anyway: a row after `rowId` that no
+ * worker has picked up yet (attempts = 0, so its rebuild reads the database after this moment),
+ * for a plan naming them the same way (and not made for them). Publishing to them now would be overtaken: skipping it is
+ * how a burst of transitions costs a person one views.publish instead of one per transition.
+ */
+export async function coveredLater(ctx: Pick<ServiceContext, "database">, rowId: number, deciders: readonly Decider[]): Promise<Set<string>> {
+  const names = [...new Set(deciders.flatMap((d) => [d.userId, d.via]))];
+  if (names.length === 0) return new Set();
+  // The document is text (see schema.ts); json (unlike jsonb) accepts whatever text it holds.
+  const named = await ctx.database.rows<{ name: string }>(sql`
+    SELECT DISTINCT a.name FROM ${outbox} o
+      JOIN ${plans} p ON p.id = o.plan_id
+      CROSS JOIN LATERAL json_array_elements_text(p.document::json -> 'policy' -> 'approvers') AS a(name)
+    WHERE o.kind = ${HOME_SINK} AND o.id > ${rowId} AND o.attempts = 0
+      AND o.delivered_at IS NULL AND o.dead_at IS NULL
+      AND (p.document::json ->> 'onBehalfOf') IS DISTINCT FROM a.name
+      AND a.name IN (${sql.join(names.map((n) => sql`${n}`), sql`, `)})`);
+  const later = new Set(named.map((r) => r.name));
+  return new Set(deciders.filter((d) => later.has(d.userId) || later.has(d.via)).map((d) => d.userId));
+}
