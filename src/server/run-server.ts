@@ -7,7 +7,8 @@ import type { ServiceContext } from "../service/context.ts";
 import { expireDue } from "../service/expire-due.ts";
 import { remindDue } from "../service/remind-due.ts";
 import { sealAudit } from "../service/seal-audit.ts";
-import { DEFAULT_DELIVERY, deliverDue, type DeliveryPolicy, type OutboxHandler } from "../service/outbox.ts";
+import { DEFAULT_DELIVERY, type DeliveryPolicy, type OutboxHandler } from "../service/outbox.ts";
+import { startOutboxWorker } from "../service/outbox-worker.ts";
 import { webhookSink } from "../webhooks/webhook-sink.ts";
 import { redactionRules } from "../policy/redact.ts";
 import { openSlackDoor } from "../slack/slack-door.ts";
@@ -105,7 +106,14 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     const sweeper = every(options.sweepMs ?? 1000, () => expireDue(ctx), report("expiry sweep"));
     const reminders = every(options.remindMs ?? 5000, () => remindDue(ctx), report("reminders"));
     const sealer = every(options.sealMs ?? 2000, () => sealAudit(ctx), report("audit sealing"));
-    const delivery = every(options.deliverMs ?? 250, () => deliverDue(ctx, { handlers, policy: options.delivery ?? DEFAULT_DELIVERY, onDead: (dead) => logger.error(dead, "a side effect failed for good and was dead-lettered") }), report("outbox delivery"));
+    // Lanes (slack:<channel>, webhook:<agent>, …) drain in parallel, a bounded number at once.
+    const delivery = startOutboxWorker(ctx, {
+      handlers,
+      policy: options.delivery ?? DEFAULT_DELIVERY,
+      intervalMs: options.deliverMs ?? 250,
+      report: report("outbox delivery"),
+      onDead: (dead) => logger.error(dead, "a side effect failed for good and was dead-lettered"),
+    });
 
     logger.info({ url, publicUrl: config.publicUrl, database: database.kind, environment: config.environment, targets: Object.keys(config.targets) }, "countersign serving");
     return {

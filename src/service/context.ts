@@ -10,7 +10,7 @@ import type { PlanSignals } from "./plan-signals.ts";
 /** Everything a service verb may touch, injected once at start. Nothing below reads process.env. */
 export interface ServiceContext {
   database: Database;
-  config: Pick<Config, "environment" | "publicUrl" | "defaults" | "targets" | "executor" | "webhooks" | "browser" | "admins" | "limits">;
+  config: Pick<Config, "environment" | "publicUrl" | "defaults" | "targets" | "executor" | "webhooks" | "browser" | "admins" | "limits" | "slack">;
   /** User group membership, when Slack is connected; approver groups cannot be checked without it. */
   directory?: ApproverDirectory | undefined;
   /** What counts as a secret, for every view of a plan but the executor's. */

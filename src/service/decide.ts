@@ -50,7 +50,8 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
 
   const result = await ctx.database.db.transaction(async (tx) => {
     const [plan] = await tx
-      .select({ id: plans.id, status: plans.status, hash: plans.hash, expiresAt: plans.expiresAt, callbackUrl: plans.callbackUrl })
+      // The document names the plan's outbox lanes (its review channel, its agent).
+      .select({ id: plans.id, status: plans.status, hash: plans.hash, expiresAt: plans.expiresAt, callbackUrl: plans.callbackUrl, document: plans.document })
       .from(plans)
       .where(eq(plans.id, input.planId))
       .for("update");

@@ -1,7 +1,9 @@
-import { sql } from "drizzle-orm";
+import { randomUUID } from "node:crypto";
 import { outbox } from "../store/schema.ts";
-import type { Database, Tx } from "../store/db.ts";
+import type { Tx } from "../store/db.ts";
 import type { ServiceContext } from "./context.ts";
+import { laneIsOf, priorityOf } from "./outbox-lanes.ts";
+import { leaseLanes, markDelivered, markFailed, releaseLane, takeNext } from "./outbox-lease.ts";
 
 /** A side effect of a plan event, for one sink, written in the transaction that caused it. */
 export interface PlanEvent {
@@ -18,11 +20,11 @@ export interface PlanEvent {
 /**
  * The INSERT of an event's outbox rows, one per sink, for the caller to run in the transaction
  * that caused it (recordPlanEvent runs it in one statement with the audit event); undefined when
- * there is no sink.
+ * there is no sink. Each row names its lane (outbox-lanes.ts) and its order in it.
  */
-export function effectsInsert(tx: Tx, sinks: readonly string[], event: PlanEvent) {
+export function effectsInsert(tx: Tx, sinks: readonly string[], event: PlanEvent, laneOf: (kind: string) => string) {
   if (sinks.length === 0) return undefined;
-  return tx.insert(outbox).values(sinks.map((kind) => ({ planId: event.planId, kind, payload: event, availableAt: new Date(event.at) })));
+  return tx.insert(outbox).values(sinks.map((kind) => ({ planId: event.planId, kind, lane: laneOf(kind), priority: priorityOf(kind, event.type), payload: event, availableAt: new Date(event.at) })));
 }
 
 /**
@@ -41,11 +43,19 @@ export class DeliveryError extends Error {
   }
 }
 
-export type OutboxHandler = (payload: PlanEvent, row: { id: number; attempts: number }) => Promise<void>;
+/**
+ * Delivers one outbox row. `many`, where a sink has it, delivers several consecutive queued
+ * events of one plan at once, in order (Slack: one thread reply and one update for all of them);
+ * without it each row is a call of its own (webhooks: each event is a webhook).
+ */
+export interface OutboxHandler {
+  (payload: PlanEvent, row: { id: number; attempts: number }): Promise<void>;
+  many?: (payloads: PlanEvent[], rows: { id: number; attempts: number }[]) => Promise<void>;
+}
 
 export interface DeliveryPolicy {
   maxAttempts: number;
-  /** How long a worker holds a row it is delivering before another may take it. */
+  /** How long a worker holds a lane, and a row it is delivering, before another may take it. */
   leaseMs: number;
   /** Delay before attempt n+1 (n ≥ 1). */
   backoffMs: (attempts: number) => number;
@@ -57,74 +67,90 @@ export const DEFAULT_DELIVERY: DeliveryPolicy = {
   backoffMs: (n) => Math.min(1000 * 2 ** (n - 1), 5 * 60_000),
 };
 
-/** Raw SQL here passes timestamps as ISO strings: drizzle's postgres.js driver does not convert Dates in `sql` templates. */
-interface DueRow {
-  id: number;
-  plan_id: string | null;
-  kind: string;
-  payload: string;
-  attempts: number;
-}
+/** Lanes one replica drains at once: bounds its connections and sockets, whatever the number of channels and agents. */
+export const DEFAULT_LANES = 8;
+/** At most this many queued transitions of a plan go in one coalesced delivery. */
+export const MAX_COALESCED = 10;
 
 export interface DeliverDueInput {
-  /** Delivery by outbox kind; only these kinds are leased. */
+  /** Delivery by outbox kind; only lanes of these kinds are leased. */
   handlers: Record<string, OutboxHandler>;
   policy?: DeliveryPolicy;
+  /** Deliveries per lane per pass, at most (a coalesced one counts once). */
   batch?: number;
+  /** Lanes drained at once, at most. */
+  lanes?: number;
   onDead?: (row: { id: number; planId: string | null; kind: string; error: string }) => void;
 }
 
 /**
- * Delivers what is due, oldest first, keeping each plan's effects in order: a row waits while
- * an older row of the same plan and sink is undelivered (so a failed Slack post blocks the
- * update after it instead of being overtaken by it). A row is leased in a short transaction
- * and delivered outside it (no network I/O while holding locks); a worker that dies mid-way
- * leaves the lease to run out and the row is delivered again: at least once, never lost.
- * Returns how many rows were delivered.
+ * One delivery pass: leases up to `lanes` lanes that have rows due and drains them in parallel
+ * (drainLane), then returns how many rows were delivered. Several passes, in one process or
+ * many, share the work without delivering a row twice: a lane is drained by one at a time.
  */
 export async function deliverDue(ctx: Pick<ServiceContext, "database" | "clock">, input: DeliverDueInput): Promise<number> {
-  const { database, clock: now } = ctx;
-  const { handlers, policy = DEFAULT_DELIVERY, batch = 20, onDead = () => {} } = input;
-  const kinds = Object.keys(handlers);
-  if (kinds.length === 0) return 0;
-  let delivered = 0;
-  for (let i = 0; i < batch; i++) {
-    const row = await leaseNext(database, kinds, now(), policy.leaseMs);
-    if (!row) break;
-    try {
-      await handlers[row.kind]!(JSON.parse(row.payload) as PlanEvent, { id: row.id, attempts: row.attempts });
-      await database.db.execute(sql`UPDATE ${outbox} SET delivered_at = ${now().toISOString()}, last_error = NULL WHERE id = ${row.id}`);
-      delivered++;
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      const steer = err instanceof DeliveryError ? err : undefined;
-      if (steer?.permanent || row.attempts >= policy.maxAttempts) {
-        await database.db.execute(sql`UPDATE ${outbox} SET dead_at = ${now().toISOString()}, last_error = ${message} WHERE id = ${row.id}`);
-        onDead({ id: row.id, planId: row.plan_id, kind: row.kind, error: message });
-      } else {
-        const retryAt = new Date(now().getTime() + Math.max(policy.backoffMs(row.attempts), steer?.retryAfterMs ?? 0));
-        await database.db.execute(sql`UPDATE ${outbox} SET available_at = ${retryAt.toISOString()}, last_error = ${message} WHERE id = ${row.id}`);
-      }
-    }
-  }
-  return delivered;
+  const { handlers, policy = DEFAULT_DELIVERY, lanes = DEFAULT_LANES } = input;
+  const token = randomUUID();
+  const leased = await leaseLanes(ctx.database, { kinds: Object.keys(handlers), at: ctx.clock(), leaseMs: policy.leaseMs, max: lanes, token });
+  const counts = await Promise.all(leased.map((lane) => drainLane(ctx, { ...input, lane, token })));
+  return counts.reduce((a, b) => a + b, 0);
 }
 
-async function leaseNext(database: Database, kinds: string[], at: Date, leaseMs: number): Promise<DueRow | undefined> {
-  const [row] = await database.rows<DueRow>(sql`
-    UPDATE ${outbox} SET available_at = ${new Date(at.getTime() + leaseMs).toISOString()}, attempts = attempts + 1
-    WHERE id = (
-      SELECT o.id FROM ${outbox} o
-      WHERE o.delivered_at IS NULL AND o.dead_at IS NULL AND o.available_at <= ${at.toISOString()}
-        AND o.kind IN (${sql.join(kinds.map((k) => sql`${k}`), sql`, `)})
-        AND NOT EXISTS (
-          SELECT 1 FROM ${outbox} earlier
-          WHERE earlier.plan_id = o.plan_id AND earlier.kind = o.kind AND earlier.id < o.id
-            AND earlier.delivered_at IS NULL AND earlier.dead_at IS NULL)
-      ORDER BY o.id
-      LIMIT 1
-      FOR UPDATE SKIP LOCKED)
-    RETURNING id, plan_id, kind, payload, attempts`);
-  // postgres.js returns bigint columns as strings in raw queries; PGlite as numbers.
-  return row && { ...row, id: Number(row.id) };
+/**
+ * Delivers a leased lane's rows in lane order until nothing more is due, `batch` deliveries were
+ * made, or half the lease is spent, then gives the lane back. A plan's rows go in order: a row
+ * waits while an older row of its plan and sink is undelivered (a failed Slack post blocks the
+ * update after it instead of being overtaken), other plans in the lane go on. A Retry-After
+ * (Slack's 429) holds the whole lane that long: the far side asked the channel to wait. Rows are
+ * taken in a short statement and delivered outside any transaction; a worker that dies leaves
+ * lane and rows to their leases and they are delivered again: at least once, never lost.
+ * Returns how many rows were delivered.
+ */
+export async function drainLane(
+  ctx: Pick<ServiceContext, "database" | "clock">,
+  input: DeliverDueInput & { lane: string; token: string },
+): Promise<number> {
+  const { database, clock: now } = ctx;
+  const { handlers, lane, token, policy = DEFAULT_DELIVERY, batch = 20, onDead = () => {} } = input;
+  const started = performance.now();
+  let delivered = 0;
+  let holdUntil: Date | undefined;
+  try {
+    for (let i = 0; i < batch && performance.now() - started < policy.leaseMs / 2; i++) {
+      const kind = Object.keys(handlers).find((k) => laneIsOf(lane, k));
+      const handler = kind === undefined ? undefined : handlers[kind];
+      if (!handler) break;
+      const rows = await takeNext(database, { lane, at: now(), leaseMs: policy.leaseMs, coalesce: handler.many ? MAX_COALESCED : 1 });
+      if (rows.length === 0) break;
+      const ids = rows.map((r) => r.id);
+      const head = rows[0]!;
+      try {
+        const payloads = rows.map((r) => JSON.parse(r.payload) as PlanEvent);
+        const seen = rows.map((r) => ({ id: r.id, attempts: r.attempts }));
+        if (rows.length > 1 && handler.many) await handler.many(payloads, seen);
+        else await handler(payloads[0]!, seen[0]!);
+        await markDelivered(database, ids, now());
+        delivered += rows.length;
+      } catch (err) {
+        // A coalesced delivery succeeds or fails as one: its rows share the head's fate.
+        const message = err instanceof Error ? err.message : String(err);
+        const steer = err instanceof DeliveryError ? err : undefined;
+        const at = now();
+        if (steer?.permanent || head.attempts >= policy.maxAttempts) {
+          await markFailed(database, ids, { at, error: message, retryAt: undefined });
+          for (const r of rows) onDead({ id: r.id, planId: r.planId, kind: r.kind, error: message });
+        } else {
+          const retryAt = new Date(at.getTime() + Math.max(policy.backoffMs(head.attempts), steer?.retryAfterMs ?? 0));
+          await markFailed(database, ids, { at, error: message, retryAt });
+        }
+        if (steer?.retryAfterMs !== undefined) {
+          holdUntil = new Date(at.getTime() + steer.retryAfterMs);
+          break;
+        }
+      }
+    }
+  } finally {
+    await releaseLane(database, { lane, token, until: holdUntil ?? now() });
+  }
+  return delivered;
 }

@@ -5,6 +5,8 @@ import type { Tx } from "../store/db.ts";
 import { auditInsert, type Actor } from "./audit.ts";
 import type { ServiceContext } from "./context.ts";
 import { effectsInsert } from "./outbox.ts";
+import { laneOf } from "./outbox-lanes.ts";
+import type { PlanDocument } from "../plan/schema.ts";
 import { PlanSignals } from "./plan-signals.ts";
 
 export type PlanRow = typeof plans.$inferSelect;
@@ -16,7 +18,7 @@ export type PlanRow = typeof plans.$inferSelect;
  * (someone else got there first), in which case nothing was written.
  */
 export async function transition(
-  ctx: Pick<ServiceContext, "clock" | "sinks">,
+  ctx: Pick<ServiceContext, "clock" | "sinks" | "config">,
   tx: Tx,
   input: {
     transition: Transition;
@@ -43,9 +45,9 @@ export async function transition(
 
 /** Audit event + outbox rows + wake-up for something that happened to a plan. */
 export async function recordPlanEvent(
-  ctx: Pick<ServiceContext, "sinks">,
+  ctx: Pick<ServiceContext, "sinks" | "config">,
   tx: Tx,
-  plan: Pick<PlanRow, "id" | "status" | "hash" | "callbackUrl">,
+  plan: Pick<PlanRow, "id" | "status" | "hash" | "callbackUrl" | "document">,
   type: string,
   actor: Actor,
   at: Date,
@@ -54,7 +56,7 @@ export async function recordPlanEvent(
   // Webhooks go only where the agent asked for them.
   const sinks = ctx.sinks.filter((kind) => kind !== "webhook" || plan.callbackUrl);
   const audit = auditInsert({ planId: plan.id, type, actor, data, at });
-  const effects = effectsInsert(tx, sinks, { planId: plan.id, type, status: plan.status, hash: plan.hash, at: at.toISOString(), actor, data });
+  const effects = effectsInsert(tx, sinks, { planId: plan.id, type, status: plan.status, hash: plan.hash, at: at.toISOString(), actor, data }, (kind) => laneOf(ctx.config, kind, plan.document as PlanDocument));
   // One round trip for all three (data-modifying CTEs run whether or not they are read). The
   // audit event chains to the plan's previous one, which is safe because the caller holds the
   // plan's row lock (see audit.ts).

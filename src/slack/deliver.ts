@@ -7,7 +7,8 @@ import type { PlanView } from "../service/plan-view.ts";
 import { bookChannelSlot, postedPreviewOf, recordPostedPreview, slackViewOf } from "../service/slack-messages.ts";
 import type { PlanMessage, SlackMessage, ThreadEvent } from "./plan-message.ts";
 import { escapeMrkdwn, slackDate } from "./escape.ts";
-import { renderPlanMessage, renderThreadReply } from "./render.ts";
+import { renderPlanMessage } from "./render.ts";
+import { renderCoalescedReply } from "./coalesced-reply.ts";
 import { deliveryErrorOf } from "./slack-errors.ts";
 
 /** Slack allows about one message per second per channel. */
@@ -30,45 +31,55 @@ export function deliveryClient(token: string, apiUrl: string | undefined): WebCl
 
 /**
  * The "slack" outbox sink: posts the preview when a plan is submitted, then for every later
- * event a reply in its thread and an update of the preview, in order per plan.
+ * event a reply in its thread and an update of the preview, in order per plan. Several of a
+ * plan's transitions queued together (its lane was busy) are one reply listing them in order and
+ * one update (`many`): the preview always shows the plan as it is now.
  */
 export function slackSink(ctx: ServiceContext, slack: SlackDelivery): OutboxHandler {
-  return async (event) => {
-    const view = await slackViewOf(ctx, event.planId);
-    if (!view) throw new DeliveryError(`plan ${event.planId} is gone`, { permanent: true });
-    const posted = await postedPreviewOf(ctx, event.planId);
+  const deliverAll = async (events: readonly PlanEvent[]): Promise<void> => {
+    const planId = events[0]!.planId;
+    const view = await slackViewOf(ctx, planId);
+    if (!view) throw new DeliveryError(`plan ${planId} is gone`, { permanent: true });
+    const posted = await postedPreviewOf(ctx, planId);
 
-    if (event.type === "plan.submitted") {
+    if (events[0]!.type === "plan.submitted") {
+      if (events.length > 1) throw new Error("a preview is delivered on its own, never coalesced with later events");
       if (posted) return; // redelivered after a crash between posting and recording: post once
       const channel = slack.channelOf(view.plan);
       const message = renderPlanMessage(planMessageOf(view));
       await takeChannelSlot(ctx, channel);
       const answer = await call("posting the preview", () => slack.client.chat.postMessage({ channel, ...message, unfurl_links: false, unfurl_media: false }));
-      await recordPostedPreview(ctx, event.planId, { channel, ts: answer.ts as string });
+      await recordPostedPreview(ctx, planId, { channel, ts: answer.ts as string });
       return;
     }
 
-    if (!posted) throw new DeliveryError(`plan ${event.planId} has no preview message in Slack to reply under (its post failed)`, { permanent: true });
-    const reply = threadEventOf(event, view);
-    if (reply) {
+    if (!posted) throw new DeliveryError(`plan ${planId} has no preview message in Slack to reply under (its post failed)`, { permanent: true });
+    const replies = events.map((event) => threadEventOf(event, view)).filter((r) => r !== undefined);
+    const what = events.map((e) => e.type).join(", ");
+    if (replies.length > 0) {
       await takeChannelSlot(ctx, posted.channel);
-      await call(`replying (${event.type})`, () => slack.client.chat.postMessage({ channel: posted.channel, thread_ts: posted.ts, ...renderThreadReply(reply), unfurl_links: false, unfurl_media: false }));
+      await call(`replying (${what})`, () => slack.client.chat.postMessage({ channel: posted.channel, thread_ts: posted.ts, ...renderCoalescedReply(replies), unfurl_links: false, unfurl_media: false }));
     }
-    if (event.type === "plan.reminder" && event.data?.escalate === true && slack.escalationChannel) {
-      await takeChannelSlot(ctx, slack.escalationChannel);
-      // A link to the thread is a nicety: without it the plan page link still gets people there.
-      const permalink = await slack.client.chat.getPermalink({ channel: posted.channel, message_ts: posted.ts }).then((d) => d.permalink, () => undefined);
-      const where = permalink ? `<${permalink}|the review thread>` : "the review channel";
-      await call("escalating", () => slack.client.chat.postMessage({
-        channel: slack.escalationChannel!,
-        text: `🚨 A high-risk plan has no approvals yet and expires ${slackDate(view.expiresAt)}: ${escapeMrkdwn(view.plan.title)} — see ${where} or ${view.reviewUrl}`,
-        unfurl_links: false,
-        unfurl_media: false,
-      }));
+    for (const event of events) {
+      if (event.type === "plan.reminder" && event.data?.escalate === true && slack.escalationChannel) {
+        await takeChannelSlot(ctx, slack.escalationChannel);
+        // A link to the thread is a nicety: without it the plan page link still gets people there.
+        const permalink = await slack.client.chat.getPermalink({ channel: posted.channel, message_ts: posted.ts }).then((d) => d.permalink, () => undefined);
+        const where = permalink ? `<${permalink}|the review thread>` : "the review channel";
+        await call("escalating", () => slack.client.chat.postMessage({
+          channel: slack.escalationChannel!,
+          text: `🚨 A high-risk plan has no approvals yet and expires ${slackDate(view.expiresAt)}: ${escapeMrkdwn(view.plan.title)} — see ${where} or ${view.reviewUrl}`,
+          unfurl_links: false,
+          unfurl_media: false,
+        }));
+      }
     }
     // The preview always shows the plan as it is now, so an update delivered late is still right.
-    await call(`updating the preview (${event.type})`, () => slack.client.chat.update({ channel: posted.channel, ts: posted.ts, ...renderPlanMessage(planMessageOf(view)) }));
+    await call(`updating the preview (${what})`, () => slack.client.chat.update({ channel: posted.channel, ts: posted.ts, ...renderPlanMessage(planMessageOf(view)) }));
   };
+  const sink: OutboxHandler = (event) => deliverAll([event]);
+  sink.many = deliverAll;
+  return sink;
 }
 
 export function planMessageOf(view: PlanView): PlanMessage {

@@ -13,6 +13,7 @@ import { DecisionQueue } from "./decision-queue.ts";
 import { boltLogger } from "./bolt-logger.ts";
 import { slackStartupError } from "./slack-startup-error.ts";
 import { registerListeners, type ListenerDeps } from "./listeners.ts";
+import { reviewChannelOf } from "../service/outbox-lanes.ts";
 
 export interface SlackDoor {
   /** `POST /slack/events` in HTTP mode; undefined in Socket Mode. */
@@ -64,7 +65,8 @@ export async function openSlackDoor(
   if (socket) await app.start().catch(told("SLACK_APP_TOKEN"));
 
   const client = deliveryClient(slack.botToken, slack.apiUrl);
-  const channelOf = (doc: PlanDocument) => config.targets[doc.actions[0]!.target]?.policy?.reviewChannel ?? slack.reviewChannel;
+  // The same rule that named the plan's outbox lane (slack:<channel>).
+  const channelOf = (doc: PlanDocument) => reviewChannelOf({ targets: config.targets, slack }, doc) ?? slack.reviewChannel;
   log.info({ mode: socket ? "socket" : "http", teamId, reviewChannel: slack.reviewChannel }, "Slack connected");
   return {
     handle: httpReceiver ? (c) => httpReceiver.handle(c) : undefined,

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { bigint, bigserial, customType, index, integer, pgEnum, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { bigint, bigserial, customType, index, integer, pgEnum, pgTable, smallint, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { PLAN_STATUSES } from "../plan/status.ts";
 
 /**
@@ -152,6 +152,13 @@ export const outbox = pgTable(
     planId: uuid("plan_id"),
     /** Which sink delivers it, e.g. "slack.post", "webhook". */
     kind: text("kind").notNull(),
+    /**
+     * The queue it waits in (src/service/outbox-lanes.ts): `slack:<channel>`, `webhook:<agent>`,
+     * or the kind. Lanes drain independently; rows delivered before migration 0014 have "".
+     */
+    lane: text("lane").notNull(),
+    /** Order within the lane before id: 0 for a Slack preview (posted before older plans' replies), 1 otherwise. */
+    priority: smallint("priority").notNull().default(1),
     payload: jsonText<unknown>("payload").notNull(),
     createdAt: at("created_at").notNull().defaultNow(),
     availableAt: at("available_at").notNull().defaultNow(),
@@ -165,17 +172,29 @@ export const outbox = pgTable(
   (t) => [
     index("outbox_due").on(t.availableAt).where(sql`delivered_at IS NULL AND dead_at IS NULL`),
     /**
-     * The lease's candidates, oldest first. available_at is in the index so rows still backing off
-     * are passed over without reading the table: the planner walks this in id order whatever is
-     * due (its statistics cannot tell undelivered rows' available_at from delivered ones').
+     * A lane's rows in delivery order (previews first, then oldest), and the distinct lanes with
+     * work (a skip scan on its first column). available_at is in the index so rows still backing
+     * off are passed over without reading the table (the planner cannot tell undelivered rows'
+     * available_at from delivered ones').
      */
-    index("outbox_undelivered_by_id").on(t.id, t.availableAt).where(sql`delivered_at IS NULL AND dead_at IS NULL`),
+    index("outbox_lane_order").on(t.lane, t.priority, t.id, t.availableAt).where(sql`delivered_at IS NULL AND dead_at IS NULL`),
     /** The lease's "an earlier row of the same plan and sink is undelivered" probe. */
     index("outbox_undelivered_plan_kind").on(t.planId, t.kind, t.id).where(sql`delivered_at IS NULL AND dead_at IS NULL`),
     /** The plan page's dead-lettered deliveries (and the live stream's count of them). */
     index("outbox_dead_plan").on(t.planId, t.id).where(sql`dead_at IS NOT NULL`),
   ],
 );
+
+/**
+ * Who drains each outbox lane now: a worker takes a lane by setting leased_by (a token of its
+ * own) and leased_until, delivers its rows in order, and gives it back; a worker that dies leaves
+ * its lease to run out. leased_until also holds a lane back after a 429 (Retry-After).
+ */
+export const outboxLanes = pgTable("outbox_lanes", {
+  lane: text("lane").primaryKey(),
+  leasedBy: text("leased_by"),
+  leasedUntil: at("leased_until").notNull(),
+});
 
 /** Where a plan's preview lives in Slack, so updates and thread replies find it (and a redelivery does not post it twice). */
 export const slackMessages = pgTable("slack_messages", {

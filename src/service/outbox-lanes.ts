@@ -1,0 +1,41 @@
+import type { Config } from "../config/load.ts";
+import type { PlanDocument } from "../plan/schema.ts";
+
+/**
+ * Outbox lanes (issue 14): every outbox row waits in one lane, and lanes drain independently, so
+ * a slow or rate-limited sink (a flooded Slack channel, an agent's webhook that times out) never
+ * delays another. The lane is fixed when the row is written, from the plan and the config:
+ * `slack:<review channel>`, `webhook:<agent name>`, or the sink's kind for any other sink.
+ */
+export type LaneConfig = Pick<Config, "targets" | "slack">;
+
+/** The review channel of a plan: its first action's target's own, or Slack's default. The one rule for the lane and the post. */
+export function reviewChannelOf(config: LaneConfig, doc: Pick<PlanDocument, "actions">): string | undefined {
+  const target = doc.actions[0]?.target;
+  const own = target === undefined ? undefined : config.targets[target]?.policy?.reviewChannel;
+  return own ?? (config.slack.enabled ? config.slack.reviewChannel : undefined);
+}
+
+/** The lane of a plan's rows for one sink. */
+export function laneOf(config: LaneConfig, kind: string, doc: Pick<PlanDocument, "actions" | "agent">): string {
+  if (kind === "slack") {
+    const channel = reviewChannelOf(config, doc);
+    return channel ? `slack:${channel}` : "slack";
+  }
+  if (kind === "webhook") return `webhook:${doc.agent}`;
+  return kind;
+}
+
+/** Whether a lane holds rows of this sink (lanes are the kind, or the kind and a colon). */
+export function laneIsOf(lane: string, kind: string): boolean {
+  return lane === kind || lane.startsWith(`${kind}:`);
+}
+
+/**
+ * Order within a lane: a Slack preview (a plan's first post) goes before older plans' thread
+ * replies, because a reviewer cannot approve what they never saw; it is each plan's first row,
+ * so a plan's own order still holds. Webhooks keep the order events happened in.
+ */
+export function priorityOf(kind: string, eventType: string): number {
+  return kind === "slack" && eventType === "plan.submitted" ? 0 : 1;
+}
