@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { App, verifySlackRequest, type Logger, type types } from "@slack/bolt";
 import { ErrorCode, WebAPIHTTPError, WebAPIPlatformError, WebAPIRateLimitedError, WebAPIRequestError, WebClient, WebClientEvent, type WebClientOptions } from "@slack/web-api";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { SlackEmulator, type JsonValue } from "../support/slack-emulator.ts";
+import { SLACK_CHANNEL_RATE_LIMIT, SlackEmulator, takePost, type JsonValue } from "../support/slack-emulator.ts";
 import { FORM_CONTENT_TYPE, signSlackRequest, SlackRequests } from "../support/slack-requests.ts";
 import { waitFor } from "../support/wait-for.ts";
 
@@ -371,6 +371,162 @@ describe("SlackEmulator with the real WebClient", () => {
       expect((await slack.chat.postMessage({ channel: CHANNEL, text: "x" })).ok).toBe(true);
       expect(emulator.messages).toHaveLength(1);
     });
+  });
+});
+
+describe("Slack's per-channel rate limit in the emulator", () => {
+  describe("the rule (takePost), at given times", () => {
+    const limit = { perSecond: 1, burst: 3 };
+
+    it("a quiet channel takes a burst, then one post per second; a refused post costs nothing", () => {
+      let bucket = takePost(undefined, 0, limit).bucket;
+      bucket = takePost(bucket, 0, limit).bucket;
+      bucket = takePost(bucket, 0, limit).bucket;
+      const refused = takePost(bucket, 0, limit);
+      expect(refused.retryAfter).toBe(1);
+      // Refused again and again at 0.5 s: still 1 s to wait in whole seconds, and the half token stays.
+      const again = takePost(refused.bucket, 500, limit);
+      expect(again.retryAfter).toBe(1);
+      expect(again.bucket.tokens).toBeCloseTo(0.5);
+      expect(takePost(again.bucket, 1000, limit).retryAfter).toBeUndefined();
+    });
+
+    it("refills to the burst and no further", () => {
+      let bucket = takePost(undefined, 0, limit).bucket;
+      bucket = takePost(bucket, 60_000, limit).bucket;
+      expect(bucket.tokens).toBe(2);
+    });
+
+    it("Retry-After is whole seconds until one post fits, at least 1", () => {
+      const slow = { perSecond: 0.25, burst: 1 };
+      const { bucket } = takePost(undefined, 0, slow);
+      expect(takePost(bucket, 0, slow).retryAfter).toBe(4);
+      expect(takePost(bucket, 2_500, slow).retryAfter).toBe(2);
+      expect(takePost(bucket, 3_990, slow).retryAfter).toBe(1);
+      expect(takePost(bucket, 4_000, slow).retryAfter).toBeUndefined();
+    });
+  });
+
+  describe("over HTTP with the real WebClient", () => {
+    let clock = 0;
+    const emulator = new SlackEmulator({ botToken: TOKEN, channelRateLimit: { perSecond: 1, burst: 2 }, now: () => clock });
+    const client = (options: WebClientOptions = {}) => new WebClient(TOKEN, { slackApiUrl: emulator.url, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true, logger: silent, ...options });
+
+    beforeAll(() => emulator.start());
+    afterEach(() => {
+      emulator.reset();
+      clock += 60_000; // every test starts with quiet channels
+    });
+    afterAll(() => emulator.stop());
+
+    it("a burst beyond the limit gets 429 ratelimited with Retry-After, nothing posted; after waiting it succeeds", async () => {
+      const c = client();
+      const answers = await Promise.all([1, 2, 3, 4].map((i) => c.chat.postMessage({ channel: CHANNEL, text: `post ${i}` }).then(() => "ok", (err: unknown) => err)));
+      expect(answers.filter((a) => a === "ok")).toHaveLength(2);
+      const refused = answers.filter((a) => a !== "ok");
+      expect(refused).toHaveLength(2);
+      for (const err of refused) {
+        expect(err).toBeInstanceOf(WebAPIRateLimitedError);
+        expect((err as WebAPIRateLimitedError).retryAfter).toBe(1);
+      }
+      const limited = emulator.callsTo("chat.postMessage").filter((call) => call.answer?.status === 429);
+      expect(limited).toHaveLength(2);
+      for (const call of limited) expect(call.answer?.body).toEqual({ ok: false, error: "ratelimited" });
+      expect(emulator.messagesIn(CHANNEL)).toHaveLength(2);
+      expect(emulator.rateLimited).toEqual({ refused: 2, early: 0 });
+
+      clock += 1_000; // the Retry-After
+      await c.chat.postMessage({ channel: CHANNEL, text: "after waiting" });
+      expect(emulator.messagesIn(CHANNEL).map((m) => m.text)).toHaveLength(3);
+      expect(emulator.rateLimited.early).toBe(0);
+    });
+
+    it("the Retry-After header itself says 1 and the body is Slack's", async () => {
+      await client().chat.postMessage({ channel: CHANNEL, text: "a" });
+      await client().chat.postMessage({ channel: CHANNEL, text: "b" });
+      const res = await fetch(`${emulator.url}chat.postMessage`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ channel: CHANNEL, text: "c" }) });
+      expect(res.status).toBe(429);
+      expect(res.headers.get("retry-after")).toBe("1");
+      expect(await res.json()).toEqual({ ok: false, error: "ratelimited" });
+    });
+
+    it("a flooded channel does not limit another channel", async () => {
+      const c = client();
+      await c.chat.postMessage({ channel: CHANNEL, text: "1" });
+      await c.chat.postMessage({ channel: CHANNEL, text: "2" });
+      expect(await rejection(c.chat.postMessage({ channel: CHANNEL, text: "3" }))).toBeInstanceOf(WebAPIRateLimitedError);
+      for (const text of ["x", "y"]) await c.chat.postMessage({ channel: "C0OTHER", text });
+      expect(emulator.messagesIn("C0OTHER")).toHaveLength(2);
+      expect(emulator.rateLimited.refused).toBe(1);
+    });
+
+    it("thread replies count against their channel; chat.update does not", async () => {
+      const c = client();
+      const { ts } = await c.chat.postMessage({ channel: CHANNEL, text: "parent" });
+      await c.chat.postMessage({ channel: CHANNEL, thread_ts: ts!, text: "reply" });
+      expect(await rejection(c.chat.postMessage({ channel: CHANNEL, thread_ts: ts!, text: "reply 2" }))).toBeInstanceOf(WebAPIRateLimitedError);
+      for (let i = 0; i < 5; i++) await c.chat.update({ channel: CHANNEL, ts: ts!, text: `edit ${i}` });
+      expect(emulator.message(CHANNEL, ts!)!.history).toHaveLength(5);
+    });
+
+    it("counts posts that come before the Retry-After has passed (a client not honouring it)", async () => {
+      const c = client();
+      for (const text of ["1", "2"]) await c.chat.postMessage({ channel: CHANNEL, text });
+      await rejection(c.chat.postMessage({ channel: CHANNEL, text: "3" }));
+      clock += 400;
+      const tooSoon = await rejection(c.chat.postMessage({ channel: CHANNEL, text: "too soon" }));
+      expect((tooSoon as WebAPIRateLimitedError).retryAfter).toBe(1); // 0.6 s, in whole seconds
+      expect(emulator.rateLimited).toEqual({ refused: 2, early: 1 });
+      clock += 600; // a post fits again: on time, though the last answer said 1 s
+      await c.chat.postMessage({ channel: CHANNEL, text: "on time" });
+      expect(emulator.rateLimited).toEqual({ refused: 2, early: 1 });
+    });
+
+    it("limitChannels(false) lifts the limit; limitChannels() restores Slack's pace with full buckets", async () => {
+      emulator.limitChannels(false);
+      const c = client();
+      for (let i = 0; i < 10; i++) await c.chat.postMessage({ channel: CHANNEL, text: String(i) });
+      emulator.limitChannels();
+      for (let i = 0; i < SLACK_CHANNEL_RATE_LIMIT.burst; i++) await c.chat.postMessage({ channel: CHANNEL, text: `burst ${i}` });
+      expect(await rejection(c.chat.postMessage({ channel: CHANNEL, text: "over" }))).toBeInstanceOf(WebAPIRateLimitedError);
+      expect(emulator.rateLimited.refused).toBe(1);
+      emulator.limitChannels({ perSecond: 1, burst: 2 });
+    });
+
+    it("refuses a limit that means nothing, naming the setting", () => {
+      expect(() => emulator.limitChannels({ perSecond: 0, burst: 2 })).toThrow(/perSecond must be a number above 0, got 0/);
+      expect(() => emulator.limitChannels({ perSecond: 1, burst: 0.5 })).toThrow(/burst must be a whole number of at least 1, got 0.5/);
+      expect(() => new SlackEmulator({ channelRateLimit: { perSecond: Number.NaN, burst: 1 } })).toThrow(/perSecond/);
+    });
+
+    it("is off unless asked: a default emulator takes any number of posts at once", async () => {
+      const free = new SlackEmulator({ botToken: TOKEN });
+      await free.start();
+      try {
+        const c = new WebClient(TOKEN, { slackApiUrl: free.url, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true, logger: silent });
+        await Promise.all(Array.from({ length: 20 }, (_, i) => c.chat.postMessage({ channel: CHANNEL, text: String(i) })));
+        expect(free.messagesIn(CHANNEL)).toHaveLength(20);
+        expect(free.rateLimited.refused).toBe(0);
+      } finally {
+        await free.stop();
+      }
+    });
+  });
+
+  it("on the real clock, a WebClient left to retry honours Retry-After: every post lands, spaced by the limit", async () => {
+    const emulator = new SlackEmulator({ botToken: TOKEN, channelRateLimit: { perSecond: 1, burst: 1 } });
+    await emulator.start();
+    try {
+      const c = new WebClient(TOKEN, { slackApiUrl: emulator.url, retryConfig: { retries: 5, minTimeout: 10, maxTimeout: 10 }, rejectRateLimitedCalls: false, logger: silent });
+      await Promise.all([1, 2, 3].map((i) => c.chat.postMessage({ channel: CHANNEL, text: `post ${i}` })));
+      expect(emulator.messagesIn(CHANNEL)).toHaveLength(3);
+      expect(emulator.rateLimited.early).toBe(0);
+      // Arrival times of the accepted posts: one per second at most, however the machine is loaded.
+      const accepted = emulator.callsTo("chat.postMessage").filter((call) => call.answer?.status === 200).map((call) => call.at.getTime()).sort((a, b) => a - b);
+      for (let i = 1; i < accepted.length; i++) expect(accepted[i]! - accepted[i - 1]!).toBeGreaterThanOrEqual(900);
+    } finally {
+      await emulator.stop();
+    }
   });
 });
 

@@ -11,6 +11,11 @@ import type { AddressInfo, Socket } from "node:net";
  * Point a WebClient (or Bolt's `clientOptions`) at it with `slackApiUrl: emulator.url`.
  * Errors are answered as Slack answers them: HTTP 200 with `{ ok: false, error }`, except 429
  * (rate limited) and injected 5xx. Unknown methods answer 404 `unknown_method`.
+ *
+ * Slack's per-channel limit on `chat.postMessage` (about one message a second per channel, short
+ * bursts allowed) is enforced when asked (`channelRateLimit`, or `limitChannels()`): a post over
+ * it answers 429 `ratelimited` with `Retry-After`, as Slack does. Off by default, because most tests
+ * post faster than that on purpose and the product paces itself.
  */
 
 /** A JSON value as the emulator parses request bodies. */
@@ -67,6 +72,13 @@ export interface EphemeralMessage {
   args: JsonObject;
 }
 
+/** A Home tab as `views.publish` set it for one user. */
+export interface PublishedView {
+  user: string;
+  view: JsonObject;
+  at: Date;
+}
+
 export interface OpenedView {
   id: string;
   trigger_id: string;
@@ -107,6 +119,55 @@ export interface Fault {
   afterApplying?: boolean;
 }
 
+/**
+ * Slack's per-channel limit on `chat.postMessage`, as a token bucket per channel: a quiet channel
+ * takes `burst` posts at once, then `perSecond` (Slack: "1 per second per channel, short bursts
+ * >1 allowed"; the burst size is not documented, so it is a setting).
+ */
+export interface ChannelRateLimit {
+  /** Sustained posts per second per channel (> 0). */
+  perSecond: number;
+  /** Posts a channel takes back to back after a quiet spell (≥ 1, whole). */
+  burst: number;
+}
+
+/** Slack's documented pace with a short burst: what `channelRateLimit: true` means. */
+export const SLACK_CHANNEL_RATE_LIMIT: ChannelRateLimit = { perSecond: 1, burst: 3 };
+
+/** One channel's bucket: how many posts it could take at `at` (ms, the emulator's clock). */
+export interface ChannelBucket {
+  tokens: number;
+  at: number;
+}
+
+/**
+ * The rate limit's rule, pure: takes a post from `bucket` at `now` (ms), or refuses it with the
+ * whole seconds to wait (Slack's `Retry-After`, at least 1) until one post fits again. A refused
+ * post costs nothing, so a client that waits `retryAfter` always gets in.
+ */
+export function takePost(bucket: ChannelBucket | undefined, now: number, limit: ChannelRateLimit): { bucket: ChannelBucket; retryAfter?: number } {
+  const refilled = bucket === undefined ? limit.burst : Math.min(limit.burst, bucket.tokens + (Math.max(0, now - bucket.at) / 1000) * limit.perSecond);
+  if (refilled >= 1) return { bucket: { tokens: refilled - 1, at: now } };
+  return { bucket: { tokens: refilled, at: now }, retryAfter: Math.max(1, Math.ceil((1 - refilled) / limit.perSecond)) };
+}
+
+function checkRateLimit(limit: ChannelRateLimit): ChannelRateLimit {
+  if (!(Number.isFinite(limit.perSecond) && limit.perSecond > 0)) throw new Error(`channel rate limit: perSecond must be a number above 0, got ${limit.perSecond}`);
+  if (!(Number.isInteger(limit.burst) && limit.burst >= 1)) throw new Error(`channel rate limit: burst must be a whole number of at least 1, got ${limit.burst}`);
+  return { ...limit };
+}
+
+/** How long after a 429 a post may still arrive without counting as early: it was sent before the 429 arrived (a burst in flight). */
+export const EARLY_GRACE_MS = 250;
+
+/** What the channel rate limit did since start (or `reset()`). */
+export interface RateLimitCounts {
+  /** Posts answered 429 by the channel rate limit. */
+  refused: number;
+  /** Posts that came to a channel more than EARLY_GRACE_MS after a 429 and before a post could fit again: a client that did not wait its Retry-After. */
+  early: number;
+}
+
 export interface SlackEmulatorOptions {
   /** The bot token the emulator accepts. Default `xoxb-test-token`. */
   botToken?: string;
@@ -128,6 +189,10 @@ export interface SlackEmulatorOptions {
   users?: Record<string, Partial<SlackUser>>;
   /** Seconds part of the first message ts. Default 1733140000. */
   firstTs?: number;
+  /** Enforce Slack's per-channel limit on `chat.postMessage`: `true` for `SLACK_CHANNEL_RATE_LIMIT`. Default off. */
+  channelRateLimit?: ChannelRateLimit | boolean;
+  /** The clock the rate limit reads, in ms (default `performance.now`); tests may drive it. */
+  now?: () => number;
 }
 
 const DEFAULT_TOKEN = "xoxb-test-token";
@@ -208,6 +273,8 @@ export class SlackEmulator {
   readonly calls: SlackCall[] = [];
   readonly ephemerals: EphemeralMessage[] = [];
   readonly views: OpenedView[] = [];
+  /** Every Home tab published (`views.publish`), in order; the last one per user is what they see. */
+  readonly published: PublishedView[] = [];
   readonly responseUrlPosts: ResponseUrlPost[] = [];
   /** The bearer token accepted now; change it to simulate a revoked or rotated token. */
   botToken: string;
@@ -220,6 +287,8 @@ export class SlackEmulator {
   url = "";
   /** `http://127.0.0.1:PORT` once started. */
   origin = "";
+  /** What the channel rate limit refused, and posts that did not wait their Retry-After. */
+  readonly rateLimited: RateLimitCounts = { refused: 0, early: 0 };
 
   private server: Server | undefined;
   private port = 0;
@@ -238,6 +307,11 @@ export class SlackEmulator {
   private isDown = false;
   private readonly handlers: Record<string, Handler>;
   private readonly tokenChecks = new Map<string, TokenCheck>();
+  private channelLimit: ChannelRateLimit | undefined;
+  private readonly buckets = new Map<string, ChannelBucket>();
+  /** Per channel, after its last 429: when (emulator clock, ms) it was answered, and when a post fits again. */
+  private readonly retryUntil = new Map<string, { refusedAt: number; fitsAt: number }>();
+  private readonly now: () => number;
 
   constructor(options: SlackEmulatorOptions = {}) {
     this.botToken = options.botToken ?? DEFAULT_TOKEN;
@@ -250,6 +324,8 @@ export class SlackEmulator {
     this.channels = options.channels ? new Set(options.channels) : undefined;
     for (const [id, members] of Object.entries(options.usergroups ?? {})) this.usergroups.set(id, [...members]);
     for (const [id, user] of Object.entries(options.users ?? {})) this.users.set(id, user);
+    this.now = options.now ?? (() => performance.now());
+    if (options.channelRateLimit) this.limitChannels(options.channelRateLimit === true ? SLACK_CHANNEL_RATE_LIMIT : options.channelRateLimit);
     this.handlers = {
       "auth.test": () => this.authTest(),
       "chat.postMessage": (args) => this.postMessage(args),
@@ -258,6 +334,7 @@ export class SlackEmulator {
       "views.open": (args) => this.viewsOpen(args),
       "usergroups.users.list": (args) => this.usergroupsUsersList(args),
       "users.info": (args) => this.usersInfo(args),
+      "views.publish": (args) => this.viewsPublish(args),
     };
   }
 
@@ -316,6 +393,16 @@ export class SlackEmulator {
     this.faults.clear();
   }
 
+  /**
+   * Enforce Slack's per-channel limit on `chat.postMessage` from now on (default: Slack's pace,
+   * `SLACK_CHANNEL_RATE_LIMIT`), or stop enforcing it (`false`). Channels start with a full burst.
+   */
+  limitChannels(limit: ChannelRateLimit | false = SLACK_CHANNEL_RATE_LIMIT): void {
+    this.channelLimit = limit === false ? undefined : checkRateLimit(limit);
+    this.buckets.clear();
+    this.retryUntil.clear();
+  }
+
   /** Every answer waits `ms` first (0: no delay). */
   delay(ms: number): void {
     this.delayMs = ms;
@@ -350,12 +437,17 @@ export class SlackEmulator {
     this.calls.length = 0;
     this.ephemerals.length = 0;
     this.views.length = 0;
+    this.published.length = 0;
     this.responseUrlPosts.length = 0;
     this.channelMessages.clear();
     this.faults.clear();
     this.usedTriggers.clear();
     this.expiredTriggers.clear();
     this.delayMs = 0;
+    this.buckets.clear();
+    this.retryUntil.clear();
+    this.rateLimited.refused = 0;
+    this.rateLimited.early = 0;
   }
 
   // ---------------------------------------------------------------- inspection
@@ -467,6 +559,8 @@ export class SlackEmulator {
     if (!token) return { status: 200, body: { ok: false, error: "not_authed" } };
     const refused = this.tokenChecks.has(method) ? this.tokenChecks.get(method)!(token) : token === this.botToken ? undefined : "invalid_auth";
     if (refused) return { status: 200, body: { ok: false, error: refused } };
+    const limited = this.channelRateLimit(method, args);
+    if (limited) return limited;
 
     try {
       return { status: 200, body: { ok: true, ...handler(args) } };
@@ -474,6 +568,24 @@ export class SlackEmulator {
       if (err instanceof SlackApiError) return { status: 200, body: { ok: false, error: err.error, ...err.extra } };
       throw err;
     }
+  }
+
+  /** Slack rate-limits requests, valid or not: every authenticated post to a channel counts. */
+  private channelRateLimit(method: string, args: JsonObject): Answer | undefined {
+    if (!this.channelLimit || method !== "chat.postMessage") return undefined;
+    const channel = optionalString(args, "channel");
+    if (!channel) return undefined;
+    const now = this.now();
+    const window = this.retryUntil.get(channel);
+    // Posts already on their way when the 429 went out could not have known: only later ones count.
+    if (window && now - window.refusedAt > EARLY_GRACE_MS && now < window.fitsAt) this.rateLimited.early += 1;
+    const { bucket, retryAfter } = takePost(this.buckets.get(channel), now, this.channelLimit);
+    this.buckets.set(channel, bucket);
+    if (retryAfter === undefined) return undefined;
+    this.rateLimited.refused += 1;
+    // The moment a post fits again, not the whole seconds told: any client that waited what it was told is on time.
+    this.retryUntil.set(channel, { refusedAt: now, fitsAt: now + ((1 - bucket.tokens) / this.channelLimit.perSecond) * 1000 });
+    return { status: 429, body: { ok: false, error: "ratelimited" }, headers: { "retry-after": String(retryAfter) } };
   }
 
   private takeFault(method: string): Fault | undefined {
@@ -631,6 +743,25 @@ export class SlackEmulator {
     return { view: opened };
   }
 
+  /** What this user's Home tab shows now: the last view published for them. */
+  homeOf(user: string): JsonObject | undefined {
+    return this.published.findLast((p) => p.user === user)?.view;
+  }
+
+  private viewsPublish(args: JsonObject): JsonObject {
+    const user = optionalString(args, "user_id");
+    if (!user) throw new SlackApiError("invalid_arguments", responseMetadata(["missing required field: user_id"]));
+    if (!this.userExists(user)) throw new SlackApiError("user_not_found");
+    const view = args.view;
+    if (!isObject(view)) throw new SlackApiError("invalid_arguments", responseMetadata(["missing required field: view"]));
+    const errors = validateHomeView(view);
+    if (errors.length > 0) throw new SlackApiError("invalid_arguments", responseMetadata(errors));
+    const id = `V${randomBytes(5).toString("hex").toUpperCase()}`;
+    const published: JsonObject = { id, team_id: this.teamId, app_id: this.appId, bot_id: this.botId, hash: `${Date.now()}.${randomBytes(4).toString("hex")}`, ...view };
+    this.published.push({ user, view: published, at: new Date() });
+    return { view: published };
+  }
+
   private usergroupsUsersList(args: JsonObject): JsonObject {
     const id = optionalString(args, "usergroup");
     const members = id === undefined ? undefined : this.usergroups.get(id);
@@ -785,6 +916,15 @@ export function validateBlocks(blocks: JsonValue[], pointer = "/blocks", max: nu
         break;
     }
   });
+  return errors;
+}
+
+/** Validates a Home tab as `views.publish` does (at most 100 blocks), pointers under `/view`. */
+export function validateHomeView(view: JsonObject): string[] {
+  const errors: string[] = [];
+  if (view.type !== "home") errors.push(`must be one of: home [json-pointer:/view/type]`);
+  if (!Array.isArray(view.blocks)) errors.push(`missing required field: blocks [json-pointer:/view]`);
+  else errors.push(...validateBlocks(view.blocks, "/view/blocks", BLOCK_KIT_LIMITS.blocksPerView));
   return errors;
 }
 
