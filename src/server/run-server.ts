@@ -12,6 +12,9 @@ import { startOutboxWorker } from "../service/outbox-worker.ts";
 import { webhookSink } from "../webhooks/webhook-sink.ts";
 import { redactionRules } from "../policy/redact.ts";
 import { openSlackDoor } from "../slack/slack-door.ts";
+import { deliveryClient } from "../slack/deliver.ts";
+import { homeSink } from "../slack/home-publish.ts";
+import { HOME_SINK } from "../service/home-tab.ts";
 import { createLoginLink } from "../service/login-links.ts";
 import { PlanSignals } from "../service/plan-signals.ts";
 import type { Database } from "../store/db.ts";
@@ -76,7 +79,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
       clock: options.clock ?? (() => new Date()),
       logger,
       signals,
-      sinks: [...Object.keys(options.outboxHandlers ?? {}), "webhook", ...(slackEnabled ? ["slack"] : [])],
+      sinks: [...Object.keys(options.outboxHandlers ?? {}), "webhook", ...(slackEnabled ? ["slack", HOME_SINK] : [])],
       grantKey,
       redaction: redactionRules(config.redact.fields),
     };
@@ -85,7 +88,11 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     ctx.directory = slack?.directory;
     if (!slack) logger.info("Slack is not configured (no SLACK_BOT_TOKEN): running browser-only");
     if (!config.executorToken) logger.warn("COUNTERSIGN_EXECUTOR_TOKEN is not set: the executor API refuses every executor, so approved plans are never applied; set the same long secret here and on each executor");
-    const handlers: Record<string, OutboxHandler> = { ...options.outboxHandlers, webhook: webhookSink(ctx), ...(slack ? { slack: slack.deliver } : {}) };
+    const handlers: Record<string, OutboxHandler> = {
+      ...options.outboxHandlers,
+      webhook: webhookSink(ctx),
+      ...(slack && config.slack.enabled ? { slack: slack.deliver, [HOME_SINK]: homeSink(ctx, deliveryClient(config.slack.botToken, config.slack.apiUrl)) } : {}),
+    };
 
     const oidc = config.browser.oidc && { ...config.browser.oidc, teamId: config.browser.oidc.teamId ?? slack?.teamId ?? "" };
     if (oidc && !oidc.teamId) throw new StartupError("browser.oidc.teamId", "is not set, and Slack's auth.test named no team to default to; set the team id (T…) whose people may sign in");

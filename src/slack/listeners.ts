@@ -7,6 +7,7 @@ import type { DecideInput } from "../service/decide.ts";
 import type { DecisionQueue } from "./decision-queue.ts";
 import { decideDurably } from "./durable-decision.ts";
 import { escapeMrkdwn } from "./escape.ts";
+import { publishHome } from "./home-publish.ts";
 import { refusalText } from "./refusal-text.ts";
 import { rejectModal } from "./reject-modal.ts";
 
@@ -41,9 +42,10 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
 
   /** Any workspace id in the payload (the user's home, the team the action came through) other than ours. */
   const foreign = (...teamIds: (string | undefined)[]) => teamIds.some((id) => id !== undefined && id !== deps.teamId());
+  /** In the channel clicked in; a click on the Home tab has none, so the answer is shown on the clicker's rebuilt Home. */
   const tellClicker = async (client: WebClient, channel: string | undefined, user: string, text: string) => {
-    if (!channel) return;
-    await client.chat.postEphemeral({ channel, user, text }).catch((err: unknown) => logger.warn({ err }, "could not tell the clicker why"));
+    const told = channel ? client.chat.postEphemeral({ channel, user, text }) : publishHome(ctx, client, user, text);
+    await told.catch((err: unknown) => logger.warn({ err }, "could not tell the clicker why"));
   };
 
   /** The plan and hash a click is about, or undefined after telling the clicker why it counts for nothing. */
@@ -113,6 +115,12 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
       }
       await decideFor(client, meta.channel, { planId: meta.planId, hash: meta.hash, actor: { userId: body.user.id, via: "slack" }, verdict: "reject", reason });
     });
+  });
+
+  // The Home tab is rebuilt from the database each time it is opened (Bolt acknowledges events itself).
+  app.event("app_home_opened", async ({ event, body, client }) => {
+    if (event.tab !== "home" || foreign(body.team_id)) return;
+    await publishHome(ctx, client, event.user).catch((err: unknown) => logger.warn({ err }, "could not publish the Home tab"));
   });
 
   app.command("/countersign", async ({ ack, command }) => {

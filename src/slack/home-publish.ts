@@ -1,0 +1,57 @@
+import type { View } from "@slack/types";
+import { WebAPIRateLimitedError, type WebClient } from "@slack/web-api";
+import type { ServiceContext } from "../service/context.ts";
+import { coveredLater, decidersOf, homeTabFor } from "../service/home-tab.ts";
+import { DeliveryError, type OutboxHandler } from "../service/outbox.ts";
+import { HOME_SHOWN, renderHome } from "./home-view.ts";
+import { deliveryErrorOf } from "./slack-errors.ts";
+
+/**
+ * The events that can change what waits for someone: a plan arrives, gains an approval, or
+ * stops waiting. Later ones (executing, applied, reminders…) concern plans no Home lists.
+ */
+const HOME_EVENTS = new Set(["plan.submitted", "decision.approve", "plan.approved", "plan.rejected", "plan.expired", "plan.cancelled"]);
+
+/**
+ * Rebuilds one person's whole Home tab from the database and publishes it. Idempotent: the view
+ * is what is true now, so publishing twice, late, or for a coalesced run of events is harmless.
+ * `notice` tells them what became of a click made on the tab (there is no channel to answer in);
+ * it stays until the tab is next rebuilt.
+ */
+export async function publishHome(ctx: ServiceContext, client: WebClient, userId: string, notice?: string): Promise<void> {
+  const tab = await homeTabFor(ctx, userId, HOME_SHOWN);
+  // Our blocks are loosely typed on purpose (plan-message.ts Block); the renderer's tests and the emulator pin their shapes.
+  await client.views.publish({ user_id: userId, view: renderHome({ ...tab, notice }) as unknown as View });
+}
+
+/**
+ * The "slack_home" outbox sink: after a plan event, republishes the Home of everyone who may
+ * decide the plan (listed users, and group members looked up now), except those a later queued
+ * row will republish anyway (coveredLater): a burst of 50 transitions for one approver costs
+ * about one views.publish, well inside Slack's per-user limit. Rate limited: the row is retried
+ * after Slack's Retry-After, and republishing those already done is harmless.
+ */
+export function homeSink(ctx: ServiceContext, client: WebClient): OutboxHandler {
+  return async (event, row) => {
+    if (!HOME_EVENTS.has(event.type)) return;
+    const found = await decidersOf(ctx, event.planId);
+    if (!found) return; // the plan is gone: nothing of it is on anyone's Home
+    const covered = await coveredLater(ctx, row.id, found.deciders);
+    let failed: DeliveryError | undefined;
+    for (const { userId } of found.deciders) {
+      if (covered.has(userId)) continue;
+      try {
+        await publishHome(ctx, client, userId);
+      } catch (err) {
+        // A rate limit holds for the rest too; any other failure is one person's, the others still get theirs.
+        if (err instanceof WebAPIRateLimitedError) throw deliveryErrorOf(err, `publishing ${userId}'s Home`);
+        failed ??= deliveryErrorOf(err, `publishing ${userId}'s Home`);
+      }
+    }
+    if (failed) throw failed;
+    if (found.unchecked.length > 0) {
+      const groups = found.unchecked.map((u) => `${u.group} (${u.error})`).join(", ");
+      throw new DeliveryError(`could not look up the members of ${groups} to update their Home`);
+    }
+  };
+}
