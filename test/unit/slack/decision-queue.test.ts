@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DecisionQueue } from "../../../src/slack/decision-queue.ts";
+import { waitFor } from "../../support/wait-for.ts";
 
 /** A task the test finishes by hand, recording when it started. */
 function heldTask(log: string[], name: string): { task: () => Promise<void>; finish: () => void; fail: (err: Error) => void } {
@@ -16,6 +17,9 @@ function heldTask(log: string[], name: string): { task: () => Promise<void>; fin
     fail: (err) => fail(err),
   };
 }
+
+/** A slotMs no test step reaches, however loaded the machine: only finishing frees a place. */
+const HOURS = 3_600_000;
 
 /** Lets queued setImmediate callbacks and the promise reactions they cause run. */
 const turns = async (n = 5) => {
@@ -36,7 +40,7 @@ describe("DecisionQueue", () => {
 
   it("runs at most `concurrency` tasks at once, in the order they came", async () => {
     const log: string[] = [];
-    const queue = new DecisionQueue(() => undefined, 2);
+    const queue = new DecisionQueue(() => undefined, 2, HOURS);
     const tasks = ["a", "b", "c", "d"].map((name) => heldTask(log, name));
     for (const t of tasks) queue.push(t.task);
     await turns();
@@ -55,7 +59,7 @@ describe("DecisionQueue", () => {
 
   it("drain waits for running and waiting tasks, including those queued while it waits", async () => {
     const log: string[] = [];
-    const queue = new DecisionQueue(() => undefined, 1);
+    const queue = new DecisionQueue(() => undefined, 1, HOURS);
     const first = heldTask(log, "first");
     queue.push(first.task);
     let drained = false;
@@ -72,7 +76,7 @@ describe("DecisionQueue", () => {
   it("reports a failed task and goes on with the next", async () => {
     const errors: unknown[] = [];
     const log: string[] = [];
-    const queue = new DecisionQueue((err) => errors.push(err), 1);
+    const queue = new DecisionQueue((err) => errors.push(err), 1, HOURS);
     const failing = heldTask(log, "failing");
     queue.push(failing.task);
     queue.push(async () => void log.push("next"));
@@ -83,8 +87,27 @@ describe("DecisionQueue", () => {
     expect(log).toEqual(["start failing", "next"]);
   });
 
-  it("refuses a concurrency that is not a whole number of at least 1", () => {
+  it("a task running past slotMs gives its place to the next, and drain still waits for it", async () => {
+    const log: string[] = [];
+    const queue = new DecisionQueue(() => undefined, 1, 50);
+    const stuck = heldTask(log, "stuck");
+    queue.push(stuck.task);
+    queue.push(async () => void log.push("next"));
+    await waitFor("the next task to start while the first is still held", () => log.includes("next"));
+    expect(log).toEqual(["start stuck", "next"]);
+    expect(queue.size).toBe(1);
+    let drained = false;
+    const draining = queue.drain().then(() => (drained = true));
+    await turns();
+    expect(drained).toBe(false);
+    stuck.finish();
+    await draining;
+    expect(log).toEqual(["start stuck", "next", "end stuck"]);
+  });
+
+  it("refuses a concurrency that is not a whole number of at least 1, and a slotMs of 0 or less", () => {
     expect(() => new DecisionQueue(() => undefined, 0)).toThrow(/concurrency must be a whole number of at least 1, got 0/);
     expect(() => new DecisionQueue(() => undefined, 1.5)).toThrow(/got 1.5/);
+    expect(() => new DecisionQueue(() => undefined, 1, 0)).toThrow(/slotMs must be more than 0, got 0/);
   });
 });
