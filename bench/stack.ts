@@ -59,6 +59,8 @@ export interface StackOptions {
   database?: string;
   /** Resources `/contacts/1` … `/contacts/N` on the fake target. */
   contacts: number;
+  /** Agents to submit as (default 1); `submit` takes which. */
+  agents?: number;
 }
 
 export interface Stack {
@@ -67,15 +69,17 @@ export interface Stack {
   database: string;
   /** A postgres.js client on the product's database (max 10, as the product's own pool), for floors and inspection. */
   sql: postgres.Sql;
+  /** The first agent's API key (`agentKeys` holds every agent's). */
   agentKey: string;
+  agentKeys: string[];
   /** The fake target's base URL (its own process, bench/target.ts). */
   targetUrl: string;
   slack: SlackEmulator;
   clicks: SlackRequests;
   /** Resolves when the target receives a write to `path`, with the time it arrived (epochNow()). */
   nextWrite(path: string): Promise<number>;
-  /** `POST /v1/plans` for one contact; resolves with the created plan's id and hash. */
-  submit(contact: number, init?: { signal?: AbortSignal }): Promise<{ id: string; hash: string }>;
+  /** `POST /v1/plans` for one contact, as agent `agent` (default 0); resolves with the created plan's id and hash. */
+  submit(contact: number, init?: { agent?: number }): Promise<{ id: string; hash: string }>;
   stop(): Promise<void>;
 }
 
@@ -159,8 +163,12 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     });
     // serve migrates on start; the agent is added after, so `agents add` never races a migration.
     processes.push(await startUntilReady([...cli.args, "serve"], { cwd: dir, env: serverEnv, ready: /countersign serving/, timeoutMs: 300_000 }));
-    const added = await outputOf([...cli.args, "agents", "add", `bench-${randomBytes(4).toString("hex")}`], { cwd: dir, env: serverEnv });
-    const agentKey = added.trimEnd().split("\n").at(-1)!;
+    const agentKeys: string[] = [];
+    for (let i = 0; i < (options.agents ?? 1); i++) {
+      const added = await outputOf([...cli.args, "agents", "add", `bench-${randomBytes(4).toString("hex")}`], { cwd: dir, env: serverEnv });
+      agentKeys.push(added.trimEnd().split("\n").at(-1)!);
+    }
+    const agentKey = agentKeys[0]!;
     processes.push(await startUntilReady([...cli.args, "executor"], {
       cwd: dir,
       env: cleanEnv({ ...common, LOG_LEVEL: "info", COUNTERSIGN_URL: url, CRM_WRITE: WRITE_TOKEN, COUNTERSIGN_GRANT_PUBLIC_KEY: publicKey.export({ type: "spki", format: "pem" }).toString() }),
@@ -174,6 +182,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       database,
       sql,
       agentKey,
+      agentKeys,
       targetUrl,
       slack,
       clicks,
@@ -182,7 +191,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         resolve(at);
       })),
       async submit(contact, init = {}) {
-        const res = await fetch(`${url}/v1/plans`, { method: "POST", headers: { authorization: `Bearer ${agentKey}`, "content-type": "application/json" }, body: mergeBody(contact), signal: init.signal });
+        const key = agentKeys[init.agent ?? 0];
+        if (!key) throw new Error(`bench: no agent ${init.agent}; the stack has ${agentKeys.length}`);
+        const res = await fetch(`${url}/v1/plans`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: mergeBody(contact) });
         const text = await res.text();
         if (res.status !== 201) throw new Error(`POST /v1/plans answered ${res.status}: ${text.slice(0, 500)}`);
         const plan = JSON.parse(text) as { id: string; hash: string };
