@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { bigint, bigserial, customType, index, integer, pgEnum, pgTable, smallint, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { bigint, bigserial, boolean, customType, index, integer, pgEnum, pgTable, smallint, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { PLAN_STATUSES } from "../plan/status.ts";
 
 /**
@@ -197,12 +197,19 @@ export const outboxLanes = pgTable("outbox_lanes", {
 });
 
 /** Where a plan's preview lives in Slack, so updates and thread replies find it (and a redelivery does not post it twice). */
-export const slackMessages = pgTable("slack_messages", {
-  planId: uuid("plan_id").primaryKey().references(() => plans.id),
-  channel: text("channel").notNull(),
-  ts: text("ts").notNull(),
-  postedAt: at("posted_at").notNull().defaultNow(),
-});
+export const slackMessages = pgTable(
+  "slack_messages",
+  {
+    planId: uuid("plan_id").primaryKey().references(() => plans.id),
+    channel: text("channel").notNull(),
+    ts: text("ts").notNull(),
+    postedAt: at("posted_at").notNull().defaultNow(),
+    /** The message is a digest listing several plans (src/slack/digest.ts), not this plan's own preview. */
+    digest: boolean("digest").notNull().default(false),
+  },
+  // A digest is re-rendered from all its plans whenever one of them changes.
+  (t) => [index("slack_messages_digest").on(t.channel, t.ts).where(sql`digest`)],
+);
 
 /** The next moment each channel may take a post: ~1 per second per channel, shared by every replica. */
 export const slackChannelSlots = pgTable("slack_channel_slots", {
