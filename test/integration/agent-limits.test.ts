@@ -76,6 +76,16 @@ describe.each(databaseKinds)("agent limits on $name", (kind) => {
     expect(retried).toMatchObject({ created: false, plan: { id: plan.id } });
   });
 
+  it("answers two racing submissions with one idempotencyKey with one plan, even when the first takes the last place", async () => {
+    const h = hRetry;
+    h.clock.advance(3600); // the plan of the test above has left the minute; maxPending is not in play here
+    const ctx = limited(h, { plansPerMinute: 1 });
+    const request = mergeRequest({ title: "racing retries", idempotencyKey: "limits-race-1" });
+    const [a, b] = await Promise.all([submitPlan(ctx, { agent: h.agent, request }), submitPlan(ctx, { agent: h.agent, request })]);
+    expect(a.plan.id).toBe(b.plan.id);
+    expect([a.created, b.created].sort()).toEqual([false, true]);
+  });
+
   it("applies an agent's own limits over the top-level ones, and names their key", async () => {
     const ctx = limited(hOwn, { plansPerMinute: 1, agents: { [hOwn.agent.name]: { plansPerMinute: 3 }, "not-yet-added": { maxPending: 1 } } });
     for (let i = 0; i < 3; i++) await submitPlan(ctx, { agent: hOwn.agent, request: mergeRequest({ title: `own ${i}` }) });
