@@ -1,0 +1,89 @@
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { coveredLater, decidersOf, HOME_SINK } from "../../src/service/home-tab.ts";
+import { deliverDue } from "../../src/service/outbox.ts";
+import { submitPlan } from "../../src/service/submit-plan.ts";
+import { deliveryClient } from "../../src/slack/deliver.ts";
+import { slackDirectory } from "../../src/slack/directory.ts";
+import { homeSink } from "../../src/slack/home-publish.ts";
+import { databaseKinds } from "../support/databases.ts";
+import { mergeRequest, targetConfig } from "../support/harness.ts";
+import { SlackEmulator } from "../support/slack-emulator.ts";
+import { useHarness } from "../support/use-harness.ts";
+
+/**
+ * The slack_home sink's debounce on a real database: rows queued in a burst are delivered by the
+ * real outbox worker, and each person's Home is published once, by the last row that concerns
+ * them, showing everything. Group members are looked up through the emulator.
+ */
+describe.each(databaseKinds)("App Home publishing on $name", (kind) => {
+  const h = useHarness(kind, {
+    sinks: [HOME_SINK],
+    targets: (url) => ({ crm: targetConfig(url), grouped: targetConfig(url, { policy: { approvers: ["S0REVIEWERS", "U0ALICE"], requiredApprovals: 1 } }) }),
+  });
+  const slack = new SlackEmulator({ teamId: "T0TEST" });
+  beforeAll(async () => {
+    await slack.start();
+    slack.setUsergroup("S0REVIEWERS", ["U0GROUPIE", "U0GROUPIE2"]);
+    h.ctx.directory = slackDirectory(deliveryClient(slack.botToken, slack.url));
+  });
+  afterAll(() => slack.stop());
+
+  const submit = (target = "crm") =>
+    submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ actions: [{ kind: "http.json", target, path: "/contacts/1", op: "merge", body: { email: "ana@new.example" } }] }) }).then((r) => r.plan);
+  const drain = async () => {
+    const handlers = { [HOME_SINK]: homeSink(h.ctx, deliveryClient(slack.botToken, slack.url)) };
+    while ((await deliverDue(h.ctx, { handlers })) > 0);
+  };
+  const publishesTo = (user: string) => slack.published.filter((p) => p.user === user).length;
+  const listed = (user: string) => (JSON.stringify(slack.homeOf(user)?.blocks ?? []).match(/"action_id":"approve"/g) ?? []).length;
+  const homeRows = async () => (await h.database.rows<{ id: number | string }>(sql`SELECT id FROM outbox WHERE kind = ${HOME_SINK} AND delivered_at IS NULL ORDER BY id`)).map((r) => Number(r.id));
+
+  it("a burst of 12 plans publishes each approver's Home once, showing all 12, and never the requester's", async () => {
+    slack.reset();
+    const plans = [];
+    for (let i = 0; i < 12; i++) plans.push(await submit());
+    expect(await homeRows()).toHaveLength(12);
+    await drain();
+    expect(await homeRows()).toEqual([]);
+    for (const user of ["U0ALICE", "U0BOB", "U0CAROL"]) {
+      expect(publishesTo(user)).toBe(1);
+      expect(listed(user)).toBe(12);
+    }
+    expect(publishesTo("U0REQUESTER")).toBe(0);
+    expect(slack.callsTo("views.publish")).toHaveLength(3);
+  });
+
+  it("a later row covers group members only through a plan naming the same group (or them); a row already picked up covers no one", async () => {
+    slack.reset();
+    const grouped = await submit("grouped");
+    const plain = await submit("crm");
+    const [groupedRow, plainRow] = await homeRows();
+    const groupedDeciders = (await decidersOf(h.ctx, grouped.id))!;
+    expect(groupedDeciders.deciders.map((d) => d.userId).sort()).toEqual(["U0ALICE", "U0GROUPIE", "U0GROUPIE2"]);
+    // The plain plan names Alice (not the group): only she is covered by its row.
+    expect([...(await coveredLater(h.ctx, groupedRow!, groupedDeciders.deciders))]).toEqual(["U0ALICE"]);
+    // Once a worker has picked the later row up it may have read the database already: it covers no one.
+    await h.database.db.execute(sql`UPDATE outbox SET attempts = 1 WHERE id = ${plainRow!}`);
+    expect([...(await coveredLater(h.ctx, groupedRow!, groupedDeciders.deciders))]).toEqual([]);
+    await h.database.db.execute(sql`UPDATE outbox SET attempts = 0 WHERE id = ${plainRow!}`);
+    await drain();
+    expect(publishesTo("U0GROUPIE")).toBe(1);
+    expect(publishesTo("U0ALICE")).toBe(1);
+    expect(JSON.stringify(slack.homeOf("U0GROUPIE")!.blocks)).toContain(grouped.id);
+    expect(JSON.stringify(slack.homeOf("U0ALICE")!.blocks)).toContain(plain.id);
+  });
+
+  it("a rate-limited publish is retried after Slack's Retry-After, and the Home still arrives", async () => {
+    slack.reset();
+    await submit();
+    slack.failNext("views.publish", { retryAfter: 1 });
+    await drain();
+    const [row] = await h.database.rows<{ attempts: number; last_error: string; available_at: string }>(sql`SELECT attempts, last_error, available_at FROM outbox WHERE kind = ${HOME_SINK} AND delivered_at IS NULL`);
+    expect(row?.last_error).toMatch(/rate-limited.*Retry-After 1 s/);
+    h.clock.advance(2);
+    await drain();
+    expect(await homeRows()).toEqual([]);
+    for (const user of ["U0ALICE", "U0BOB", "U0CAROL"]) expect(publishesTo(user)).toBeGreaterThanOrEqual(1);
+  });
+});
