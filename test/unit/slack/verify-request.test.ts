@@ -52,6 +52,7 @@ const Manifest = z.strictObject({
     long_description: z.string().min(175).max(4000),
   }),
   features: z.strictObject({
+    app_home: z.strictObject({ home_tab_enabled: z.boolean(), messages_tab_enabled: z.boolean(), messages_tab_read_only_enabled: z.boolean().optional() }).optional(),
     bot_user: z.strictObject({ display_name: z.string().min(1).max(80).regex(/^[a-z0-9._-]+$/i), always_online: z.boolean() }),
     slash_commands: z.array(z.strictObject({
       command: z.string().regex(/^\/[a-z0-9_-]{1,31}$/),
@@ -66,6 +67,7 @@ const Manifest = z.strictObject({
     scopes: z.strictObject({ bot: z.array(z.string()).min(1), user: z.array(z.string()).optional() }),
   }),
   settings: z.strictObject({
+    event_subscriptions: z.strictObject({ request_url: z.url({ protocol: /^https$/ }), bot_events: z.array(z.string().regex(/^[a-z_]+$/)).min(1).max(100) }).optional(),
     interactivity: z.strictObject({ is_enabled: z.boolean(), request_url: z.url({ protocol: /^https$/ }) }),
     org_deploy_enabled: z.boolean(),
     socket_mode_enabled: z.boolean(),
@@ -94,5 +96,11 @@ describe("manifest.yml", () => {
     expect(manifest.features.slash_commands.map((c) => c.command)).toEqual(["/countersign"]);
     expect(new URL(manifest.settings.interactivity.request_url).pathname).toBe("/slack/events");
     expect(new URL(manifest.features.slash_commands[0]!.url).pathname).toBe("/slack/events");
+  });
+
+  it("enables the Home tab and sends app_home_opened to /slack/events", () => {
+    expect(manifest.features.app_home?.home_tab_enabled).toBe(true);
+    expect(manifest.settings.event_subscriptions?.bot_events).toEqual(["app_home_opened"]);
+    expect(new URL(manifest.settings.event_subscriptions!.request_url).pathname).toBe("/slack/events");
   });
 });
