@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { outbox } from "../store/schema.ts";
-import type { Tx } from "../store/db.ts";
+import type { Queryable } from "../store/db.ts";
 import type { ServiceContext } from "./context.ts";
 import { laneIsOf, priorityOf } from "./outbox-lanes.ts";
 import { leaseLanes, markDelivered, markFailed, releaseLane, takeNext } from "./outbox-lease.ts";
@@ -22,7 +22,7 @@ export interface PlanEvent {
  * that caused it (recordPlanEvent runs it in one statement with the audit event); undefined when
  * there is no sink. Each row names its lane (outbox-lanes.ts) and its order in it.
  */
-export function effectsInsert(tx: Tx, sinks: readonly string[], event: PlanEvent, laneOf: (kind: string) => string) {
+export function effectsInsert(tx: Queryable, sinks: readonly string[], event: PlanEvent, laneOf: (kind: string) => string) {
   if (sinks.length === 0) return undefined;
   return tx.insert(outbox).values(sinks.map((kind) => ({ planId: event.planId, kind, lane: laneOf(kind), priority: priorityOf(kind, event.type), payload: event, availableAt: new Date(event.at) })));
 }

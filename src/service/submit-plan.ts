@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { and, eq } from "drizzle-orm";
+import type { PgInsertValue } from "drizzle-orm/pg-core";
 import { previewHttpJson, TargetReadError } from "../adapters/http-json.ts";
 import { fingerprint } from "../plan/fingerprint.ts";
 import { PlanDocument, PlanRequest, type ActionPreview, type PlannedAction } from "../plan/schema.ts";
@@ -18,7 +19,7 @@ import { admitPlanGuard, checkAgentLimits, guardRefusal, isOverLimit } from "./a
 import { ServiceError } from "./errors.ts";
 import { newPlanView, planView, type PlanView } from "./plan-view.ts";
 import { rememberDecisionTerms } from "./decision-terms.ts";
-import { recordPlanEvent } from "./transition.ts";
+import { planEventStatement, type PlanRow } from "./transition.ts";
 import { validate } from "./validate.ts";
 
 export interface SubmitPlanInput {
@@ -103,30 +104,31 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
   });
   const hash = fingerprint(document);
 
-  const row = await ctx.database.db.transaction(async (tx) => {
-    const [inserted] = await tx.insert(plans).values({
-      id: document.id,
-      // Holds the limits exactly when this agent's submissions race past checkAgentLimits.
-      agentId: admitPlanGuard(agent.id, limits, now.getTime()),
-      hash,
-      document,
-      preview: { actions: shown },
-      status: "pending",
-      expiresAt,
-      idempotencyKey: request.idempotencyKey ?? null,
-      callbackUrl: callbackUrl ?? null,
-      requestDigest,
-      createdAt: now,
-      updatedAt: now,
-    })
-      // Two retries with one key raced past the first lookup: the second stores nothing here
-      // (rather than failing on the unique index) and answers with the first's plan below.
-      .onConflictDoNothing({ target: [plans.agentId, plans.idempotencyKey] })
-      .returning();
-    if (!inserted) return undefined;
-    await recordPlanEvent(ctx, tx, inserted, "plan.submitted", { type: "agent", agentId: agent.id, name: agent.name }, now, { title: request.title, expiresAt: document.expiresAt });
-    return inserted;
-  }).catch(async (err: unknown) => {
+  const stored: PlanRow = {
+    id: document.id,
+    agentId: agent.id,
+    hash,
+    document,
+    preview: { actions: shown },
+    status: "pending",
+    expiresAt,
+    idempotencyKey: request.idempotencyKey ?? null,
+    requestDigest,
+    rejectReason: null,
+    callbackUrl: callbackUrl ?? null,
+    grant: null,
+    grantExpiresAt: null,
+    claimToken: null,
+    leaseExpiresAt: null,
+    claims: 0,
+    outcome: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+  // Holds the limits exactly when this agent's submissions race past checkAgentLimits.
+  const values = { ...stored, agentId: admitPlanGuard(agent.id, limits, now.getTime()) };
+  const submitted = { plan: stored, type: "plan.submitted", actor: { type: "agent", agentId: agent.id, name: agent.name } as const, at: now, data: { title: request.title, expiresAt: document.expiresAt } };
+  const row = await storePlan(ctx, { values, submitted, keyed: request.idempotencyKey !== undefined }).then((created) => (created ? stored : undefined)).catch(async (err: unknown) => {
     if (!isOverLimit(err)) throw err;
     // A retry racing its first submission is answered with that plan below, never limited.
     if (request.idempotencyKey !== undefined && await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey, requestDigest)) return undefined;
@@ -140,6 +142,33 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
   rememberDecisionTerms(ctx.database, row.id, document);
   ctx.logger.info({ planId: row.id, hash, agent: agent.name, actions: actions.length }, "plan submitted");
   return { created: true, plan: newPlanView(ctx.config.publicUrl, row, "agent", ctx.redaction) };
+}
+
+/**
+ * Stores the plan with its plan.submitted event in one transaction; false when a plan with its
+ * idempotency key was stored first. Without a key nothing stored can collide with it (its id is
+ * new), so plan and event go in one statement, a transaction of its own: no BEGIN or COMMIT.
+ */
+async function storePlan(
+  ctx: ServiceContext,
+  input: { values: PgInsertValue<typeof plans>; submitted: Omit<Parameters<typeof planEventStatement>[2], "first">; keyed: boolean },
+): Promise<boolean> {
+  const { values, submitted } = input;
+  const { db } = ctx.database;
+  if (!input.keyed) {
+    await db.execute(planEventStatement(ctx, db, { ...submitted, first: db.insert(plans).values(values).getSQL() }));
+    return true;
+  }
+  return db.transaction(async (tx) => {
+    const [inserted] = await tx.insert(plans).values(values)
+      // Two retries with one key raced past the first lookup: the second stores nothing here
+      // (rather than failing on the unique index) and answers with the first's plan.
+      .onConflictDoNothing({ target: [plans.agentId, plans.idempotencyKey] })
+      .returning({ id: plans.id });
+    if (!inserted) return false;
+    await tx.execute(planEventStatement(ctx, tx, submitted));
+    return true;
+  });
 }
 
 async function findByIdempotencyKey(ctx: ServiceContext, agentId: string, key: string, requestDigest: string): Promise<PlanView | undefined> {

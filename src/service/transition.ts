@@ -1,7 +1,7 @@
 import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
 import { TRANSITIONS, type Transition } from "../plan/lifecycle.ts";
 import { plans } from "../store/schema.ts";
-import type { Tx } from "../store/db.ts";
+import type { Queryable, Tx } from "../store/db.ts";
 import { auditInsert, type Actor } from "./audit.ts";
 import type { ServiceContext } from "./context.ts";
 import { effectsInsert } from "./outbox.ts";
@@ -53,13 +53,27 @@ export async function recordPlanEvent(
   at: Date,
   data: Record<string, unknown>,
 ): Promise<void> {
+  await tx.execute(planEventStatement(ctx, tx, { plan, type, actor, at, data }));
+}
+
+/**
+ * The one statement that records a plan event: audit row, outbox rows and announcement (data-
+ * modifying CTEs run whether or not they are read). The audit event chains to the plan's
+ * previous one, which is safe because the caller holds the plan's row lock (see audit.ts).
+ * `first` is a write of the caller's that goes in the same statement, before the event: storing
+ * a new plan, whose chain nobody else can append to before it commits, so it needs no lock.
+ */
+export function planEventStatement(
+  ctx: Pick<ServiceContext, "sinks" | "config">,
+  db: Queryable,
+  event: { plan: Pick<PlanRow, "id" | "status" | "hash" | "callbackUrl" | "document">; type: string; actor: Actor; at: Date; data: Record<string, unknown>; first?: SQL },
+): SQL {
+  const { plan, type, actor, at, data } = event;
   // Webhooks go only where the agent asked for them.
   const sinks = ctx.sinks.filter((kind) => kind !== "webhook" || plan.callbackUrl);
   const audit = auditInsert({ planId: plan.id, type, actor, data, at });
-  const effects = effectsInsert(tx, sinks, { planId: plan.id, type, status: plan.status, hash: plan.hash, at: at.toISOString(), actor, data }, (kind) => laneOf(ctx.config, kind, plan.document as PlanDocument));
-  // One round trip for all three (data-modifying CTEs run whether or not they are read). The
-  // audit event chains to the plan's previous one, which is safe because the caller holds the
-  // plan's row lock (see audit.ts).
+  const effects = effectsInsert(db, sinks, { planId: plan.id, type, status: plan.status, hash: plan.hash, at: at.toISOString(), actor, data }, (kind) => laneOf(ctx.config, kind, plan.document as PlanDocument));
+  const first = event.first ? sql`first AS (${event.first}), ` : sql``;
   const alsoEffects = effects ? sql`, effects AS (${effects.getSQL()})` : sql``;
-  await tx.execute(sql`WITH audit AS (${audit})${alsoEffects} SELECT ${PlanSignals.announcement(plan.id, plan.status)}`);
+  return sql`WITH ${first}audit AS (${audit})${alsoEffects} SELECT ${PlanSignals.announcement(plan.id, plan.status)}`;
 }
