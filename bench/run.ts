@@ -18,6 +18,7 @@ import { intakeAtScale } from "./figures/intake-at-scale.ts";
 import { intake } from "./figures/intake.ts";
 import { servePostgres } from "./figures/serve-postgres.ts";
 import { start } from "./figures/start.ts";
+import { volume } from "./figures/volume.ts";
 import { productDir, useProduct } from "./processes.ts";
 
 const SOURCES: Record<string, FigureSource> = {
@@ -28,6 +29,7 @@ const SOURCES: Record<string, FigureSource> = {
   "approve-to-patch": approveToPatch,
   "click-ack": clickAck,
   "intake-at-scale": intakeAtScale,
+  volume,
 };
 
 const args = process.argv.slice(2);
