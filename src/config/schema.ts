@@ -101,6 +101,9 @@ export const LimitsConfig = z.strictObject({
 });
 export type LimitsConfig = z.infer<typeof LimitsConfig>;
 
+/** Default of `slack.digest.afterSeconds`: how long a preview may wait in its channel's queue before a digest is posted instead. */
+export const DIGEST_AFTER_SECONDS = 30;
+
 /** The YAML file (`countersign.yml`). Every key is documented in `countersign.example.yml`. */
 export const FileConfig = z.strictObject({
   environment: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "use lower-case letters, digits, '-' and '_'").default("default"),
@@ -110,6 +113,13 @@ export const FileConfig = z.strictObject({
     escalationChannel: ChannelId.optional(),
     /** How long a click waits for an unreachable database (a restart, a failover) before the clicker is told it was not recorded (default 120). */
     decisionRetrySeconds: z.int().min(1).max(3600).optional(),
+    /**
+     * When a channel's queue would delay a new preview more than `afterSeconds`, the waiting plans
+     * are posted as one digest message instead (high-risk ones keep their own preview); 0: never.
+     */
+    digest: z.strictObject({
+      afterSeconds: z.int("must be a whole number of seconds").min(0).max(3600).default(DIGEST_AFTER_SECONDS),
+    }).optional(),
   }).default({}),
   defaults: PolicyDefaults.default({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600, reminders: [], risk: "low" }),
   webhooks: z.strictObject({

@@ -7,6 +7,8 @@ import { planView, type PlanView } from "./plan-view.ts";
 export interface PostedPreview {
   channel: string;
   ts: string;
+  /** The message is a digest listing this plan among others (src/slack/digest.ts), not its own preview. */
+  digest?: boolean;
 }
 
 /** The plan as reviewers see it in Slack (secrets masked), or undefined when there is no such plan. */
@@ -16,7 +18,7 @@ export async function slackViewOf(ctx: ServiceContext, planId: string): Promise<
 }
 
 export async function postedPreviewOf(ctx: ServiceContext, planId: string): Promise<PostedPreview | undefined> {
-  const [posted] = await ctx.database.db.select({ channel: slackMessages.channel, ts: slackMessages.ts }).from(slackMessages).where(eq(slackMessages.planId, planId));
+  const [posted] = await ctx.database.db.select({ channel: slackMessages.channel, ts: slackMessages.ts, digest: slackMessages.digest }).from(slackMessages).where(eq(slackMessages.planId, planId));
   return posted;
 }
 

@@ -10,6 +10,8 @@ import { escapeMrkdwn, slackDate } from "./escape.ts";
 import { renderPlanMessage } from "./render.ts";
 import { renderCoalescedReply } from "./coalesced-reply.ts";
 import { deliveryErrorOf } from "./slack-errors.ts";
+import { digestWaiting, updateDigest, type DigestPoster } from "./digest-delivery.ts";
+import { renderDigestReply } from "./digest.ts";
 
 /** Slack allows about one message per second per channel. */
 const CHANNEL_SPACING_MS = 1000;
@@ -22,6 +24,8 @@ export interface SlackDelivery {
   escalationChannel?: string | undefined;
   /** The review channel of a plan (a target's own, or the default). */
   channelOf(doc: PlanDocument): string;
+  /** `slack.digest.afterSeconds`: a channel's queue later than this posts a digest instead of previews (digest.ts); 0: never. */
+  digestAfterSeconds?: number;
 }
 
 /** The outbox's WebClient: no retries of its own and 429s surfaced, because the outbox owns retrying. */
@@ -36,7 +40,8 @@ export function deliveryClient(token: string, apiUrl: string | undefined): WebCl
  * one update (`many`): the preview always shows the plan as it is now.
  */
 export function slackSink(ctx: ServiceContext, slack: SlackDelivery): OutboxHandler {
-  const deliverAll = async (events: readonly PlanEvent[]): Promise<void> => {
+  const digests: DigestPoster = { client: slack.client, afterMs: (slack.digestAfterSeconds ?? 0) * 1000, spacingMs: CHANNEL_SPACING_MS, takeSlot: (channel) => takeChannelSlot(ctx, channel), call };
+  const deliverAll = async (events: readonly PlanEvent[], rows: readonly { id: number }[]): Promise<void> => {
     const planId = events[0]!.planId;
     const view = await slackViewOf(ctx, planId);
     if (!view) throw new DeliveryError(`plan ${planId} is gone`, { permanent: true });
@@ -46,6 +51,8 @@ export function slackSink(ctx: ServiceContext, slack: SlackDelivery): OutboxHand
       if (events.length > 1) throw new Error("a preview is delivered on its own, never coalesced with later events");
       if (posted) return; // redelivered after a crash between posting and recording: post once
       const channel = slack.channelOf(view.plan);
+      // Too many previews queued in this channel: the waiting ones may go out as one digest.
+      if (await digestWaiting(ctx, digests, { channel, headRowId: rows[0]!.id, headPlanId: planId })) return;
       const message = renderPlanMessage(planMessageOf(view));
       await takeChannelSlot(ctx, channel);
       const answer = await call("posting the preview", () => slack.client.chat.postMessage({ channel, ...message, unfurl_links: false, unfurl_media: false }));
@@ -56,9 +63,11 @@ export function slackSink(ctx: ServiceContext, slack: SlackDelivery): OutboxHand
     if (!posted) throw new DeliveryError(`plan ${planId} has no preview message in Slack to reply under (its post failed)`, { permanent: true });
     const replies = events.map((event) => threadEventOf(event, view)).filter((r) => r !== undefined);
     const what = events.map((e) => e.type).join(", ");
+    // A digest's thread holds many plans' lifecycles: each reply names its plan.
+    const inThread = (reply: SlackMessage) => (posted.digest ? renderDigestReply({ title: view.plan.title, hash: view.hash, reviewUrl: view.reviewUrl }, reply) : reply);
     if (replies.length > 0) {
       await takeChannelSlot(ctx, posted.channel);
-      await call(`replying (${what})`, () => slack.client.chat.postMessage({ channel: posted.channel, thread_ts: posted.ts, ...renderCoalescedReply(replies), unfurl_links: false, unfurl_media: false }));
+      await call(`replying (${what})`, () => slack.client.chat.postMessage({ channel: posted.channel, thread_ts: posted.ts, ...inThread(renderCoalescedReply(replies)), unfurl_links: false, unfurl_media: false }));
     }
     for (const event of events) {
       if (event.type === "plan.reminder" && event.data?.escalate === true && slack.escalationChannel) {
@@ -74,10 +83,12 @@ export function slackSink(ctx: ServiceContext, slack: SlackDelivery): OutboxHand
         }));
       }
     }
-    // The preview always shows the plan as it is now, so an update delivered late is still right.
+    // The preview always shows the plan as it is now, so an update delivered late is still right;
+    // a digest is re-rendered from all its plans, never replaced by this one's preview.
+    if (posted.digest) return updateDigest(ctx, digests, posted, what);
     await call(`updating the preview (${what})`, () => slack.client.chat.update({ channel: posted.channel, ts: posted.ts, ...renderPlanMessage(planMessageOf(view)) }));
   };
-  const sink: OutboxHandler = (event) => deliverAll([event]);
+  const sink: OutboxHandler = (event, row) => deliverAll([event], [row]);
   sink.many = deliverAll;
   return sink;
 }

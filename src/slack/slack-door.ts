@@ -14,6 +14,7 @@ import { boltLogger } from "./bolt-logger.ts";
 import { slackStartupError } from "./slack-startup-error.ts";
 import { registerListeners, type ListenerDeps } from "./listeners.ts";
 import { reviewChannelOf } from "../service/outbox-lanes.ts";
+import { DIGEST_AFTER_SECONDS } from "../config/schema.ts";
 
 export interface SlackDoor {
   /** `POST /slack/events` in HTTP mode; undefined in Socket Mode. */
@@ -70,7 +71,7 @@ export async function openSlackDoor(
   log.info({ mode: socket ? "socket" : "http", teamId, reviewChannel: slack.reviewChannel }, "Slack connected");
   return {
     handle: httpReceiver ? (c) => httpReceiver.handle(c) : undefined,
-    deliver: slackSink(ctx, { client, channelOf, escalationChannel: slack.escalationChannel }),
+    deliver: slackSink(ctx, { client, channelOf, escalationChannel: slack.escalationChannel, digestAfterSeconds: slack.digest?.afterSeconds ?? DIGEST_AFTER_SECONDS }),
     teamId,
     mode: socket ? "socket" : "http",
     directory: slackDirectory(app.client),
