@@ -11,7 +11,7 @@ import { ServiceError } from "./errors.ts";
 import { decisionTermsOf } from "./decision-terms.ts";
 import { approverCheckFailed, approverMembershipOf, type Membership } from "./approver-groups.ts";
 import { refusalError } from "./refusal-error.ts";
-import { recordPlanEvent, transition, type PlanRow } from "./transition.ts";
+import { planEventStatement, transition, type PlanRow } from "./transition.ts";
 
 /** The longest reject reason, in characters: the agent and the requester read it, and so does Slack. */
 export const MAX_REJECT_REASON_CHARS = 2000;
@@ -83,7 +83,7 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
     if (refusal?.code === "not_an_approver" && membership.unchecked.length > 0) throw approverCheckFailed(ctx, membership.unchecked);
     if (refusal) throw refusalError(refusal);
 
-    await tx.insert(decisions).values({
+    const decision = tx.insert(decisions).values({
       planId: plan.id,
       planHash: plan.hash,
       userId: input.actor.userId,
@@ -95,12 +95,14 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
     });
 
     if (input.verdict === "reject") {
+      await decision;
       const rejected = await transition(ctx, tx, { planId: plan.id, transition: "reject", actor, data: { reason }, set: { rejectReason: reason ?? null } });
       return { status: rejected!.status, approvals: approvers, requiredApprovals: policy.requiredApprovals };
     }
 
     const after = [...approvers, input.actor.userId];
-    await recordPlanEvent(ctx, tx, plan, "decision.approve", actor, now, { approvals: after.length, requiredApprovals: policy.requiredApprovals });
+    // The vote is stored in its event's statement.
+    await tx.execute(planEventStatement(ctx, tx, { plan, type: "decision.approve", actor, at: now, data: { approvals: after.length, requiredApprovals: policy.requiredApprovals }, first: decision.getSQL() }));
     if (quorumMet(after, policy)) {
       // The grant is what the executor will demand: plan id, exact hash, who approved, until when.
       const grantExpiresAt = new Date(now.getTime() + policy.grantTtlSeconds * 1000);

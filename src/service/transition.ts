@@ -60,8 +60,9 @@ export async function recordPlanEvent(
  * The one statement that records a plan event: audit row, outbox rows and announcement (data-
  * modifying CTEs run whether or not they are read). The audit event chains to the plan's
  * previous one, which is safe because the caller holds the plan's row lock (see audit.ts).
- * `first` is a write of the caller's that goes in the same statement, before the event: storing
- * a new plan, whose chain nobody else can append to before it commits, so it needs no lock.
+ * `first` is a write of the caller's that goes in the same statement, before the event: a vote,
+ * under the plan's row lock, or a new plan, whose chain nobody else can append to before it
+ * commits, so it needs no lock.
  */
 export function planEventStatement(
   ctx: Pick<ServiceContext, "sinks" | "config">,
