@@ -4,6 +4,7 @@ import type { ServiceContext } from "../service/context.ts";
 import { coveredLater, decidersOf, homeTabFor } from "../service/home-tab.ts";
 import { DeliveryError, type OutboxHandler } from "../service/outbox.ts";
 import { HOME_SHOWN, renderHome } from "./home-view.ts";
+import { slackDirectory } from "./directory.ts";
 import { deliveryErrorOf } from "./slack-errors.ts";
 
 /**
@@ -32,16 +33,19 @@ export async function publishHome(ctx: ServiceContext, client: WebClient, userId
  * after Slack's Retry-After, and republishing those already done is harmless.
  */
 export function homeSink(ctx: ServiceContext, client: WebClient): OutboxHandler {
+  // Its own lookup and cache of group members, through the outbox's client: a 429 reaches the
+  // outbox, and the Home's lookups neither warm nor spend the cache a click's decision reads.
+  const home: ServiceContext = { ...ctx, directory: slackDirectory(client) };
   return async (event, row) => {
     if (!HOME_EVENTS.has(event.type)) return;
-    const found = await decidersOf(ctx, event.planId);
+    const found = await decidersOf(home, event.planId);
     if (!found) return; // the plan is gone: nothing of it is on anyone's Home
-    const covered = await coveredLater(ctx, row.id, found.deciders);
+    const covered = await coveredLater(home, row.id, found.deciders);
     let failed: DeliveryError | undefined;
     for (const { userId } of found.deciders) {
       if (covered.has(userId)) continue;
       try {
-        await publishHome(ctx, client, userId);
+        await publishHome(home, client, userId);
       } catch (err) {
         // A rate limit holds for the rest too; any other failure is one person's, the others still get theirs.
         if (err instanceof WebAPIRateLimitedError) throw deliveryErrorOf(err, `publishing ${userId}'s Home`);
