@@ -19,7 +19,7 @@ export function pace(quick: boolean): Pace {
   const blocks = Number(process.env.BENCH_BLOCKS ?? 7);
   if (!Number.isInteger(blocks) || blocks < 5) throw new Error(`BENCH_BLOCKS must be a whole number of at least 5 (each figure is the median of ≥ 5 block pairs), got '${process.env.BENCH_BLOCKS}'`);
   return quick
-    ? { quick, blocks: 5, seconds: 1.5, rounds: 2, runs: { help: 3, start: 1 }, largePlans: 100_000 }
+    ? { quick, blocks: 5, seconds: 1.5, rounds: 1, runs: { help: 3, start: 1 }, largePlans: 100_000 }
     : { quick, blocks, seconds: 8, rounds: 6, runs: { help: Number(process.env.BENCH_RUNS ?? 7), start: Number(process.env.BENCH_RUNS_START ?? 3) }, largePlans: 1_000_000 };
 }
 
