@@ -6,7 +6,7 @@ import type { ServiceContext } from "../../src/service/context.ts";
 import { decide } from "../../src/service/decide.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { databaseKinds } from "../support/databases.ts";
-import { mergeRequest } from "../support/harness.ts";
+import { mergeRequest, targetConfig } from "../support/harness.ts";
 import { refusal } from "../support/refusal.ts";
 import { useHarness } from "../support/use-harness.ts";
 
@@ -24,6 +24,8 @@ describe.each(databaseKinds)("agent limits on $name", (kind) => {
   const hOther = base.another({});
   const hRace = base.another({});
   const hDefaults = base.another({});
+  /** Previews of a burst wait on one another on a loaded machine: more time than the default 5 s. */
+  const hBurst = base.another({ targets: (url) => ({ crm: targetConfig(url, { timeoutMs: 60_000 }) }) });
 
   it("refuses the plan beyond plansPerMinute until the oldest in the window leaves it, without reading the target", async () => {
     const h = hMinute;
@@ -112,6 +114,22 @@ describe.each(databaseKinds)("agent limits on $name", (kind) => {
     // All 20 usage reads are sent before any preview returns, so more than 5 pass them and read
     // the target: it is the INSERT's guard that held the limit for those.
     expect(h.target.requests.length - reads).toBeGreaterThan(5);
+  });
+
+  it("never lets 60 submissions at once go beyond plansPerMinute 20, where most are admitted without waiting on each other", async () => {
+    const h = hBurst;
+    const ctx = limited(h, { plansPerMinute: 20 });
+    const results = await Promise.allSettled(Array.from({ length: 60 }, (_, i) => submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: `burst ${i}` }) })));
+    const accepted = results.filter((r) => r.status === "fulfilled").length;
+    const refused = results.flatMap((r) => (r.status === "rejected" ? [r.reason as { code?: string }] : []));
+    // A submission that counted far from the limit and then, once in flight, found itself near it
+    // is refused rather than risk going over (migration 0016): fewer than 20 may get in, never more.
+    expect(accepted).toBeLessThanOrEqual(20);
+    expect(accepted).toBeGreaterThanOrEqual(12);
+    expect(refused.every((e) => e.code === "rate_limited")).toBe(true);
+    const since = new Date(h.clock.now().getTime() - 60_000).toISOString();
+    const [stored] = await base.database.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM plans WHERE agent_id = ${h.agent.id} AND created_at > ${since}::timestamptz`);
+    expect(Number(stored!.n)).toBe(accepted);
   });
 
   it("applies 60 a minute and 100 open by default, when the config has no limits block", async () => {
