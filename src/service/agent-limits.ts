@@ -48,11 +48,11 @@ export async function readAgentUsage(database: Database, agentId: string, limits
 }
 
 /**
- * The agent id for the plan's INSERT, computed by countersign_admit_plan(): it takes a per-agent
- * transaction lock, counts again with the plans committed up to then, and raises OVER_LIMIT_SQLSTATE
- * when a limit is reached. Submissions of one agent that raced past readAgentUsage are ordered
- * here (the lock is held until their commit); other agents never wait on it. It costs no statement
- * of its own.
+ * The agent id for the plan's INSERT, computed by countersign_admit_plan() (migrations 0013,
+ * 0016): it counts again once the submission holds one of its agent's 8 slot locks (or, near a
+ * limit, the agent's gate alone), and raises OVER_LIMIT_SQLSTATE when admitting could go beyond a
+ * limit. Submissions of one agent that raced past readAgentUsage never end above its limits;
+ * only those near them wait on each other, and other agents never do. It costs no statement.
  */
 export function admitPlanGuard(agentId: string, limits: AgentLimits, nowMs: number): SQL {
   const since = new Date(nowMs - WINDOW_MS).toISOString();
