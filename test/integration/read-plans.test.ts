@@ -167,6 +167,9 @@ describe.each(databaseKinds)("who may read, and what waits for whom, on $name", 
     h.clock.advance(61);
     expect(await ids("U0CAROL")).not.toContain(short.id);
     const first = (await plansWaitingFor(h.ctx, "U0CAROL")).plans.find((p) => p.id === fresh.id)!;
-    expect(first).toEqual({ id: fresh.id, title: "waiting crm plan", expiresAt: new Date(fresh.expiresAt), reviewUrl: `http://countersign.test/plans/${fresh.id}` });
+    expect(first).toEqual({
+      id: fresh.id, title: "waiting crm plan", expiresAt: new Date(fresh.expiresAt), reviewUrl: `http://countersign.test/plans/${fresh.id}`,
+      hash: fresh.hash, agent: h.agent.name, actions: [{ target: "crm", op: "merge" }], risk: "low",
+    });
   });
 });
