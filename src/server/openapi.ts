@@ -81,7 +81,7 @@ function build(publicUrl: string): object {
             ...errors(413, ["payload_too_large"], `The body is over ${LIMITS.maxBodyBytes / 1024} KiB`),
             ...errors(415, ["unsupported_media_type"], "The body is not sent as `Content-Type: application/json`"),
             ...errors(422, ["unknown_target", "preview_failed", "policy_denied"], "The plan is well-formed but cannot be proposed"),
-            ...withRetryAfter(errors(429, ["rate_limited"], "The agent is at one of its limits (`limits.plansPerMinute`, `limits.maxPending`, or its own under `limits.agents.<name>`); nothing was stored and no target was read. `details.limit` names the config key, `details.value` its value; retry after `Retry-After` seconds. A retry with an existing plan's `idempotencyKey` is never limited")),
+            ...withRetryAfter(errors(429, ["rate_limited"], "The agent is at one of its limits (`limits.plansPerMinute`, `limits.maxPending`, or its own under `limits.agents.<name>`); nothing was stored (and no target read, unless this submission raced others of the agent past the first check). `details.limit` names the config key, `details.value` its value; retry after `Retry-After` seconds. A retry with an existing plan's `idempotencyKey` is never limited")),
           },
         },
       },
