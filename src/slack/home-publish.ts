@@ -1,5 +1,5 @@
 import type { View } from "@slack/types";
-import { WebAPIRateLimitedError, type WebClient } from "@slack/web-api";
+import { WebAPIPlatformError, WebAPIRateLimitedError, type WebClient } from "@slack/web-api";
 import type { ServiceContext } from "../service/context.ts";
 import { coveredLater, decidersOf, homeTabFor } from "../service/home-tab.ts";
 import { DeliveryError, type OutboxHandler } from "../service/outbox.ts";
@@ -47,9 +47,12 @@ export function homeSink(ctx: ServiceContext, client: WebClient): OutboxHandler 
       try {
         await publishHome(home, client, userId);
       } catch (err) {
-        // A rate limit holds for the rest too; any other failure is one person's, the others still get theirs.
+        // A rate limit holds for the rest too. Slack refusing one person (a deactivated user, an
+        // app whose Home tab is not enabled yet) is not retried: no retry would change its answer,
+        // and the tab is rebuilt whenever they open it. Anything else (5xx, network) is retried.
         if (err instanceof WebAPIRateLimitedError) throw deliveryErrorOf(err, `publishing ${userId}'s Home`);
-        failed ??= deliveryErrorOf(err, `publishing ${userId}'s Home`);
+        if (err instanceof WebAPIPlatformError) ctx.logger.warn({ user: userId, error: err.data.error }, "Slack refused to publish a Home tab");
+        else failed ??= deliveryErrorOf(err, `publishing ${userId}'s Home`);
       }
     }
     if (failed) throw failed;

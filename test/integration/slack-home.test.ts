@@ -74,6 +74,25 @@ describe.each(databaseKinds)("App Home publishing on $name", (kind) => {
     expect(JSON.stringify(slack.homeOf("U0ALICE")!.blocks)).toContain(plain.id);
   });
 
+  it("Slack refusing one person's Home (not_enabled) is not retried and the others still get theirs; a 500 is retried", async () => {
+    slack.reset();
+    await submit();
+    slack.failNext("views.publish", { error: "not_enabled" });
+    await drain();
+    expect(await homeRows()).toEqual([]);
+    expect(slack.callsTo("views.publish").map((c) => c.answer?.body?.ok)).toEqual([false, true, true]);
+    slack.reset();
+    await submit();
+    slack.failNext("views.publish", { status: 500 });
+    await drain();
+    const [row] = await h.database.rows<{ last_error: string }>(sql`SELECT last_error FROM outbox WHERE kind = ${HOME_SINK} AND delivered_at IS NULL`);
+    expect(row?.last_error).toMatch(/HTTP 500/);
+    expect(slack.published).toHaveLength(2); // the two others were published all the same
+    h.clock.advance(2);
+    await drain();
+    expect(await homeRows()).toEqual([]);
+  });
+
   it("a rate-limited publish is retried after Slack's Retry-After, and the Home still arrives", async () => {
     slack.reset();
     await submit();
