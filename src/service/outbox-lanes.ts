@@ -39,3 +39,10 @@ export function laneIsOf(lane: string, kind: string): boolean {
 export function priorityOf(kind: string, eventType: string): number {
   return kind === "slack" && eventType === "plan.submitted" ? 0 : 1;
 }
+
+/**
+ * Events delivered on their own, never coalesced with a plan's other queued events: the preview
+ * (every reply goes under it) and reminders, which exist to reach people: their notification line
+ * is the mentions, not a step in a summary. Everything else is a step of the plan's lifecycle.
+ */
+export const DELIVERED_ALONE: readonly string[] = ["plan.submitted", "plan.reminder"];

@@ -1,15 +1,16 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../store/db.ts";
-import { laneIsOf } from "./outbox-lanes.ts";
+import { DELIVERED_ALONE, laneIsOf } from "./outbox-lanes.ts";
 
 /**
  * The SQL of outbox lanes (docs: outbox-lanes.ts). A worker takes whole lanes, never single rows
  * of a lane another worker drains: a lane's order (previews first, each plan in order) and its
  * pacing are then one worker's business. A lane is taken by its outbox_lanes row: leased_by is
  * the taker's token, leased_until when others may take it (a worker that dies leaves it to run
- * out). Rows being delivered also carry a lease of their own (available_at pushed ahead), so a
- * worker slower than its lane lease still never shares a row. Raw SQL passes timestamps as ISO
- * strings: drizzle's postgres.js driver does not convert Dates in `sql` templates.
+ * out), or "retry-after" while it waits one out. Rows being delivered also carry a lease of
+ * their own (available_at pushed ahead), so a worker slower than its lane lease still never
+ * shares a row. Raw SQL passes timestamps as ISO strings: drizzle's postgres.js driver does not
+ * convert Dates in `sql` templates.
  */
 
 /** An outbox row as a lane hands it out. */
@@ -54,7 +55,7 @@ export async function leaseLanes(
     UPDATE outbox_lanes l SET leased_by = ${token}, leased_until = ${new Date(at.getTime() + leaseMs).toISOString()}
     WHERE l.lane IN (
       SELECT c.lane FROM outbox_lanes c
-      WHERE c.lane = ANY (${lanes}) AND c.leased_until <= ${now}
+      WHERE c.lane = ANY (${lanes}) AND (c.leased_by IS NULL OR c.leased_until <= ${now})
         AND EXISTS (SELECT 1 FROM outbox o WHERE o.lane = c.lane AND o.delivered_at IS NULL AND o.dead_at IS NULL AND o.available_at <= ${now})
       ORDER BY c.leased_until
       LIMIT ${max}
@@ -75,22 +76,29 @@ async function ensureLaneRows(database: Database, lanes: string[]): Promise<void
   for (const l of fresh) known.add(l);
 }
 
+/** leased_by of a lane nobody drains that waits out a Retry-After until leased_until. */
+const HELD = "retry-after";
+
 /**
- * Gives a lane back: others may take it from `until` on (now, or later after a Retry-After). Only
- * the holder's token gives it back; a lease that ran out and was taken by another stays theirs.
+ * Gives a lane back. Free at once (leased_by NULL; leased_until, the release time, only orders
+ * free lanes longest idle first), so a clock that steps back cannot strand it; or, after a
+ * Retry-After, held until `holdUntil`. Only the holder's token gives it back: a lease that ran out
+ * and was taken by another stays theirs.
  */
-export async function releaseLane(database: Database, input: { lane: string; token: string; until: Date }): Promise<void> {
+export async function releaseLane(database: Database, input: { lane: string; token: string; at: Date; holdUntil?: Date | undefined }): Promise<void> {
+  const { lane, token, at, holdUntil } = input;
   await database.rows(sql`
-    UPDATE outbox_lanes SET leased_by = NULL, leased_until = ${input.until.toISOString()}
-    WHERE lane = ${input.lane} AND leased_by = ${input.token}`);
+    UPDATE outbox_lanes SET leased_by = ${holdUntil ? HELD : null}, leased_until = ${(holdUntil ?? at).toISOString()}
+    WHERE lane = ${lane} AND leased_by = ${token}`);
 }
 
 /**
  * Takes the lane's next delivery: its first due row in lane order (previews first, then oldest)
  * whose plan has no earlier undelivered row of the same sink, and, when `coalesce` is more than
- * one and that row is not a preview, the same plan's later due rows of the sink (consecutive
- * transitions still queued), up to `coalesce` rows in all. Each row's attempts count up and its
- * own lease starts. Empty when nothing in the lane can go now.
+ * one and that row is not one delivered alone (DELIVERED_ALONE), the same plan's next due rows
+ * of the sink up to the first one delivered alone (consecutive transitions still queued), up to
+ * `coalesce` rows in all. Each row's attempts count up and its own lease starts. Empty when
+ * nothing in the lane can go now.
  */
 export async function takeNext(
   database: Database,
@@ -98,9 +106,10 @@ export async function takeNext(
 ): Promise<LaneRow[]> {
   const { lane, at, leaseMs, coalesce } = input;
   const now = at.toISOString();
+  const alone = sql.join(DELIVERED_ALONE.map((t) => sql`${t}`), sql`, `);
   const rows = await database.rows<{ id: number | string; plan_id: string | null; kind: string; payload: string; attempts: number }>(sql`
     WITH head AS (
-      SELECT o.id, o.plan_id, o.kind, o.priority FROM outbox o
+      SELECT o.id, o.plan_id, o.kind, (o.payload::json->>'type') IN (${alone}) AS alone FROM outbox o
       WHERE o.lane = ${lane} AND o.delivered_at IS NULL AND o.dead_at IS NULL AND o.available_at <= ${now}
         AND NOT EXISTS (
           SELECT 1 FROM outbox earlier
@@ -108,15 +117,18 @@ export async function takeNext(
             AND earlier.delivered_at IS NULL AND earlier.dead_at IS NULL)
       ORDER BY o.lane, o.priority, o.id
       LIMIT 1),
+    followers AS (
+      SELECT f.id, (f.payload::json->>'type') IN (${alone}) AS alone FROM outbox f, head
+      WHERE ${coalesce} > 1 AND NOT head.alone
+        AND f.plan_id = head.plan_id AND f.kind = head.kind AND f.id > head.id
+        AND f.delivered_at IS NULL AND f.dead_at IS NULL AND f.available_at <= ${now}
+      ORDER BY f.id
+      LIMIT ${Math.max(coalesce - 1, 0)}),
     taken AS (
       SELECT id FROM head
       UNION ALL
-      (SELECT f.id FROM outbox f, head
-        WHERE ${coalesce} > 1 AND head.priority > 0
-          AND f.plan_id = head.plan_id AND f.kind = head.kind AND f.id > head.id
-          AND f.delivered_at IS NULL AND f.dead_at IS NULL AND f.available_at <= ${now}
-        ORDER BY f.id
-        LIMIT ${Math.max(coalesce - 1, 0)}))
+      -- Consecutive only: up to the first follower that goes alone.
+      SELECT id FROM followers WHERE id < coalesce((SELECT min(id) FROM followers WHERE alone), ${Number.MAX_SAFE_INTEGER}))
     UPDATE outbox SET available_at = ${new Date(at.getTime() + leaseMs).toISOString()}, attempts = attempts + 1
     WHERE id IN (SELECT id FROM taken)
     RETURNING id, plan_id, kind, payload, attempts`);

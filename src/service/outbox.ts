@@ -150,7 +150,7 @@ export async function drainLane(
       }
     }
   } finally {
-    await releaseLane(database, { lane, token, until: holdUntil ?? now() });
+    await releaseLane(database, { lane, token, at: now(), holdUntil });
   }
   return delivered;
 }

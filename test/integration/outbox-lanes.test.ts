@@ -11,7 +11,8 @@ import { startOutboxWorker } from "../../src/service/outbox-worker.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { deliveryClient, slackSink } from "../../src/slack/deliver.ts";
 import { openDatabase, type Database } from "../../src/store/db.ts";
-import { outbox, outboxLanes } from "../../src/store/schema.ts";
+import { outbox, outboxLanes, plans } from "../../src/store/schema.ts";
+import { recordPlanEvent } from "../../src/service/transition.ts";
 import { webhookSink } from "../../src/webhooks/webhook-sink.ts";
 import { postgresKind } from "../support/databases.ts";
 import { FakeSlackApi } from "../support/fake-slack-api.ts";
@@ -201,6 +202,27 @@ describe.skipIf(!postgresKind)("outbox lanes on postgres", () => {
     expect(rows.slice(1).map((r) => r.attempts)).toEqual([1, 1, 1]);
   });
 
+  it("delivers a reminder alone, splitting the transitions queued around it", async () => {
+    const ctx = slackCtx(quorum2, ["slack"]);
+    const handlers = realSinks(ctx);
+    const { plan } = await submitPlan(ctx, { agent: quorum2.agent, request: mergeRequest({ title: "reminded between votes" }) });
+    expect(await deliverDue(ctx, { handlers })).toBe(1);
+    const [preview] = fake.callsOf("chat.postMessage", "C0COAL").filter((c) => c.params.text?.includes("reminded between votes"));
+    await approve(ctx, plan, "U0ALICE");
+    await ctx.database.db.transaction(async (tx) => {
+      const [row] = await tx.select().from(plans).where(eq(plans.id, plan.id)).for("update");
+      await recordPlanEvent(ctx, tx, row!, "plan.reminder", { type: "system", process: "reminders" }, ctx.clock(), { missing: ["U0BOB"], approvals: 1, requiredApprovals: 2 });
+    });
+    await approve(ctx, plan, "U0BOB");
+    expect(await deliverDue(ctx, { handlers })).toBe(4);
+    const texts = fake.callsOf("chat.postMessage", "C0COAL").filter((c) => c.params.thread_ts !== undefined && c.at >= preview!.at).map((c) => c.params.text);
+    expect(texts).toEqual([
+      "👍 Approval 1 of 2 by <@U0ALICE>",
+      expect.stringMatching(/^⏰ Still waiting: 1 of 2 approval\(s\); expires .* <@U0BOB>$/),
+      "approval 2 of 2 by <@U0BOB> → approved by <@U0ALICE> <@U0BOB>",
+    ]);
+  });
+
   describe("two replicas", () => {
     let second: Database | undefined;
     beforeAll(async () => {
@@ -216,9 +238,9 @@ describe.skipIf(!postgresKind)("outbox lanes on postgres", () => {
     it("deliver each row exactly once, each plan in order, when two delivery loops on two connections contend", async () => {
       const kinds = ["rep-a", "rep-b", "rep-c", "rep-d", "rep-e"];
       const ctx = { ...h.ctx, sinks: kinds };
-      const plans = [];
-      for (let i = 0; i < 30; i++) plans.push((await submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: `replica plan ${i}` }) })).plan);
-      for (const plan of plans.slice(0, 15)) await approve(ctx, plan, "U0ALICE");
+      const submitted = [];
+      for (let i = 0; i < 30; i++) submitted.push((await submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: `replica plan ${i}` }) })).plan);
+      for (const plan of submitted.slice(0, 15)) await approve(ctx, plan, "U0ALICE");
       const expected = await h.database.db.$count(outbox, and(inArray(outbox.kind, kinds), isNull(outbox.deliveredAt)));
       expect(expected).toBe(30 * 5 + 15 * 5 * 2);
 
