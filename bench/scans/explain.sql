@@ -1,6 +1,6 @@
 -- EXPLAIN ANALYZE of the reads that grow with stored history, as the code issues them, on a
 -- database seeded by bench/scans/seed.sql. Run: psql -f bench/scans/explain.sql <database>;
--- with -v before=1 the indexes of migrations 0009, 0011 and 0012 are dropped first, to see the plans without them.
+-- with -v before=1 the indexes of migrations 0009, 0011 and 0014 are dropped first, to see the plans without them.
 -- Everything runs in one transaction rolled back at the end, so the seeded state (and the
 -- indexes) are kept between runs.
 \set ON_ERROR_STOP 1
@@ -10,48 +10,54 @@
 \endif
 BEGIN;
 \if :before
-  DROP INDEX outbox_undelivered_by_id, outbox_undelivered_plan_kind, outbox_dead_plan, plans_created_at, plans_status_created_at, plans_pending_expiry;
+  DROP INDEX outbox_lane_order, outbox_undelivered_plan_kind, outbox_dead_plan, plans_created_at, plans_status_created_at, plans_pending_expiry;
 \endif
-\echo '== outbox lease, nothing due (src/service/outbox.ts leaseNext)'
-EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) UPDATE outbox SET available_at = now() + interval '60 seconds', attempts = attempts + 1
-WHERE id = (
-  SELECT o.id FROM outbox o
-  WHERE o.delivered_at IS NULL AND o.dead_at IS NULL AND o.available_at <= now()
-    AND o.kind IN ('slack.post', 'slack.update', 'webhook')
+-- The lanes' own rows (outbox_lanes), in this transaction only: the lease reads them.
+INSERT INTO outbox_lanes (lane, leased_until) SELECT 'slack:C0SEED' || n, '-infinity' FROM generate_series(0, 9) AS n ON CONFLICT DO NOTHING;
+\echo '== outbox lanes with work: skip scan (src/service/outbox-lease.ts leaseLanes)'
+EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) WITH RECURSIVE lanes(lane) AS (
+  (SELECT lane FROM outbox WHERE delivered_at IS NULL AND dead_at IS NULL ORDER BY lane LIMIT 1)
+  UNION ALL
+  SELECT (SELECT o.lane FROM outbox o WHERE o.delivered_at IS NULL AND o.dead_at IS NULL AND o.lane > lanes.lane ORDER BY o.lane LIMIT 1)
+  FROM lanes WHERE lanes.lane IS NOT NULL)
+SELECT lane FROM lanes WHERE lane IS NOT NULL;
+\echo '== outbox lane lease, nothing due (leaseLanes)'
+EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) UPDATE outbox_lanes l SET leased_by = 'bench', leased_until = now() + interval '60 seconds'
+WHERE l.lane IN (
+  SELECT c.lane FROM outbox_lanes c
+  WHERE c.lane = ANY (ARRAY(SELECT 'slack:C0SEED' || n FROM generate_series(0, 9) AS n)) AND (c.leased_by IS NULL OR c.leased_until <= now())
+    AND EXISTS (SELECT 1 FROM outbox o WHERE o.lane = c.lane AND o.delivered_at IS NULL AND o.dead_at IS NULL AND o.available_at <= now())
+  ORDER BY c.leased_until LIMIT 8 FOR UPDATE SKIP LOCKED)
+RETURNING l.lane;
+\echo '== outbox lane lease, every undelivered row due (leaseLanes)'
+EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) UPDATE outbox_lanes l SET leased_by = 'bench', leased_until = now() + interval '2 hours'
+WHERE l.lane IN (
+  SELECT c.lane FROM outbox_lanes c
+  WHERE c.lane = ANY (ARRAY(SELECT 'slack:C0SEED' || n FROM generate_series(0, 9) AS n)) AND (c.leased_by IS NULL OR c.leased_until <= now() + interval '2 hours')
+    AND EXISTS (SELECT 1 FROM outbox o WHERE o.lane = c.lane AND o.delivered_at IS NULL AND o.dead_at IS NULL AND o.available_at <= now() + interval '2 hours')
+  ORDER BY c.leased_until LIMIT 8 FOR UPDATE SKIP LOCKED)
+RETURNING l.lane;
+\echo '== a lane next delivery, every row due, coalescing up to 10 (src/service/outbox-lease.ts takeNext)'
+EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) WITH head AS (
+  SELECT o.id, o.plan_id, o.kind, (o.payload::json->>'type') IN ('plan.submitted', 'plan.reminder') AS alone FROM outbox o
+  WHERE o.lane = 'slack:C0SEED3' AND o.delivered_at IS NULL AND o.dead_at IS NULL AND o.available_at <= now() + interval '2 hours'
     AND NOT EXISTS (
       SELECT 1 FROM outbox earlier
       WHERE earlier.plan_id = o.plan_id AND earlier.kind = o.kind AND earlier.id < o.id
         AND earlier.delivered_at IS NULL AND earlier.dead_at IS NULL)
-  ORDER BY o.id LIMIT 1 FOR UPDATE SKIP LOCKED)
+  ORDER BY o.lane, o.priority, o.id LIMIT 1),
+followers AS (
+  SELECT f.id, (f.payload::json->>'type') IN ('plan.submitted', 'plan.reminder') AS alone FROM outbox f, head
+  WHERE NOT head.alone AND f.plan_id = head.plan_id AND f.kind = head.kind AND f.id > head.id
+    AND f.delivered_at IS NULL AND f.dead_at IS NULL AND f.available_at <= now() + interval '2 hours'
+  ORDER BY f.id LIMIT 9),
+taken AS (
+  SELECT id FROM head
+  UNION ALL
+  SELECT id FROM followers WHERE id < coalesce((SELECT min(id) FROM followers WHERE alone), 9007199254740991))
+UPDATE outbox SET available_at = now() + interval '3 hours', attempts = attempts + 1
+WHERE id IN (SELECT id FROM taken)
 RETURNING id, plan_id, kind, payload, attempts;
-\echo '== outbox lease, every undelivered row due'
-EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) UPDATE outbox SET available_at = now() + interval '2 hours', attempts = attempts + 1
-WHERE id = (
-  SELECT o.id FROM outbox o
-  WHERE o.delivered_at IS NULL AND o.dead_at IS NULL AND o.available_at <= now() + interval '2 hours'
-    AND o.kind IN ('slack.post', 'slack.update', 'webhook')
-    AND NOT EXISTS (
-      SELECT 1 FROM outbox earlier
-      WHERE earlier.plan_id = o.plan_id AND earlier.kind = o.kind AND earlier.id < o.id
-        AND earlier.delivered_at IS NULL AND earlier.dead_at IS NULL)
-  ORDER BY o.id LIMIT 1 FOR UPDATE SKIP LOCKED)
-RETURNING id, plan_id, kind, payload, attempts;
-\echo '== outbox lease, every undelivered row due, walked in id order (the plan the planner picks when it expects many due rows: issue 13 saw 3.4 s)'
-SET LOCAL enable_sort = off;
-SET LOCAL enable_hashjoin = off;
-EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) UPDATE outbox SET available_at = now() + interval '2 hours', attempts = attempts + 1
-WHERE id = (
-  SELECT o.id FROM outbox o
-  WHERE o.delivered_at IS NULL AND o.dead_at IS NULL AND o.available_at <= now() + interval '2 hours'
-    AND o.kind IN ('slack.post', 'slack.update', 'webhook')
-    AND NOT EXISTS (
-      SELECT 1 FROM outbox earlier
-      WHERE earlier.plan_id = o.plan_id AND earlier.kind = o.kind AND earlier.id < o.id
-        AND earlier.delivered_at IS NULL AND earlier.dead_at IS NULL)
-  ORDER BY o.id LIMIT 1 FOR UPDATE SKIP LOCKED)
-RETURNING id, plan_id, kind, payload, attempts;
-RESET enable_sort;
-RESET enable_hashjoin;
 \echo '== plan page: dead-lettered deliveries (src/service/review-plan.ts reviewPlan)'
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT * FROM outbox WHERE plan_id = md5('plan1')::uuid AND dead_at IS NOT NULL ORDER BY id;
 \echo '== plan page live stream: version and dead count (src/service/plan-signals.ts)'

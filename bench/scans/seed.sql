@@ -3,7 +3,7 @@
 --   :plans plans (default 1 000 000), one in 1 000 pending (spread over the whole history, so
 --   most pending plans are older than the newest 100), one in 500 failed, the rest applied;
 --   4 delivered outbox rows per plan, 1 in 1 000 plans with a dead-lettered row, and the
---   newest 1 000 plans with an undelivered row each.
+--   newest 1 000 plans with an undelivered row each, in 10 channel lanes.
 -- Run: psql -v plans=1000000 -f bench/scans/seed.sql <database>
 \if :{?plans}
 \else
@@ -24,17 +24,18 @@ SELECT md5('plan' || i)::uuid, '00000000-0000-4000-8000-000000000001', md5('hash
   now() - ((:plans - i) * interval '6 seconds'),
   now() - ((:plans - i) * interval '6 seconds')
 FROM generate_series(1, :plans) AS i;
-INSERT INTO outbox (plan_id, kind, payload, created_at, available_at, attempts, delivered_at)
-SELECT md5('plan' || i)::uuid, k.kind, '{"type":"plan.seeded"}',
+INSERT INTO outbox (plan_id, kind, lane, payload, created_at, available_at, attempts, delivered_at)
+SELECT md5('plan' || i)::uuid, k.kind, '', '{"type":"plan.seeded"}',
   now() - ((:plans - i) * interval '6 seconds'), now() - ((:plans - i) * interval '6 seconds'), 1,
   now() - ((:plans - i) * interval '6 seconds')
 FROM generate_series(1, :plans) AS i, (VALUES ('slack.post'), ('slack.update'), ('webhook'), ('slack.thread')) AS k(kind)
 ORDER BY i;
-INSERT INTO outbox (plan_id, kind, payload, created_at, available_at, attempts, last_error, dead_at)
-SELECT md5('plan' || i)::uuid, 'webhook', '{"type":"plan.seeded"}', now(), now(), 12, 'seeded failure', now()
+INSERT INTO outbox (plan_id, kind, lane, payload, created_at, available_at, attempts, last_error, dead_at)
+SELECT md5('plan' || i)::uuid, 'webhook', 'webhook:seed-agent', '{"type":"plan.seeded"}', now(), now(), 12, 'seeded failure', now()
 FROM generate_series(1, :plans, 1000) AS i;
-INSERT INTO outbox (plan_id, kind, payload, created_at, available_at)
-SELECT md5('plan' || i)::uuid, 'slack.update', '{"type":"plan.seeded"}', now(), now() + interval '1 hour'
+-- Undelivered rows wait in 10 Slack channel lanes (migration 0014), 100 each.
+INSERT INTO outbox (plan_id, kind, lane, payload, created_at, available_at)
+SELECT md5('plan' || i)::uuid, 'slack', 'slack:C0SEED' || (i % 10), '{"type":"plan.seeded"}', now(), now() + interval '1 hour'
 FROM generate_series(greatest(:plans - 999, 1), :plans) AS i;
 COMMIT;
 VACUUM ANALYZE plans;
