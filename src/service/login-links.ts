@@ -43,7 +43,7 @@ export interface WebSession {
  * Spends a login link (once: a conditional UPDATE) and opens a new session for its user. Every
  * login gets a fresh session id, so a session fixed before login is worth nothing after it.
  */
-export async function consumeLoginLink(ctx: Pick<ServiceContext, "database" | "clock">, token: string): Promise<{ sessionId: string; session: WebSession }> {
+export async function consumeLoginLink(ctx: Pick<ServiceContext, "database" | "clock">, { token }: { token: string }): Promise<{ sessionId: string; session: WebSession }> {
   const now = ctx.clock();
   return ctx.database.db.transaction(async (tx) => {
     const [link] = await tx
@@ -68,7 +68,8 @@ export async function openSession(tx: Tx, input: { userId: string; name: string 
   return { sessionId, session };
 }
 
-export async function sessionOf(ctx: Pick<ServiceContext, "database" | "clock">, sessionId: string | undefined): Promise<WebSession | undefined> {
+/** The live session a browser's cookie names; undefined when it names none (no cookie, signed out, expired). */
+export async function sessionOf(ctx: Pick<ServiceContext, "database" | "clock">, { sessionId }: { sessionId: string | undefined }): Promise<WebSession | undefined> {
   if (!sessionId) return undefined;
   const [row] = await ctx.database.db
     .select()
@@ -77,6 +78,7 @@ export async function sessionOf(ctx: Pick<ServiceContext, "database" | "clock">,
   return row && { userId: row.userId, name: row.name, csrfToken: row.csrfToken };
 }
 
-export async function endSession(ctx: Pick<ServiceContext, "database" | "clock">, sessionId: string): Promise<void> {
+/** Signs a browser out: the session ends now, whatever page or stream still holds its cookie. */
+export async function endSession(ctx: Pick<ServiceContext, "database" | "clock">, { sessionId }: { sessionId: string }): Promise<void> {
   await ctx.database.db.update(webSessions).set({ endedAt: ctx.clock() }).where(eq(webSessions.idHash, sha256(sessionId)));
 }

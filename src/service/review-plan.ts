@@ -20,11 +20,17 @@ export interface ReviewedPlan {
   deadDeliveries: { kind: string; error: string | null; at: string }[];
 }
 
+/** Which plan a person asks to read. */
+export interface ReviewPlanInput {
+  planId: string;
+  reader: Reader;
+}
+
 /**
  * One plan for a person allowed to read it (`not_a_reader` otherwise; `approver_check_failed`
  * when only a user group Slack could not answer for might have let them).
  */
-export async function reviewPlan(ctx: ServiceContext, planId: string, reader: Reader): Promise<ReviewedPlan> {
+export async function reviewPlan(ctx: ServiceContext, { planId, reader }: ReviewPlanInput): Promise<ReviewedPlan> {
   const [row] = isPlanId(planId) ? await ctx.database.db.select().from(plans).where(eq(plans.id, planId)) : [];
   if (!row) throw new ServiceError("not_found", `there is no plan ${planId}`);
   const rights = await rightsOf(ctx, reader, [row.document as PlanDocument]);
@@ -46,10 +52,16 @@ export async function reviewPlan(ctx: ServiceContext, planId: string, reader: Re
 /** How many more recent plans are looked through for someone who reads only the plans they approve. */
 const NARROWED_SCAN_FACTOR = 10;
 
+/** Who lists recent plans, optionally of some statuses only, and how many at most (100 unless told). */
+export interface RecentListInput {
+  reader: Reader;
+  statuses?: PlanStatus[] | undefined;
+  limit?: number | undefined;
+}
+
 /** Recent plans this person may read, newest first, optionally of some statuses only. */
-export async function listPlansForReview(ctx: ServiceContext, reader: Reader, filter: { statuses?: PlanStatus[]; limit?: number } = {}): Promise<PlanForReader[]> {
-  const limit = filter.limit ?? 100;
-  const where: SQL | undefined = filter.statuses?.length ? inArray(plans.status, filter.statuses) : undefined;
+export async function listPlansForReview(ctx: ServiceContext, { reader, statuses, limit = 100 }: RecentListInput): Promise<PlanForReader[]> {
+  const where: SQL | undefined = statuses?.length ? inArray(plans.status, statuses) : undefined;
   // Someone who reads only what they approve would otherwise find few of theirs among the
   // latest plans, so look further back for them (bounded: a list, not a search).
   const { readsEverything } = await rightsOf(ctx, reader, []);
@@ -86,6 +98,13 @@ export function parsePendingCursor(raw: string): PendingCursor {
   return { expiresAt, id };
 }
 
+/** Who lists pending plans, where the page starts (none: the first page) and how long it is. */
+export interface PendingPageInput {
+  reader: Reader;
+  after?: PendingCursor | undefined;
+  limit?: number | undefined;
+}
+
 /**
  * Pending plans this person may read, however old, soonest expiry first (the ones that will
  * lapse unless someone acts), one page at a time: `next` is where the following page starts,
@@ -93,13 +112,12 @@ export function parsePendingCursor(raw: string): PendingCursor {
  * pending or stored plans. Plan times are stored to the millisecond (they come from
  * the service clock), which is what the cursor keeps.
  */
-export async function listPendingForReview(ctx: ServiceContext, reader: Reader, page: { after?: PendingCursor; limit?: number } = {}): Promise<{ plans: PlanForReader[]; next: PendingCursor | undefined }> {
-  const limit = page.limit ?? PENDING_PAGE;
+export async function listPendingForReview(ctx: ServiceContext, { reader, after: cursor, limit = PENDING_PAGE }: PendingPageInput): Promise<{ plans: PlanForReader[]; next: PendingCursor | undefined }> {
   const { readsEverything } = await rightsOf(ctx, reader, []);
   // Someone who reads only what they approve looks through more rows for a page, bounded like the
   // recent list; what is left is on the next page.
   const scan = readsEverything ? limit : limit * NARROWED_SCAN_FACTOR;
-  const after = page.after && sql`(${plans.expiresAt}, ${plans.id}) > (${page.after.expiresAt.toISOString()}::timestamptz, ${page.after.id}::uuid)`;
+  const after = cursor && sql`(${plans.expiresAt}, ${plans.id}) > (${cursor.expiresAt.toISOString()}::timestamptz, ${cursor.id}::uuid)`;
   const rows = await ctx.database.db.select().from(plans).where(and(eq(plans.status, "pending"), after)).orderBy(asc(plans.expiresAt), asc(plans.id)).limit(scan + 1);
   const rights = await rightsOf(ctx, reader, rows.map((r) => r.document as PlanDocument));
   const taken: typeof rows = [];
@@ -117,8 +135,9 @@ export async function listPendingForReview(ctx: ServiceContext, reader: Reader, 
   return { plans: views, next };
 }
 
-/** The browser's list: a status filter (none: every status) and where the page of pending plans starts. */
-export interface BrowserListQuery {
+/** The browser's list: who reads it, a status filter (none: every status) and where the page of pending plans starts. */
+export interface BrowserListInput {
+  reader: Reader;
   statuses?: PlanStatus[] | undefined;
   pendingAfter?: PendingCursor | undefined;
 }
@@ -135,11 +154,11 @@ export interface BrowserList {
  * recent of the others, newest first. Pending plans are read on their own, so an old one is
  * never pushed out of the list by newer decided plans.
  */
-export async function listForBrowser(ctx: ServiceContext, reader: Reader, query: BrowserListQuery = {}): Promise<BrowserList> {
-  const wanted = query.statuses ?? PLAN_STATUSES;
+export async function listForBrowser(ctx: ServiceContext, { reader, statuses, pendingAfter }: BrowserListInput): Promise<BrowserList> {
+  const wanted = statuses ?? PLAN_STATUSES;
   const others = wanted.filter((s) => s !== "pending");
-  const pending = wanted.includes("pending") ? await listPendingForReview(ctx, reader, { ...(query.pendingAfter ? { after: query.pendingAfter } : {}) }) : { plans: [], next: undefined };
-  const recent = others.length > 0 ? await listPlansForReview(ctx, reader, { statuses: others }) : [];
+  const pending = wanted.includes("pending") ? await listPendingForReview(ctx, { reader, after: pendingAfter }) : { plans: [], next: undefined };
+  const recent = others.length > 0 ? await listPlansForReview(ctx, { reader, statuses: others }) : [];
   return { pending: pending.plans, nextPending: pending.next, recent };
 }
 

@@ -37,7 +37,7 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
   const web = new Hono<WebEnv>();
   const origin = new URL(ctx.config.publicUrl).origin;
   const secure = ctx.config.publicUrl.startsWith("https:");
-  const session = (c: Context) => sessionOf(ctx, getCookie(c, COOKIE));
+  const session = (c: Context) => sessionOf(ctx, { sessionId: getCookie(c, COOKIE) });
   /** What the sign-in page offers: the ways this Countersign lets a browser in. */
   const signInOptions: SignInOptions = { loginLinks: options.loginLinks, oidcStartUrl: options.oidcStartUrl ?? (options.oidc ? OIDC_START_PATH : undefined) };
 
@@ -95,7 +95,7 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
     }
     // Read before the plans, so anything that changes after the read reaches the live stream.
     const version = await ctx.signals.version();
-    const list = await listForBrowser(ctx, { userId: who.userId }, { statuses, pendingAfter: cursor });
+    const list = await listForBrowser(ctx, { reader: { userId: who.userId }, statuses, pendingAfter: cursor });
     const page = { filter: statuses ? filter : undefined, pendingAfter: cursor && pendingAfter };
     if (c.req.query("fragment")) return c.html(<PlansTable list={list} session={who} page={page} />);
     return c.html(<PlansPage list={list} session={who} page={page} version={version} />);
@@ -109,7 +109,7 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
   /** The plan if this person may read it, else the page saying why not. */
   const readable = async (c: Context<WebEnv>, planId: string) => {
     try {
-      return await reviewPlan(ctx, planId, { userId: c.get("reader").userId });
+      return await reviewPlan(ctx, { planId, reader: { userId: c.get("reader").userId } });
     } catch (err) {
       if (!(err instanceof ServiceError)) throw err;
       if (err.code === "not_found") return c.html(<MessagePage title="No such plan" text={err.message} />, 404);
@@ -168,7 +168,7 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
     if (!options.loginLinks) return c.html(<MessagePage title="Sign-in links are off" text="This Countersign does not accept sign-in links." />, 403);
     if (!sameOrigin(c)) return forbidden(c, "This sign-in was not sent from Countersign's own page.");
     try {
-      const { sessionId } = await consumeLoginLink(ctx, c.req.param("token"));
+      const { sessionId } = await consumeLoginLink(ctx, { token: c.req.param("token") });
       // A new session id at every login: a cookie planted before login is worth nothing after it.
       setSessionCookie(c, sessionId, secure);
       return c.redirect("/plans", 303);
@@ -181,7 +181,7 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
   web.post("/logout", async (c) => {
     const checked = await checkPost(c);
     if (checked instanceof Response) return checked;
-    await endSession(ctx, getCookie(c, COOKIE)!);
+    await endSession(ctx, { sessionId: getCookie(c, COOKIE)! });
     deleteCookie(c, COOKIE, { path: "/", secure });
     return c.redirect("/plans", 303);
   });

@@ -127,7 +127,7 @@ describe.each(databaseKinds)("agent webhooks on $name", (kind) => {
     await dead.stop();
     const { plan } = await submitPlan(s.server.ctx, { agent, request: mergeRequest({ callbackUrl: url }) });
     const reviewed = await waitFor("a dead letter", async () => {
-      const r = await reviewPlan(s.server.ctx, plan.id, { userId: "U0ALICE" });
+      const r = await reviewPlan(s.server.ctx, { planId: plan.id, reader: { userId: "U0ALICE" } });
       return r.deadDeliveries.length > 0 && r;
     });
     expect(reviewed.deadDeliveries[0]).toMatchObject({ kind: "webhook" });

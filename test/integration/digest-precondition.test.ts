@@ -42,7 +42,7 @@ describe.each(databaseKinds)("digest preconditions on $name", (kind) => {
     const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: request("plain", "/contacts/1") });
     expect(plan.plan.actions[0]!.precondition).toEqual({ digest: fingerprint({ id: 1, name: "Ana Lima", email: "ana@old.example" }) });
     expect(plan.preview.actions[0]!.precondition).toBe("digest");
-    expect(JSON.stringify(renderPlanMessage(planMessageOf((await reviewPlan(h.ctx, plan.id, { userId: "U0ALICE" })).plan)))).toContain("weaker than an ETag");
+    expect(JSON.stringify(renderPlanMessage(planMessageOf((await reviewPlan(h.ctx, { planId: plan.id, reader: { userId: "U0ALICE" } })).plan)))).toContain("weaker than an ETag");
     await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
     const before = h.target.writes().length;
     expect((await execute()).status).toBe("applied");

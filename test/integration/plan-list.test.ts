@@ -43,7 +43,7 @@ describe.each(databaseKinds)("the browser list keeps every pending plan, however
   });
 
   it(`lists a pending plan older than ${NEWER} newer decided ones, apart from the recent ones`, async () => {
-    const list = await listForBrowser(narrowed, { userId: "U0OSCAR" });
+    const list = await listForBrowser(narrowed, { reader: { userId: "U0OSCAR" } });
     expect(list.pending.map((p) => p.plan.title)).toEqual(pendingBySoonest.map((p) => p.plan.title));
     expect(list.nextPending).toBeUndefined();
     expect(list.recent).toHaveLength(100);
@@ -55,7 +55,7 @@ describe.each(databaseKinds)("the browser list keeps every pending plan, however
     const seen: string[] = [];
     let after: PendingCursor | undefined;
     for (let pages = 0; pages < 10; pages++) {
-      const page = await listPendingForReview(narrowed, { userId: "U0OSCAR" }, { limit: 2, ...(after ? { after: parsePendingCursor(pendingCursorText(after)) } : {}) });
+      const page = await listPendingForReview(narrowed, { reader: { userId: "U0OSCAR" }, limit: 2, ...(after ? { after: parsePendingCursor(pendingCursorText(after)) } : {}) });
       seen.push(...page.plans.map((p) => p.id));
       if (!page.next) break;
       after = page.next;
@@ -64,29 +64,29 @@ describe.each(databaseKinds)("the browser list keeps every pending plan, however
   });
 
   it("someone who reads only what they approve gets their pending plans, and only those", async () => {
-    const list = await listForBrowser(narrowed, { userId: "U0RITA" });
+    const list = await listForBrowser(narrowed, { reader: { userId: "U0RITA" } });
     expect(list.pending.map((p) => p.plan.title)).toEqual(["soon pending hr plan", "oldest pending hr plan"]);
     expect(list.pending.every((p) => p.whyNotDecide === undefined)).toBe(true);
     expect(list.recent).toEqual([]);
     // A page of one: the crm plan between her two is skipped, not a page of its own.
-    const first = await listPendingForReview(narrowed, { userId: "U0RITA" }, { limit: 1 });
+    const first = await listPendingForReview(narrowed, { reader: { userId: "U0RITA" }, limit: 1 });
     expect(first.plans.map((p) => p.plan.title)).toEqual(["soon pending hr plan"]);
-    const second = await listPendingForReview(narrowed, { userId: "U0RITA" }, { limit: 1, after: first.next! });
+    const second = await listPendingForReview(narrowed, { reader: { userId: "U0RITA" }, limit: 1, after: first.next! });
     expect(second.plans.map((p) => p.plan.title)).toEqual(["oldest pending hr plan"]);
     expect(second.next).toBeUndefined();
   });
 
   it("a status filter without pending lists no pending plan; with only pending, no recent ones", async () => {
-    const expired = await listForBrowser(narrowed, { userId: "U0OSCAR" }, { statuses: ["expired"] });
+    const expired = await listForBrowser(narrowed, { reader: { userId: "U0OSCAR" }, statuses: ["expired"] });
     expect(expired.pending).toEqual([]);
     expect(expired.recent).toHaveLength(100);
-    const pending = await listForBrowser(narrowed, { userId: "U0OSCAR" }, { statuses: ["pending"] });
+    const pending = await listForBrowser(narrowed, { reader: { userId: "U0OSCAR" }, statuses: ["pending"] });
     expect(pending.pending).toHaveLength(3);
     expect(pending.recent).toEqual([]);
   });
 
   it("the page shows the pending plans first and links to the next page of them", async () => {
-    const page = await listPendingForReview(narrowed, { userId: "U0OSCAR" }, { limit: 2 });
+    const page = await listPendingForReview(narrowed, { reader: { userId: "U0OSCAR" }, limit: 2 });
     const html = String(PlansTable({ list: { pending: page.plans, nextPending: page.next, recent: [] }, session: undefined, page: { filter: undefined, pendingAfter: undefined } }));
     expect(html.indexOf("soon pending hr plan")).toBeGreaterThan(html.indexOf("Waiting for a decision"));
     expect(html).toContain("later pending plan");

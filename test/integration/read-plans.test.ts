@@ -56,10 +56,10 @@ describe.each(databaseKinds)("who may read, and what waits for whom, on $name", 
     hrPlan = (await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "hr plan", actions: [{ kind: "http.json", target: "hr", path: "/contacts/2", op: "merge", body: { name: "B. Costa" } }] }) })).plan;
   });
 
-  const listed = async (ctx: ServiceContext, userId: string) => (await listPlansForReview(ctx, { userId })).map((p) => p.plan.title).filter((t) => t === "crm plan" || t === "hr plan").sort();
+  const listed = async (ctx: ServiceContext, userId: string) => (await listPlansForReview(ctx, { reader: { userId } })).map((p) => p.plan.title).filter((t) => t === "crm plan" || t === "hr plan").sort();
 
   it("without browser.readers, anyone signed in reads every plan", async () => {
-    expect((await reviewPlan(h.ctx, crmPlan.id, { userId: "U0MALLORY" })).plan.id).toBe(crmPlan.id);
+    expect((await reviewPlan(h.ctx, { planId: crmPlan.id, reader: { userId: "U0MALLORY" } })).plan.id).toBe(crmPlan.id);
     expect(await listed(h.ctx, "U0MALLORY")).toEqual(["crm plan", "hr plan"]);
   });
 
@@ -76,18 +76,18 @@ describe.each(databaseKinds)("who may read, and what waits for whom, on $name", 
     expect(await listed(narrowed, userId)).toEqual(expected);
     for (const plan of [crmPlan, hrPlan]) {
       const title = plan.plan.title;
-      if (expected.includes(title)) expect((await reviewPlan(narrowed, plan.id, { userId })).plan.id).toBe(plan.id);
-      else expect(await refusalCode(reviewPlan(narrowed, plan.id, { userId }))).toBe("not_a_reader");
+      if (expected.includes(title)) expect((await reviewPlan(narrowed, { planId: plan.id, reader: { userId } })).plan.id).toBe(plan.id);
+      else expect(await refusalCode(reviewPlan(narrowed, { planId: plan.id, reader: { userId } }))).toBe("not_a_reader");
     }
   });
 
   it("an approver still reads a plan once it is decided", async () => {
     const plan = (await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "decided hr plan", actions: [{ kind: "http.json", target: "hr", path: "/contacts/1", op: "merge", body: { name: "A. Lima" } }] }) })).plan;
     await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0DAVE", via: "web" }, verdict: "reject", reason: "not now" });
-    const reviewed = await reviewPlan(narrowed, plan.id, { userId: "U0HANNA" });
+    const reviewed = await reviewPlan(narrowed, { planId: plan.id, reader: { userId: "U0HANNA" } });
     expect(reviewed.plan.status).toBe("rejected");
     expect(reviewed.plan.whyNotDecide).toMatchObject({ code: "already_decided", status: "rejected" });
-    expect(await refusalCode(reviewPlan(narrowed, plan.id, { userId: "U0ALICE" }))).toBe("not_a_reader");
+    expect(await refusalCode(reviewPlan(narrowed, { planId: plan.id, reader: { userId: "U0ALICE" } }))).toBe("not_a_reader");
   });
 
   it("someone who reads only what they approve still gets a full list: older plans of theirs behind newer ones they may not read", async () => {
@@ -102,19 +102,19 @@ describe.each(databaseKinds)("who may read, and what waits for whom, on $name", 
       h.clock.advance(1);
       await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: `newer crm plan ${n}` }) });
     }
-    const dave = await listPlansForReview(narrowed, { userId: "U0DAVE" }, { limit: 2 });
+    const dave = await listPlansForReview(narrowed, { reader: { userId: "U0DAVE" }, limit: 2 });
     expect(dave.map((p) => p.id)).toEqual([older[1]!.id, older[0]!.id]);
-    const admin = await listPlansForReview(narrowed, { userId: "U0OSCAR" }, { limit: 2 });
+    const admin = await listPlansForReview(narrowed, { reader: { userId: "U0OSCAR" }, limit: 2 });
     expect(admin.map((p) => p.plan.title)).toEqual(["newer crm plan 3", "newer crm plan 2"]);
   });
 
   it("a plan id that is not a UUID, or no plan, is not_found whoever asks", async () => {
-    expect(await refusalCode(reviewPlan(narrowed, "not-a-uuid", { userId: "U0OSCAR" }))).toBe("not_found");
-    expect(await refusalCode(reviewPlan(narrowed, "00000000-0000-4000-8000-000000000000", { userId: "U0MALLORY" }))).toBe("not_found");
+    expect(await refusalCode(reviewPlan(narrowed, { planId: "not-a-uuid", reader: { userId: "U0OSCAR" } }))).toBe("not_found");
+    expect(await refusalCode(reviewPlan(narrowed, { planId: "00000000-0000-4000-8000-000000000000", reader: { userId: "U0MALLORY" } }))).toBe("not_found");
   });
 
   it("each plan says why this reader may not decide it now, by the same rule as decide()", async () => {
-    const why = async (ctx: ServiceContext, planId: string, userId: string) => (await reviewPlan(ctx, planId, { userId })).plan.whyNotDecide?.code;
+    const why = async (ctx: ServiceContext, planId: string, userId: string) => (await reviewPlan(ctx, { planId, reader: { userId } })).plan.whyNotDecide?.code;
     expect(await why(h.ctx, crmPlan.id, "U0ALICE")).toBeUndefined();
     expect(await why(h.ctx, crmPlan.id, "U0MALLORY")).toBe("not_an_approver");
     expect(await why(narrowed, crmPlan.id, "U0OSCAR")).toBe("not_an_approver");
@@ -126,19 +126,19 @@ describe.each(databaseKinds)("who may read, and what waits for whom, on $name", 
     await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0BOB", via: "slack" }, verdict: "approve" });
     expect(await why(h.ctx, plan.id, "U0BOB")).toBe("already_voted");
     expect(await why(h.ctx, plan.id, "U0CAROL")).toBeUndefined();
-    const listedForBob = (await listPlansForReview(h.ctx, { userId: "U0BOB" })).find((p) => p.id === plan.id);
+    const listedForBob = (await listPlansForReview(h.ctx, { reader: { userId: "U0BOB" } })).find((p) => p.id === plan.id);
     expect(listedForBob?.whyNotDecide).toEqual({ code: "already_voted", approvals: ["U0BOB"], requiredApprovals: 2 });
   });
 
   it("when Slack cannot say who is in a group: the group's plans are neither readable nor decidable by membership, and each answer says so", async () => {
     directory.failing.add("S0HR");
     try {
-      expect(await refusalCode(reviewPlan(narrowed, hrPlan.id, { userId: "U0HANNA" }))).toBe("approver_check_failed");
+      expect(await refusalCode(reviewPlan(narrowed, { planId: hrPlan.id, reader: { userId: "U0HANNA" } }))).toBe("approver_check_failed");
       expect(await listed(narrowed, "U0HANNA")).toEqual([]);
       // Without the narrowing, Hanna reads it, and is told why she has no buttons.
-      expect((await reviewPlan(h.ctx, hrPlan.id, { userId: "U0HANNA" })).plan.whyNotDecide).toEqual({ code: "approver_check_failed", groups: ["S0HR"] });
+      expect((await reviewPlan(h.ctx, { planId: hrPlan.id, reader: { userId: "U0HANNA" } })).plan.whyNotDecide).toEqual({ code: "approver_check_failed", groups: ["S0HR"] });
       // Someone named by id is unaffected.
-      expect((await reviewPlan(narrowed, hrPlan.id, { userId: "U0DAVE" })).plan.whyNotDecide).toBeUndefined();
+      expect((await reviewPlan(narrowed, { planId: hrPlan.id, reader: { userId: "U0DAVE" } })).plan.whyNotDecide).toBeUndefined();
       const waiting = await plansWaitingFor(h.ctx, "U0HANNA");
       expect(waiting.plans.map((p) => p.id)).not.toContain(hrPlan.id);
       expect(waiting.uncheckedGroups).toEqual(["S0HR"]);

@@ -46,7 +46,7 @@ describe.each(databaseKinds)("secrets are never shown, but the executor writes t
     expect(agentView.preview.actions[0]!.changes.map((c) => c.path)).toEqual(["/password"]);
 
     // Reviewers: nothing secret anywhere, but the change to /password is still listed.
-    const reviewed = await reviewPlan(h.ctx, plan.id, { userId: "U0ALICE" });
+    const reviewed = await reviewPlan(h.ctx, { planId: plan.id, reader: { userId: "U0ALICE" } });
     const slackMessage = renderPlanMessage(planMessageOf(reviewed.plan));
     for (const shown of [everywhereShown(reviewed), everywhereShown(slackMessage)]) {
       for (const secret of [OLD_PASSWORD, NEW_PASSWORD, TARGET_KEY]) expect(shown).not.toContain(secret);

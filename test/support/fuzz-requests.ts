@@ -250,7 +250,7 @@ export function fuzzTarget(kind: TestDatabaseKind): FuzzTarget {
     const login = await t.app.fetch(new Request(link.url, { method: "POST", headers: { origin: h.ctx.config.publicUrl } }));
     expect(login.status, "signing in for the web fuzz").toBe(303);
     t.cookie = login.headers.get("set-cookie")!.split(";")[0]!;
-    t.csrf = (await sessionOf(h.ctx, decodeURIComponent(t.cookie.slice(t.cookie.indexOf("=") + 1))))!.csrfToken;
+    t.csrf = (await sessionOf(h.ctx, { sessionId: decodeURIComponent(t.cookie.slice(t.cookie.indexOf("=") + 1)) }))!.csrfToken;
   });
   return t;
 }
