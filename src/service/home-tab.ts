@@ -18,7 +18,7 @@ export interface HomeTab {
 }
 
 /** The first `shown` plans waiting for this person, soonest expiry first, and how many wait in all. */
-export async function homeTabFor(ctx: ServiceContext, userId: string, shown: number): Promise<HomeTab> {
+export async function homeTabFor(ctx: ServiceContext, { userId, shown }: { userId: string; shown: number }): Promise<HomeTab> {
   const { plans: waiting, total, uncheckedGroups } = await plansWaitingFor(ctx, userId, shown, "soonest");
   return { plans: waiting, total, uncheckedGroups, listUrl: `${ctx.config.publicUrl}/plans?status=pending` };
 }

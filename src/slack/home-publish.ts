@@ -20,7 +20,7 @@ const HOME_EVENTS = new Set(["plan.submitted", "decision.approve", "plan.approve
  * it stays until the tab is next rebuilt.
  */
 export async function publishHome(ctx: ServiceContext, client: WebClient, userId: string, notice?: string): Promise<void> {
-  const tab = await homeTabFor(ctx, userId, HOME_SHOWN);
+  const tab = await homeTabFor(ctx, { userId, shown: HOME_SHOWN });
   // Our blocks are loosely typed on purpose (plan-message.ts Block); the renderer's tests and the emulator pin their shapes.
   await client.views.publish({ user_id: userId, view: renderHome({ ...tab, notice }) as unknown as View });
 }
