@@ -9,9 +9,10 @@ import { transition } from "./transition.ts";
  * Ends plans whose time ran out: pending plans nobody decided before `expiresAt`, and
  * approved plans no executor claimed before their grant expired. Rows another replica is
  * expiring are skipped (SKIP LOCKED) and each transition is conditional, so every expiry
- * happens once however many sweepers run. Returns the ids it expired.
+ * happens once however many sweepers run. `batch` bounds each kind per call (a transaction's
+ * worth of row locks). Returns the ids it expired.
  */
-export async function expireDue(ctx: ServiceContext, batch = 100): Promise<string[]> {
+export async function expireDue(ctx: ServiceContext, { batch = 100 }: { batch?: number } = {}): Promise<string[]> {
   return ctx.database.db.transaction(async (tx) => {
     const now = ctx.clock();
     const undecided = await due(tx, "pending", plans.expiresAt, now, batch);

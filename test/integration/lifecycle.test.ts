@@ -130,11 +130,11 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
       const b = await newPlan({ ttlSeconds: 20 });
       const c = await newPlan({ ttlSeconds: 10 });
       h.clock.advance(30);
-      const first = await expireDue(h.ctx, 2);
+      const first = await expireDue(h.ctx, { batch: 2 });
       expect(first).toEqual([c.id, b.id]);
       expect(await statusOf(a.id)).toBe("pending");
-      expect(await expireDue(h.ctx, 2)).toEqual([a.id]);
-      expect(await expireDue(h.ctx, 2)).toEqual([]);
+      expect(await expireDue(h.ctx, { batch: 2 })).toEqual([a.id]);
+      expect(await expireDue(h.ctx, { batch: 2 })).toEqual([]);
     });
   });
 
