@@ -36,7 +36,7 @@ function freePort(): Promise<number> {
 
 /**
  * The browser door in Chromium against the whole server on one database: call inside a describe.
- * browser.test.ts runs it on PGlite in npm test; test/slow/browser-postgres.test.ts on PostgreSQL.
+ * test/slow/browser-pglite.test.ts and browser-postgres.test.ts run it (npm run test:slow), one per database.
  */
 export function browserScenarios(kind: TestDatabaseKind): void {
   let slack: SlackEmulator;

@@ -3,6 +3,6 @@ import { chromiumAvailable } from "../support/chromium.ts";
 import { postgresKind } from "../support/databases.ts";
 import { browserScenarios } from "../e2e/browser-scenarios.ts";
 
-// The Chromium scenarios of test/e2e/browser.test.ts on PostgreSQL, where live updates arrive
+// The Chromium scenarios of browser-pglite.test.ts on PostgreSQL, where live updates arrive
 // through LISTEN/NOTIFY.
 describe.skipIf(!chromiumAvailable || !postgresKind)("browser review in Chromium on 'postgres'", () => browserScenarios(postgresKind!));
