@@ -21,6 +21,26 @@ export const pglite: TestDatabaseKind = {
 const testDatabaseUrl = process.env.TEST_DATABASE_URL;
 
 /**
+ * A new, unmigrated database created next to the one `adminUrl` names, dropped when it is closed.
+ */
+export async function openThrowawayPostgres(adminUrl: string): Promise<Database> {
+  const admin = postgres(adminUrl, { onnotice: () => {}, max: 1 });
+  const name = `cs_test_${randomBytes(6).toString("hex")}`;
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const database = await openDatabase({ kind: "postgres", url: url.toString() });
+  return {
+    ...database,
+    async close() {
+      await database.close();
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end({ timeout: 5 });
+    },
+  };
+}
+
+/**
  * PostgreSQL when TEST_DATABASE_URL is set: each test file gets a database of its own, created
  * next to the one the URL names and dropped at close. Without it the PostgreSQL tests skip with
  * a loud message, except under CI=true, where a missing database is a failure.
@@ -29,21 +49,9 @@ export const postgresKind: TestDatabaseKind | undefined = testDatabaseUrl
   ? {
       name: "postgres",
       async open() {
-        const admin = postgres(testDatabaseUrl, { onnotice: () => {}, max: 1 });
-        const name = `cs_test_${randomBytes(6).toString("hex")}`;
-        await admin.unsafe(`CREATE DATABASE ${name}`);
-        const url = new URL(testDatabaseUrl);
-        url.pathname = `/${name}`;
-        const database = await openDatabase({ kind: "postgres", url: url.toString() });
+        const database = await openThrowawayPostgres(testDatabaseUrl);
         await database.migrate();
-        return {
-          ...database,
-          async close() {
-            await database.close();
-            await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-            await admin.end({ timeout: 5 });
-          },
-        };
+        return database;
       },
     }
   : undefined;

@@ -1,8 +1,6 @@
-import { randomBytes } from "node:crypto";
-import postgres from "postgres";
 import { afterAll, beforeAll } from "vitest";
-import { openDatabase, type Database } from "../../src/store/db.ts";
-import type { TestDatabaseKind } from "./databases.ts";
+import type { Database } from "../../src/store/db.ts";
+import { openThrowawayPostgres, type TestDatabaseKind } from "./databases.ts";
 import { privatePostgresAvailable, startPrivatePostgres, type PrivatePostgres } from "./private-postgres.ts";
 
 export interface SealingPostgres extends TestDatabaseKind {
@@ -34,20 +32,7 @@ export function useSealingPostgres(): SealingPostgres | undefined {
   const openUnmigrated = async (): Promise<Database> => {
     const adminUrl = privatePostgresAvailable() ? cluster?.url : shared;
     if (!adminUrl) throw new Error("useSealingPostgres(): a database was opened before the file's beforeAll started the cluster");
-    const admin = postgres(adminUrl, { onnotice: () => {}, max: 1 });
-    const name = `cs_test_${randomBytes(6).toString("hex")}`;
-    await admin.unsafe(`CREATE DATABASE ${name}`);
-    const url = new URL(adminUrl);
-    url.pathname = `/${name}`;
-    const database = await openDatabase({ kind: "postgres", url: url.toString() });
-    return {
-      ...database,
-      async close() {
-        await database.close();
-        await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-        await admin.end({ timeout: 5 });
-      },
-    };
+    return openThrowawayPostgres(adminUrl);
   };
   return {
     name: "postgres",
