@@ -24,7 +24,7 @@ export type PlanView = {
 };
 
 /** `pending` awaits approval; `approved` and `executing` await the executor; the rest are final */
-export type PlanStatus = "pending" | "approved" | "rejected" | "expired" | "cancelled" | "executing" | "applied" | "failed" | "stale";
+export type PlanStatus = "pending" | "approved" | "rejected" | "expired" | "cancelled" | "executing" | "applied" | "failed" | "stale" | "superseded" | "revoked";
 
 export type PlanDocument = {
   v: 1;

@@ -113,6 +113,8 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
     status: "pending",
     expiresAt,
     idempotencyKey: request.idempotencyKey ?? null,
+    supersedes: null,
+    supersededBy: null,
     requestDigest,
     rejectReason: null,
     callbackUrl: callbackUrl ?? null,

@@ -87,6 +87,8 @@ const STATUS_LABEL: Record<PlanStatus, string> = {
   applied: "✅ applied",
   failed: "❌ failed",
   stale: "⚠️ stale",
+  superseded: "↪️ superseded",
+  revoked: "⛔ revoked",
 };
 
 /** The status whose label is longest: a digest's size is measured with it, so an update (any status) still fits. */

@@ -115,6 +115,8 @@ const STATUS_WORD: Record<PlanMessage["status"], string> = {
   applied: "applied",
   failed: "failed",
   stale: "stale",
+  superseded: "superseded",
+  revoked: "revoked",
 };
 
 function titleBlock(m: PlanMessage): Block {
@@ -168,6 +170,10 @@ function statusLine(m: PlanMessage): string {
       return `❌ *Failed* — ${failureReason(m.outcome)}${m.outcome?.partial ? `\n${PARTIAL_NOTE}` : ""}`;
     case "stale":
       return "⚠️ *Stale* — target changed, resubmit";
+    case "superseded":
+      return "↪️ *Superseded* — the agent sent a new version";
+    case "revoked":
+      return "⛔ *Revoked* — the approval was withdrawn before any executor took it";
   }
 }
 

@@ -55,6 +55,9 @@ export const plans = pgTable(
     leaseExpiresAt: at("lease_expires_at"),
     claims: integer("claims").notNull().default(0),
     outcome: jsonText<unknown>("outcome"),
+    /** The earlier version this plan replaces (issue 15, `supersedes`), and the later one that replaced this. */
+    supersedes: uuid("supersedes"),
+    supersededBy: uuid("superseded_by"),
     createdAt: at("created_at").notNull().defaultNow(),
     updatedAt: at("updated_at").notNull().defaultNow(),
   },

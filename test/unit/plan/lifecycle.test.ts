@@ -13,7 +13,9 @@ import { PLAN_STATUSES, type PlanStatus } from "../../../src/plan/status.ts";
  *
  * plus two edges the diagram does not draw: `claim` from `executing` (an executor re-claims a plan
  * whose lease ran out; the status stays `executing`), and `executing → expired` when that
- * takeover finds the grant expired and the change not applied. Nothing else is allowed.
+ * takeover finds the grant expired and the change not applied; and three later edges: `drift`
+ * (pending or approved → stale, a watched target moved), `supersede` (pending or approved →
+ * superseded, a new version replaced it) and `revoke` (approved → revoked). Nothing else is allowed.
  */
 const ALLOWED: Record<Transition, { from: PlanStatus[]; to: PlanStatus }> = {
   approve: { from: ["pending"], to: "approved" },
@@ -26,10 +28,13 @@ const ALLOWED: Record<Transition, { from: PlanStatus[]; to: PlanStatus }> = {
   fail: { from: ["executing"], to: "failed" },
   stale: { from: ["executing"], to: "stale" },
   expireUnapplied: { from: ["executing"], to: "expired" },
+  drift: { from: ["pending", "approved"], to: "stale" },
+  supersede: { from: ["pending", "approved"], to: "superseded" },
+  revoke: { from: ["approved"], to: "revoked" },
 };
 
 const TRANSITION_NAMES = Object.keys(ALLOWED) as Transition[];
-const TERMINAL: PlanStatus[] = ["rejected", "expired", "cancelled", "applied", "failed", "stale"];
+const TERMINAL: PlanStatus[] = ["rejected", "expired", "cancelled", "applied", "failed", "stale", "superseded", "revoked"];
 
 const EVERY_PAIR = PLAN_STATUSES.flatMap((status) =>
   TRANSITION_NAMES.map((transition) => [status, transition, ALLOWED[transition].from.includes(status)] as const),
@@ -40,14 +45,14 @@ describe("lifecycle", () => {
     expect(Object.keys(TRANSITIONS).sort()).toEqual([...TRANSITION_NAMES].sort());
   });
 
-  it("has nine statuses", () => {
+  it("has eleven statuses", () => {
     expect([...PLAN_STATUSES].sort()).toEqual(
-      ["applied", "approved", "cancelled", "executing", "expired", "failed", "pending", "rejected", "stale"],
+      ["applied", "approved", "cancelled", "executing", "expired", "failed", "pending", "rejected", "revoked", "stale", "superseded"],
     );
   });
 
   it(`covers every (status, transition) pair: ${PLAN_STATUSES.length} × ${TRANSITION_NAMES.length}`, () => {
-    expect(EVERY_PAIR).toHaveLength(90);
+    expect(EVERY_PAIR).toHaveLength(11 * 13);
   });
 
   it.each(EVERY_PAIR)("canTransition(%s, %s) is %s", (status, transition, allowed) => {
@@ -67,10 +72,11 @@ describe("lifecycle", () => {
     for (const transition of TRANSITION_NAMES) expect(TRANSITIONS[transition].to).not.toBe("pending");
   });
 
-  it("applied, failed and stale are reached only from executing", () => {
+  it("applied and failed are reached only from executing; stale also by drift before any claim", () => {
     for (const transition of TRANSITION_NAMES) {
       const { from, to } = TRANSITIONS[transition];
-      if (to === "applied" || to === "failed" || to === "stale") expect(from).toEqual(["executing"]);
+      if (to === "applied" || to === "failed") expect(from).toEqual(["executing"]);
+      if (to === "stale") expect([...from].sort()).toEqual(transition === "drift" ? ["approved", "pending"] : ["executing"]);
     }
   });
 });
