@@ -209,6 +209,11 @@ export const slackMessages = pgTable(
     postedAt: at("posted_at").notNull().defaultNow(),
     /** The message is a digest listing several plans (src/slack/digest.ts), not this plan's own preview. */
     digest: boolean("digest").notNull().default(false),
+    /**
+     * The root of the thread this message is a reply in: a re-plan's preview is posted in its
+     * first version's thread (issue 15), and its own replies go there too. Null: `ts` is the root.
+     */
+    threadTs: text("thread_ts"),
   },
   // A digest is re-rendered from all its plans whenever one of them changes.
   (t) => [index("slack_messages_digest").on(t.channel, t.ts).where(sql`digest`)],
