@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { bigint, bigserial, boolean, customType, index, integer, pgEnum, pgTable, smallint, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { bigint, bigserial, boolean, check, customType, index, integer, pgEnum, pgTable, smallint, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { PLAN_STATUSES } from "../plan/status.ts";
 
 /**
@@ -278,3 +278,19 @@ export const purges = pgTable("purges", {
   decisions: integer("decisions").notNull(),
   outbox: integer("outbox").notNull(),
 });
+
+/**
+ * The kill switch (issue 16): a row here means Countersign is paused, and no executor is handed
+ * a plan (claimApproved reads this table in its one UPDATE, so a claim never depends on a replica
+ * having heard of the pause). At most one row (id 1); resuming deletes it. Who paused and resumed
+ * when is in the audit log.
+ */
+export const pause = pgTable("pause", {
+  id: smallint("id").primaryKey().default(1),
+  reason: text("reason").notNull(),
+  /** Who paused: a Slack user id (the browser) or an operating-system user (the CLI). */
+  pausedBy: text("paused_by").notNull(),
+  /** "web" or "cli". */
+  via: text("via").notNull(),
+  since: at("since").notNull(),
+}, (t) => [check("pause_one_row", sql`${t.id} = 1`)]);
