@@ -77,7 +77,7 @@ async function ensureLaneRows(database: Database, lanes: string[]): Promise<void
 }
 
 /** leased_by of a lane nobody drains that waits out a Retry-After until leased_until. */
-const HELD = "retry-after";
+export const HELD = "retry-after";
 
 /**
  * Gives a lane back. Free at once (leased_by NULL; leased_until, the release time, only orders
