@@ -2,7 +2,7 @@ import type { ResourceState } from "../adapters/http-json.ts";
 import type { ApplyResult } from "../adapters/http-json-apply.ts";
 import { verifyGrant } from "../grant/grant.ts";
 import type { VerifyingKeys } from "../grant/keys.ts";
-import { listChanges } from "../plan/changes.ts";
+import { driftOf } from "../plan/drift.ts";
 import { fingerprint } from "../plan/fingerprint.ts";
 import { holdsChange } from "../plan/holds-change.ts";
 import type { ActionOutcome, Outcome } from "../plan/outcome.ts";
@@ -65,19 +65,10 @@ export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<
     }
     const { before, after } = states[i]!;
     if (holdsChange(before, after, current.exists ? current.body : undefined)) checks.push({ kind: "held" });
-    else if (preconditionHolds(action, current)) checks.push({ kind: "ready" });
     else {
-      checks.push({
-        kind: "stale",
-        outcome: {
-          ...base(action, i),
-          status: "stale",
-          detail: `${action.target} ${action.path} changed since the preview`,
-          expected: "etag" in action.precondition ? action.precondition.etag : "digest" in action.precondition ? action.precondition.digest : null,
-          now: current.exists ? (current.etag ?? fingerprint(current.body)) : null,
-          changedSincePreview: listChanges(before ?? undefined, current.exists ? current.body : undefined).slice(0, 200),
-        },
-      });
+      // The rule the watcher and the Approve re-check share (plan/drift.ts).
+      const stale = driftOf(action, i, before, current);
+      checks.push(stale ? { kind: "stale", outcome: stale } : { kind: "ready" });
     }
   }
 
@@ -122,12 +113,6 @@ export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<
   const wrote = results.some((r) => r.status === "applied");
   if (!stopped) return { status: "applied", actions: results };
   return { status: stopped.status === "stale" ? "stale" : "failed", ...(wrote ? { partial: true } : {}), reason: stopped.detail ?? "", actions: results };
-}
-
-function preconditionHolds(action: PlannedAction, current: ResourceState): boolean {
-  if ("etag" in action.precondition) return current.exists && current.etag === action.precondition.etag;
-  if ("digest" in action.precondition) return current.exists && fingerprint(current.body) === action.precondition.digest;
-  return !current.exists;
 }
 
 function base(action: PlannedAction, index: number): Pick<ActionOutcome, "index" | "target" | "path"> {
