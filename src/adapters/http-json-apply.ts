@@ -5,7 +5,13 @@ import { targetUrl } from "./target-url.ts";
 export type ApplyResult =
   | { status: "applied"; httpStatus: number; etag: string | null }
   | { status: "stale"; httpStatus: number; detail: string }
-  | { status: "failed"; httpStatus?: number; detail: string };
+  | { status: "failed"; httpStatus?: number; detail: string }
+  /**
+   * The write may or may not have happened: no answer (timeout, connection refused or dropped),
+   * or a 2xx whose body broke off or is not JSON (a proxy's page is not the target's word). The
+   * executor re-reads the target to settle it, never records it as applied or failed unseen.
+   */
+  | { status: "uncertain"; httpStatus?: number; detail: string };
 
 /**
  * Writes one `http.json` action with the target's own precondition, so that a write based on a
@@ -47,12 +53,39 @@ export async function applyHttpJson(
   try {
     response = await fetchImpl(url, { method, headers, redirect: "manual", signal: AbortSignal.timeout(target.timeoutMs), ...(body !== undefined ? { body } : {}) });
   } catch (err) {
-    return { status: "failed", detail: `${method} ${action.path} on '${name}' got no answer (${(err as Error).message}); the write may or may not have happened` };
+    return { status: "uncertain", detail: `${method} ${action.path} on '${name}' got no answer (${describe(err, target.timeoutMs)}); the write may or may not have happened` };
   }
-  const text = (await response.text().catch(() => "")).slice(0, 500);
-  if (response.ok) return { status: "applied", httpStatus: response.status, etag: response.headers.get("etag") };
+  let whole: string;
+  try {
+    whole = await response.text();
+  } catch (err) {
+    if (response.ok) return { status: "uncertain", httpStatus: response.status, detail: `${method} ${action.path} on '${name}' answered HTTP ${response.status}, but the answer broke off (${describe(err, target.timeoutMs)})` };
+    whole = "";
+  }
+  const text = whole.slice(0, 500);
+  if (response.ok) {
+    if (whole.trim() !== "" && !isJson(whole)) {
+      return { status: "uncertain", httpStatus: response.status, detail: `${method} ${action.path} on '${name}' answered HTTP ${response.status} with a body that is not JSON: ${text}`.trim() };
+    }
+    return { status: "applied", httpStatus: response.status, etag: response.headers.get("etag") };
+  }
   if (response.status === 412 || response.status === 409) {
     return { status: "stale", httpStatus: response.status, detail: `target '${name}' refused ${method} ${action.path}: it changed since the preview (HTTP ${response.status}) ${text}`.trim() };
   }
   return { status: "failed", httpStatus: response.status, detail: `target '${name}' answered HTTP ${response.status} to ${method} ${action.path}: ${text}`.trim() };
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function describe(err: unknown, timeoutMs: number): string {
+  if (err instanceof Error && err.name === "TimeoutError") return `timed out after ${timeoutMs} ms`;
+  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
+  return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
 }

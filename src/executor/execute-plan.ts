@@ -7,6 +7,7 @@ import { fingerprint } from "../plan/fingerprint.ts";
 import { holdsChange } from "../plan/holds-change.ts";
 import type { ActionOutcome, Outcome } from "../plan/outcome.ts";
 import type { ActionPreview, PlanDocument, PlannedAction } from "../plan/schema.ts";
+import { settleWrite } from "./verify-write.ts";
 
 /** What the server hands an executor for one approved plan. */
 export interface Claim {
@@ -73,7 +74,7 @@ export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<
   }
 
   const allHeld = checks.every((c) => c.kind === "held");
-  if (allHeld) return { status: "applied", reconciled: true, actions: plan.actions.map((a, i) => ({ ...base(a, i), status: "applied", reconciled: true })) };
+  if (allHeld) return { status: "applied", reconciled: true, actions: plan.actions.map((a, i) => ({ ...base(a, i), status: "applied", reconciled: true, verified: true })) };
   if (grant.expired) {
     const why = checks.some((c) => c.kind === "unreadable") ? "a target could not be re-read to check whether it holds the planned change" : "the targets do not hold the planned change";
     return { status: "expired", reason: `the grant expired before the plan was applied; ${why}, and nothing was written`, actions: plan.actions.map((a, i) => skipped(a, i)) };
@@ -100,15 +101,13 @@ export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<
       continue;
     }
     if (checks[i]!.kind === "held") {
-      results.push({ ...base(action, i), status: "applied", reconciled: true });
+      results.push({ ...base(action, i), status: "applied", reconciled: true, verified: true });
       continue;
     }
-    const result = await ports.write(action, `${plan.id}:${i}`);
-    if (result.status === "applied") results.push({ ...base(action, i), status: "applied" });
-    else {
-      stopped = { ...base(action, i), status: result.status, detail: result.detail };
-      results.push(stopped);
-    }
+    // The write, then the re-read that verifies it (or settles a write whose answer was lost).
+    const result = await settleWrite(base(action, i), await ports.write(action, `${plan.id}:${i}`), states[i]!, ports.read, action);
+    results.push(result);
+    if (result.status !== "applied") stopped = result;
   }
   const wrote = results.some((r) => r.status === "applied");
   if (!stopped) return { status: "applied", actions: results };

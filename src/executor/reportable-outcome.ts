@@ -9,7 +9,7 @@ import type { ActionOutcome, Outcome } from "../plan/outcome.ts";
  * So the report is made storable before it is sent; none of this changes what was written.
  */
 
-/** Values under `changedSincePreview[].from/to` sit five levels into the report; the server allows 32. */
+/** Values under `changedSincePreview[].from/to` (and `driftAfterApply[].expected/actual`) sit five levels into the report; the server allows 32. */
 const MAX_VALUE_DEPTH = 20;
 const MAX_TEXT = 4000;
 const TOO_DEEP = "(nested too deeply to report)";
@@ -34,6 +34,15 @@ export function reportableOutcome(outcome: Outcome): Outcome {
             })),
           }
         : {}),
+      ...(a.driftAfterApply
+        ? {
+            driftAfterApply: a.driftAfterApply.slice(0, 200).map((d) => ({
+              path: storableText(d.path),
+              ...(d.expected !== undefined ? { expected: storableJson(d.expected, MAX_VALUE_DEPTH) } : {}),
+              ...(d.actual !== undefined ? { actual: storableJson(d.actual, MAX_VALUE_DEPTH) } : {}),
+            })),
+          }
+        : {}),
     })),
   };
 }
@@ -50,7 +59,8 @@ export function minimalOutcome(outcome: Outcome, refusal: string): Outcome {
     ...(outcome.reconciled ? { reconciled: true } : {}),
     ...(outcome.partial ? { partial: true } : {}),
     reason: storableText(reason, MAX_TEXT),
-    actions: outcome.actions.map((a): ActionOutcome => ({ index: a.index, target: storableText(a.target), path: storableText(a.path), status: a.status })),
+    // Whether each write verified is kept too: it is what a reader of an applied plan checks first.
+    actions: outcome.actions.map((a): ActionOutcome => ({ index: a.index, target: storableText(a.target), path: storableText(a.path), status: a.status, ...(a.verified !== undefined ? { verified: a.verified } : {}) })),
   };
 }
 

@@ -12,6 +12,14 @@ export const ActionOutcome = z.strictObject({
   expected: z.string().nullable().optional(),
   now: z.string().nullable().optional(),
   changedSincePreview: z.array(z.strictObject({ path: z.string(), from: z.json().optional(), to: z.json().optional() })).max(200).optional(),
+  /**
+   * Whether the target, re-read after the write, holds the previewed after-state over the
+   * fields the plan changes: true, false (see `driftAfterApply`), or null when the re-read
+   * failed (`detail` says so). Absent on actions that were not written.
+   */
+  verified: z.boolean().nullable().optional(),
+  /** Where the re-read target differs from the preview: the previewed value and the target's (a missing one is absent). */
+  driftAfterApply: z.array(z.strictObject({ path: z.string(), expected: z.json().optional(), actual: z.json().optional() })).max(200).optional(),
 });
 export type ActionOutcome = z.infer<typeof ActionOutcome>;
 

@@ -126,7 +126,7 @@ describe("executePlan applies what was signed, with the target's precondition", 
 
     const outcome = await execute(claimOf(doc, preview, await grantFor(doc)));
 
-    expect(outcome).toStrictEqual({ status: "applied", actions: [{ index: 0, target: "crm", path, status: "applied" }] });
+    expect(outcome).toStrictEqual({ status: "applied", actions: [{ index: 0, target: "crm", path, status: "applied", verified: true }] });
     const writes = writesTo([path], m);
     expect(writes).toHaveLength(1);
     const [write] = writes;
@@ -152,7 +152,7 @@ describe("executePlan applies what was signed, with the target's precondition", 
 
     const outcome = await execute(claimOf(doc, preview, await grantFor(doc)));
 
-    expect(outcome).toStrictEqual({ status: "applied", actions: [{ index: 0, target: "crm", path, status: "applied" }] });
+    expect(outcome).toStrictEqual({ status: "applied", actions: [{ index: 0, target: "crm", path, status: "applied", verified: true }] });
     const writes = writesTo([path], m);
     expect(writes).toHaveLength(1);
     expect(writes[0]!.method).toBe("PUT");
@@ -174,7 +174,7 @@ describe("executePlan applies what was signed, with the target's precondition", 
 
     const outcome = await execute(claimOf(doc, preview, await grantFor(doc)));
 
-    expect(outcome).toStrictEqual({ status: "applied", actions: [{ index: 0, target: "crm", path, status: "applied" }] });
+    expect(outcome).toStrictEqual({ status: "applied", actions: [{ index: 0, target: "crm", path, status: "applied", verified: true }] });
     const writes = writesTo([path], m);
     expect(writes).toHaveLength(1);
     expect(writes[0]!.method).toBe("PUT");
@@ -192,7 +192,7 @@ describe("executePlan applies what was signed, with the target's precondition", 
 
     const outcome = await execute(claimOf(doc, preview, await grantFor(doc)));
 
-    expect(outcome).toStrictEqual({ status: "applied", actions: [{ index: 0, target: "crm", path, status: "applied" }] });
+    expect(outcome).toStrictEqual({ status: "applied", actions: [{ index: 0, target: "crm", path, status: "applied", verified: true }] });
     const writes = writesTo([path], m);
     expect(writes).toHaveLength(1);
     expect(writes[0]!.method).toBe("DELETE");
@@ -227,7 +227,7 @@ describe("executePlan applies what was signed, with the target's precondition", 
     expect((await execute(claim)).status).toBe("applied");
     const second = await execute(claim);
 
-    expect(second).toStrictEqual({ status: "applied", reconciled: true, actions: [{ index: 0, target: "crm", path, status: "applied", reconciled: true }] });
+    expect(second).toStrictEqual({ status: "applied", reconciled: true, actions: [{ index: 0, target: "crm", path, status: "applied", reconciled: true, verified: true }] });
     expect(writesTo([path], m)).toHaveLength(1);
   });
 });
@@ -321,7 +321,7 @@ describe("executePlan revalidates before writing", () => {
 
     const outcome = await execute(claimOf(doc, preview, await grantFor(doc)));
 
-    expect(outcome).toStrictEqual({ status: "applied", reconciled: true, actions: [{ index: 0, target: "crm", path, status: "applied", reconciled: true }] });
+    expect(outcome).toStrictEqual({ status: "applied", reconciled: true, actions: [{ index: 0, target: "crm", path, status: "applied", reconciled: true, verified: true }] });
     expect(writesTo([path], m)).toHaveLength(0);
   });
 
@@ -337,8 +337,8 @@ describe("executePlan revalidates before writing", () => {
     expect(outcome.status).toBe("applied");
     expect(outcome.reconciled).toBeUndefined();
     expect(outcome.actions).toStrictEqual([
-      { index: 0, target: "crm", path: a, status: "applied", reconciled: true },
-      { index: 1, target: "crm", path: b, status: "applied" },
+      { index: 0, target: "crm", path: a, status: "applied", reconciled: true, verified: true },
+      { index: 1, target: "crm", path: b, status: "applied", verified: true },
     ]);
     expect(writesTo([a, b], m).map((w) => [w.method, w.path, w.headers["idempotency-key"]])).toStrictEqual([["PATCH", b, `${doc.id}:1`]]);
   });
@@ -552,7 +552,7 @@ describe("executePlan on an expired grant only reconciles", () => {
 
     const outcome = await execute(claimOf(doc, preview, await grantFor(doc, expired())));
 
-    expect(outcome).toStrictEqual({ status: "applied", reconciled: true, actions: [{ index: 0, target: "crm", path, status: "applied", reconciled: true }] });
+    expect(outcome).toStrictEqual({ status: "applied", reconciled: true, actions: [{ index: 0, target: "crm", path, status: "applied", reconciled: true, verified: true }] });
     expect(writesTo([path], m)).toHaveLength(0);
   });
 
