@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { bigint, bigserial, boolean, check, customType, index, integer, pgEnum, pgTable, smallint, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { bigint, bigserial, boolean, check, customType, doublePrecision, index, integer, pgEnum, pgTable, primaryKey, smallint, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { PLAN_STATUSES } from "../plan/status.ts";
 
 /**
@@ -77,6 +77,11 @@ export const plans = pgTable(
     // Agent limits (issue 14): an agent's open plans are counted, and its soonest pending expiry
     // read, from this index alone, however many final plans it has.
     index("plans_agent_open").on(t.agentId, t.status, t.expiresAt).where(sql`status IN ('pending', 'approved')`),
+    // Retention (issue 16): final plans by last change, the order countersign_purge_plans() takes
+    // them in small batches, without reading the open ones or the whole table. Open statuses
+    // named: a migration run in one transaction with 0017 may not name the values
+    // it added, and an index predicate may not cast the enum to text (not immutable).
+    index("plans_final_updated_at").on(t.updatedAt).where(sql`status NOT IN ('pending', 'approved', 'executing')`),
   ],
 );
 
@@ -185,6 +190,8 @@ export const outbox = pgTable(
     index("outbox_undelivered_plan_kind").on(t.planId, t.kind, t.id).where(sql`delivered_at IS NULL AND dead_at IS NULL`),
     /** The plan page's dead-lettered deliveries (and the live stream's count of them). */
     index("outbox_dead_plan").on(t.planId, t.id).where(sql`dead_at IS NOT NULL`),
+    /** Retention (issue 16): delivered rows past `retention.days`, oldest first, in small batches. */
+    index("outbox_delivered_at").on(t.deliveredAt).where(sql`delivered_at IS NOT NULL`),
   ],
 );
 
@@ -294,3 +301,32 @@ export const pause = pgTable("pause", {
   via: text("via").notNull(),
   since: at("since").notNull(),
 }, (t) => [check("pause_one_row", sql`${t.id} = 1`)]);
+
+/**
+ * Refusals answered, per error code (issue 16, `countersign_refusals_total{code}`): a refusal
+ * records nothing else, so this count is the only trace a scrape can read. One upsert each.
+ */
+export const refusalCounts = pgTable("refusal_counts", {
+  code: text("code").primaryKey(),
+  count: bigint("count", { mode: "number" }).notNull().default(0),
+});
+
+/**
+ * The metrics counted from the audit log (src/service/metrics.ts), summed up to a seal so a scrape
+ * reads only the events since: one row per metric, label and histogram bucket (-1 for a counter).
+ */
+export const metricsRollup = pgTable("metrics_rollup", {
+  metric: text("metric").notNull(),
+  label: text("label").notNull(),
+  bucket: smallint("bucket").notNull(),
+  count: bigint("count", { mode: "number" }).notNull(),
+  sum: doublePrecision("sum").notNull(),
+}, (t) => [primaryKey({ columns: [t.metric, t.label, t.bucket] })]);
+
+/** How far metrics_rollup goes: every legacy event and every event whose transaction id is below through_xid. One row at most. */
+export const metricsRollupState = pgTable("metrics_rollup_state", {
+  id: smallint("id").primaryKey().default(1),
+  throughXid: xid8("through_xid").notNull(),
+  /** The histogram buckets the rollup was counted with; a change starts it over. */
+  buckets: text("buckets").notNull(),
+}, (t) => [check("metrics_rollup_state_one_row", sql`${t.id} = 1`)]);
