@@ -25,12 +25,12 @@ export interface ReadRights {
 /**
  * What a person wants to do. `decide` without a verdict or hash asks "would buttons work now"
  * (for doors showing them, and lists of what waits for someone); with them it is the decision
- * itself. A later verb (revoking an approved, unclaimed plan) is one more member here and one
- * more case below.
+ * itself. `revoke` withdraws an approval no executor has taken yet (issue 16).
  */
 export type Act =
   | { verb: "decide"; verdict?: "approve" | "reject" | undefined; hash?: string | undefined }
-  | { verb: "read"; rights: ReadRights };
+  | { verb: "read"; rights: ReadRights }
+  | { verb: "revoke"; admins: readonly string[] };
 
 /** Why not, with the facts a door needs to say so in its own words. */
 export type Refusal =
@@ -40,7 +40,10 @@ export type Refusal =
   | { code: "self_approval" }
   | { code: "not_an_approver"; approvers: readonly string[]; requiredApprovals: number }
   | { code: "already_voted"; approvals: readonly string[]; requiredApprovals: number }
-  | { code: "not_a_reader" };
+  | { code: "not_a_reader" }
+  /** Only an approved plan no executor has claimed can be revoked. */
+  | { code: "not_revocable"; status: PlanStatus }
+  | { code: "not_a_revoker"; approvers: readonly string[] };
 
 export type RefusalCode = Refusal["code"];
 
@@ -56,7 +59,22 @@ export function whyMayNot(person: Person, plan: PlanFacts, act: Act, now: Date):
       return whyMayNotDecide(person, plan, act, now);
     case "read":
       return whyMayNotRead(person, plan, act.rights);
+    case "revoke":
+      return whyMayNotRevoke(person, plan, act.admins);
   }
+}
+
+/**
+ * Revoking is for an approved plan still waiting for an executor (a claimed one is being written
+ * already; a final one has nothing left to stop), by someone who may decide it under its recorded
+ * policy (an approver who is not the requester) or an admin.
+ */
+function whyMayNotRevoke(person: Person, plan: PlanFacts, admins: readonly string[]): Refusal | undefined {
+  if (plan.status !== "approved") return { code: "not_revocable", status: plan.status };
+  if (names(admins, person)) return undefined;
+  const requester = plan.onBehalfOf !== undefined && plan.onBehalfOf === person.userId;
+  if (requester || !isApprover(person, plan)) return { code: "not_a_revoker", approvers: plan.policy.approvers };
+  return undefined;
 }
 
 function whyMayNotDecide(person: Person, plan: PlanFacts, act: Extract<Act, { verb: "decide" }>, now: Date): Refusal | undefined {

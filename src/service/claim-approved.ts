@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { and, asc, eq, gt, lte, or, sql } from "drizzle-orm";
+import { and, asc, eq, gt, lte, notExists, or, sql } from "drizzle-orm";
 import type { Claim } from "../executor/execute-plan.ts";
 import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
-import { plans } from "../store/schema.ts";
+import { pause, plans } from "../store/schema.ts";
 import type { ServiceContext } from "./context.ts";
 import { recordPlanEvent } from "./transition.ts";
 
@@ -27,9 +27,14 @@ export async function claimApproved(ctx: ServiceContext): Promise<Claim | undefi
     const candidate = tx
       .select({ id: plans.id, was: plans.status })
       .from(plans)
-      .where(or(
-        and(eq(plans.status, "approved"), gt(plans.grantExpiresAt, now)),
-        and(eq(plans.status, "executing"), lte(plans.leaseExpiresAt, now)),
+      .where(and(
+        or(
+          and(eq(plans.status, "approved"), gt(plans.grantExpiresAt, now)),
+          and(eq(plans.status, "executing"), lte(plans.leaseExpiresAt, now)),
+        ),
+        // The kill switch (issue 16): read here, in the claim's own statement, so a pause holds
+        // on every replica the moment it commits, whether or not the replica has heard of it.
+        notExists(tx.select({ one: sql`1` }).from(pause)),
       ))
       .orderBy(asc(plans.updatedAt))
       .limit(1)

@@ -6,6 +6,7 @@ import type { RedactionRules } from "../policy/redact.ts";
 import type { ApproverDirectory } from "./approver-groups.ts";
 import type { Database } from "../store/db.ts";
 import type { PlanSignals } from "./plan-signals.ts";
+import type { PauseWatch } from "./pause-watch.ts";
 
 /** Everything a service verb may touch, injected once at start. Nothing below reads process.env. */
 export interface ServiceContext {
@@ -22,6 +23,8 @@ export interface ServiceContext {
   clock: () => Date;
   logger: Logger;
   signals: PlanSignals;
+  /** This replica's view of the kill switch (issue 16), for what it shows; absent, the pause is read when needed. */
+  pause?: PauseWatch | undefined;
   /** Outbox sinks that deliver side effects of every plan event (e.g. "slack"). */
   sinks: readonly string[];
 }

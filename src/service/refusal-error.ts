@@ -1,5 +1,6 @@
 import { shortHash } from "../plan/fingerprint.ts";
 import type { Refusal } from "../policy/may-act.ts";
+import type { PlanStatus } from "../plan/schema.ts";
 import { ServiceError } from "./errors.ts";
 
 /**
@@ -22,5 +23,23 @@ export function refusalError(refusal: Refusal): ServiceError {
       return new ServiceError("already_voted", "you already approved this plan; one person counts once", { details: { approvals: [...refusal.approvals], requiredApprovals: refusal.requiredApprovals } });
     case "not_a_reader":
       return new ServiceError("not_a_reader", "you may not read this plan: only its approvers, admins and the people in browser.readers may");
+    case "not_revocable":
+      return new ServiceError("not_revocable", `this plan cannot be revoked: ${whyNotRevocable(refusal.status)}; nothing was changed`, { details: { status: refusal.status } });
+    case "not_a_revoker":
+      return new ServiceError("not_a_revoker", `you may not revoke this plan: only those who may decide it (${refusal.approvers.join(", ")}, not its requester) and admins may`, { details: { approvers: [...refusal.approvers] } });
+  }
+}
+
+/** Why a plan in this status cannot be revoked, in words every door can show. */
+export function whyNotRevocable(status: PlanStatus): string {
+  switch (status) {
+    case "executing":
+      return "an executor has already taken it";
+    case "pending":
+      return "it is not approved yet (reject it instead)";
+    case "revoked":
+      return "it is already revoked";
+    default:
+      return `it is already ${status}, which is final`;
   }
 }
