@@ -6,6 +6,7 @@ import type { WebSession } from "../service/login-links.ts";
 import { MAX_REJECT_REASON_CHARS } from "../service/decide.ts";
 import type { DecisionRefusal, ReviewedPlan } from "../service/review-plan.ts";
 import { Layout, StatusBadge } from "./layout.tsx";
+import { DriftAfterApply, driftHeading, VerifiedNote } from "./verification.tsx";
 import type { Notice } from "./notices.ts";
 import { Wrappable } from "./wrap-points.tsx";
 
@@ -45,7 +46,7 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
       {props.session ? <YourDecision plan={plan} userId={props.session.userId} /> : null}
       {plan.outcome ? (
         <section class="card" aria-labelledby="outcome">
-          <h2 id="outcome">Outcome: <StatusBadge status={plan.outcome.status} />{plan.outcome.reconciled ? " (reconciled: the target already held the change)" : ""}{plan.outcome.partial ? " — partially applied" : ""}</h2>
+          <h2 id="outcome">Outcome: <StatusBadge status={plan.outcome.status} />{plan.outcome.reconciled ? " (reconciled: the target already held the change)" : ""}{plan.outcome.partial ? " — partially applied" : ""}{driftHeading(plan.outcome)}</h2>
           {plan.outcome.reason ? <p>{plan.outcome.reason}</p> : null}
           <table class="outcome stacks">
             <colgroup><col class="n" /><col /><col /><col class="result" /><col class="detail" /></colgroup>
@@ -53,12 +54,13 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
             <tbody>
               {plan.outcome.actions.map((a) => (
                 <tr>
-                  <td class="n" data-label="#">{a.index}</td><td data-label="Target">{a.target}</td><td data-label="Path"><code>{a.path}</code></td><td data-label="Result"><StatusBadge status={a.status} /></td>
+                  <td class="n" data-label="#">{a.index}</td><td data-label="Target">{a.target}</td><td data-label="Path"><code>{a.path}</code></td><td data-label="Result"><StatusBadge status={a.status} /><VerifiedNote action={a} /></td>
                   <td data-label="Detail">{a.detail ?? ""}{a.expected !== undefined ? ` (expected ${a.expected ?? "absent"}, now ${a.now ?? "absent"})` : ""}</td>
                 </tr>
               ))}
             </tbody>
           </table>
+          <DriftAfterApply outcome={plan.outcome} />
         </section>
       ) : null}
 
