@@ -96,6 +96,11 @@ export const decisions = pgTable(
     via: decisionVia("via").notNull(),
     verdict: verdict("verdict").notNull(),
     reason: text("reason"),
+    /**
+     * An approval recorded although the targets could not be re-read at the click (issue 15):
+     * why, as the person was told ("could not re-check"). Null when the re-check ran, or none was due.
+     */
+    recheckFailed: text("recheck_failed"),
     decidedAt: at("decided_at").notNull().defaultNow(),
     /** The plan's expiry when the decision was made: a decision never outlives the plan it binds to. */
     expiresAt: at("expires_at").notNull(),
@@ -330,3 +335,34 @@ export const metricsRollupState = pgTable("metrics_rollup_state", {
   /** The histogram buckets the rollup was counted with; a change starts it over. */
   buckets: text("buckets").notNull(),
 }, (t) => [check("metrics_rollup_state_one_row", sql`${t.id} = 1`)]);
+
+/**
+ * The watcher's work list (issue 15, src/service/watch-targets.ts): one row per target resource
+ * some open plan's action is on. A replica takes due rows with FOR UPDATE SKIP LOCKED and pushes
+ * next_at one interval ahead in the same statement, so a resource is read at most once an
+ * interval whatever the replicas; the read itself happens after that commits.
+ */
+export const targetWatches = pgTable("target_watches", {
+  target: text("target").notNull(),
+  path: text("path").notNull(),
+  nextAt: at("next_at").notNull(),
+  /** The replica reading it now, until when (a replica that dies mid-read leaves it to next_at). */
+  leasedBy: text("leased_by"),
+  leasedUntil: at("leased_until"),
+  /** The last read that answered, and since when reads have failed (null while they answer). */
+  checkedAt: at("checked_at"),
+  failedSince: at("failed_since"),
+  lastError: text("last_error"),
+}, (t) => [primaryKey({ columns: [t.target, t.path] }), index("target_watches_next_at").on(t.nextAt)]);
+
+/**
+ * Which open plan's action is on which watched resource: written once per plan when the watcher
+ * first sees it, read by (target, path) when that resource is re-read, and dropped with the
+ * resource's watch once no open plan needs it.
+ */
+export const watchedActions = pgTable("watched_actions", {
+  planId: uuid("plan_id").notNull(),
+  actionIndex: smallint("action_index").notNull(),
+  target: text("target").notNull(),
+  path: text("path").notNull(),
+}, (t) => [primaryKey({ columns: [t.planId, t.actionIndex] }), index("watched_actions_target_path").on(t.target, t.path)]);
