@@ -74,6 +74,8 @@ function printPolicy(config: CheckConfig, out: (line: string) => void): void {
     } else {
       out("  may propose: NOTHING — no 'allow' block, so every plan for this target is refused (deny by default)");
     }
+    out(`  precondition: ${target.precondition === "etag" ? "etag (the target's ETag, sent as If-Match on write)" : "digest (a digest of the state read; weaker: the target cannot refuse a racing write)"} (targets.${name}.precondition)`);
+    out(`  watch:      ${target.watch.intervalSeconds === 0 ? "off: open plans are re-checked only at Approve and by the executor" : `re-read every ${target.watch.intervalSeconds} s while a plan on it is pending or approved`} (targets.${name}.watch.intervalSeconds)`);
     out(`  executor:   ${config.targetsWithoutWrite.includes(name) ? "CANNOT apply — no write block (targets." + name + ".write)" : "write headers configured"}`);
   }
 }

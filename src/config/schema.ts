@@ -66,6 +66,12 @@ export const TargetConfig = z.strictObject({
   precondition: z.enum(["etag", "digest"]).default("etag"),
   /** Milliseconds a preview read may take before it fails. */
   timeoutMs: z.int().positive().max(60_000).default(5_000),
+  /**
+   * Re-reading this target's resources while a plan on them is pending or approved (issue 15):
+   * a plan whose precondition no longer holds becomes stale before anyone approves it. At most
+   * one read per resource per interval, whatever the plans and replicas; 0 turns it off.
+   */
+  watch: z.strictObject({ intervalSeconds: z.int().min(0).max(86_400).default(30) }).default({ intervalSeconds: 30 }),
 });
 export type TargetConfig = z.infer<typeof TargetConfig>;
 
