@@ -165,6 +165,7 @@ function statusLine(m: PlanMessage): string {
     case "executing":
       return `⚙️ *Executing…*${approvedBy}`;
     case "applied":
+      if (m.outcome && driftedWrites(m.outcome) > 0) return `⚠️ *Applied, not as previewed* — ${driftedText(driftedWrites(m.outcome))}; see the thread${approvedBy}`;
       return `✅ *Applied*${m.outcome?.reconciled ? " (the target already held these changes)" : ""}${approvedBy}`;
     case "failed":
       return `❌ *Failed* — ${failureReason(m.outcome)}${m.outcome?.partial ? `\n${PARTIAL_NOTE}` : ""}`;
@@ -431,23 +432,47 @@ function detailSections(details: string[], room: number): Block[] {
 
 function appliedReply(outcome: Outcome, actions: ActionPreview[]): SlackMessage {
   const written = outcome.actions.filter((a) => a.status === "applied" && !a.reconciled).length;
+  const drifted = driftedWrites(outcome);
   const summary = outcome.reconciled
     ? "Applied ✅ — the target already held these changes; nothing was written"
-    : `Applied ✅ — ${written} ${written === 1 ? "action" : "actions"} written`;
+    : drifted > 0
+      ? `Applied ⚠️ — ${written} ${written === 1 ? "action" : "actions"} written, but ${driftedText(drifted)}: the target, re-read after the write, differs from what was approved`
+      : `Applied ✅ — ${written} ${written === 1 ? "action" : "actions"} written`;
+  // What did not land comes first: it is why this reply needs reading.
+  const drift = detailSections(outcome.actions.filter((a) => a.verified === false).map(driftDetail), roomUnder(summary) / 2);
   const details = actionBlocks(actions, {
-    room: roomUnder(summary),
+    room: roomUnder(summary) - jsonSize(drift),
     maxBlocks: SLACK_LIMITS.blocks - 2,
     maxLinesEach: SHOWN.changeLinesPerActionInThread,
     withVersion: false,
     result: (index) => actionResult(outcome.actions.find((a) => a.index === index)),
   });
-  return reply(summary, details);
+  return reply(summary, [...drift, ...details]);
 }
 
 function actionResult(result: ActionOutcome | undefined): string {
   if (result === undefined) return "no result reported";
   if (result.reconciled) return "already held this change, nothing written";
+  if (result.verified === false) return `${result.status}, ⚠️ not as previewed`;
+  if (result.verified === null) return `${result.status}, not re-checked (the target could not be re-read after the write)`;
   return result.status;
+}
+
+/** Writes whose re-read differs from the preview (issue 15, verify after apply). */
+function driftedWrites(outcome: Outcome): number {
+  return outcome.actions.filter((a) => a.verified === false).length;
+}
+
+function driftedText(drifted: number): string {
+  return drifted === 1 ? "1 write did not land as approved" : `${drifted} writes did not land as approved`;
+}
+
+/** One write that did not land as approved: where, then each field as approved → as the target has it. */
+function driftDetail(result: ActionOutcome): string {
+  const heading = `⚠️ *${result.index + 1}.* ${inlineCode(singleLine(result.target), SHOWN.target)} ${inlineCode(result.path, SHOWN.path)} — re-read after the write (approved → target has):`;
+  const changes = (result.driftAfterApply ?? []).map((d): Change => ({ path: d.path, ...(d.expected !== undefined ? { from: d.expected } : {}), ...(d.actual !== undefined ? { to: d.actual } : {}) }));
+  if (changes.length === 0) return heading;
+  return [heading, ...changeLines(changes, SLACK_LIMITS.sectionText - weight(heading) - 1, SHOWN.changeLinesPerActionInThread, THREAD_WIDTHS)].join("\n");
 }
 
 function failedReply(outcome: Outcome): SlackMessage {

@@ -331,6 +331,7 @@ describe("renderPlanMessage: the status line", () => {
     ["executing", { status: "executing", approvals }, ["*Executing…* — approved by <@UALICE01> <@UBOB0002>"]],
     ["applied", { status: "applied", approvals, outcome: outcome() }, ["*Applied* — approved by"]],
     ["applied, reconciled", { status: "applied", outcome: outcome({ reconciled: true }) }, ["the target already held these changes"]],
+    ["applied, a write not as previewed", { status: "applied", approvals, outcome: outcome({ actions: [{ index: 0, target: "crm", path: "/c", status: "applied", verified: false, driftAfterApply: [{ path: "/name", expected: "Ada" }] }] }) }, ["⚠️ *Applied, not as previewed* — 1 write did not land as approved; see the thread — approved by"]],
     ["failed", { status: "failed", outcome: outcome({ status: "failed", reason: "target answered 500" }) }, ["*Failed* — target answered 500"]],
     ["failed, partly applied", { status: "failed", outcome: outcome({ status: "failed", partial: true }) }, ["*Failed*", "Partly applied"]],
     ["stale", { status: "stale", outcome: outcome({ status: "stale" }) }, ["*Stale* — target changed, resubmit"]],
@@ -499,6 +500,12 @@ describe("renderThreadReply", () => {
     ],
   });
   const twoActions = [action(), action({ path: "/contacts/43", changes: [{ path: "/email", from: "a@x", to: "b@x" }] })];
+  const drifted = outcome({
+    actions: [
+      { index: 0, target: "crm", path: "/contacts/42", status: "applied", verified: false, driftAfterApply: [{ path: "/name", expected: "Ada L." }, { path: "/nick", expected: "Ada", actual: "ADA" }] },
+      { index: 1, target: "crm", path: "/contacts/43", status: "applied", verified: null, detail: "could not re-read after the write: target 'crm' answered HTTP 503" },
+    ],
+  });
 
   it.each<[string, ThreadEvent, string[]]>([
     ["an approval", { type: "decision.approve", userId: "UALICE01", approvals: 1, requiredApprovals: 2 }, ["Approval 1 of 2 by <@UALICE01>"]],
@@ -516,6 +523,16 @@ describe("renderThreadReply", () => {
       ["Applied ✅ — 1 action written", '`/contacts/42` — applied', '• `/name`: `"Ada"` → `"Ada L."`', "`/contacts/43` — already held this change, nothing written"],
     ],
     ["a reconciled application", { type: "plan.applied", outcome: outcome({ reconciled: true }), actions: [action()] }, ["Applied ✅ — the target already held these changes; nothing was written"]],
+    [
+      "an application whose re-read differs from the preview (verify after apply)",
+      { type: "plan.applied", outcome: drifted, actions: twoActions },
+      [
+        "Applied ⚠️ — 2 actions written, but 1 write did not land as approved: the target, re-read after the write, differs from what was approved",
+        "⚠️ *1.* `crm` `/contacts/42` — re-read after the write (approved → target has):\n• `/name`: `\"Ada L.\"` → _absent_\n• `/nick`: `\"Ada\"` → `\"ADA\"`",
+        "`/contacts/42` — applied, ⚠️ not as previewed",
+        "`/contacts/43` — applied, not re-checked (the target could not be re-read after the write)",
+      ],
+    ],
     [
       "a failure",
       { type: "plan.failed", outcome: outcome({ status: "failed", reason: "target answered 500", partial: true, actions: [{ index: 0, target: "crm", path: "/contacts/42", status: "applied" }, { index: 1, target: "crm", path: "/contacts/43", status: "failed", detail: "HTTP 500" }] }) },
@@ -549,6 +566,7 @@ describe("renderThreadReply", () => {
     ["application", { type: "plan.applied", outcome: outcome({ actions: [{ index: 0, target: HOSTILE, path: HOSTILE, status: "applied", detail: HOSTILE }] }), actions: [action({ target: HOSTILE, path: HOSTILE, changes: [{ path: HOSTILE, from: HOSTILE, to: HOSTILE }] })] }],
     ["failure", { type: "plan.failed", outcome: outcome({ status: "failed", reason: HOSTILE, actions: [{ index: 0, target: HOSTILE, path: HOSTILE, status: "failed", detail: HOSTILE }] }) }],
     ["stale", { type: "plan.stale", outcome: outcome({ status: "stale", actions: [{ index: 0, target: HOSTILE, path: HOSTILE, status: "stale", expected: HOSTILE, now: HOSTILE, changedSincePreview: [{ path: HOSTILE, from: HOSTILE, to: HOSTILE }] }] }) }],
+    ["drift after apply", { type: "plan.applied", outcome: outcome({ actions: [{ index: 0, target: HOSTILE, path: HOSTILE, status: "applied", verified: false, driftAfterApply: [{ path: HOSTILE, expected: HOSTILE, actual: HOSTILE }] }] }), actions: [action({ target: HOSTILE, path: HOSTILE })] }],
   ])("hostile %s: no mention, link or formatting from input", (_name, event) => {
     const message = renderThreadReply(event);
     expectNoAgentMarkup(message, []);
@@ -567,6 +585,7 @@ describe("renderThreadReply", () => {
 
   it.each<[string, ThreadEvent, RegExp]>([
     ["applied: 20 actions × 25 changes of 100 KB", { type: "plan.applied", outcome: outcome({ actions: Array.from({ length: 20 }, (_, i) => ({ index: i, target: "crm", path: `/c/${i}`, status: "applied" as const })) }), actions: Array.from({ length: 20 }, () => action({ path: `/${BIG}`, changes: changes(25, () => BIG) })) }, MORE_CHANGES],
+    ["applied: 20 writes each with 200 fields of 100 KB that did not land", { type: "plan.applied", outcome: outcome({ actions: Array.from({ length: 20 }, (_, i) => ({ index: i, target: BIG, path: BIG, status: "applied" as const, verified: false, driftAfterApply: Array.from({ length: 200 }, () => ({ path: BIG, expected: BIG, actual: BIG })) })) }), actions: Array.from({ length: 20 }, () => action({ path: `/${BIG}`, changes: changes(25, () => BIG) })) }, /20 writes did not land as approved/],
     ["applied: 60 actions", { type: "plan.applied", outcome: outcome(), actions: Array.from({ length: 60 }, () => action()) }, /… 40 more actions — see full plan/],
     ["failed: 100 actions with 100 KB details", { type: "plan.failed", outcome: outcome({ status: "failed", reason: BIG, actions: Array.from({ length: 100 }, (_, i) => ({ index: i, target: BIG, path: BIG, status: "failed" as const, detail: BIG })) }) }, /… \d+ more — see full plan/],
     ["stale: 200 changes since the preview", { type: "plan.stale", outcome: outcome({ status: "stale", actions: [{ index: 0, target: "crm", path: "/c", status: "stale", expected: BIG, now: UNICODE.repeat(100), changedSincePreview: changes(200, () => BIG) }] }) }, /… 195 more changes — see full plan/],
