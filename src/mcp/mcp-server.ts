@@ -293,7 +293,10 @@ function actionResultsText(outcome: FinalOutcome["outcome"]): string[] {
   if (!outcome) return [];
   return [
     "results:",
-    ...outcome.actions.map((a) => `  ${a.index}. ${a.target} ${a.path}: ${a.status}${a.reconciled ? " (already held the change)" : ""}${a.detail ? ` — ${a.detail}` : ""}`),
+    ...outcome.actions.flatMap((a) => [
+      `  ${a.index}. ${a.target} ${a.path}: ${a.status}${a.reconciled ? " (already held the change)" : ""}${VERIFIED_TEXT[String(a.verified)] ?? ""}${a.detail ? ` — ${a.detail}` : ""}`,
+      ...(a.driftAfterApply ?? []).map((d) => `     ${d.path || "(whole document)"}: approved ${jsonText(d.expected)}, target has ${jsonText(d.actual)}`),
+    ]),
     ...(outcome.partial ? ["  (partial: some actions were written and a later one was not)"] : []),
   ];
 }
@@ -307,10 +310,20 @@ const NEXT_STEP: Record<FinalOutcome["status"], string> = {
   failed: "The executor could not apply it; see the results for what was written.",
 };
 
+/** What the executor's re-read after each write found (verify after apply). */
+const VERIFIED_TEXT: Record<string, string> = {
+  true: ", verified",
+  false: ", NOT as previewed: the target, re-read after the write, differs",
+  null: ", not re-checked after the write",
+};
+
+const jsonText = (value: unknown) => (value === undefined ? "(absent)" : JSON.stringify(value));
+
 function outcomeText(outcome: FinalOutcome): string {
+  const drifted = outcome.outcome?.actions.filter((a) => a.verified === false).length ?? 0;
   return [
     `Plan ${outcome.id}: ${outcome.status}${outcome.reason ? `: ${outcome.reason}` : ""}`,
-    NEXT_STEP[outcome.status],
+    NEXT_STEP[outcome.status] + (outcome.status === "applied" && drifted > 0 ? ` But ${drifted} write(s) did not land as approved (see the results): read the target again before relying on it, and propose a correction if needed.` : ""),
     `approvals: ${approvalsText(outcome.approvals)}`,
     ...actionResultsText(outcome.outcome),
   ].join("\n");
