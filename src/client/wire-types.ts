@@ -21,10 +21,20 @@ export type PlanView = {
   grantExpiresAt?: string;
   /** What the executor reported, with per-action detail */
   outcome?: Outcome;
+  /** The earlier version this plan replaces (it was submitted with `supersedes`) */
+  supersedes?: VersionLink;
+  /** The newer version that replaced this plan: it is `superseded`, or stays `stale` and points at it */
+  supersededBy?: VersionLink;
 };
 
 /** `pending` awaits approval; `approved` and `executing` await the executor; the rest are final */
 export type PlanStatus = "pending" | "approved" | "rejected" | "expired" | "cancelled" | "executing" | "applied" | "failed" | "stale" | "superseded" | "revoked";
+
+export type VersionLink = {
+  id: string;
+  hash: string;
+  reviewUrl: string;
+};
 
 export type PlanDocument = {
   v: 1;
@@ -37,6 +47,7 @@ export type PlanDocument = {
   actions: PlannedAction[];
   policy: AppliedPolicy;
   expiresAt: string;
+  supersedes?: string;
 };
 
 export type PlannedAction = {
@@ -129,6 +140,12 @@ export type ActionOutcome = {
     from?: JsonValue;
     to?: JsonValue;
   }[];
+  verified?: boolean | null;
+  driftAfterApply?: {
+    path: string;
+    expected?: JsonValue;
+    actual?: JsonValue;
+  }[];
 };
 
 export type PlanEvents = {
@@ -176,7 +193,7 @@ export type ErrorBody = {
   };
 };
 
-export type ErrorCode = "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "idempotency_conflict" | "conflict" | "lease_lost" | "approver_check_failed" | "already_decided" | "already_voted" | "hash_mismatch" | "plan_expired" | "self_approval" | "not_an_approver" | "not_a_reader" | "payload_too_large" | "unsupported_media_type" | "unknown_target" | "preview_failed" | "policy_denied" | "rate_limited" | "database_unavailable" | "internal";
+export type ErrorCode = "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "idempotency_conflict" | "conflict" | "lease_lost" | "approver_check_failed" | "already_decided" | "already_voted" | "hash_mismatch" | "plan_expired" | "not_supersedable" | "self_approval" | "not_an_approver" | "not_a_reader" | "not_a_revoker" | "not_an_admin" | "not_revocable" | "payload_too_large" | "unsupported_media_type" | "unknown_target" | "preview_failed" | "policy_denied" | "rate_limited" | "database_unavailable" | "internal";
 
 export type Issue = {
   /** JSON Pointer into the request; "" for the whole of it */
@@ -214,6 +231,7 @@ export type PlanRequest = {
   /** A retry with the same key and body answers 200 with the same plan; the same key with another body is a 409 */
   idempotencyKey?: string;
   callbackUrl?: string;
+  supersedes?: string;
 };
 
 /** One write to a JSON-over-HTTP target. `merge` (RFC 7396) and `replace` and `create` need a `body` (an object or array for `replace` and `create`); `delete` takes none. */

@@ -70,6 +70,8 @@ export const PlanRequest = z
     idempotencyKey: z.string().min(1).max(200).optional(),
     /** Receives a signed POST on every status change; its host must be allowed in config (webhooks.allowedHosts). */
     callbackUrl: z.url({ protocol: /^https?$/, error: "callbackUrl must be an http(s) URL" }).max(2048).optional(),
+    /** A re-plan: the id of this agent's earlier version (pending, approved and unclaimed, or stale) that this one replaces. */
+    supersedes: z.uuid({ error: "supersedes must be the id of one of your plans" }).optional(),
   })
   .superRefine((plan, ctx) => {
     // The first write to a resource would make a second action on it stale.
@@ -137,6 +139,12 @@ export const PlanDocument = z.strictObject({
   actions: z.array(PlannedAction).min(1),
   policy: AppliedPolicy,
   expiresAt: z.iso.datetime(),
+  /**
+   * The earlier version this plan replaces. Hashed: approvers decide on "this, instead of that"
+   * (they are shown what changed since it), so the lineage is part of what they sign and what a
+   * grant or an audit export proves, not a column beside the document anyone could re-point.
+   */
+  supersedes: z.uuid().optional(),
 });
 export type PlanDocument = z.infer<typeof PlanDocument>;
 

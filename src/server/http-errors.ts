@@ -18,6 +18,7 @@ export const HTTP_STATUS_OF: Record<ErrorCode, ContentfulStatusCode> = {
   already_voted: 409,
   hash_mismatch: 409,
   plan_expired: 409,
+  not_supersedable: 409,
   self_approval: 403,
   not_an_approver: 403,
   not_a_reader: 403,

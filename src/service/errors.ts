@@ -26,7 +26,9 @@ export type ErrorCode =
   | "lease_lost"
   | "approver_check_failed"
   | "rate_limited"
-  | "conflict";
+  | "conflict"
+  /** A re-plan named a plan that can no longer be replaced (final, claimed, or already superseded). */
+  | "not_supersedable";
 
 export interface Issue {
   /** JSON Pointer into the request, "" for the whole of it. */

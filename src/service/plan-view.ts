@@ -1,10 +1,10 @@
-import { asc, eq } from "drizzle-orm";
+import { asc, eq, inArray } from "drizzle-orm";
 import { neutralizeBidiJson } from "../plan/bidi.ts";
 import type { Change } from "../plan/changes.ts";
 import type { Json } from "../plan/json.ts";
 import { redactChange, redactJson, redactText, type RedactionRules } from "../policy/redact.ts";
 import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
-import { decisions } from "../store/schema.ts";
+import { decisions, plans } from "../store/schema.ts";
 import type { Queryable } from "../store/db.ts";
 import type { Outcome } from "../plan/outcome.ts";
 import type { PlanView } from "../wire/agent-api.ts";
@@ -21,12 +21,29 @@ export type Audience = "agent" | "reviewer";
 
 export async function planView(db: Queryable, publicUrl: string, row: PlanRow, audience: Audience, rules: RedactionRules): Promise<PlanView> {
   const votes = await db.select().from(decisions).where(eq(decisions.planId, row.id)).orderBy(asc(decisions.id));
-  return redactView(rawPlanView(publicUrl, row, votes), audience, rules);
+  return redactView(rawPlanView(publicUrl, row, votes, await versionsOf(db, row)), audience, rules);
 }
 
-/** The view of a plan just stored: nobody can have decided on it yet, so there are no votes to read. */
-export function newPlanView(publicUrl: string, row: PlanRow, audience: Audience, rules: RedactionRules): PlanView {
-  return redactView(rawPlanView(publicUrl, row, []), audience, rules);
+/** The view of a plan just stored: nobody can have decided on it yet, so there are no votes to read (and nothing supersedes it yet). */
+export function newPlanView(publicUrl: string, row: PlanRow, audience: Audience, rules: RedactionRules, versions: Versions = {}): PlanView {
+  return redactView(rawPlanView(publicUrl, row, [], versions), audience, rules);
+}
+
+/** The versions a plan links to (re-plan, issue 15), as far as their hashes are needed. */
+export interface Versions {
+  supersedes?: Pick<PlanRow, "id" | "hash">;
+  supersededBy?: Pick<PlanRow, "id" | "hash">;
+}
+
+/** Reads the linked versions' hashes: one read, and only for a plan that has any. */
+async function versionsOf(db: Queryable, row: PlanRow): Promise<Versions> {
+  const ids = [row.supersedes, row.supersededBy].filter((id): id is string => id !== null);
+  if (ids.length === 0) return {};
+  const linked = await db.select({ id: plans.id, hash: plans.hash }).from(plans).where(inArray(plans.id, ids));
+  const find = (id: string | null) => linked.find((l) => l.id === id);
+  const supersedes = find(row.supersedes);
+  const supersededBy = find(row.supersededBy);
+  return { ...(supersedes ? { supersedes } : {}), ...(supersededBy ? { supersededBy } : {}) };
 }
 
 function redactView(view: PlanView, audience: Audience, rules: RedactionRules): PlanView {
@@ -53,7 +70,8 @@ function redactView(view: PlanView, audience: Audience, rules: RedactionRules): 
   return audience === "reviewer" ? neutralizeBidiJson(redacted as unknown as Json) as unknown as PlanView : redacted;
 }
 
-function rawPlanView(publicUrl: string, row: PlanRow, votes: (typeof decisions.$inferSelect)[]): PlanView {
+function rawPlanView(publicUrl: string, row: PlanRow, votes: (typeof decisions.$inferSelect)[], versions: Versions): PlanView {
+  const link = (v: Pick<PlanRow, "id" | "hash">) => ({ id: v.id, hash: v.hash, reviewUrl: `${publicUrl}/plans/${v.id}` });
   const approvals = votes.filter((v) => v.verdict === "approve").map((v) => ({ userId: v.userId, via: v.via, at: v.decidedAt.toISOString() }));
   const reject = row.status === "rejected" ? votes.find((v) => v.verdict === "reject") : undefined;
   return {
@@ -69,5 +87,7 @@ function rawPlanView(publicUrl: string, row: PlanRow, votes: (typeof decisions.$
     ...(row.grantExpiresAt ? { grantExpiresAt: row.grantExpiresAt.toISOString() } : {}),
     ...(row.outcome ? { outcome: row.outcome as Outcome } : {}),
     ...(reject ? { rejection: { userId: reject.userId, via: reject.via, reason: reject.reason ?? "", at: reject.decidedAt.toISOString() } } : {}),
+    ...(versions.supersedes ? { supersedes: link(versions.supersedes) } : {}),
+    ...(versions.supersededBy ? { supersededBy: link(versions.supersededBy) } : {}),
   };
 }

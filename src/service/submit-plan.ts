@@ -13,12 +13,14 @@ import { redactText } from "../policy/redact.ts";
 import { whyCallbackRefused } from "../policy/callback-url.ts";
 import { resolveTtl } from "../policy/ttl.ts";
 import { plans } from "../store/schema.ts";
+import type { Tx } from "../store/db.ts";
 import type { AgentIdentity } from "./authenticate-agent.ts";
 import type { ServiceContext } from "./context.ts";
 import { admitPlanGuard, checkAgentLimits, guardRefusal, isOverLimit } from "./agent-limits.ts";
 import { ServiceError } from "./errors.ts";
 import { newPlanView, planView, type PlanView } from "./plan-view.ts";
 import { rememberDecisionTerms } from "./decision-terms.ts";
+import { supersedablePlan, supersedeIn } from "./supersede.ts";
 import { planEventStatement, type PlanRow } from "./transition.ts";
 import { validate } from "./validate.ts";
 
@@ -44,6 +46,8 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
   }
   // After the idempotency lookup (a retry of an existing plan is never limited), before any target read.
   const limits = await checkAgentLimits(ctx, agent);
+  // A re-plan whose old version cannot be replaced is refused before any target is read.
+  const replaced = request.supersedes === undefined ? undefined : await supersedablePlan(ctx, agent, request.supersedes);
 
   const targets = request.actions.map((action, i) => {
     const target = ctx.config.targets[action.target];
@@ -101,6 +105,7 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
     actions,
     policy: { approvers: policy.approvers, requiredApprovals: policy.requiredApprovals, grantTtlSeconds: policy.grantTtl, rule: policyRule(request.actions.map((a) => a.target), ctx.config.targets), risk },
     expiresAt: expiresAt.toISOString(),
+    ...(replaced ? { supersedes: replaced.id } : {}),
   });
   const hash = fingerprint(document);
 
@@ -113,7 +118,7 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
     status: "pending",
     expiresAt,
     idempotencyKey: request.idempotencyKey ?? null,
-    supersedes: null,
+    supersedes: replaced?.id ?? null,
     supersededBy: null,
     requestDigest,
     rejectReason: null,
@@ -129,8 +134,10 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
   };
   // Holds the limits exactly when this agent's submissions race past checkAgentLimits.
   const values = { ...stored, agentId: admitPlanGuard(agent.id, limits, now.getTime()) };
-  const submitted = { plan: stored, type: "plan.submitted", actor: { type: "agent", agentId: agent.id, name: agent.name } as const, at: now, data: { title: request.title, expiresAt: document.expiresAt } };
-  const row = await storePlan(ctx, { values, submitted, keyed: request.idempotencyKey !== undefined }).then((created) => (created ? stored : undefined)).catch(async (err: unknown) => {
+  const actor = { type: "agent", agentId: agent.id, name: agent.name } as const;
+  const submitted = { plan: stored, type: "plan.submitted", actor, at: now, data: { title: request.title, expiresAt: document.expiresAt, ...(replaced ? { supersedes: replaced.id } : {}) } };
+  const supersede = replaced && ((tx: Tx) => supersedeIn(ctx, tx, { oldId: replaced.id, next: { id: stored.id, hash }, actor }));
+  const row = await storePlan(ctx, { values, submitted, keyed: request.idempotencyKey !== undefined, ...(supersede ? { supersede } : {}) }).then((created) => (created ? stored : undefined)).catch(async (err: unknown) => {
     if (!isOverLimit(err)) throw err;
     // A retry racing its first submission is answered with that plan below, never limited.
     if (request.idempotencyKey !== undefined && await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey, requestDigest)) return undefined;
@@ -143,23 +150,32 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
   }
   rememberDecisionTerms(ctx.database, row.id, document);
   ctx.logger.info({ planId: row.id, hash, agent: agent.name, actions: actions.length }, "plan submitted");
-  return { created: true, plan: newPlanView(ctx.config.publicUrl, row, "agent", ctx.redaction) };
+  return { created: true, plan: newPlanView(ctx.config.publicUrl, row, "agent", ctx.redaction, replaced ? { supersedes: replaced } : {}) };
 }
 
 /**
  * Stores the plan with its plan.submitted event in one transaction; false when a plan with its
  * idempotency key was stored first. Without a key nothing stored can collide with it (its id is
  * new), so plan and event go in one statement, a transaction of its own: no BEGIN or COMMIT.
+ * A re-plan also `supersede`s its old version in that transaction (after the insert), so the
+ * new version exists exactly when the old one was replaced.
  */
 async function storePlan(
   ctx: ServiceContext,
-  input: { values: PgInsertValue<typeof plans>; submitted: Omit<Parameters<typeof planEventStatement>[2], "first">; keyed: boolean },
+  input: { values: PgInsertValue<typeof plans>; submitted: Omit<Parameters<typeof planEventStatement>[2], "first">; keyed: boolean; supersede?: (tx: Tx) => Promise<void> },
 ): Promise<boolean> {
-  const { values, submitted } = input;
+  const { values, submitted, supersede } = input;
   const { db } = ctx.database;
-  if (!input.keyed) {
+  if (!input.keyed && !supersede) {
     await db.execute(planEventStatement(ctx, db, { ...submitted, first: db.insert(plans).values(values).getSQL() }));
     return true;
+  }
+  if (!input.keyed) {
+    return db.transaction(async (tx) => {
+      await tx.execute(planEventStatement(ctx, tx, { ...submitted, first: tx.insert(plans).values(values).getSQL() }));
+      await supersede!(tx);
+      return true;
+    });
   }
   return db.transaction(async (tx) => {
     const [inserted] = await tx.insert(plans).values(values)
@@ -169,6 +185,7 @@ async function storePlan(
       .returning({ id: plans.id });
     if (!inserted) return false;
     await tx.execute(planEventStatement(ctx, tx, submitted));
+    await supersede?.(tx);
     return true;
   });
 }

@@ -24,7 +24,7 @@ export async function transition(
     transition: Transition;
     actor: Actor;
     data?: Record<string, unknown>;
-    set?: Partial<Pick<PlanRow, "rejectReason" | "grant" | "grantExpiresAt" | "claimToken" | "leaseExpiresAt" | "outcome">>;
+    set?: Partial<Pick<PlanRow, "rejectReason" | "grant" | "grantExpiresAt" | "claimToken" | "leaseExpiresAt" | "outcome" | "supersededBy">>;
   } & (
     | { planId: string; /** A further condition the row must meet. */ guard?: SQL }
     /** The plan found by a unique column alone (the executor's claim token), saving a read of its id. */

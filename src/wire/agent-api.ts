@@ -51,6 +51,14 @@ export type Rejection = z.output<typeof Rejection>;
 export const PlanStatus = z.enum(PLAN_STATUSES).describe("`pending` awaits approval; `approved` and `executing` await the executor; the rest are final");
 export type PlanStatus = z.output<typeof PlanStatus>;
 
+/** Another version of the same intent (re-plan, `supersedes`): which plan, its hash, where people review it. */
+export const VersionLink = z.strictObject({
+  id: z.uuid(),
+  hash: z.string().regex(SHA256_PATTERN),
+  reviewUrl: z.url(),
+});
+export type VersionLink = z.output<typeof VersionLink>;
+
 /** How a plan is shown to the agent that submitted it (and, redacted, to reviewers): the API's one representation of a plan. */
 export const PlanView = z.strictObject({
   id: z.uuid(),
@@ -65,6 +73,8 @@ export const PlanView = z.strictObject({
   rejection: Rejection.optional().describe("Present once the plan is rejected"),
   grantExpiresAt: IsoDateTime.optional().describe("When the approval stops being usable by an executor (set once approved)"),
   outcome: Outcome.optional().describe("What the executor reported, with per-action detail"),
+  supersedes: VersionLink.optional().describe("The earlier version this plan replaces (it was submitted with `supersedes`)"),
+  supersededBy: VersionLink.optional().describe("The newer version that replaced this plan: it is `superseded`, or stays `stale` and points at it"),
 });
 export type PlanView = z.output<typeof PlanView>;
 
@@ -132,6 +142,7 @@ export const REQUEST_COMPONENTS = { PlanRequest, HttpJsonAction, JsonValue } as 
 export const RESPONSE_COMPONENTS = {
   PlanView,
   PlanStatus,
+  VersionLink,
   PlanDocument,
   PlannedAction,
   Precondition,
