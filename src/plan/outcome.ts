@@ -17,9 +17,17 @@ export const ActionOutcome = z.strictObject({
    * fields the plan changes: true, false (see `driftAfterApply`), or null when the re-read
    * failed (`detail` says so). Absent on actions that were not written.
    */
-  verified: z.boolean().nullable().optional(),
+  verified: z
+    .boolean()
+    .nullable()
+    .optional()
+    .describe("For a written action: whether the target, re-read after the write, holds the previewed after-state over the fields the plan changes. `false` lists the fields in `driftAfterApply` (the plan stays `applied`); `null` means the re-read failed (`detail` says why). Absent for actions not written"),
   /** Where the re-read target differs from the preview: the previewed value and the target's (a missing one is absent). */
-  driftAfterApply: z.array(z.strictObject({ path: z.string(), expected: z.json().optional(), actual: z.json().optional() })).max(200).optional(),
+  driftAfterApply: z
+    .array(z.strictObject({ path: z.string(), expected: z.json().optional(), actual: z.json().optional() }))
+    .max(200)
+    .optional()
+    .describe("Where the target, re-read after the write, differs from the preview: the field (JSON Pointer), the approved value and the target's; a missing one is absent. Masked as previews are"),
 });
 export type ActionOutcome = z.infer<typeof ActionOutcome>;
 

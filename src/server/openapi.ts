@@ -90,6 +90,7 @@ function build(publicUrl: string): object {
           operationId: "getPlan",
           tags: ["plans"],
           summary: "Read a plan, with its approvals, rejection and outcome",
+          description: "Once applied, each `outcome.actions[]` says whether the target, re-read after the write, holds what was approved (`verified`, and `driftAfterApply` where it does not).",
           parameters: [planIdParameter],
           responses: { 200: planResponse("The plan"), ...ownPlan },
         },
