@@ -140,7 +140,9 @@ export type ActionOutcome = {
     from?: JsonValue;
     to?: JsonValue;
   }[];
+  /** For a written action: whether the target, re-read after the write, holds the previewed after-state over the fields the plan changes. `false` lists the fields in `driftAfterApply` (the plan stays `applied`); `null` means the re-read failed (`detail` says why). Absent for actions not written */
   verified?: boolean | null;
+  /** Where the target, re-read after the write, differs from the preview: the field (JSON Pointer), the approved value and the target's; a missing one is absent. Masked as previews are */
   driftAfterApply?: {
     path: string;
     expected?: JsonValue;
