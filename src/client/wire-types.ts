@@ -17,6 +17,10 @@ export type PlanView = {
   approvals: Approval[];
   /** Present once the plan is rejected */
   rejection?: Rejection;
+  /** Present once the plan is revoked: who withdrew the approval and why */
+  revocation?: Revocation;
+  /** Present while an approved plan waits because Countersign is paused; its grant keeps running out meanwhile */
+  held?: Hold;
   /** When the approval stops being usable by an executor (set once approved) */
   grantExpiresAt?: string;
   /** What the executor reported, with per-action detail */
@@ -116,6 +120,19 @@ export type Rejection = {
   via: "slack" | "web";
   reason: string;
   at: string;
+};
+
+export type Revocation = {
+  userId: string;
+  via: "slack" | "web";
+  reason: string;
+  at: string;
+};
+
+export type Hold = {
+  by: "pause";
+  reason: string;
+  since: string;
 };
 
 export type Outcome = {

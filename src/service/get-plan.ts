@@ -4,12 +4,19 @@ import { plans } from "../store/schema.ts";
 import type { AgentIdentity } from "./authenticate-agent.ts";
 import type { ServiceContext } from "./context.ts";
 import { ServiceError } from "./errors.ts";
+import { pauseNow } from "./pause.ts";
 import { planView, type PlanView } from "./plan-view.ts";
 import type { PlanRow } from "./transition.ts";
 
-/** A plan as its own agent sees it. Another agent's plan is indistinguishable from none. */
+/**
+ * A plan as its own agent sees it. Another agent's plan is indistinguishable from none. An
+ * approved plan waiting while Countersign is paused says so (`held`), so an agent polling or
+ * waiting knows why nothing happens.
+ */
 export async function getPlan(ctx: ServiceContext, input: AgentPlanInput): Promise<PlanView> {
-  return planView(ctx.database.db, ctx.config.publicUrl, await ownPlanRow(ctx, input), "agent", ctx.redaction);
+  const view = await planView(ctx.database.db, ctx.config.publicUrl, await ownPlanRow(ctx, input), "agent", ctx.redaction);
+  const paused = view.status === "approved" ? await pauseNow(ctx) : undefined;
+  return paused ? { ...view, held: { by: "pause", reason: paused.reason, since: paused.since } } : view;
 }
 
 /** Which plan an agent asks about, for every verb an agent runs on one of its own plans. */

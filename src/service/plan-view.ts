@@ -9,6 +9,7 @@ import type { Queryable } from "../store/db.ts";
 import type { Outcome } from "../plan/outcome.ts";
 import type { PlanView } from "../wire/agent-api.ts";
 import type { PlanRow } from "./transition.ts";
+import { withRevocation } from "./revocation.ts";
 
 export type { Approval, PlanView } from "../wire/agent-api.ts";
 
@@ -21,7 +22,7 @@ export type Audience = "agent" | "reviewer";
 
 export async function planView(db: Queryable, publicUrl: string, row: PlanRow, audience: Audience, rules: RedactionRules): Promise<PlanView> {
   const votes = await db.select().from(decisions).where(eq(decisions.planId, row.id)).orderBy(asc(decisions.id));
-  return redactView(rawPlanView(publicUrl, row, votes, await versionsOf(db, row)), audience, rules);
+  return withRevocation(db, row, redactView(rawPlanView(publicUrl, row, votes, await versionsOf(db, row)), audience, rules));
 }
 
 /** The view of a plan just stored: nobody can have decided on it yet, so there are no votes to read (and nothing supersedes it yet). */

@@ -1,9 +1,8 @@
-import { and, asc, eq, isNull } from "drizzle-orm";
+import { eq, isNull } from "drizzle-orm";
 import { isPlanId } from "../plan/schema.ts";
 import { userGroupsIn } from "../policy/approvers.ts";
 import { whyMayNot } from "../policy/may-act.ts";
-import { auditEvents, plans } from "../store/schema.ts";
-import type { Queryable } from "../store/db.ts";
+import { plans } from "../store/schema.ts";
 import type { Actor } from "./audit.ts";
 import { approverCheckFailed, membershipOf } from "./approver-groups.ts";
 import type { ServiceContext } from "./context.ts";
@@ -18,14 +17,6 @@ export interface RevokePlanInput {
   /** Who revokes, as a door verified them. */
   person: { userId: string; via: "slack" | "web" };
   reason: string | undefined;
-}
-
-/** Who revoked a plan, when and why: read from its `plan.revoked` event, the one record of it. */
-export interface Revocation {
-  userId: string;
-  via: "slack" | "web";
-  reason: string;
-  at: string;
 }
 
 /**
@@ -66,17 +57,4 @@ export async function revokePlan(ctx: ServiceContext, input: RevokePlanInput): P
   });
   ctx.logger.info({ planId: input.planId, userId: input.person.userId, via: input.person.via }, "plan revoked");
   return { status: "revoked", reason };
-}
-
-/** Who revoked this plan and why, for its views; undefined if it was never revoked. */
-export async function revocationOf(db: Queryable, planId: string): Promise<Revocation | undefined> {
-  const [event] = await db
-    .select({ actor: auditEvents.actor, data: auditEvents.data, at: auditEvents.at })
-    .from(auditEvents)
-    .where(and(eq(auditEvents.planId, planId), eq(auditEvents.type, "plan.revoked")))
-    .orderBy(asc(auditEvents.id))
-    .limit(1);
-  if (!event) return undefined;
-  const actor = event.actor as Extract<Actor, { type: "user" }>;
-  return { userId: actor.userId, via: actor.via, reason: String((event.data as { reason?: unknown }).reason ?? ""), at: event.at.toISOString() };
 }

@@ -48,6 +48,18 @@ export type Approval = z.output<typeof Approval>;
 export const Rejection = z.strictObject({ userId: z.string(), via: Via, reason: z.string(), at: IsoDateTime });
 export type Rejection = z.output<typeof Rejection>;
 
+/** Who withdrew the approval of a plan no executor had taken yet, and why (issue 16). */
+export const Revocation = z.strictObject({ userId: z.string(), via: Via, reason: z.string(), at: IsoDateTime });
+export type Revocation = z.output<typeof Revocation>;
+
+/** Why an approved plan is not being applied now: Countersign is paused (its kill switch), since when and why. */
+export const Hold = z.strictObject({
+  by: z.literal("pause"),
+  reason: z.string(),
+  since: IsoDateTime,
+});
+export type Hold = z.output<typeof Hold>;
+
 export const PlanStatus = z.enum(PLAN_STATUSES).describe("`pending` awaits approval; `approved` and `executing` await the executor; the rest are final");
 export type PlanStatus = z.output<typeof PlanStatus>;
 
@@ -71,6 +83,8 @@ export const PlanView = z.strictObject({
   preview: z.strictObject({ actions: z.array(ActionPreview) }),
   approvals: z.array(Approval),
   rejection: Rejection.optional().describe("Present once the plan is rejected"),
+  revocation: Revocation.optional().describe("Present once the plan is revoked: who withdrew the approval and why"),
+  held: Hold.optional().describe("Present while an approved plan waits because Countersign is paused; its grant keeps running out meanwhile"),
   grantExpiresAt: IsoDateTime.optional().describe("When the approval stops being usable by an executor (set once approved)"),
   outcome: Outcome.optional().describe("What the executor reported, with per-action detail"),
   supersedes: VersionLink.optional().describe("The earlier version this plan replaces (it was submitted with `supersedes`)"),
@@ -151,6 +165,8 @@ export const RESPONSE_COMPONENTS = {
   Change,
   Approval,
   Rejection,
+  Revocation,
+  Hold,
   Outcome,
   ActionOutcome,
   PlanEvents,
