@@ -7,6 +7,7 @@ import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
 import { decisions, plans } from "../store/schema.ts";
 import type { Queryable } from "../store/db.ts";
 import type { Outcome } from "../plan/outcome.ts";
+import type { AfterApplyMismatch } from "../plan/verify-after-apply.ts";
 import type { PlanView } from "../wire/agent-api.ts";
 import type { PlanRow } from "./transition.ts";
 import { withRevocation } from "./revocation.ts";
@@ -61,6 +62,7 @@ function redactView(view: PlanView, audience: Audience, rules: RedactionRules): 
       ...a,
       ...(a.detail !== undefined ? { detail: redactText(a.detail) } : {}),
       ...(a.changedSincePreview ? { changedSincePreview: a.changedSincePreview.map((c) => redactChange(c as Change, rules)) } : {}),
+      ...(a.driftAfterApply ? { driftAfterApply: a.driftAfterApply.map((d) => redactMismatch(d, rules)) } : {}),
     })),
   };
   const plan = audience === "agent" ? view.plan : { ...view.plan, actions: view.plan.actions.map((a) => (a.body === undefined ? a : { ...a, body: redactJson(a.body, rules) })) };
@@ -69,6 +71,12 @@ function redactView(view: PlanView, audience: Audience, rules: RedactionRules): 
   // browser pages and streams) reads a plan through this view, and the agent's view must keep its
   // own text exactly (it recomputes the hash from it).
   return audience === "reviewer" ? neutralizeBidiJson(redacted as unknown as Json) as unknown as PlanView : redacted;
+}
+
+/** A field that did not land as previewed, masked by the rule a change's from/to are. */
+function redactMismatch(d: AfterApplyMismatch, rules: RedactionRules): AfterApplyMismatch {
+  const { path, from, to } = redactChange({ path: d.path, ...(d.expected !== undefined ? { from: d.expected } : {}), ...(d.actual !== undefined ? { to: d.actual } : {}) }, rules);
+  return { path, ...(from !== undefined ? { expected: from } : {}), ...(to !== undefined ? { actual: to } : {}) };
 }
 
 function rawPlanView(publicUrl: string, row: PlanRow, votes: (typeof decisions.$inferSelect)[], versions: Versions): PlanView {
