@@ -1,0 +1,219 @@
+import { and, asc, eq, inArray, notExists, sql, type SQL } from "drizzle-orm";
+import { readResource, type ResourceState } from "../adapters/http-json.ts";
+import { driftOf } from "../plan/drift.ts";
+import type { ActionOutcome, Outcome } from "../plan/outcome.ts";
+import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
+import { plans, targetWatches, watchedActions } from "../store/schema.ts";
+import type { ServiceContext } from "./context.ts";
+import { transition } from "./transition.ts";
+
+/** The plans a watch looks after: pending, and approved ones no executor has claimed yet. */
+const WATCHED_STATUSES = ["pending", "approved"] as const;
+/** Reads of one target at once, per replica: the watcher must never hammer a target. */
+const READS_PER_TARGET = 4;
+/** New plans taken into the watch list per pass, and resources read per pass. */
+const REGISTER_BATCH = 100;
+const READ_BATCH = 50;
+
+export interface WatchPassResult {
+  /** Resources read this pass, and how many of those reads failed. */
+  read: number;
+  failed: number;
+  /** Plans this pass moved to stale. */
+  stale: string[];
+}
+
+/**
+ * One pass of the server's target watcher (issue 15): take new open plans into the watch list,
+ * lease the resources due for a read (at most one read per resource per interval, whatever
+ * the replicas: the lease pushes `next_at` ahead in the statement that takes the row), read
+ * each with the read credential outside any transaction, and move every open plan whose
+ * precondition no longer holds to `stale` by the `drift` transition, one transaction each.
+ * A read that fails keeps the plans open and records since when reads have failed.
+ */
+export async function watchTargets(ctx: ServiceContext, { replica }: { replica: string }): Promise<WatchPassResult> {
+  const result: WatchPassResult = { read: 0, failed: 0, stale: [] };
+  const intervals = watchIntervals(ctx);
+  if (intervals.size === 0) return result;
+  await registerNewPlans(ctx, intervals);
+  const due = await leaseDue(ctx, intervals, replica);
+  // Bounded concurrency per target: each target's resources are read by a few workers in turn.
+  const byTarget = new Map<string, Leased[]>();
+  for (const row of due) byTarget.set(row.target, [...(byTarget.get(row.target) ?? []), row]);
+  await Promise.all([...byTarget.values()].flatMap((rows) => {
+    const queue = [...rows];
+    return Array.from({ length: Math.min(READS_PER_TARGET, queue.length) }, async () => {
+      for (let row = queue.shift(); row; row = queue.shift()) {
+        const checked = await checkResource(ctx, row);
+        result.read += checked.read ? 1 : 0;
+        result.failed += checked.failed ? 1 : 0;
+        result.stale.push(...checked.stale);
+      }
+    });
+  }));
+  if (result.stale.length > 0) ctx.logger.info({ planIds: result.stale }, "targets changed under open plans: stale");
+  return result;
+}
+
+/** Seconds between reads, by target, for the targets that are watched (interval above 0). */
+function watchIntervals(ctx: Pick<ServiceContext, "config">): Map<string, number> {
+  return new Map(Object.entries(ctx.config.targets).flatMap(([name, target]) => (target.watch.intervalSeconds > 0 ? [[name, target.watch.intervalSeconds] as const] : [])));
+}
+
+/**
+ * Open plans not yet in the watch list, found by one anti-join on the list's primary key (no
+ * document is read twice): their actions are listed, and each watched resource gets a watch,
+ * first due at a random point of its interval so reads spread over time. Every action is
+ * listed, watched target or not, so a plan is taken in once.
+ */
+async function registerNewPlans(ctx: ServiceContext, intervals: Map<string, number>): Promise<void> {
+  const { db } = ctx.database;
+  const fresh = await db
+    .select({ id: plans.id, document: plans.document })
+    .from(plans)
+    .where(and(inArray(plans.status, [...WATCHED_STATUSES]), notExists(db.select({ one: sql`1` }).from(watchedActions).where(eq(watchedActions.planId, plans.id)))))
+    .limit(REGISTER_BATCH);
+  if (fresh.length === 0) return;
+  const now = ctx.clock().getTime();
+  const actions = fresh.flatMap((plan) => (plan.document as PlanDocument).actions.map((a, i) => ({ planId: plan.id, actionIndex: i, target: a.target, path: a.path })));
+  const watches = [...new Map(actions.filter((a) => intervals.has(a.target)).map((a) => [`${a.target}\n${a.path}`, a])).values()]
+    .map((a) => ({ target: a.target, path: a.path, nextAt: new Date(now + Math.random() * intervals.get(a.target)! * 1000) }));
+  const listed = db.insert(watchedActions).values(actions).onConflictDoNothing();
+  if (watches.length === 0) return void (await listed);
+  // One statement: the list and the watches it needs.
+  await db.execute(sql`WITH listed AS (${listed.getSQL()}) ${db.insert(targetWatches).values(watches).onConflictDoNothing().getSQL()}`);
+}
+
+interface Leased {
+  target: string;
+  path: string;
+}
+
+/**
+ * Takes the watches due now, at most READ_BATCH, skipping those another replica holds, and sets
+ * each one's next read one interval ahead in the same statement: once this commits no replica
+ * reads the resource again before then, whatever happens to this one.
+ */
+async function leaseDue(ctx: ServiceContext, intervals: Map<string, number>, replica: string): Promise<Leased[]> {
+  const now = ctx.clock();
+  const names = [...intervals.keys()];
+  const seconds = sql.join(names.map((name) => sql`WHEN ${name} THEN ${intervals.get(name)!}::int`), sql` `);
+  const leaseMs = Math.max(...names.map((n) => ctx.config.targets[n]!.timeoutMs)) * 2;
+  return ctx.database.rows<Leased>(sql`
+    UPDATE target_watches w
+       SET next_at = ${now.toISOString()}::timestamptz + make_interval(secs => CASE w.target ${seconds} END),
+           leased_by = ${replica}, leased_until = ${new Date(now.getTime() + leaseMs).toISOString()}::timestamptz
+      FROM (SELECT target, path FROM target_watches
+             WHERE next_at <= ${now.toISOString()}::timestamptz AND target IN (${sql.join(names.map((n) => sql`${n}`), sql`, `)})
+             ORDER BY next_at LIMIT ${READ_BATCH}
+             FOR UPDATE SKIP LOCKED) due
+     WHERE w.target = due.target AND w.path = due.path
+    RETURNING w.target, w.path`);
+}
+
+/** The open plans' actions on one resource, with what each was previewed against. */
+interface Watcher {
+  planId: string;
+  actionIndex: number;
+  document: PlanDocument;
+  preview: { actions: ActionPreview[] };
+}
+
+/**
+ * Reads one leased resource and judges every open plan on it by the drift rule. No plan open on
+ * it any more: its watch and list rows are dropped instead, and nothing is read.
+ */
+async function checkResource(ctx: ServiceContext, row: Leased): Promise<{ read: boolean; failed: boolean; stale: string[] }> {
+  const { db } = ctx.database;
+  const on = and(eq(watchedActions.target, row.target), eq(watchedActions.path, row.path));
+  const listed = await db
+    .select({ planId: watchedActions.planId, actionIndex: watchedActions.actionIndex, status: plans.status })
+    .from(watchedActions)
+    .leftJoin(plans, eq(plans.id, watchedActions.planId))
+    .where(on)
+    .orderBy(asc(watchedActions.planId));
+  const open = listed.filter((l) => l.status === "pending" || l.status === "approved");
+  const closed = listed.filter((l) => !open.includes(l)).map((l) => l.planId);
+  if (closed.length > 0) await db.delete(watchedActions).where(and(on, inArray(watchedActions.planId, closed)));
+  if (open.length === 0) {
+    await dropWatch(ctx, row);
+    return { read: false, failed: false, stale: [] };
+  }
+
+  const target = ctx.config.targets[row.target]!;
+  let current: ResourceState;
+  try {
+    current = await readResource(ctx.http, row.target, target, row.path);
+  } catch (err) {
+    const at = ctx.clock();
+    await db.update(targetWatches)
+      .set({ failedSince: sql`coalesce(${targetWatches.failedSince}, ${at.toISOString()}::timestamptz)`, lastError: (err as Error).message.slice(0, 2000), leasedBy: null, leasedUntil: null })
+      .where(and(eq(targetWatches.target, row.target), eq(targetWatches.path, row.path)));
+    ctx.logger.warn({ target: row.target, path: row.path, err: (err as Error).message }, "a watched target could not be re-read; its plans stay open");
+    return { read: true, failed: true, stale: [] };
+  }
+  await db.update(targetWatches)
+    .set({ checkedAt: ctx.clock(), failedSince: null, lastError: null, leasedBy: null, leasedUntil: null })
+    .where(and(eq(targetWatches.target, row.target), eq(targetWatches.path, row.path)));
+
+  const watchers = await loadWatchers(ctx, open);
+  const stale: string[] = [];
+  for (const w of watchers) {
+    const action = w.document.actions[w.actionIndex];
+    if (!action) continue;
+    const drift = driftOf(action, w.actionIndex, w.preview.actions[w.actionIndex]?.before ?? null, current);
+    if (drift && (await markStale(ctx, w.planId, w.document, [drift], "watcher"))) stale.push(w.planId);
+  }
+  return { read: true, failed: false, stale };
+}
+
+/** Drops a watch no open plan needs, unless a plan was listed on it meanwhile. */
+async function dropWatch(ctx: ServiceContext, row: Leased): Promise<void> {
+  const { db } = ctx.database;
+  await db.delete(targetWatches).where(and(
+    eq(targetWatches.target, row.target),
+    eq(targetWatches.path, row.path),
+    notExists(db.select({ one: sql`1` }).from(watchedActions).where(and(eq(watchedActions.target, row.target), eq(watchedActions.path, row.path)))),
+  ));
+}
+
+/**
+ * Documents and previews never change, so each plan's is read once per process and kept
+ * (bounded, oldest dropped first): a resource re-read every interval does not reload them.
+ */
+const MAX_CACHED = 5000;
+const cache = new WeakMap<object, Map<string, Pick<Watcher, "document" | "preview">>>();
+
+async function loadWatchers(ctx: ServiceContext, open: { planId: string; actionIndex: number }[]): Promise<Watcher[]> {
+  let known = cache.get(ctx.database);
+  if (!known) cache.set(ctx.database, (known = new Map()));
+  const missing = open.map((o) => o.planId).filter((id) => !known.has(id));
+  if (missing.length > 0) {
+    const rows = await ctx.database.db.select({ id: plans.id, document: plans.document, preview: plans.preview }).from(plans).where(inArray(plans.id, missing));
+    for (const r of rows) {
+      known.set(r.id, { document: r.document as PlanDocument, preview: r.preview as Watcher["preview"] });
+      if (known.size > MAX_CACHED) known.delete(known.keys().next().value!);
+    }
+  }
+  return open.flatMap((o) => {
+    const plan = known.get(o.planId);
+    return plan ? [{ planId: o.planId, actionIndex: o.actionIndex, ...plan }] : [];
+  });
+}
+
+/**
+ * The plan moves from pending or approved to stale, as a system transition through the one
+ * transition path (audit event, webhook and Slack update enqueued), with the outcome an
+ * executor would have reported: the drifted actions say what changed, the others were skipped.
+ * False when the plan had already left those statuses (decided, claimed, stale already).
+ */
+export async function markStale(ctx: ServiceContext, planId: string, document: PlanDocument, drifted: ActionOutcome[], process: "watcher" | "approve re-check", guard?: SQL): Promise<boolean> {
+  const outcome: Outcome = {
+    status: "stale",
+    reason: `${drifted.map((d) => `${d.target} ${d.path}`).join(", ")} changed since the preview, before the plan was applied; nothing was written. Re-plan from the current state.`,
+    actions: document.actions.map((a, i) => drifted.find((d) => d.index === i) ?? { index: i, target: a.target, path: a.path, status: "skipped" }),
+  };
+  const row = await ctx.database.db.transaction((tx) =>
+    transition(ctx, tx, { planId, transition: "drift", actor: { type: "system", process }, set: { outcome }, data: { reason: outcome.reason, changed: drifted.map((d) => ({ target: d.target, path: d.path })) }, ...(guard ? { guard } : {}) }));
+  return row !== undefined;
+}

@@ -1,0 +1,139 @@
+import { and, eq } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { decide } from "../../src/service/decide.ts";
+import { getPlan } from "../../src/service/get-plan.ts";
+import type { ServiceContext } from "../../src/service/context.ts";
+import { submitPlan } from "../../src/service/submit-plan.ts";
+import { watchTargets } from "../../src/service/watch-targets.ts";
+import { auditEvents, outbox, plans, targetWatches } from "../../src/store/schema.ts";
+import { databaseKinds, postgresKind } from "../support/databases.ts";
+import { mergeRequest, targetConfig } from "../support/harness.ts";
+import { useHarness, type SuiteHarness } from "../support/use-harness.ts";
+
+const INTERVAL = 10;
+const watched = (url: string) => ({ crm: targetConfig(url, { watch: { intervalSeconds: INTERVAL } }), quiet: targetConfig(url, { watch: { intervalSeconds: 0 } }) });
+
+/** The GETs the target has answered for `path` so far. */
+const readsOf = (h: SuiteHarness, path: string) => h.target.requests.filter((r) => r.method === "GET" && r.path === path).length;
+let seq = 0;
+async function submit(h: SuiteHarness, path = "/contacts/1", target = "crm") {
+  const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: `watched plan ${++seq}`, actions: [{ kind: "http.json", target, path, op: "merge", body: { email: `new${seq}@example.com` } }] }) });
+  return plan;
+}
+const statusOf = async (h: SuiteHarness, id: string) => (await h.database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, id)))[0]!.status;
+const watch = (ctx: ServiceContext, replica = "r1") => watchTargets(ctx, { replica });
+
+describe.each(databaseKinds)("watching targets while plans are open ($name)", (kind) => {
+  // The plans get a webhook sink, so the test sees what the agent is told.
+  const h = useHarness(kind, { targets: watched, sinks: ["test"] });
+
+  it("reads each watched resource once an interval, however many plans are on it; a change makes every open plan on it stale at once", async () => {
+    h.target.set("/contacts/3", { id: 3, name: "Caio", email: "caio@old.example" });
+    const first = await submit(h, "/contacts/3");
+    const second = await submit(h, "/contacts/3");
+    await decide(h.ctx, { planId: second.id, hash: second.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
+    expect(await statusOf(h, second.id)).toBe("approved");
+    const before = readsOf(h, "/contacts/3");
+
+    // The first pass lists the plans; their resource is first due within one interval.
+    await watch(h.ctx);
+    h.clock.advance(INTERVAL);
+    expect((await watch(h.ctx)).read).toBeGreaterThanOrEqual(1);
+    expect(readsOf(h, "/contacts/3") - before).toBe(1);
+    // Within the same interval nothing is read again.
+    await watch(h.ctx);
+    h.clock.advance(INTERVAL / 2);
+    await watch(h.ctx);
+    expect(readsOf(h, "/contacts/3") - before).toBe(1);
+    expect(await statusOf(h, first.id)).toBe("pending");
+    const [row] = await h.database.db.select().from(targetWatches).where(and(eq(targetWatches.target, "crm"), eq(targetWatches.path, "/contacts/3")));
+    expect(row!.checkedAt).not.toBeNull();
+    expect(row!.failedSince).toBeNull();
+
+    // Someone edits the resource behind Countersign's back.
+    h.target.set("/contacts/3", { id: 3, name: "Caio", email: "caio@other.example" });
+    h.clock.advance(INTERVAL);
+    const pass = await watch(h.ctx);
+    expect(readsOf(h, "/contacts/3") - before).toBe(2);
+    expect(pass.stale.sort()).toEqual([first.id, second.id].sort());
+    const seen = await getPlan(h.ctx, { agent: h.agent, planId: first.id });
+    expect(seen.status).toBe("stale");
+    expect(seen.outcome).toMatchObject({
+      status: "stale",
+      actions: [{ index: 0, target: "crm", path: "/contacts/3", status: "stale", expected: expect.any(String), now: h.target.etagOf("/contacts/3"), changedSincePreview: [{ path: "/email", from: "caio@old.example", to: "caio@other.example" }] }],
+    });
+    // Through the one transition path: the audit event by the system, and the agent's side effect queued.
+    const events = await h.database.db.select().from(auditEvents).where(and(eq(auditEvents.planId, first.id), eq(auditEvents.type, "plan.stale")));
+    expect(events).toHaveLength(1);
+    expect(events[0]!.actor).toMatchObject({ type: "system", process: "watcher" });
+    expect(await h.database.db.$count(outbox, and(eq(outbox.planId, second.id), eq(outbox.kind, "test")))).toBeGreaterThanOrEqual(1);
+    expect(h.target.writes()).toEqual([]);
+
+    // No open plan needs the resource any more: the next due pass drops its watch without reading.
+    h.clock.advance(INTERVAL);
+    await watch(h.ctx);
+    expect(readsOf(h, "/contacts/3") - before).toBe(2);
+    expect(await h.database.db.$count(targetWatches, eq(targetWatches.path, "/contacts/3"))).toBe(0);
+  });
+
+  it("a read that fails keeps the plan pending and records since when; the next good read clears it", async () => {
+    h.target.set("/contacts/4", { id: 4, name: "Dora", email: "dora@old.example" });
+    const plan = await submit(h, "/contacts/4");
+    await watch(h.ctx);
+    h.target.failWith = { status: 503, body: "down for maintenance" };
+    try {
+      h.clock.advance(INTERVAL);
+      const failedAt = h.clock.now();
+      expect((await watch(h.ctx)).failed).toBeGreaterThanOrEqual(1);
+      h.clock.advance(INTERVAL);
+      await watch(h.ctx);
+      expect(await statusOf(h, plan.id)).toBe("pending");
+      const [row] = await h.database.db.select().from(targetWatches).where(eq(targetWatches.path, "/contacts/4"));
+      // Since the first failure, not the latest.
+      expect(row!.failedSince).toEqual(failedAt);
+      expect(row!.lastError).toMatch(/HTTP 503/);
+    } finally {
+      h.target.failWith = undefined;
+    }
+    h.clock.advance(INTERVAL);
+    await watch(h.ctx);
+    const [row] = await h.database.db.select().from(targetWatches).where(eq(targetWatches.path, "/contacts/4"));
+    expect(row!.failedSince).toBeNull();
+    expect(await statusOf(h, plan.id)).toBe("pending");
+  });
+
+  it("a target with watch.intervalSeconds 0 is never read by the watcher", async () => {
+    h.target.set("/contacts/5", { id: 5, name: "Eva", email: "eva@old.example" });
+    const plan = await submit(h, "/contacts/5", "quiet");
+    const before = readsOf(h, "/contacts/5");
+    await watch(h.ctx);
+    h.target.set("/contacts/5", { id: 5, name: "Eva", email: "eva@other.example" });
+    for (let i = 0; i < 3; i++) {
+      h.clock.advance(INTERVAL);
+      await watch(h.ctx);
+    }
+    expect(readsOf(h, "/contacts/5")).toBe(before);
+    expect(await statusOf(h, plan.id)).toBe("pending");
+  });
+});
+
+/** Two replicas at once need real concurrent connections: PostgreSQL only. */
+describe.skipIf(!postgresKind)("two watchers on one PostgreSQL", () => {
+  const h = useHarness(postgresKind!, { targets: watched });
+
+  it("read each resource once per interval between them, with two plans on it", async () => {
+    h.target.set("/contacts/6", { id: 6, name: "Febe", email: "febe@old.example" });
+    await submit(h, "/contacts/6");
+    await submit(h, "/contacts/6");
+    const before = readsOf(h, "/contacts/6");
+    // Two server replicas: same database and target, their own identity.
+    const replicas = [{ ...h.ctx }, { ...h.ctx }];
+    await Promise.all(replicas.map((ctx, i) => watch(ctx, `replica-${i}`)));
+    for (let round = 1; round <= 4; round++) {
+      h.clock.advance(INTERVAL);
+      // Each replica ticks several times within the interval, all at once.
+      await Promise.all(replicas.flatMap((ctx, i) => [watch(ctx, `replica-${i}`), watch(ctx, `replica-${i}`)]));
+      expect(readsOf(h, "/contacts/6") - before).toBe(round);
+    }
+  });
+});
