@@ -18,6 +18,10 @@ Usage:
   countersign agents add NAME       create an agent; its API key is the last line printed
   countersign agents list           list agents
   countersign agents revoke NAME    revoke an agent's key
+  countersign pause --reason "…" [--by NAME]
+                                    the kill switch: no executor takes a plan until resume
+                                    (--status shows whether it is paused)
+  countersign resume [--by NAME]    lift the pause
   countersign login-link --user U… [--name NAME]
                                     a one-time browser sign-in link (last line printed)
   countersign mcp                   an MCP server over stdio for agents (COUNTERSIGN_URL, COUNTERSIGN_AGENT_KEY)
@@ -63,6 +67,10 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     case "agents":
       await (await import("./cli/agents.ts")).agentsCommand((await loadConfig())({ env, role: "cli" }), args, out);
+      return 0;
+    case "pause":
+    case "resume":
+      await (await import("./cli/pause.ts")).pauseCommand((await loadConfig())({ env, role: "cli" }), command, args, out);
       return 0;
     case "mcp":
       return (await import("./mcp/mcp-server.ts")).runMcpServer(env);

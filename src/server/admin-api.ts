@@ -5,6 +5,7 @@ import { whyUnstorableText } from "../plan/storable.ts";
 import { addAgent } from "../service/add-agent.ts";
 import { ServiceError } from "../service/errors.ts";
 import { listAgents } from "../service/list-agents.ts";
+import { pauseCountersign, readPause, resumeCountersign } from "../service/pause.ts";
 import { revokeAgent } from "../service/revoke-agent.ts";
 import { validate } from "../service/validate.ts";
 import { verifyAudit } from "../service/verify-audit.ts";
@@ -15,13 +16,16 @@ import { readJsonBody } from "./json-body.ts";
 const ADMIN_BODY_BYTES = 16 * 1024;
 const NewAgent = z.strictObject({ name: z.string().min(1).max(100) });
 const NewLoginLink = z.strictObject({ userId: SlackUserId, name: z.string().max(200).optional() });
+/** `by` is the operating-system user at the CLI (or its --by), recorded in the audit log. */
+const PauseRequest = z.strictObject({ reason: z.string().max(4000), by: z.string().min(1).max(200) });
+const ResumeRequest = z.strictObject({ by: z.string().min(1).max(200) });
 
 /**
  * `/admin`: how the CLI reaches a running server that owns an embedded (PGlite) data dir,
  * which only one process may open. Authenticated by a random token the server writes, readable
  * only by its owner, into the data dir.
  */
-export function adminApi(ctx: Pick<ServiceContext, "database" | "clock">, adminToken: string, loginLink?: (userId: string, name: string | undefined) => Promise<{ url: string; expiresAt: string }>): Hono {
+export function adminApi(ctx: Pick<ServiceContext, "database" | "clock" | "config" | "directory">, adminToken: string, loginLink?: (userId: string, name: string | undefined) => Promise<{ url: string; expiresAt: string }>): Hono {
   const admin = new Hono();
   admin.use("*", async (c, next) => {
     if (!bearerMatches(c.req.header("authorization"), adminToken)) {
@@ -41,6 +45,15 @@ export function adminApi(ctx: Pick<ServiceContext, "database" | "clock">, adminT
     return c.json({ revoked: c.req.param("name") });
   });
   admin.get("/audit/verify", async (c) => c.json(await verifyAudit(ctx)));
+  admin.get("/pause", async (c) => c.json({ pause: (await readPause(ctx.database.db)) ?? null }));
+  admin.post("/pause", async (c) => {
+    const { reason, by } = validate(PauseRequest, await readJsonBody(c.req.raw, { what: "the pause", maxBytes: ADMIN_BODY_BYTES }), "the pause");
+    return c.json(await pauseCountersign(ctx, { operator: { via: "cli", name: by }, reason }), 201);
+  });
+  admin.post("/resume", async (c) => {
+    const { by } = validate(ResumeRequest, await readJsonBody(c.req.raw, { what: "the resume", maxBytes: ADMIN_BODY_BYTES }), "the resume");
+    return c.json(await resumeCountersign(ctx, { operator: { via: "cli", name: by } }));
+  });
   admin.post("/login-links", async (c) => {
     if (!loginLink) throw new ServiceError("invalid_request", "sign-in links are switched off in this Countersign's config (browser.loginLinks)");
     const { userId, name } = validate(NewLoginLink, await readJsonBody(c.req.raw, { what: "the sign-in link request", maxBytes: ADMIN_BODY_BYTES }), "the sign-in link request");

@@ -17,6 +17,9 @@ import { homeSink } from "../slack/home-publish.ts";
 import { HOME_SINK } from "../service/home-tab.ts";
 import { createLoginLink } from "../service/login-links.ts";
 import { PlanSignals } from "../service/plan-signals.ts";
+import { PauseWatch } from "../service/pause-watch.ts";
+import { NOTICE_SINK } from "../service/pause.ts";
+import { noticeSink } from "../slack/notice-sink.ts";
 import type { Database } from "../store/db.ts";
 import { isDatabaseUnreachable } from "../store/database-errors.ts";
 import { createApp } from "./app.ts";
@@ -71,6 +74,9 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     if (options.database) await database.migrate();
     const signals = new PlanSignals(database);
     await signals.start();
+    // What this replica shows about the kill switch (banner, held plans); claims read the table itself.
+    const pause = new PauseWatch(database);
+    await pause.start();
     const slackEnabled = config.slack.enabled;
     const ctx: ServiceContext = {
       database,
@@ -79,6 +85,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
       clock: options.clock ?? (() => new Date()),
       logger,
       signals,
+      pause,
       sinks: [...Object.keys(options.outboxHandlers ?? {}), "webhook", ...(slackEnabled ? ["slack", HOME_SINK] : [])],
       grantKey,
       redaction: redactionRules(config.redact.fields),
@@ -91,7 +98,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     const handlers: Record<string, OutboxHandler> = {
       ...options.outboxHandlers,
       webhook: webhookSink(ctx),
-      ...(slack && config.slack.enabled ? { slack: slack.deliver, [HOME_SINK]: homeSink(ctx, deliveryClient(config.slack.botToken, config.slack.apiUrl)) } : {}),
+      ...(slack && config.slack.enabled ? { slack: slack.deliver, [HOME_SINK]: homeSink(ctx, deliveryClient(config.slack.botToken, config.slack.apiUrl)), [NOTICE_SINK]: noticeSink(ctx, deliveryClient(config.slack.botToken, config.slack.apiUrl)) } : {}),
     };
 
     const oidc = config.browser.oidc && { ...config.browser.oidc, teamId: config.browser.oidc.teamId ?? slack?.teamId ?? "" };
@@ -135,6 +142,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
         await Promise.all([sweeper.stop(), delivery.stop(), reminders.stop(), sealer.stop()]);
         await slack?.stop();
         await signals.stop();
+        await pause.stop();
         if (ownsDatabase) await database!.close();
         dataDirClaim?.release();
       },

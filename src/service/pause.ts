@@ -118,10 +118,13 @@ async function announce(
   await tx.execute(sql`SELECT pg_notify(${PAUSE_CHANNEL}, ${event.type})`);
 }
 
-/** Every channel plans are reviewed in: the default one and the targets' own. */
+/**
+ * Every channel plans are reviewed in: the default one and the targets' own. Read from the file's
+ * settings, not from whether this process has a Slack token: the CLI never has one, and the
+ * server that has it delivers the announcement.
+ */
 export function reviewChannels(config: Pick<ServiceContext["config"], "slack" | "targets">): string[] {
-  if (!config.slack.enabled) return [];
-  const channels = [config.slack.reviewChannel, ...Object.values(config.targets).map((t) => t.policy?.reviewChannel)];
+  const channels = [(config.slack as { reviewChannel?: string }).reviewChannel, ...Object.values(config.targets).map((t) => t.policy?.reviewChannel)];
   return [...new Set(channels.filter((c): c is string => typeof c === "string" && c.length > 0))];
 }
 

@@ -111,9 +111,12 @@ describe.each(databaseKinds)("pause and revoke on $name", (kind) => {
     }
   });
 
-  it("the pause is announced once per review channel through the outbox, only where Slack is configured", async () => {
+  it("the pause is announced once per review channel through the outbox (none configured: no rows)", async () => {
     const slackCtx: ServiceContext = { ...h.ctx, config: { ...h.ctx.config, slack: { ...h.ctx.config.slack, enabled: true, reviewChannel: "C0REVIEW" } as ServiceContext["config"]["slack"] } };
     const before = await h.database.db.$count(outbox, eq(outbox.kind, "slack_notice"));
+    await pauseCountersign(h.ctx, { operator: cli, reason: "no channel" }); // the harness names no review channel
+    await resumeCountersign(h.ctx, { operator: cli });
+    expect(await h.database.db.$count(outbox, eq(outbox.kind, "slack_notice"))).toBe(before);
     await pauseCountersign(slackCtx, { operator: cli, reason: "announce" });
     await resumeCountersign(slackCtx, { operator: cli });
     const rows = await h.database.db.select({ lane: outbox.lane, payload: outbox.payload }).from(outbox).where(eq(outbox.kind, "slack_notice")).orderBy(asc(outbox.id));
