@@ -32,6 +32,8 @@ export async function rightsOf(ctx: ServiceContext, reader: Reader, documents: r
     uncheckedGroups,
     /** Reads every plan whatever its approvers: an admin, a listed reader, or no readers list at all. */
     readsEverything: rights.readers === undefined || names(rights.admins, person) || names(rights.readers, person),
+    /** Named by the top-level `admins` (by id or through a user group): may operate Countersign, e.g. retry a dead delivery. */
+    isAdmin: names(rights.admins, person),
     /** Why not read (documents' approvals do not matter to reading). */
     whyMayNotRead(doc: PlanDocument, plan: Pick<PlanFacts, "status" | "expiresAt" | "hash">): Refusal | undefined {
       return whyMayNot(person, { ...plan, onBehalfOf: doc.onBehalfOf, policy: doc.policy, approvals: [] }, { verb: "read", rights }, now);

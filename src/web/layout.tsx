@@ -6,7 +6,7 @@ export const STYLESHEET = `
 :root{--bg:#f6f7f9;--card:#fff;--ink:#111827;--muted:#6b7280;--line:#e5e7eb;--accent:#2563eb;--ok:#047857;--okbg:#ecfdf5;--bad:#b91c1c;--badbg:#fef2f2;--warn:#92400e;--warnbg:#fffbeb;--code:#f3f4f6}
 *{box-sizing:border-box}body{margin:0;font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;background:var(--bg);color:var(--ink)}
 a{color:var(--accent)}header.top{background:#111827;color:#fff;padding:.75rem 1.25rem;display:flex;gap:1rem;align-items:center;justify-content:space-between;flex-wrap:wrap}
-header.top a{color:#fff;text-decoration:none;font-weight:600}header.top .who{font-size:.9rem;color:#d1d5db;display:flex;gap:.75rem;align-items:center;flex-wrap:wrap;min-width:0;overflow-wrap:anywhere}
+header.top a{color:#fff;text-decoration:none;font-weight:600}header.top nav{display:flex;gap:1rem;align-items:baseline;flex-wrap:wrap}header.top a.sub{font-weight:400;color:#d1d5db}header.top .who{font-size:.9rem;color:#d1d5db;display:flex;gap:.75rem;align-items:center;flex-wrap:wrap;min-width:0;overflow-wrap:anywhere}
 main{max-width:1100px;margin:0 auto;padding:1.25rem}h1{font-size:1.45rem;margin:.2rem 0 .6rem;overflow-wrap:anywhere}h2{font-size:1.05rem;margin:1.5rem 0 .5rem}
 .card{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:1rem 1.1rem;margin:.75rem 0}.card>h2:first-child{margin-top:0}
 .meta{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem;margin:0}.meta dt{color:var(--muted)}.meta dd{margin:0;overflow-wrap:anywhere}
@@ -35,7 +35,8 @@ table.stacks,table.stacks tbody{display:block}table.stacks thead,table.stacks co
 table.stacks td[data-label]::before{content:attr(data-label);display:block;color:var(--muted);font:600 .75rem system-ui,sans-serif}table.stacks td:empty,table.outcome td.n{display:none}}
 `;
 
-export function Layout(props: { title: string; session?: WebSession | undefined; csrf?: string; children: Child }) {
+/** `seesLanes`: the person may see the delivery lanes page (outboxVisibility's rule), so the nav links it. */
+export function Layout(props: { title: string; session?: WebSession | undefined; csrf?: string; seesLanes?: boolean | undefined; children: Child }) {
   return (
     <html lang="en">
       <head>
@@ -47,7 +48,10 @@ export function Layout(props: { title: string; session?: WebSession | undefined;
       </head>
       <body>
         <header class="top">
-          <a href="/plans">Countersign</a>
+          <nav class="top-links">
+            <a href="/plans">Countersign</a>
+            {props.seesLanes ? <a href="/lanes" class="sub">Delivery lanes</a> : null}
+          </nav>
           {props.session ? (
             <span class="who">
               Signed in as <strong>{props.session.name ?? props.session.userId}</strong> <code>{props.session.userId}</code>

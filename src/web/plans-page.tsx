@@ -18,10 +18,10 @@ function listHref(params: Record<string, string | undefined>): string {
 }
 
 /** `version` is where all plans stood when this list was read (PlanSignals.version); the live stream starts from it. */
-export function PlansPage(props: { list: BrowserList; session: WebSession | undefined; page: PlansListPage; version: string }) {
+export function PlansPage(props: { list: BrowserList; session: WebSession | undefined; page: PlansListPage; version: string; seesLanes?: boolean }) {
   const { filter, pendingAfter } = props.page;
   return (
-    <Layout title="Plans" session={props.session}>
+    <Layout title="Plans" session={props.session} seesLanes={props.seesLanes}>
       <h1>Plans</h1>
       <nav class="filters" aria-label="Filter by status">
         <a href="/plans" class={filter ? "" : "on"}>All</a>

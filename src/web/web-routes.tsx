@@ -7,6 +7,9 @@ import { decide } from "../service/decide.ts";
 import { ServiceError } from "../service/errors.ts";
 import { consumeLoginLink, endSession, SESSION_TTL_MS, sessionOf, type WebSession } from "../service/login-links.ts";
 import { listForBrowser, parsePendingCursor, parseStatusFilter, reviewPlan } from "../service/review-plan.ts";
+import { maySeeLanes, outboxVisibility } from "../service/outbox-visibility.ts";
+import { retryDelivery } from "../service/retry-delivery.ts";
+import { LANES_PATH, LanesPage } from "./lanes-page.tsx";
 import { sameSecret } from "../server/bearer.ts";
 import { HTTP_STATUS_OF } from "../server/http-errors.ts";
 import { APP_SCRIPT } from "./app-script.ts";
@@ -70,7 +73,7 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
    * A review page is not public: every page and live stream under /plans needs a signed-in
    * person. A gate on the path (not a check in each route) so a page added later is closed too.
    */
-  web.on("GET", ["/plans", "/plans/*"], async (c, next) => {
+  web.on("GET", ["/plans", "/plans/*", LANES_PATH], async (c, next) => {
     const who = await session(c);
     if (!who) return c.html(<SignInRequiredPage options={signInOptions} />, 401);
     c.set("reader", who);
@@ -98,7 +101,37 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
     const list = await listForBrowser(ctx, { reader: { userId: who.userId }, statuses, pendingAfter: cursor });
     const page = { filter: statuses ? filter : undefined, pendingAfter: cursor && pendingAfter };
     if (c.req.query("fragment")) return c.html(<PlansTable list={list} session={who} page={page} />);
-    return c.html(<PlansPage list={list} session={who} page={page} version={version} />);
+    const seesLanes = await maySeeLanes(ctx, { reader: { userId: who.userId } });
+    return c.html(<PlansPage list={list} session={who} page={page} version={version} seesLanes={seesLanes} />);
+  });
+
+  /** The delivery lanes and dead deliveries, for those who read every plan (outboxVisibility says who). */
+  web.get(LANES_PATH, async (c) => {
+    const who = c.get("reader");
+    try {
+      const seen = await outboxVisibility(ctx, { reader: { userId: who.userId } });
+      return c.html(<LanesPage seen={seen} session={who} />);
+    } catch (err) {
+      if (err instanceof ServiceError && err.code === "not_a_reader") return c.html(<MessagePage title="You may not see the delivery lanes" text={err.message} />, 403);
+      throw err;
+    }
+  });
+
+  /** An admin's retry of a dead delivery; anyone else is told why not, and nothing changes. */
+  web.post(`${LANES_PATH}/dead/:id/retry`, async (c) => {
+    const checked = await checkPost(c);
+    if (checked instanceof Response) return checked;
+    const id = Number(c.req.param("id"));
+    if (!Number.isSafeInteger(id) || id <= 0) return c.html(<MessagePage title="No such delivery" text={`'${c.req.param("id")}' is not a delivery's number.`} />, 404);
+    try {
+      await retryDelivery(ctx, { id, reader: { userId: checked.session.userId } });
+    } catch (err) {
+      if (!(err instanceof ServiceError)) throw err;
+      if (err.code === "not_an_admin") return c.html(<MessagePage title="Only admins may retry a delivery" text={err.message} />, 403);
+      if (err.code === "not_found") return c.html(<MessagePage title="No such dead delivery" text={err.message} />, 404);
+      throw err;
+    }
+    return c.redirect(LANES_PATH, 303);
   });
 
   /** A stream outlives the request that opened it: it ends when the session does (signed out, expired). */
