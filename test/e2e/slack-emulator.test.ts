@@ -499,6 +499,30 @@ describe("Slack's per-channel rate limit in the emulator", () => {
       expect(() => new SlackEmulator({ channelRateLimit: { perSecond: Number.NaN, burst: 1 } })).toThrow(/perSecond/);
     });
 
+    it("limits views.publish per user when asked (limitHomes): a Home over it gets 429 with Retry-After, another person's does not, and it is off by default", async () => {
+      const c = client();
+      const home = (text: string) => ({ type: "home" as const, blocks: [{ type: "section", text: { type: "mrkdwn", text } }] });
+      for (let i = 0; i < 5; i++) await c.views.publish({ user_id: "U0ALICE", view: home(`free ${i}`) });
+      expect(emulator.homeRateLimited.refused).toBe(0);
+      emulator.limitHomes({ perSecond: 0.5, burst: 1 });
+      try {
+        await c.views.publish({ user_id: "U0ALICE", view: home("first") });
+        const refused = await rejection(c.views.publish({ user_id: "U0ALICE", view: home("too many") }));
+        expect(refused).toBeInstanceOf(WebAPIRateLimitedError);
+        expect((refused as WebAPIRateLimitedError).retryAfter).toBe(2);
+        await c.views.publish({ user_id: "U0BOB", view: home("Bob's own bucket") });
+        expect(emulator.homeOf("U0ALICE")?.blocks).toEqual(home("first").blocks);
+        expect(emulator.homeRateLimited).toEqual({ refused: 1, early: 0 });
+        expect(emulator.rateLimited.refused).toBe(0);
+        clock += 2_000; // the Retry-After
+        await c.views.publish({ user_id: "U0ALICE", view: home("after waiting") });
+        expect(emulator.homeRateLimited.early).toBe(0);
+        expect(() => emulator.limitHomes({ perSecond: -1, burst: 1 })).toThrow(/views.publish rate limit: perSecond must be a number above 0/);
+      } finally {
+        emulator.limitHomes(false);
+      }
+    });
+
     it("is off unless asked: a default emulator takes any number of posts at once", async () => {
       const free = new SlackEmulator({ botToken: TOKEN });
       await free.start();

@@ -15,7 +15,8 @@ import type { AddressInfo, Socket } from "node:net";
  * Slack's per-channel limit on `chat.postMessage` (about one message a second per channel, short
  * bursts allowed) is enforced when asked (`channelRateLimit`, or `limitChannels()`): a post over
  * it answers 429 `ratelimited` with `Retry-After`, as Slack does. Off by default, because most tests
- * post faster than that on purpose and the product paces itself.
+ * post faster than that on purpose and the product paces itself. `views.publish` (App Home) is
+ * limited the same way per user when asked (`homeRateLimit`, or `limitHomes()`).
  */
 
 /** A JSON value as the emulator parses request bodies. */
@@ -134,6 +135,12 @@ export interface ChannelRateLimit {
 /** Slack's documented pace with a short burst: what `channelRateLimit: true` means. */
 export const SLACK_CHANNEL_RATE_LIMIT: ChannelRateLimit = { perSecond: 1, burst: 3 };
 
+/**
+ * `views.publish` is a Tier 4 method ("100+ per minute", generous bursts); the emulator applies it
+ * per user, as a Home is per user: what `homeRateLimit: true` means.
+ */
+export const SLACK_HOME_RATE_LIMIT: ChannelRateLimit = { perSecond: 100 / 60, burst: 10 };
+
 /** One channel's bucket: how many posts it could take at `at` (ms, the emulator's clock). */
 export interface ChannelBucket {
   tokens: number;
@@ -151,9 +158,9 @@ export function takePost(bucket: ChannelBucket | undefined, now: number, limit: 
   return { bucket: { tokens: refilled, at: now }, retryAfter: Math.max(1, Math.ceil((1 - refilled) / limit.perSecond)) };
 }
 
-function checkRateLimit(limit: ChannelRateLimit): ChannelRateLimit {
-  if (!(Number.isFinite(limit.perSecond) && limit.perSecond > 0)) throw new Error(`channel rate limit: perSecond must be a number above 0, got ${limit.perSecond}`);
-  if (!(Number.isInteger(limit.burst) && limit.burst >= 1)) throw new Error(`channel rate limit: burst must be a whole number of at least 1, got ${limit.burst}`);
+function checkRateLimit(limit: ChannelRateLimit, what: string): ChannelRateLimit {
+  if (!(Number.isFinite(limit.perSecond) && limit.perSecond > 0)) throw new Error(`${what} rate limit: perSecond must be a number above 0, got ${limit.perSecond}`);
+  if (!(Number.isInteger(limit.burst) && limit.burst >= 1)) throw new Error(`${what} rate limit: burst must be a whole number of at least 1, got ${limit.burst}`);
   return { ...limit };
 }
 
@@ -191,8 +198,54 @@ export interface SlackEmulatorOptions {
   firstTs?: number;
   /** Enforce Slack's per-channel limit on `chat.postMessage`: `true` for `SLACK_CHANNEL_RATE_LIMIT`. Default off. */
   channelRateLimit?: ChannelRateLimit | boolean;
-  /** The clock the rate limit reads, in ms (default `performance.now`); tests may drive it. */
+  /** Enforce a per-user limit on `views.publish`: `true` for `SLACK_HOME_RATE_LIMIT`. Default off. */
+  homeRateLimit?: ChannelRateLimit | boolean;
+  /** The clock the rate limits read, in ms (default `performance.now`); tests may drive it. */
   now?: () => number;
+}
+
+/**
+ * One method's rate limit, a token bucket per key (a channel, a user), with what it refused and
+ * the calls that came before a refused key could take one again.
+ */
+class KeyedRateLimit {
+  readonly counts: RateLimitCounts = { refused: 0, early: 0 };
+  private limit: ChannelRateLimit | undefined;
+  private readonly buckets = new Map<string, ChannelBucket>();
+  /** Per key, after its last 429: when (emulator clock, ms) it was answered, and when a call fits again. */
+  private readonly retryUntil = new Map<string, { refusedAt: number; fitsAt: number }>();
+
+  constructor(private readonly what: string) {}
+
+  /** Enforce `limit` from now on, every key starting with a full burst; `false` stops enforcing. */
+  set(limit: ChannelRateLimit | false): void {
+    this.limit = limit === false ? undefined : checkRateLimit(limit, this.what);
+    this.buckets.clear();
+    this.retryUntil.clear();
+  }
+
+  /** Forgets buckets and counts (the limit stays). */
+  clear(): void {
+    this.buckets.clear();
+    this.retryUntil.clear();
+    this.counts.refused = 0;
+    this.counts.early = 0;
+  }
+
+  /** Takes a call for `key` at `now`, or answers 429 `ratelimited` with `Retry-After`. */
+  take(key: string, now: number): Answer | undefined {
+    if (!this.limit) return undefined;
+    const window = this.retryUntil.get(key);
+    // Calls already on their way when the 429 went out could not have known: only later ones count.
+    if (window && now - window.refusedAt > EARLY_GRACE_MS && now < window.fitsAt) this.counts.early += 1;
+    const { bucket, retryAfter } = takePost(this.buckets.get(key), now, this.limit);
+    this.buckets.set(key, bucket);
+    if (retryAfter === undefined) return undefined;
+    this.counts.refused += 1;
+    // The moment a call fits again, not the whole seconds told: any client that waited what it was told is on time.
+    this.retryUntil.set(key, { refusedAt: now, fitsAt: now + ((1 - bucket.tokens) / this.limit.perSecond) * 1000 });
+    return { status: 429, body: { ok: false, error: "ratelimited" }, headers: { "retry-after": String(retryAfter) } };
+  }
 }
 
 const DEFAULT_TOKEN = "xoxb-test-token";
@@ -288,7 +341,13 @@ export class SlackEmulator {
   /** `http://127.0.0.1:PORT` once started. */
   origin = "";
   /** What the channel rate limit refused, and posts that did not wait their Retry-After. */
-  readonly rateLimited: RateLimitCounts = { refused: 0, early: 0 };
+  get rateLimited(): RateLimitCounts {
+    return this.channelLimit.counts;
+  }
+  /** What the per-user `views.publish` limit refused, and publishes that did not wait their Retry-After. */
+  get homeRateLimited(): RateLimitCounts {
+    return this.homeLimit.counts;
+  }
 
   private server: Server | undefined;
   private port = 0;
@@ -307,10 +366,8 @@ export class SlackEmulator {
   private isDown = false;
   private readonly handlers: Record<string, Handler>;
   private readonly tokenChecks = new Map<string, TokenCheck>();
-  private channelLimit: ChannelRateLimit | undefined;
-  private readonly buckets = new Map<string, ChannelBucket>();
-  /** Per channel, after its last 429: when (emulator clock, ms) it was answered, and when a post fits again. */
-  private readonly retryUntil = new Map<string, { refusedAt: number; fitsAt: number }>();
+  private readonly channelLimit = new KeyedRateLimit("channel");
+  private readonly homeLimit = new KeyedRateLimit("views.publish");
   private readonly now: () => number;
 
   constructor(options: SlackEmulatorOptions = {}) {
@@ -326,6 +383,7 @@ export class SlackEmulator {
     for (const [id, user] of Object.entries(options.users ?? {})) this.users.set(id, user);
     this.now = options.now ?? (() => performance.now());
     if (options.channelRateLimit) this.limitChannels(options.channelRateLimit === true ? SLACK_CHANNEL_RATE_LIMIT : options.channelRateLimit);
+    if (options.homeRateLimit) this.limitHomes(options.homeRateLimit === true ? SLACK_HOME_RATE_LIMIT : options.homeRateLimit);
     this.handlers = {
       "auth.test": () => this.authTest(),
       "chat.postMessage": (args) => this.postMessage(args),
@@ -398,9 +456,15 @@ export class SlackEmulator {
    * `SLACK_CHANNEL_RATE_LIMIT`), or stop enforcing it (`false`). Channels start with a full burst.
    */
   limitChannels(limit: ChannelRateLimit | false = SLACK_CHANNEL_RATE_LIMIT): void {
-    this.channelLimit = limit === false ? undefined : checkRateLimit(limit);
-    this.buckets.clear();
-    this.retryUntil.clear();
+    this.channelLimit.set(limit);
+  }
+
+  /**
+   * Enforce a per-user limit on `views.publish` from now on (default `SLACK_HOME_RATE_LIMIT`, Tier
+   * 4), or stop enforcing it (`false`): a publish over it answers 429 with `Retry-After`.
+   */
+  limitHomes(limit: ChannelRateLimit | false = SLACK_HOME_RATE_LIMIT): void {
+    this.homeLimit.set(limit);
   }
 
   /** Every answer waits `ms` first (0: no delay). */
@@ -444,10 +508,8 @@ export class SlackEmulator {
     this.usedTriggers.clear();
     this.expiredTriggers.clear();
     this.delayMs = 0;
-    this.buckets.clear();
-    this.retryUntil.clear();
-    this.rateLimited.refused = 0;
-    this.rateLimited.early = 0;
+    this.channelLimit.clear();
+    this.homeLimit.clear();
   }
 
   // ---------------------------------------------------------------- inspection
@@ -559,7 +621,7 @@ export class SlackEmulator {
     if (!token) return { status: 200, body: { ok: false, error: "not_authed" } };
     const refused = this.tokenChecks.has(method) ? this.tokenChecks.get(method)!(token) : token === this.botToken ? undefined : "invalid_auth";
     if (refused) return { status: 200, body: { ok: false, error: refused } };
-    const limited = this.channelRateLimit(method, args);
+    const limited = this.rateLimit(method, args);
     if (limited) return limited;
 
     try {
@@ -570,22 +632,11 @@ export class SlackEmulator {
     }
   }
 
-  /** Slack rate-limits requests, valid or not: every authenticated post to a channel counts. */
-  private channelRateLimit(method: string, args: JsonObject): Answer | undefined {
-    if (!this.channelLimit || method !== "chat.postMessage") return undefined;
-    const channel = optionalString(args, "channel");
-    if (!channel) return undefined;
-    const now = this.now();
-    const window = this.retryUntil.get(channel);
-    // Posts already on their way when the 429 went out could not have known: only later ones count.
-    if (window && now - window.refusedAt > EARLY_GRACE_MS && now < window.fitsAt) this.rateLimited.early += 1;
-    const { bucket, retryAfter } = takePost(this.buckets.get(channel), now, this.channelLimit);
-    this.buckets.set(channel, bucket);
-    if (retryAfter === undefined) return undefined;
-    this.rateLimited.refused += 1;
-    // The moment a post fits again, not the whole seconds told: any client that waited what it was told is on time.
-    this.retryUntil.set(channel, { refusedAt: now, fitsAt: now + ((1 - bucket.tokens) / this.channelLimit.perSecond) * 1000 });
-    return { status: 429, body: { ok: false, error: "ratelimited" }, headers: { "retry-after": String(retryAfter) } };
+  /** Slack rate-limits requests, valid or not: every authenticated post to a channel, and publish to a user's Home, counts. */
+  private rateLimit(method: string, args: JsonObject): Answer | undefined {
+    const key = method === "chat.postMessage" ? optionalString(args, "channel") : method === "views.publish" ? optionalString(args, "user_id") : undefined;
+    if (!key) return undefined;
+    return (method === "chat.postMessage" ? this.channelLimit : this.homeLimit).take(key, this.now());
   }
 
   private takeFault(method: string): Fault | undefined {
