@@ -1,4 +1,6 @@
+import { randomUUID } from "node:crypto";
 import type { AddressInfo } from "node:net";
+import { hostname as machineName } from "node:os";
 import { serve, type ServerType } from "@hono/node-server";
 import type { Logger } from "pino";
 import { createReadOnlyHttp } from "../adapters/read-only-http.ts";
@@ -7,6 +9,7 @@ import type { ServiceContext } from "../service/context.ts";
 import { expireDue } from "../service/expire-due.ts";
 import { remindDue } from "../service/remind-due.ts";
 import { sealAudit } from "../service/seal-audit.ts";
+import { watchTargets } from "../service/watch-targets.ts";
 import { DEFAULT_DELIVERY, type DeliveryPolicy, type OutboxHandler } from "../service/outbox.ts";
 import { startOutboxWorker } from "../service/outbox-worker.ts";
 import { webhookSink } from "../webhooks/webhook-sink.ts";
@@ -48,6 +51,8 @@ export interface RunServerOptions {
   remindMs?: number;
   /** How often the audit log is sealed (seal-audit.ts); the seals are the log's head. */
   sealMs?: number;
+  /** How often the target watcher looks for due reads (watch-targets.ts); each resource is still read once per its interval. */
+  watchMs?: number;
   /** Retry policy of the outbox (tests shorten it). */
   delivery?: DeliveryPolicy;
   /** The interface to listen on; otherwise the config's `host` (env HOST). */
@@ -120,6 +125,9 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     const sweeper = every(options.sweepMs ?? 1000, () => expireDue(ctx), report("expiry sweep"));
     const reminders = every(options.remindMs ?? 5000, () => remindDue(ctx), report("reminders"));
     const sealer = every(options.sealMs ?? 2000, () => sealAudit(ctx), report("audit sealing"));
+    // Open plans' targets re-read while they wait (issue 15); replicas share the reads through the database.
+    const replica = `${machineName()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    const watcher = every(options.watchMs ?? 1000, () => watchTargets(ctx, { replica }), report("target watch"));
     // Lanes (slack:<channel>, webhook:<agent>, …) drain in parallel, a bounded number at once.
     const delivery = startOutboxWorker(ctx, {
       handlers,
@@ -139,7 +147,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
           server.close(() => resolve());
           server.closeAllConnections?.();
         });
-        await Promise.all([sweeper.stop(), delivery.stop(), reminders.stop(), sealer.stop()]);
+        await Promise.all([sweeper.stop(), delivery.stop(), reminders.stop(), sealer.stop(), watcher.stop()]);
         await slack?.stop();
         await signals.stop();
         await pause.stop();
