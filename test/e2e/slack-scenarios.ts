@@ -433,6 +433,23 @@ export function slackDoorScenarios(kind: TestDatabaseKind, door: Door): void {
     expect(await s.database.rows(sql`SELECT 1 FROM audit_events WHERE plan_id = ${plan.id} AND type = 'plan.approved'`)).toHaveLength(1);
   });
 
+  itWhen(door === "socket")("Socket Mode: opening the Home tab (app_home_opened) publishes the person's waiting plans, and nothing of them to the requester", async () => {
+    const { plan } = await proposed(s);
+    const homeOf = (user: string) => JSON.stringify(s.slack.homeOf(user)?.blocks ?? []);
+    const publishes = (user: string) => s.slack.published.filter((p) => p.user === user).length;
+    // The plan's own Home publish comes through the outbox first; the tab opened after it is rebuilt on its own.
+    await waitFor("Carol's Home to list the plan", () => homeOf("U0CAROL").includes(plan.id));
+    const before = { carol: publishes("U0CAROL"), requester: publishes("U0REQUESTER") };
+    const opened = await s.socket.event({ type: "app_home_opened", user: "U0CAROL", channel: "D0HOME", tab: "home" });
+    expect(opened.ack).toBeDefined();
+    await waitFor("Carol's Home rebuilt", () => publishes("U0CAROL") > before.carol);
+    const approve = JSON.stringify({ planId: plan.id, hash: plan.hash });
+    expect(homeOf("U0CAROL")).toContain(JSON.stringify(approve));
+    await s.socket.event({ type: "app_home_opened", user: "U0REQUESTER", channel: "D0HOME", tab: "home" });
+    await waitFor("the requester's Home", () => publishes("U0REQUESTER") > before.requester);
+    expect(homeOf("U0REQUESTER")).not.toContain(plan.id);
+  });
+
   itWhen(door === "socket")("Socket Mode: the client sent nothing Slack would not understand", () => {
     expect(s.socket.deliveries.length).toBeGreaterThan(0);
     expect(s.socket.strayMessages).toEqual([]);

@@ -179,6 +179,22 @@ export class SocketModeEmulator {
     });
   }
 
+  /**
+   * An Events API event (`app_home_opened` …) wrapped as Slack wraps it (`event_callback`, team,
+   * app, event id and times), delivered as an `events_api` envelope; resolves once acknowledged.
+   */
+  event(event: JsonObject, options: { teamId?: string } = {}): Promise<Delivery> {
+    const now = Date.now() / 1000;
+    return this.deliver("events_api", {
+      type: "event_callback",
+      team_id: options.teamId ?? this.slack.teamId,
+      api_app_id: this.slack.appId,
+      event: { event_ts: now.toFixed(6), ...event },
+      event_id: `Ev${randomUUID().replaceAll("-", "").slice(0, 10).toUpperCase()}`,
+      event_time: Math.floor(now),
+    });
+  }
+
   /** Interactions delivered as envelopes, with the same payloads the HTTP door receives. */
   interactions(payloads: SlackPayloads): SlackInteractions {
     const ackOf = (delivery: Delivery): SlackAck => {
