@@ -70,11 +70,6 @@ export function isEmptyDiff(diff: PlanDiff): boolean {
   return diff.added.length === 0 && diff.removed.length === 0 && diff.changed.length === 0;
 }
 
-/** The short form of a plan hash people read ("version 3f9a1c2b"). */
-export function shortHash(hash: string): string {
-  return hash.replace(/^sha256:/, "").slice(0, 8);
-}
-
 const refOf = (a: ActionPreview): ActionRef => ({ target: a.target, path: a.path, op: a.op });
 
 /** A deleted resource has no after-state; it is absent, not null, so deleting a field that held null still shows. */

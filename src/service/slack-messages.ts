@@ -9,7 +9,12 @@ export interface PostedPreview {
   ts: string;
   /** The message is a digest listing this plan among others (src/slack/digest.ts), not its own preview. */
   digest?: boolean;
+  /** The thread it is a reply in (a re-plan's preview, in its first version's thread); absent: `ts` is the thread. */
+  threadTs?: string | null;
 }
+
+/** Where a plan's replies go: the thread its preview started, or the one it was posted in. */
+export const threadOf = (posted: PostedPreview): string => posted.threadTs ?? posted.ts;
 
 /** The plan as reviewers see it in Slack (secrets masked), or undefined when there is no such plan. */
 export async function slackViewOf(ctx: ServiceContext, planId: string): Promise<PlanView | undefined> {
@@ -18,13 +23,13 @@ export async function slackViewOf(ctx: ServiceContext, planId: string): Promise<
 }
 
 export async function postedPreviewOf(ctx: ServiceContext, planId: string): Promise<PostedPreview | undefined> {
-  const [posted] = await ctx.database.db.select({ channel: slackMessages.channel, ts: slackMessages.ts, digest: slackMessages.digest }).from(slackMessages).where(eq(slackMessages.planId, planId));
+  const [posted] = await ctx.database.db.select({ channel: slackMessages.channel, ts: slackMessages.ts, digest: slackMessages.digest, threadTs: slackMessages.threadTs }).from(slackMessages).where(eq(slackMessages.planId, planId));
   return posted;
 }
 
 /** Records the preview's message once; a redelivery that posted again keeps the first. */
 export async function recordPostedPreview(ctx: ServiceContext, planId: string, posted: PostedPreview): Promise<void> {
-  await ctx.database.db.insert(slackMessages).values({ planId, channel: posted.channel, ts: posted.ts }).onConflictDoNothing();
+  await ctx.database.db.insert(slackMessages).values({ planId, channel: posted.channel, ts: posted.ts, threadTs: posted.threadTs ?? null }).onConflictDoNothing();
 }
 
 /**

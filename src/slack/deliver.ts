@@ -4,7 +4,9 @@ import type { PlanDocument } from "../plan/schema.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { DeliveryError, type OutboxHandler, type PlanEvent } from "../service/outbox.ts";
 import type { PlanView } from "../service/plan-view.ts";
-import { bookChannelSlot, postedPreviewOf, recordPostedPreview, slackViewOf } from "../service/slack-messages.ts";
+import { bookChannelSlot, postedPreviewOf, recordPostedPreview, slackViewOf, threadOf } from "../service/slack-messages.ts";
+import { changedSinceOf } from "../service/version-diff.ts";
+import type { PlanDiff } from "../plan/plan-diff.ts";
 import type { PlanMessage, SlackMessage, ThreadEvent } from "./plan-message.ts";
 import { escapeMrkdwn, slackDate } from "./escape.ts";
 import { renderPlanMessage } from "./render.ts";
@@ -50,10 +52,21 @@ export function slackSink(ctx: ServiceContext, slack: SlackDelivery): OutboxHand
     if (events[0]!.type === "plan.submitted") {
       if (events.length > 1) throw new Error("a preview is delivered on its own, never coalesced with later events");
       if (posted) return; // redelivered after a crash between posting and recording: post once
+      const changedSince = await changedSinceOf(ctx, view);
+      // A re-plan continues its first version's conversation: its preview, buttons and all, is a
+      // reply in that thread, broadcast to the channel so it is seen as the new preview it is.
+      const earlier = view.supersedes && await postedPreviewOf(ctx, view.supersedes.id);
+      if (earlier) {
+        const message = renderPlanMessage(planMessageOf(view, changedSince));
+        await takeChannelSlot(ctx, earlier.channel);
+        const answer = await call("posting the new version in its thread", () => slack.client.chat.postMessage({ channel: earlier.channel, thread_ts: threadOf(earlier), reply_broadcast: true, ...message, unfurl_links: false, unfurl_media: false }));
+        await recordPostedPreview(ctx, planId, { channel: earlier.channel, ts: answer.ts as string, threadTs: threadOf(earlier) });
+        return;
+      }
       const channel = slack.channelOf(view.plan);
       // Too many previews queued in this channel: the waiting ones may go out as one digest.
       if (await digestWaiting(ctx, digests, { channel, headRowId: rows[0]!.id, headPlanId: planId })) return;
-      const message = renderPlanMessage(planMessageOf(view));
+      const message = renderPlanMessage(planMessageOf(view, changedSince));
       await takeChannelSlot(ctx, channel);
       const answer = await call("posting the preview", () => slack.client.chat.postMessage({ channel, ...message, unfurl_links: false, unfurl_media: false }));
       await recordPostedPreview(ctx, planId, { channel, ts: answer.ts as string });
@@ -67,7 +80,7 @@ export function slackSink(ctx: ServiceContext, slack: SlackDelivery): OutboxHand
     const inThread = (reply: SlackMessage) => (posted.digest ? renderDigestReply({ title: view.plan.title, hash: view.hash, reviewUrl: view.reviewUrl }, reply) : reply);
     if (replies.length > 0) {
       await takeChannelSlot(ctx, posted.channel);
-      await call(`replying (${what})`, () => slack.client.chat.postMessage({ channel: posted.channel, thread_ts: posted.ts, ...inThread(renderCoalescedReply(replies)), unfurl_links: false, unfurl_media: false }));
+      await call(`replying (${what})`, () => slack.client.chat.postMessage({ channel: posted.channel, thread_ts: threadOf(posted), ...inThread(renderCoalescedReply(replies)), unfurl_links: false, unfurl_media: false }));
     }
     for (const event of events) {
       if (event.type === "plan.reminder" && event.data?.escalate === true && slack.escalationChannel) {
@@ -86,14 +99,15 @@ export function slackSink(ctx: ServiceContext, slack: SlackDelivery): OutboxHand
     // The preview always shows the plan as it is now, so an update delivered late is still right;
     // a digest is re-rendered from all its plans, never replaced by this one's preview.
     if (posted.digest) return updateDigest(ctx, digests, posted, what);
-    await call(`updating the preview (${what})`, () => slack.client.chat.update({ channel: posted.channel, ts: posted.ts, ...renderPlanMessage(planMessageOf(view)) }));
+    const changedSince = await changedSinceOf(ctx, view);
+    await call(`updating the preview (${what})`, () => slack.client.chat.update({ channel: posted.channel, ts: posted.ts, ...renderPlanMessage(planMessageOf(view, changedSince)) }));
   };
   const sink: OutboxHandler = (event, row) => deliverAll([event], [row]);
   sink.many = deliverAll;
   return sink;
 }
 
-export function planMessageOf(view: PlanView): PlanMessage {
+export function planMessageOf(view: PlanView, changedSince?: PlanDiff): PlanMessage {
   return {
     planId: view.id,
     hash: view.hash,
@@ -111,6 +125,8 @@ export function planMessageOf(view: PlanView): PlanMessage {
     approvals: view.approvals,
     rejection: view.rejection && { userId: view.rejection.userId, reason: view.rejection.reason },
     outcome: view.outcome,
+    changedSince,
+    supersededBy: view.supersededBy,
   };
 }
 

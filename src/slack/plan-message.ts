@@ -1,4 +1,5 @@
 import type { Outcome } from "../plan/outcome.ts";
+import type { PlanDiff } from "../plan/plan-diff.ts";
 import type { ActionPreview, PlanStatus } from "../plan/schema.ts";
 
 /** Everything the Slack preview message shows about a plan. Built from the store; rendered by render.ts (pure). */
@@ -25,6 +26,10 @@ export interface PlanMessage {
   approvals: { userId: string; via: "slack" | "web"; at: string }[];
   rejection?: { userId: string; reason: string } | undefined;
   outcome?: Outcome | undefined;
+  /** A re-plan: what it does differently from the version it replaces (masked as previews are). */
+  changedSince?: PlanDiff | undefined;
+  /** The newer version that replaced this plan (it is superseded, or stale and replaced). */
+  supersededBy?: { hash: string; reviewUrl: string } | undefined;
 }
 
 /** One thing that happened to a plan, as a reply in the preview's thread. */

@@ -79,6 +79,8 @@ const SHOWN = {
   changePath: 120,
   value: 160,
   detail: 500,
+  /** JSON characters of a re-plan's "Changed since" section. */
+  replanText: 1500,
 } as const;
 
 /** Below this many JSON characters an action section cannot show its heading and a marker. */
@@ -89,7 +91,7 @@ const MARKER_ROOM = 60;
 // ------------------------------------------------------------------------------- the preview
 
 export function renderPlanMessage(m: PlanMessage): SlackMessage {
-  const head: Block[] = [titleBlock(m), aboutBlock(m), ...reasonBlocks(m), statusBlock(m), { type: "divider" }];
+  const head: Block[] = [titleBlock(m), aboutBlock(m), ...reasonBlocks(m), ...changedSinceBlocks(m), statusBlock(m), { type: "divider" }];
   const tail: Block[] = [decisionBlock(m)];
   const body = actionBlocks(m.actions, {
     room: BLOCKS_JSON_BUDGET - jsonSize([...head, ...tail]) - MARKER_BLOCK_ROOM,
@@ -170,9 +172,9 @@ function statusLine(m: PlanMessage): string {
     case "failed":
       return `❌ *Failed* — ${failureReason(m.outcome)}${m.outcome?.partial ? `\n${PARTIAL_NOTE}` : ""}`;
     case "stale":
-      return "⚠️ *Stale* — target changed, resubmit";
+      return `⚠️ *Stale* — target changed, resubmit${m.supersededBy ? `\n↪️ Replaced by ${versionLink(m.supersededBy)}` : ""}`;
     case "superseded":
-      return "↪️ *Superseded* — the agent sent a new version";
+      return m.supersededBy ? `↪️ *Superseded* by ${versionLink(m.supersededBy)} — decide on that one` : "↪️ *Superseded* — the agent sent a new version";
     case "revoked":
       return "⛔ *Revoked* — the approval was withdrawn before any executor took it";
   }
@@ -366,6 +368,46 @@ function changePath(pointer: string, widths: Widths): string {
 /** `undefined` is a field that is absent, which is not the same as JSON `null`. */
 function jsonValue(value: Json | undefined, widths: Widths): string {
   return value === undefined ? "_absent_" : inlineCode(JSON.stringify(value), widths.value);
+}
+
+// ------------------------------------------------------------------------------ re-plans
+
+/** Our own PUBLIC_URL with a hash: nothing agent-supplied, so a plain mrkdwn link. */
+function versionLink(v: { hash: string; reviewUrl: string }): string {
+  return `<${v.reviewUrl}|version ${shortHash(v.hash)}>`;
+}
+
+/**
+ * "Changed since version <short hash>" on a re-plan's preview: what was added, removed and
+ * changed (each changed action's old → new after-state, masked as previews are). Bounded to one
+ * section of SHOWN.replanText, so the actions below keep their room; the rest is on the page.
+ */
+function changedSinceBlocks(m: PlanMessage): Block[] {
+  const d = m.changedSince;
+  if (!d) return [];
+  const widths = widthsFor(SHOWN.replanText / 2);
+  const ref = (a: { op: string; target: string; path: string }) => `${inlineCode(a.op, SHOWN.op)} on ${inlineCode(singleLine(a.target), widths.target)} ${inlineCode(a.path, widths.path)}`;
+  const lines = [
+    ...d.added.map((a) => `➕ added ${ref(a)}`),
+    ...d.removed.map((a) => `➖ removed ${ref(a)}`),
+    ...d.changed.flatMap((a) => [
+      `✏️ changed ${ref(a)}${a.wasOp ? ` (was ${inlineCode(a.wasOp, SHOWN.op)})` : ""}`,
+      ...a.changes.slice(0, SHOWN.changeLinesPerActionInThread).map((c) => `    ${changeLine(c, widths)}`),
+      ...(a.changes.length > SHOWN.changeLinesPerActionInThread ? [`    _… ${a.changes.length - SHOWN.changeLinesPerActionInThread} more — see full plan_`] : []),
+    ]),
+  ];
+  const head = `🔁 *Changed since version ${inlineCode(shortHash(d.since.hash), 14)}*${d.unchanged > 0 ? ` — ${d.unchanged} action${d.unchanged === 1 ? "" : "s"} unchanged` : ""}`;
+  const shown: string[] = [head];
+  let used = weight(head);
+  for (const line of lines.length > 0 ? lines : ["_Nothing a reviewer sees changed: the same writes again._"]) {
+    if (used + weight(line) + 1 > SHOWN.replanText - MARKER_ROOM) {
+      shown.push(`_… ${lines.length - (shown.length - 1)} more lines — see full plan_`);
+      break;
+    }
+    shown.push(line);
+    used += weight(line) + 1;
+  }
+  return [section(shown.join("\n"))];
 }
 
 // ------------------------------------------------------------------------------ thread replies

@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
+import { shortHash } from "../../src/plan/fingerprint.ts";
+import { runServer, type RunningServer } from "../../src/server/run-server.ts";
+import { addAgent } from "../../src/service/add-agent.ts";
+import { decide } from "../../src/service/decide.ts";
+import type { Database } from "../../src/store/db.ts";
+import type { PlanView } from "../../src/wire/agent-api.ts";
+import { pglite } from "../support/databases.ts";
+import { READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
+import { SlackEmulator, type SlackMessage } from "../support/slack-emulator.ts";
+import { waitFor } from "../support/wait-for.ts";
+
+const CHANNEL = "C0REVIEW";
+
+/**
+ * Re-plans end to end: the agent API over HTTP, the server's outbox posting to the Slack
+ * emulator over HTTP. One conversation per intent: each new version's preview (with its
+ * buttons) is a broadcast reply in the first version's thread, and the version it replaces
+ * loses its buttons and points at it — along a chain of three versions.
+ */
+describe("re-plan over HTTP and in Slack, on PGlite", () => {
+  const s = {} as { database: Database; target: JsonResourceServer; slack: SlackEmulator; server: RunningServer; key: string };
+
+  beforeAll(async () => {
+    s.database = await pglite.open();
+    s.target = new JsonResourceServer({ seed: { "/contacts/1": { id: 1, email: "ana@old.example", apiToken: "tok-old" }, "/contacts/2": { id: 2, email: "bo@example.com" } }, readTokens: [READ_TOKEN], writeToken: WRITE_TOKEN });
+    await s.target.start();
+    s.slack = new SlackEmulator({ teamId: "T0TEST" });
+    await s.slack.start();
+    const config = {
+      ...testConfig({ crm: targetConfig(s.target.url) }, { approvers: ["U0ALICE"], requiredApprovals: 1 }),
+      slack: { enabled: true as const, botToken: s.slack.botToken, signingSecret: "slack-signing-secret-for-replans", appToken: undefined, apiUrl: s.slack.url, reviewChannel: CHANNEL, digest: { afterSeconds: 0 } },
+    };
+    s.server = await runServer({ config, logger: silentLogger, database: s.database, grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, remindMs: 3_600_000, deliverMs: 50 });
+    s.key = (await addAgent(s.server.ctx, { name: "replanner" })).key;
+  });
+
+  afterAll(async () => {
+    await s.server?.close();
+    await s.slack?.stop();
+    await s.target?.stop();
+    await s.database?.close();
+  });
+
+  const call = (method: string, path: string, body?: object) =>
+    fetch(s.server.url + path, { method, headers: { authorization: `Bearer ${s.key}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  const version = (email: string, supersedes?: string, extra: object[] = []) => ({
+    title: "Fix Ana's contact",
+    actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email, apiToken: `tok-${email}` } }, ...extra],
+    ...(supersedes ? { supersedes } : {}),
+  });
+  async function submit(body: object): Promise<PlanView> {
+    const answer = await call("POST", "/v1/plans", body);
+    expect(answer.status, await answer.clone().text()).toBe(201);
+    return (await answer.json()) as PlanView;
+  }
+
+  const blocksOf = (m: SlackMessage | undefined) => JSON.stringify(m?.blocks ?? []);
+  const hasButtons = (m: SlackMessage | undefined) => blocksOf(m).includes("\"action_id\":\"approve\"");
+  const root = () => s.slack.messagesIn(CHANNEL)[0];
+  const previewOf = (plan: PlanView) => root()?.replies.find((r) => blocksOf(r).includes(`\\"hash\\":\\"${plan.hash}\\"`) || (r.history[0] && JSON.stringify(r.history[0].blocks).includes(plan.hash)));
+
+  const v: PlanView[] = [];
+
+  it("version 2 (supersedes over HTTP) is a broadcast reply in version 1's thread, with its buttons and what changed; version 1 loses its buttons and points at it", async () => {
+    v.push(await submit(version("ana@v1.example")));
+    await waitFor("version 1's preview", () => hasButtons(root()));
+    v.push(await submit(version("ana@v2.example", v[0]!.id, [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { email: "bo@v2.example" } }])));
+    expect(v[1]!.supersedes).toEqual({ id: v[0]!.id, hash: v[0]!.hash, reviewUrl: v[0]!.reviewUrl });
+    expect(v[1]!.plan.supersedes).toBe(v[0]!.id);
+
+    const reply = await waitFor("version 2's preview in version 1's thread", () => previewOf(v[1]!));
+    expect(String(reply.args.reply_broadcast)).toBe("true");
+    expect(reply.thread_ts).toBe(root()!.ts);
+    expect(hasButtons(reply)).toBe(true);
+    const shown = blocksOf(reply);
+    expect(shown).toContain(`Changed since version \`${shortHash(v[0]!.hash)}\``);
+    expect(shown).toContain("added `merge` on `crm` `/contacts/2`");
+    expect(shown).toContain("ana@v2.example");
+    expect(shown).not.toContain("tok-ana@v2.example"); // a changed secret is masked as in previews
+    expect(s.slack.messagesIn(CHANNEL)).toHaveLength(1); // one conversation per intent
+
+    await waitFor("version 1 to lose its buttons and point at version 2", () => !hasButtons(root()) && blocksOf(root()).includes(v[1]!.reviewUrl));
+    expect(blocksOf(root())).toContain("Superseded");
+
+    const old = (await (await call("GET", `/v1/plans/${v[0]!.id}`)).json()) as PlanView;
+    expect(old.status).toBe("superseded");
+    expect(old.supersededBy?.id).toBe(v[1]!.id);
+  });
+
+  it("version 3 stays in the first thread; version 2's message loses its buttons; its approval is replied in that thread", async () => {
+    v.push(await submit(version("ana@v3.example", v[1]!.id)));
+    const reply = await waitFor("version 3's preview in version 1's thread", () => previewOf(v[2]!));
+    expect(String(reply.args.reply_broadcast)).toBe("true");
+    expect(blocksOf(reply)).toContain(`Changed since version \`${shortHash(v[1]!.hash)}\``);
+    expect(blocksOf(reply)).toContain("removed `merge` on `crm` `/contacts/2`");
+    await waitFor("version 2's message to lose its buttons", () => {
+      const second = root()!.replies.find((r) => r.ts !== reply.ts && blocksOf(r).includes(v[2]!.reviewUrl));
+      return second && !hasButtons(second);
+    });
+    expect(s.slack.messagesIn(CHANNEL)).toHaveLength(1);
+
+    await decide(s.server.ctx, { planId: v[2]!.id, hash: v[2]!.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
+    await waitFor("the approval of version 3 in the first thread", () => root()!.replies.some((r) => r.ts !== reply.ts && /approved/i.test(r.text ?? "") && blocksOf(r).includes("U0ALICE")));
+  });
+
+  it("a version already superseded, or another agent's plan, cannot be superseded: clear refusals over HTTP", async () => {
+    const again = await call("POST", "/v1/plans", version("ana@again.example", v[0]!.id));
+    expect(again.status).toBe(409);
+    const body = (await again.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("not_supersedable");
+    expect(body.error.message).toContain(`already superseded by ${v[1]!.id}`);
+
+    const other = (await addAgent(s.server.ctx, { name: "someone-else" })).key;
+    const theirs = await fetch(s.server.url + "/v1/plans", { method: "POST", headers: { authorization: `Bearer ${other}`, "content-type": "application/json" }, body: JSON.stringify(version("x@x.example", v[2]!.id)) });
+    expect(theirs.status).toBe(404);
+    expect(((await theirs.json()) as { error: { code: string } }).error.code).toBe("not_found");
+  });
+});
