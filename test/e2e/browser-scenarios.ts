@@ -23,6 +23,7 @@ import { waitFor } from "../support/wait-for.ts";
 const SIGNING_SECRET = "slack-signing-secret-for-tests";
 const EXECUTOR_TOKEN = "executor-token-0123456789abcdef";
 const VIEWPORTS = { desktop: { width: 1280, height: 900 }, phone: { width: 390, height: 844 } } as const;
+const ARCHIVED = "C0ARCHIVED";
 const HOSTILE = `<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2"> "quotes" & <!channel>`;
 
 function freePort(): Promise<number> {
@@ -48,7 +49,13 @@ export function browserScenarios(kind: TestDatabaseKind): void {
       const port = await freePort();
       origin = `http://127.0.0.1:${port}`;
       return {
-        ...testConfig({ crm: targetConfig(targetUrl), grouped: targetConfig(targetUrl, { policy: { approvers: ["S0WEBREVIEW"], requiredApprovals: 1 } }) }),
+        ...testConfig({
+          crm: targetConfig(targetUrl),
+          grouped: targetConfig(targetUrl, { policy: { approvers: ["S0WEBREVIEW"], requiredApprovals: 1 } }),
+          // Reviewed in a channel the delivery-lanes scenario archives: its preview dies there.
+          archived: targetConfig(targetUrl, { policy: { reviewChannel: ARCHIVED } }),
+        }),
+        admins: ["U0ADMIN"],
         port,
         publicUrl: origin,
         executorToken: EXECUTOR_TOKEN,
@@ -357,6 +364,42 @@ export function browserScenarios(kind: TestDatabaseKind): void {
       const [scrollWidth, innerWidth] = await page.goto(`${origin}/plans`).then(() => page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]") as Promise<[number, number]>);
       expect(scrollWidth, `the list at ${size}`).toBeLessThanOrEqual(innerWidth);
     }
+  });
+
+  it("delivery lanes: the nav links them; a reader sees a dead preview with no Retry; an admin retries it and it is posted; nothing scrolls sideways", async () => {
+    slack.archiveChannel(ARCHIVED);
+    const plan = await propose({ title: "Plan reviewed in an archived channel", actions: [{ kind: "http.json", target: "archived", path: "/contacts/39", op: "merge", body: { tier: "gold" } }] });
+    const deadRow = async () => (await s.database.rows<{ id: number | string }>(sql`SELECT id FROM outbox WHERE plan_id = ${plan.id} AND lane = ${`slack:${ARCHIVED}`} AND dead_at IS NOT NULL`))[0];
+    const id = Number((await waitFor("the preview to die in the archived channel", deadRow))!.id);
+    const lane = (page: Page) => page.locator(`tr[data-lane="slack:${ARCHIVED}"]`);
+    const deadOfPlan = (page: Page) => page.locator(`tr[data-outbox-id="${id}"]`);
+
+    for (const [size, viewport] of Object.entries(VIEWPORTS)) {
+      const page = await signedIn("U0BOB", viewport);
+      await page.getByRole("link", { name: "Delivery lanes" }).click();
+      await page.waitForURL(`${origin}/lanes`);
+      expect(await lane(page).locator(".dead").innerText()).toBe("1");
+      expect(await deadOfPlan(page).getByRole("link", { name: plan.plan.title }).getAttribute("href")).toBe(`/plans/${plan.id}`);
+      expect(await deadOfPlan(page).innerText()).toContain("is_archived");
+      expect(await page.getByRole("button", { name: /^Retry/ }).count()).toBe(0);
+      expect(await page.getByText("Only admins").isVisible()).toBe(true);
+      await page.screenshot({ path: screenshotPath(`lanes-reader-${size}-${kind.name}`), fullPage: true });
+      const [scrollWidth, innerWidth] = (await page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")) as [number, number];
+      expect(scrollWidth, `the lanes page at ${size}`).toBeLessThanOrEqual(innerWidth);
+    }
+
+    const admin = await signedIn("U0ADMIN", VIEWPORTS.phone);
+    await admin.goto(`${origin}/lanes`);
+    await admin.screenshot({ path: screenshotPath(`lanes-admin-phone-${kind.name}`), fullPage: true });
+    slack.archiveChannel(ARCHIVED, false);
+    await deadOfPlan(admin).getByRole("button", { name: `Retry delivery ${id}` }).click();
+    await admin.waitForURL(`${origin}/lanes`);
+    await waitFor("the retried preview in the channel", () => slack.messagesIn(ARCHIVED).length === 1);
+    const [audit] = await s.database.rows<{ data: string }>(sql`SELECT data FROM audit_events WHERE type = 'outbox.retried'`);
+    expect(JSON.parse(audit!.data)).toMatchObject({ outboxId: id, lane: `slack:${ARCHIVED}`, planId: plan.id });
+    await admin.reload();
+    expect(await deadOfPlan(admin).count()).toBe(0);
+    expect(await lane(admin).locator(".dead").innerText()).toBe("0");
   });
 
   it("a change made after the page loaded but before its live stream connected shows at once, without a reload", async () => {

@@ -358,6 +358,8 @@ export class SlackEmulator {
   private readonly usergroups = new Map<string, string[]>();
   private readonly users = new Map<string, Partial<SlackUser>>();
   private readonly channels: Set<string> | undefined;
+  /** Channels that exist but are archived: posting to them answers `is_archived`. */
+  private readonly archived = new Set<string>();
   private readonly usedTriggers = new Set<string>();
   private readonly expiredTriggers = new Set<string>();
   private delayMs = 0;
@@ -465,6 +467,12 @@ export class SlackEmulator {
    */
   limitHomes(limit: ChannelRateLimit | false = SLACK_HOME_RATE_LIMIT): void {
     this.homeLimit.set(limit);
+  }
+
+  /** Archives a channel (`chat.postMessage` to it answers `is_archived`, as Slack does), or brings it back (`false`). */
+  archiveChannel(channel: string, archived = true): void {
+    if (archived) this.archived.add(channel);
+    else this.archived.delete(channel);
   }
 
   /** Every answer waits `ms` first (0: no delay). */
@@ -705,6 +713,7 @@ export class SlackEmulator {
 
   private postMessage(args: JsonObject): JsonObject {
     const channel = this.requireChannel(args);
+    if (this.archived.has(channel)) throw new SlackApiError("is_archived");
     const content = this.messageContent(args);
     const threadTs = optionalString(args, "thread_ts");
     let parent: SlackMessage | undefined;
