@@ -46,6 +46,10 @@ export interface ServerConfig extends SharedConfig {
   redact: FileConfig["redact"];
   /** Agent limits (`limits`); configs built in code may leave them out, and the defaults apply. */
   limits?: FileConfig["limits"];
+  /** Retention (`retention`); configs built in code may leave it out, and the defaults apply. */
+  retention?: FileConfig["retention"];
+  /** When set, GET /metrics requires it as a bearer token (COUNTERSIGN_METRICS_TOKEN). */
+  metricsToken?: string | undefined;
   /** The grant signing key (PEM); absent with PostgreSQL is an error at `serve`, with PGlite one is made in the data dir. */
   grantPrivateKeyPem: string | undefined;
   /** Absent: the executor API refuses everyone. */
@@ -203,9 +207,10 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback, requireFi
     webhooks: file.webhooks,
     redact: file.redact,
     limits: file.limits,
+    retention: file.retention,
     targets: file.targets as Record<string, ServerTarget>, // write blocks were dropped unread
   };
-  if (role === "server") return { ...served, slack, grantPrivateKeyPem: e.COUNTERSIGN_GRANT_PRIVATE_KEY, executorToken: e.COUNTERSIGN_EXECUTOR_TOKEN };
+  if (role === "server") return { ...served, slack, grantPrivateKeyPem: e.COUNTERSIGN_GRANT_PRIVATE_KEY, executorToken: e.COUNTERSIGN_EXECUTOR_TOKEN, metricsToken: e.COUNTERSIGN_METRICS_TOKEN };
   const cli: CliConfig = { ...served, slack: { ...file.slack, enabled: false } };
   if (role === "check") {
     const check: CheckConfig = { ...cli, targetsWithoutWrite: withoutWrite };

@@ -153,6 +153,12 @@ export const FileConfig = z.strictObject({
     leaseSeconds: z.int().min(5).max(3600).default(60),
   }).default({ leaseSeconds: 60 }),
   limits: LimitsConfig.default({ plansPerMinute: 60, maxPending: 100, agents: {} }),
+  /** What the background sweep deletes (issue 16): delivered outbox rows after `days`, and with `plans: true` final plans too. */
+  retention: z.strictObject({
+    days: z.int("must be a whole number of days").min(1, "must be at least 1").max(36_500).default(90),
+    /** Delete final plans (with their decisions and outbox rows; audit events are kept) last changed over `days` ago. */
+    plans: z.boolean().default(false),
+  }).default({ days: 90, plans: false }),
   targets: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "target names use lower-case letters, digits, '-' and '_'"), TargetConfig).default({}),
 });
 export type FileConfig = z.infer<typeof FileConfig>;
@@ -173,6 +179,8 @@ export const EnvConfig = z.object({
   COUNTERSIGN_GRANT_PRIVATE_KEY: z.string().includes("PRIVATE KEY", { message: "must be a PKCS#8 PEM ('-----BEGIN PRIVATE KEY-----'); 'countersign keys generate' prints one" }).optional(),
   /** Server and executor: the shared secret of the executor API. */
   COUNTERSIGN_EXECUTOR_TOKEN: z.string().min(16, "must be at least 16 characters; use a long random string").optional(),
+  /** Server: when set, GET /metrics requires it as a bearer token. */
+  COUNTERSIGN_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters; use a long random string").optional(),
   SLACK_BOT_TOKEN: z.string().startsWith("xoxb-", "must be a bot token (xoxb-…) from the app's OAuth & Permissions page").optional(),
   SLACK_SIGNING_SECRET: z.string().min(8).optional(),
   /** Socket Mode when set (xapp-…): no public URL needed. */

@@ -11,14 +11,25 @@ import type { SlackSignIn } from "../service/oidc-sign-in.ts";
 import { executorApi } from "./executor-api.ts";
 import { errorResponse } from "./http-errors.ts";
 import { DATABASE_UNAVAILABLE, isDatabaseUnreachable } from "../store/database-errors.ts";
+import { migrationState } from "../store/migration-state.ts";
+import { countRefusal } from "../service/metrics.ts";
+import { metricsRoutes } from "./metrics.ts";
+import { requestIds, requestLogger } from "./request-id.ts";
 
 /** Countersign's one HTTP app: agent API, executor API, Slack's requests and the browser pages. */
 export function createApp(
   ctx: ServiceContext,
-  options: { adminToken?: string; executorToken?: string; slackHandler?: (c: Context) => Promise<Response>; loginLinks?: boolean; oidc?: SlackSignIn } = {},
+  options: { adminToken?: string; executorToken?: string; slackHandler?: (c: Context) => Promise<Response>; loginLinks?: boolean; oidc?: SlackSignIn; metricsToken?: string | undefined } = {},
 ): Hono {
   const app = new Hono();
+  app.use(requestIds(ctx.logger));
   app.get("/healthz", (c) => c.json({ ok: true, environment: ctx.config.environment }));
+  // Liveness above (the process answers); readiness here: the database answers and is migrated.
+  app.get("/readyz", async (c) => {
+    const state = await migrationState(ctx.database);
+    return state.ready ? c.json({ ok: true, migration: state.migration }) : c.json({ ok: false, reason: state.reason }, 503);
+  });
+  app.route("/", metricsRoutes(ctx, options.metricsToken));
   if (options.slackHandler) app.post("/slack/events", options.slackHandler);
   app.route("/v1/executor", executorApi(ctx, options.executorToken));
   app.route("/v1", agentApi(ctx));
@@ -30,12 +41,12 @@ export function createApp(
 
   app.notFound((c) => errorResponse(c, new ServiceError("not_found", `no route for ${c.req.method} ${c.req.path}`)));
   app.onError((err, c) => {
-    if (err instanceof ServiceError) return errorResponse(c, err);
+    if (err instanceof ServiceError) return countRefusal(ctx, { code: err.code }).then(() => errorResponse(c, err));
     if (err instanceof HTTPException && err.status < 500) {
       return c.json({ error: { code: "invalid_request", message: err.message || "bad request" } }, err.status);
     }
     if (isDatabaseUnreachable(err)) return c.json({ error: DATABASE_UNAVAILABLE }, 503, { "retry-after": "2" });
-    ctx.logger.error({ err, method: c.req.method, path: c.req.path }, "request failed");
+    requestLogger(c, ctx.logger).error({ err, method: c.req.method, path: c.req.path }, "request failed");
     return c.json({ error: { code: "internal", message: "Countersign hit an internal error; it is in the server log" } }, 500);
   });
   return app;

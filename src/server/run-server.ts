@@ -10,6 +10,7 @@ import { expireDue } from "../service/expire-due.ts";
 import { remindDue } from "../service/remind-due.ts";
 import { sealAudit } from "../service/seal-audit.ts";
 import { watchTargets } from "../service/watch-targets.ts";
+import { DEFAULT_RETENTION, sweepRetention } from "../service/retention.ts";
 import { DEFAULT_DELIVERY, type DeliveryPolicy, type OutboxHandler } from "../service/outbox.ts";
 import { startOutboxWorker } from "../service/outbox-worker.ts";
 import { webhookSink } from "../webhooks/webhook-sink.ts";
@@ -53,6 +54,8 @@ export interface RunServerOptions {
   sealMs?: number;
   /** How often the target watcher looks for due reads (watch-targets.ts); each resource is still read once per its interval. */
   watchMs?: number;
+  /** How often the retention sweep runs (retention.ts; default a minute). */
+  retentionMs?: number;
   /** Retry policy of the outbox (tests shorten it). */
   delivery?: DeliveryPolicy;
   /** The interface to listen on; otherwise the config's `host` (env HOST). */
@@ -113,6 +116,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
       ...(dataDirClaim ? { adminToken: dataDirClaim.adminToken } : {}),
       ...(config.executorToken ? { executorToken: config.executorToken } : {}),
       loginLinks: config.browser.loginLinks,
+      metricsToken: config.metricsToken,
       ...(oidc ? { oidc: slackSignIn(ctx, { ...oidc, redirectUri: `${config.publicUrl}${OIDC_START_PATH}/callback` }) } : {}),
     });
     const hostname = options.hostname ?? config.host;
@@ -128,6 +132,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     // Open plans' targets re-read while they wait (issue 15); replicas share the reads through the database.
     const replica = `${machineName()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     const watcher = every(options.watchMs ?? 1000, () => watchTargets(ctx, { replica }), report("target watch"));
+    const retention = every(options.retentionMs ?? 60_000, () => sweepRetention(ctx, { policy: config.retention ?? DEFAULT_RETENTION }), report("retention sweep"));
     // Lanes (slack:<channel>, webhook:<agent>, …) drain in parallel, a bounded number at once.
     const delivery = startOutboxWorker(ctx, {
       handlers,
@@ -147,7 +152,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
           server.close(() => resolve());
           server.closeAllConnections?.();
         });
-        await Promise.all([sweeper.stop(), delivery.stop(), reminders.stop(), sealer.stop(), watcher.stop()]);
+        await Promise.all([sweeper.stop(), delivery.stop(), reminders.stop(), sealer.stop(), watcher.stop(), retention.stop()]);
         await slack?.stop();
         await signals.stop();
         await pause.stop();

@@ -1,0 +1,39 @@
+import { randomUUID } from "node:crypto";
+import type { Context, MiddlewareHandler } from "hono";
+import type { Logger } from "pino";
+
+/** An incoming X-Request-Id is kept when it looks like an id (a proxy's, a client's); anything else is replaced. */
+const SANE_ID = /^[A-Za-z0-9][A-Za-z0-9._:@+=/-]{0,127}$/;
+
+export function requestIdOf(header: string | undefined): string {
+  return header !== undefined && SANE_ID.test(header) ? header : randomUUID();
+}
+
+/** Probes answer often and say nothing new: their lines are debug, every other request's info. */
+const PROBES = new Set(["/healthz", "/readyz", "/metrics"]);
+
+const LOGGERS = new WeakMap<Request, Logger>();
+
+/** The request's logger (with its requestId); the app's own outside a request. */
+export function requestLogger(c: Context, fallback: Logger): Logger {
+  return LOGGERS.get(c.req.raw) ?? fallback;
+}
+
+/**
+ * Gives each request an id (the incoming X-Request-Id when sane), answers it as X-Request-Id, and
+ * writes one log line per request through a pino child logger carrying it, so an operator can
+ * find a request's line (and its error's) from the id a client or proxy reports.
+ */
+export function requestIds(logger: Logger): MiddlewareHandler {
+  return async (c, next) => {
+    const requestId = requestIdOf(c.req.header("x-request-id"));
+    const log = logger.child({ requestId });
+    LOGGERS.set(c.req.raw, log);
+    const started = performance.now();
+    await next();
+    c.header("X-Request-Id", requestId);
+    const line = { method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) };
+    if (PROBES.has(c.req.path)) log.debug(line, "request");
+    else log.info(line, "request");
+  };
+}
