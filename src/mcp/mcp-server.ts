@@ -295,7 +295,7 @@ function actionResultsText(outcome: FinalOutcome["outcome"]): string[] {
     "results:",
     ...outcome.actions.flatMap((a) => [
       `  ${a.index}. ${a.target} ${a.path}: ${a.status}${a.reconciled ? " (already held the change)" : ""}${VERIFIED_TEXT[String(a.verified)] ?? ""}${a.detail ? ` — ${a.detail}` : ""}`,
-      ...(a.driftAfterApply ?? []).map((d) => `     ${d.path || "(whole document)"}: approved ${jsonText(d.expected)}, target has ${jsonText(d.actual)}`),
+      ...(a.driftAfterApply ?? []).map((d) => `     ${d.path || "(whole document)"}: approved ${short(d.expected as Json | undefined)}, target has ${short(d.actual as Json | undefined)}`),
     ]),
     ...(outcome.partial ? ["  (partial: some actions were written and a later one was not)"] : []),
   ];
@@ -316,8 +316,6 @@ const VERIFIED_TEXT: Record<string, string> = {
   false: ", NOT as previewed: the target, re-read after the write, differs",
   null: ", not re-checked after the write",
 };
-
-const jsonText = (value: unknown) => (value === undefined ? "(absent)" : JSON.stringify(value));
 
 function outcomeText(outcome: FinalOutcome): string {
   const drifted = outcome.outcome?.actions.filter((a) => a.verified === false).length ?? 0;
