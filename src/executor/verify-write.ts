@@ -2,7 +2,7 @@ import type { ResourceState } from "../adapters/http-json.ts";
 import type { ApplyResult } from "../adapters/http-json-apply.ts";
 import type { ActionOutcome } from "../plan/outcome.ts";
 import type { ActionPreview, PlannedAction } from "../plan/schema.ts";
-import { afterApplyMismatches } from "../plan/verify-after-apply.ts";
+import { afterApplyMismatches } from "../plan/holds-change.ts";
 
 type Where = Pick<ActionOutcome, "index" | "target" | "path">;
 

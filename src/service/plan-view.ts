@@ -7,7 +7,7 @@ import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
 import { decisions, plans } from "../store/schema.ts";
 import type { Queryable } from "../store/db.ts";
 import type { Outcome } from "../plan/outcome.ts";
-import type { AfterApplyMismatch } from "../plan/verify-after-apply.ts";
+import type { AfterApplyMismatch } from "../plan/holds-change.ts";
 import type { PlanView } from "../wire/agent-api.ts";
 import type { PlanRow } from "./transition.ts";
 import { withRevocation } from "./revocation.ts";

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { holdsChange } from "../../../src/plan/holds-change.ts";
+import { afterApplyMismatches, holdsChange, MAX_MISMATCHES, type AfterApplyMismatch } from "../../../src/plan/holds-change.ts";
 import type { Json } from "../../../src/plan/json.ts";
-import { afterApplyMismatches, MAX_MISMATCHES, type AfterApplyMismatch } from "../../../src/plan/verify-after-apply.ts";
 
 type Row = [name: string, current: Json | undefined, mismatches: AfterApplyMismatch[]];
 
