@@ -5,6 +5,8 @@ import { auditEvents, outbox, plans } from "../store/schema.ts";
 import type { ServiceContext } from "./context.ts";
 import { ServiceError } from "./errors.ts";
 import { planView, type PlanView } from "./plan-view.ts";
+import { changedSinceOf } from "./version-diff.ts";
+import type { PlanDiff } from "../plan/plan-diff.ts";
 import { refusalError } from "./refusal-error.ts";
 import { rightsOf, type DecisionRefusal, type Reader } from "./reader-rights.ts";
 
@@ -16,6 +18,8 @@ export type PlanForReader = PlanView & { whyNotDecide: DecisionRefusal | undefin
 /** A plan as a reviewer sees it: the plan, its audit trail, and any side effect that failed for good. */
 export interface ReviewedPlan {
   plan: PlanForReader;
+  /** A re-plan: what it does differently from the version it replaces, masked as previews are. */
+  changedSince?: PlanDiff | undefined;
   events: { id: number; type: string; actor: unknown; data: unknown; at: string }[];
   deadDeliveries: { kind: string; error: string | null; at: string }[];
 }
@@ -42,8 +46,10 @@ export async function reviewPlan(ctx: ServiceContext, { planId, reader }: Review
   const events = await ctx.database.db.select().from(auditEvents).where(eq(auditEvents.planId, planId)).orderBy(asc(auditEvents.id));
   const dead = await ctx.database.db.select().from(outbox).where(and(eq(outbox.planId, planId), isNotNull(outbox.deadAt))).orderBy(asc(outbox.id));
   const view = await planView(ctx.database.db, ctx.config.publicUrl, row, "reviewer", ctx.redaction);
+  const changedSince = await changedSinceOf(ctx, view);
   return {
     plan: { ...view, whyNotDecide: rights.whyMayNotDecide(view) },
+    ...(changedSince ? { changedSince } : {}),
     events: events.map((e) => ({ id: e.id, type: e.type, actor: e.actor, data: e.data, at: e.at.toISOString() })),
     deadDeliveries: dead.map((d) => ({ kind: d.kind, error: d.lastError, at: d.deadAt!.toISOString() })),
   };

@@ -2,6 +2,7 @@
 import { shortHash } from "../plan/fingerprint.ts";
 import type { Json } from "../plan/json.ts";
 import type { ActionPreview } from "../plan/schema.ts";
+import type { PlanDiff } from "../plan/plan-diff.ts";
 import type { WebSession } from "../service/login-links.ts";
 import { MAX_REJECT_REASON_CHARS } from "../service/decide.ts";
 import type { DecisionRefusal, ReviewedPlan } from "../service/review-plan.ts";
@@ -42,7 +43,14 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
       <h1>{doc.title}</h1>
       <p>
         <StatusBadge status={plan.status} /> <span class="muted">plan</span> <span class="hash" title={plan.hash}>{shortHash(plan.hash)}</span>
+        {plan.supersedes ? <> · <span class="muted">replaces</span> <a href={`/plans/${plan.supersedes.id}`} data-version-link="supersedes">version {shortHash(plan.supersedes.hash)}</a></> : null}
       </p>
+      {plan.supersededBy ? (
+        <div class="notice bad" role="status" data-version-link="superseded-by">
+          {plan.status === "superseded" ? "Superseded: the agent sent a newer version, decide on that one — " : "The agent sent a newer version of this stale plan — "}
+          <a href={`/plans/${plan.supersededBy.id}`}>version {shortHash(plan.supersededBy.hash)}</a>
+        </div>
+      ) : null}
       {props.session ? <YourDecision plan={plan} userId={props.session.userId} /> : null}
       {plan.outcome ? (
         <section class="card" aria-labelledby="outcome">
@@ -65,6 +73,7 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
       ) : null}
 
       {/* The change comes before the decision: nobody should reach Approve without passing the diff. */}
+      {props.reviewed.changedSince ? <ChangedSince diff={props.reviewed.changedSince} /> : null}
       <h2>Changes</h2>
       {plan.preview.actions.map((action, i) => <ActionDiff action={action} index={i} />)}
       <section class="card">
@@ -122,6 +131,40 @@ function YourDecision(props: { plan: ReviewedPlan["plan"]; userId: string }) {
   if (!approval && !rejection) return null;
   const text = approval ? `Your approval is recorded at ${clockTime(approval.at)}.` : `Your rejection is recorded at ${clockTime(rejection!.at)}.`;
   return <div class="notice ok" role="status">{text}</div>;
+}
+
+/** "Changed since version <short hash>": what this re-plan does differently from the version it replaces. */
+function ChangedSince(props: { diff: PlanDiff }) {
+  const { diff } = props;
+  const ref = (a: { op: string; target: string; path: string }) => <><span class="badge s-approved">{a.op}</span> <strong>{a.target}</strong> <code>{a.path}</code></>;
+  const nothing = diff.added.length === 0 && diff.removed.length === 0 && diff.changed.length === 0;
+  return (
+    <section class="card" aria-labelledby="changed-since">
+      <h2 id="changed-since">Changed since <a href={`/plans/${diff.since.id}`}>version {shortHash(diff.since.hash)}</a></h2>
+      {nothing ? <p class="muted">Nothing a reviewer sees changed: the same writes again.</p> : null}
+      <ul>
+        {diff.added.map((a) => <li>Added {ref(a)}</li>)}
+        {diff.removed.map((a) => <li>Removed {ref(a)}</li>)}
+        {diff.changed.map((a) => (
+          <li>
+            Changed {ref(a)}{a.wasOp ? <span class="muted"> (was {a.wasOp})</span> : null}
+            {a.changes.length > 0 ? (
+              <table class="diff stacks">
+                <colgroup><col class="field" /><col /><col /></colgroup>
+                <thead><tr><th>Field</th><th>Version {shortHash(diff.since.hash)}</th><th>This version</th></tr></thead>
+                <tbody>
+                  {a.changes.map((c) => (
+                    <tr><td data-label="Field">{c.path || "(whole document)"}</td><td class="before" data-label="Before"><Wrappable text={show(c.from)} /></td><td class="after" data-label="After"><Wrappable text={show(c.to)} /></td></tr>
+                  ))}
+                </tbody>
+              </table>
+            ) : null}
+          </li>
+        ))}
+      </ul>
+      {diff.unchanged > 0 ? <p class="muted">{diff.unchanged} action(s) unchanged.</p> : null}
+    </section>
+  );
 }
 
 function ActionDiff(props: { action: ActionPreview; index: number }) {

@@ -4,6 +4,7 @@ import { shortHash } from "../../src/plan/fingerprint.ts";
 import { runServer, type RunningServer } from "../../src/server/run-server.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
 import { decide } from "../../src/service/decide.ts";
+import { createLoginLink } from "../../src/service/login-links.ts";
 import type { Database } from "../../src/store/db.ts";
 import type { PlanView } from "../../src/wire/agent-api.ts";
 import { pglite } from "../support/databases.ts";
@@ -103,6 +104,28 @@ describe("re-plan over HTTP and in Slack, on PGlite", () => {
 
     await decide(s.server.ctx, { planId: v[2]!.id, hash: v[2]!.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
     await waitFor("the approval of version 3 in the first thread", () => root()!.replies.some((r) => r.ts !== reply.ts && /approved/i.test(r.text ?? "") && blocksOf(r).includes("U0ALICE")));
+  });
+
+  it("the browser: version 3's page shows what changed since version 2 and links back; version 1's says superseded and links on", async () => {
+    const publicUrl = s.server.ctx.config.publicUrl;
+    const { url } = await createLoginLink(s.server.ctx, { userId: "U0ALICE", via: "cli" });
+    const signIn = await fetch(url.replace(publicUrl, s.server.url), { method: "POST", redirect: "manual", headers: { origin: new URL(publicUrl).origin } });
+    expect(signIn.status).toBe(303);
+    const cookie = `cs_session=${/cs_session=([^;]+)/.exec(signIn.headers.get("set-cookie") ?? "")?.[1]}`;
+    const page = async (plan: PlanView) => {
+      const res = await fetch(`${s.server.url}/plans/${plan.id}`, { headers: { cookie } });
+      expect(res.status).toBe(200);
+      return res.text();
+    };
+    const third = await page(v[2]!);
+    expect(third).toContain(`Changed since <a href="/plans/${v[1]!.id}">version ${shortHash(v[1]!.hash)}</a>`);
+    expect(third).toContain("Removed");
+    expect(third).toContain(`replaces</span> <a href="/plans/${v[1]!.id}" data-version-link="supersedes">`);
+    expect(third).not.toContain("tok-ana@v3.example"); // masked, as in the preview
+    const first = await page(v[0]!);
+    expect(first).toContain("Superseded: the agent sent a newer version");
+    expect(first).toContain(`<a href="/plans/${v[1]!.id}">version ${shortHash(v[1]!.hash)}</a>`);
+    expect(first).not.toContain("Changed since");
   });
 
   it("a version already superseded, or another agent's plan, cannot be superseded: clear refusals over HTTP", async () => {
