@@ -42,7 +42,8 @@ export class PauseWatch {
     return () => this.listeners.delete(listener);
   }
 
-  private async refresh(): Promise<void> {
+  /** Re-reads the pause now (the replica that paused does, so its own next page shows it). */
+  async refresh(): Promise<void> {
     // An unreachable database keeps the last known state; the next re-read tries again.
     const next = await readPause(this.database.db).catch(() => this.state);
     const changed = JSON.stringify(next) !== JSON.stringify(this.state);

@@ -35,7 +35,7 @@ export interface PauseNotice {
   at: string;
 }
 
-type PauseContext = Pick<ServiceContext, "database" | "clock" | "config"> & Partial<Pick<ServiceContext, "directory">>;
+type PauseContext = Pick<ServiceContext, "database" | "clock" | "config"> & Partial<Pick<ServiceContext, "directory" | "pause">>;
 
 /** The pause as stored now, or undefined when Countersign runs. */
 export async function readPause(db: Queryable): Promise<PauseState | undefined> {
@@ -53,7 +53,7 @@ export async function pauseCountersign(ctx: PauseContext, input: { operator: Ope
   await mustBeAdmin(ctx, input.operator);
   const now = ctx.clock();
   const by = byName(input.operator);
-  return ctx.database.db.transaction(async (tx) => {
+  const state = await ctx.database.db.transaction(async (tx) => {
     const [row] = await tx.insert(pause).values({ reason, pausedBy: by, via: input.operator.via, since: now }).onConflictDoNothing().returning();
     if (!row) {
       const current = await readPause(tx);
@@ -62,19 +62,23 @@ export async function pauseCountersign(ctx: PauseContext, input: { operator: Ope
     await announce(ctx, tx, { type: "countersign.paused", operator: input.operator, reason, at: now });
     return { reason, by, via: input.operator.via, since: now.toISOString() };
   });
+  await ctx.pause?.refresh(); // this replica's next page shows it without waiting for its NOTIFY
+  return state;
 }
 
 /** Lifts the pause: approved plans waiting (with grants still valid) are claimed again. */
 export async function resumeCountersign(ctx: PauseContext, input: { operator: Operator }): Promise<{ was: PauseState }> {
   await mustBeAdmin(ctx, input.operator);
   const now = ctx.clock();
-  return ctx.database.db.transaction(async (tx) => {
+  const resumed = await ctx.database.db.transaction(async (tx) => {
     const [row] = await tx.delete(pause).returning();
     if (!row) throw new ServiceError("conflict", "Countersign is not paused; there is nothing to resume");
     const was: PauseState = { reason: row.reason, by: row.pausedBy, via: row.via as PauseState["via"], since: row.since.toISOString() };
     await announce(ctx, tx, { type: "countersign.resumed", operator: input.operator, at: now, data: { pausedSince: was.since, pausedBy: was.by } });
     return { was };
   });
+  await ctx.pause?.refresh();
+  return resumed;
 }
 
 /** Whether this person is named in `admins` (by id or through a user group). */

@@ -38,6 +38,10 @@ export async function rightsOf(ctx: ServiceContext, reader: Reader, documents: r
     whyMayNotRead(doc: PlanDocument, plan: Pick<PlanFacts, "status" | "expiresAt" | "hash">): Refusal | undefined {
       return whyMayNot(person, { ...plan, onBehalfOf: doc.onBehalfOf, policy: doc.policy, approvals: [] }, { verb: "read", rights }, now);
     },
+    /** Why not revoke now (issue 16), for showing the revoke form: admins may, and those who may decide it. */
+    whyMayNotRevoke(view: PlanView): Refusal | undefined {
+      return whyMayNot(person, factsOf(view), { verb: "revoke", admins: rights.admins }, now);
+    },
     /** Why not decide now, for showing buttons. */
     whyMayNotDecide(view: PlanView): DecisionRefusal | undefined {
       const refusal = whyMayNot(person, factsOf(view), { verb: "decide" }, now);

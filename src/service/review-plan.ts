@@ -20,6 +20,8 @@ export interface ReviewedPlan {
   plan: PlanForReader;
   /** A re-plan: what it does differently from the version it replaces, masked as previews are. */
   changedSince?: PlanDiff | undefined;
+  /** Whether this reader may revoke the plan now (approved, unclaimed; an approver or an admin). */
+  mayRevoke: boolean;
   events: { id: number; type: string; actor: unknown; data: unknown; at: string }[];
   deadDeliveries: { kind: string; error: string | null; at: string }[];
 }
@@ -50,6 +52,7 @@ export async function reviewPlan(ctx: ServiceContext, { planId, reader }: Review
   return {
     plan: { ...view, whyNotDecide: rights.whyMayNotDecide(view) },
     ...(changedSince ? { changedSince } : {}),
+    mayRevoke: view.status === "approved" && rights.whyMayNotRevoke(view) === undefined,
     events: events.map((e) => ({ id: e.id, type: e.type, actor: e.actor, data: e.data, at: e.at.toISOString() })),
     deadDeliveries: dead.map((d) => ({ kind: d.kind, error: d.lastError, at: d.deadAt!.toISOString() })),
   };

@@ -69,5 +69,7 @@ export function stepOf(e: ThreadEvent): string {
       return "failed";
     case "plan.stale":
       return "stale";
+    case "plan.revoked":
+      return `revoked by ${mention(e.userId)}`;
   }
 }

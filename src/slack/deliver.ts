@@ -124,6 +124,7 @@ export function planMessageOf(view: PlanView, changedSince?: PlanDiff): PlanMess
     risk: view.plan.policy.risk,
     approvals: view.approvals,
     rejection: view.rejection && { userId: view.rejection.userId, reason: view.rejection.reason },
+    revocation: view.revocation && { userId: view.revocation.userId, reason: view.revocation.reason },
     outcome: view.outcome,
     changedSince,
     supersededBy: view.supersededBy,
@@ -157,6 +158,8 @@ export function threadEventOf(event: PlanEvent, view: PlanView): ThreadEvent | u
       return { type: "plan.failed", outcome: view.outcome as Outcome };
     case "plan.stale":
       return { type: "plan.stale", outcome: view.outcome as Outcome };
+    case "plan.revoked":
+      return { type: "plan.revoked", userId, reason: String(data.reason ?? view.revocation?.reason ?? "") };
     default:
       return undefined;
   }

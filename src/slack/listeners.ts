@@ -10,6 +10,8 @@ import { escapeMrkdwn } from "./escape.ts";
 import { publishHome } from "./home-publish.ts";
 import { refusalText } from "./refusal-text.ts";
 import { rejectModal } from "./reject-modal.ts";
+import { revokeModal } from "./revoke-modal.ts";
+import { revokePlan } from "../service/revoke-plan.ts";
 
 /** The plan and exact hash a button was rendered for; the click decides on exactly this. */
 interface ButtonValue {
@@ -89,6 +91,43 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
     await client.views.open({ trigger_id: body.trigger_id, view: rejectModal({ ...value, channel: channel ?? "" }) }).catch(async (err: unknown) => {
       logger.warn({ err }, "could not open the reject dialog");
       await tellClicker(client, channel, body.user.id, "Slack would not open the reject dialog; try again, or reject from the plan page.");
+    });
+  });
+
+  // Revoke (issue 16): the reason modal is its confirmation, as for Reject.
+  app.action<BlockAction<ButtonAction>>("revoke", async ({ ack, body, client }) => {
+    await ack();
+    const channel = body.channel?.id;
+    const value = await clickedPlan(body, client);
+    if (!value) return;
+    await client.views.open({ trigger_id: body.trigger_id, view: revokeModal({ ...value, channel: channel ?? "" }) }).catch(async (err: unknown) => {
+      logger.warn({ err }, "could not open the revoke dialog");
+      await tellClicker(client, channel, body.user.id, "Slack would not open the revoke dialog; try again, or revoke from the plan page.");
+    });
+  });
+
+  app.view<ViewSubmitAction>("revoke", async ({ ack, body, view, client }) => {
+    const reason = view.state.values.reason?.reason?.value?.trim() ?? "";
+    if (!reason) {
+      await ack({ response_action: "errors", errors: { reason: "Say why, so the agent and the approvers know." } });
+      return;
+    }
+    await ack();
+    let meta: ButtonValue & { channel: string };
+    try {
+      meta = JSON.parse(view.private_metadata) as ButtonValue & { channel: string };
+    } catch {
+      return;
+    }
+    deps.decisions.push(async () => {
+      const tell = (text: string) => tellClicker(client, meta.channel, body.user.id, text);
+      if (foreign(body.user.team_id, body.team?.id)) return tell(`Countersign accepts revocations only from members of its own workspace (${deps.teamId()}); nothing changed.`);
+      try {
+        await revokePlan(ctx, { planId: meta.planId, person: { userId: body.user.id, via: "slack" }, reason });
+      } catch (err) {
+        logRefusal(logger, err);
+        await tell(refusalText(err));
+      }
     });
   });
 

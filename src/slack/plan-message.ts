@@ -25,6 +25,8 @@ export interface PlanMessage {
   risk?: { level: "low" | "medium" | "high"; rule: string } | undefined;
   approvals: { userId: string; via: "slack" | "web"; at: string }[];
   rejection?: { userId: string; reason: string } | undefined;
+  /** Who withdrew the approval before an executor took the plan, and why (issue 16). */
+  revocation?: { userId: string; reason: string } | undefined;
   outcome?: Outcome | undefined;
   /** A re-plan: what it does differently from the version it replaces (masked as previews are). */
   changedSince?: PlanDiff | undefined;
@@ -44,6 +46,7 @@ export type ThreadEvent =
   | { type: "plan.applied"; outcome: Outcome; actions: ActionPreview[] }
   | { type: "plan.failed"; outcome: Outcome }
   | { type: "plan.stale"; outcome: Outcome }
+  | { type: "plan.revoked"; userId: string; reason: string }
   /** Still undecided close to expiry: mentions who could still decide. */
   | { type: "plan.reminder"; expiresAt: string; missing: string[]; approvals: number; requiredApprovals: number };
 

@@ -1,5 +1,7 @@
 import { isUserGroup } from "../policy/approvers.ts";
 import { ServiceError } from "../service/errors.ts";
+import { whyNotRevocable } from "../service/refusal-error.ts";
+import type { PlanStatus } from "../plan/schema.ts";
 import { escapeMrkdwn, mention } from "./escape.ts";
 
 /**
@@ -26,6 +28,10 @@ export function refusalText(err: unknown): string {
       const who = approvers.map((a) => (isUserGroup(a) ? `members of user group ${escapeMrkdwn(a)}` : mention(a)));
       return `You are not an approver for this plan. It can be decided by: ${who.join(", ") || "nobody configured"}.`;
     }
+    case "not_revocable":
+      return `This plan cannot be revoked: ${whyNotRevocable(details.status as PlanStatus)}. Nothing changed.`;
+    case "not_a_revoker":
+      return "You may not revoke this plan: only the people who may decide it (not its requester) and admins may. Nothing changed.";
     case "approver_check_failed":
       return "Countersign could not check your user group membership with Slack just now, so nothing was recorded. Try again shortly.";
     case "not_found":

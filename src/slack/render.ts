@@ -176,7 +176,9 @@ function statusLine(m: PlanMessage): string {
     case "superseded":
       return m.supersededBy ? `↪️ *Superseded* by ${versionLink(m.supersededBy)} — decide on that one` : "↪️ *Superseded* — the agent sent a new version";
     case "revoked":
-      return "⛔ *Revoked* — the approval was withdrawn before any executor took it";
+      return m.revocation
+        ? `⛔ *Revoked* by ${mention(m.revocation.userId)}: ${mrkdwnText(singleLine(m.revocation.reason), SHOWN.rejection)} — the approval was withdrawn before any executor took it`
+        : "⛔ *Revoked* — the approval was withdrawn before any executor took it";
   }
 }
 
@@ -204,8 +206,13 @@ function mentions(userIds: string[]): string {
  * the full plan. Built before the action sections and placed last, so it always fits.
  */
 function decisionBlock(m: PlanMessage): Block {
-  const buttons = m.status === "pending" ? decisionButtons(m) : [];
+  const buttons = m.status === "pending" ? decisionButtons(m) : m.status === "approved" ? [revokeButton(m)] : [];
   return { type: "actions", elements: [...buttons, viewButton(m)] };
+}
+
+/** While an approved plan waits for an executor, its approval can be withdrawn; the modal asks why (its confirmation). */
+function revokeButton(m: ButtonPlan): Block {
+  return { type: "button", action_id: "revoke", style: "danger", text: plainText("Revoke", SLACK_LIMITS.buttonText), value: buttonValue(m) };
 }
 
 /** What the decision buttons need of a plan: which one, its exact hash, and the targets its confirm dialog names. */
@@ -439,6 +446,8 @@ export function renderThreadReply(e: ThreadEvent): SlackMessage {
       return failedReply(e.outcome);
     case "plan.stale":
       return staleReply(e.outcome);
+    case "plan.revoked":
+      return reply(`⛔ Revoked by ${mention(e.userId)}: ${mrkdwnText(singleLine(e.reason), SHOWN.replyReason)}`);
   }
 }
 

@@ -1,4 +1,5 @@
 /** @jsxRuntime automatic @jsxImportSource hono/jsx */
+import { RevocationLine, RevokeForm } from "./revoke-form.tsx";
 import { shortHash } from "../plan/fingerprint.ts";
 import type { Json } from "../plan/json.ts";
 import type { ActionPreview } from "../plan/schema.ts";
@@ -102,6 +103,8 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
           <ul>{plan.approvals.map((a) => <li>Approved by <code>{a.userId}</code> via {a.via} at {when(a.at)}</li>)}</ul>
         ) : null}
         {plan.rejection ? <p>Rejected by <code>{plan.rejection.userId}</code> via {plan.rejection.via}: {plan.rejection.reason}</p> : null}
+        {plan.revocation ? <RevocationLine revocation={plan.revocation} /> : null}
+        {props.reviewed.mayRevoke && props.session ? <RevokeForm planId={plan.id} csrf={props.session.csrfToken} /> : null}
         {canDecide ? <DecisionForms planId={plan.id} hash={plan.hash} csrf={props.session!.csrfToken} /> : <WhyNoButtons why={plan.whyNotDecide} signedIn={props.session !== undefined} />}
       </section>
 

@@ -23,6 +23,9 @@ import { OIDC_START_PATH, oidcRoutes } from "./oidc-routes.tsx";
 import type { SlackSignIn } from "../service/oidc-sign-in.ts";
 import { SESSION_COOKIE, setSessionCookie } from "./session-cookie.ts";
 import { isPlanId } from "../plan/schema.ts";
+import { revokePlan } from "../service/revoke-plan.ts";
+import { pauseCountersign, resumeCountersign } from "../service/pause.ts";
+import { pauseBanner } from "./pause-banner.tsx";
 
 const COOKIE = SESSION_COOKIE;
 
@@ -50,6 +53,8 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
     c.header("X-Content-Type-Options", "nosniff");
     c.header("Referrer-Policy", "same-origin");
   });
+  // The kill switch's banner on every page (and the pause form for admins on the plan list).
+  web.use("*", pauseBanner(ctx, session));
 
   /** Cross-site POSTs are refused before anything else: Origin (or, lacking it, Referer) must be ours. */
   const sameOrigin = (c: Context) => {
@@ -189,6 +194,43 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
         return planPage(c, planId, refusal);
       }
       return c.redirect(`/plans/${planId}`, 303);
+    });
+  }
+
+  /** Revoke an approved plan no executor has taken (issue 16); a refusal is shown on the plan page, like a decision's. */
+  web.post("/plans/:id/revoke", async (c) => {
+    const checked = await checkPost(c);
+    if (checked instanceof Response) return checked;
+    const planId = c.req.param("id");
+    try {
+      await revokePlan(ctx, { planId, person: { userId: checked.session.userId, via: "web" }, reason: checked.form.reason });
+    } catch (err) {
+      const refusal = refusalOf(err);
+      if (!refusal) {
+        if (err instanceof ServiceError && err.code === "not_found") return c.html(<MessagePage title="No such plan" text={err.message} />, 404);
+        throw err;
+      }
+      c.set("reader", checked.session);
+      return planPage(c, planId, refusal);
+    }
+    return c.redirect(`/plans/${planId}`, 303);
+  });
+
+  /** The kill switch from the browser: admins only (anyone else gets 403 naming why), with the session's CSRF token. */
+  for (const verb of ["pause", "resume"] as const) {
+    web.post(`/${verb}`, async (c) => {
+      const checked = await checkPost(c);
+      if (checked instanceof Response) return checked;
+      const operator = { via: "web", userId: checked.session.userId } as const;
+      try {
+        if (verb === "pause") await pauseCountersign(ctx, { operator, reason: checked.form.reason });
+        else await resumeCountersign(ctx, { operator });
+      } catch (err) {
+        if (!(err instanceof ServiceError)) throw err;
+        const title = verb === "pause" ? "Countersign was not paused" : "Countersign was not resumed";
+        return c.html(<MessagePage title={title} text={err.message} />, HTTP_STATUS_OF[err.code]);
+      }
+      return c.redirect("/plans", 303);
     });
   }
 
