@@ -212,7 +212,7 @@ export type ErrorBody = {
   };
 };
 
-export type ErrorCode = "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "idempotency_conflict" | "conflict" | "lease_lost" | "approver_check_failed" | "already_decided" | "already_voted" | "hash_mismatch" | "plan_expired" | "not_supersedable" | "self_approval" | "not_an_approver" | "not_a_reader" | "not_a_revoker" | "not_an_admin" | "not_revocable" | "payload_too_large" | "unsupported_media_type" | "unknown_target" | "preview_failed" | "policy_denied" | "rate_limited" | "database_unavailable" | "internal";
+export type ErrorCode = "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "idempotency_conflict" | "conflict" | "lease_lost" | "approver_check_failed" | "already_decided" | "already_voted" | "hash_mismatch" | "plan_expired" | "not_supersedable" | "target_changed" | "self_approval" | "not_an_approver" | "not_a_reader" | "not_a_revoker" | "not_an_admin" | "not_revocable" | "payload_too_large" | "unsupported_media_type" | "unknown_target" | "preview_failed" | "policy_denied" | "rate_limited" | "database_unavailable" | "internal";
 
 export type Issue = {
   /** JSON Pointer into the request; "" for the whole of it */

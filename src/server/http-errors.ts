@@ -19,6 +19,7 @@ export const HTTP_STATUS_OF: Record<ErrorCode, ContentfulStatusCode> = {
   hash_mismatch: 409,
   plan_expired: 409,
   not_supersedable: 409,
+  target_changed: 409,
   self_approval: 403,
   not_an_approver: 403,
   not_a_reader: 403,

@@ -10,6 +10,7 @@ import type { ServiceContext } from "./context.ts";
 import { ServiceError } from "./errors.ts";
 import { decisionTermsOf } from "./decision-terms.ts";
 import { approverCheckFailed, approverMembershipOf, type Membership } from "./approver-groups.ts";
+import { recheckBeforeApprove } from "./approve-recheck.ts";
 import { refusalError } from "./refusal-error.ts";
 import { planEventStatement, transition, type PlanRow } from "./transition.ts";
 
@@ -30,6 +31,8 @@ export interface DecideResult {
   /** Distinct people who have approved so far, and how many are needed. */
   approvals: string[];
   requiredApprovals: number;
+  /** An approval recorded although its targets could not be re-read at the click: why (issue 15). */
+  recheckFailed?: string;
 }
 
 /**
@@ -47,6 +50,13 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
   // and remembered, and the transaction reads only what does change.
   const terms = await decisionTermsOf(ctx.database, input.planId);
   const membership: Membership = terms ? await approverMembershipOf(ctx, input.actor.userId, terms.policy) : { memberOf: [], unchecked: [] };
+  // An Approve that would be recorded re-reads the targets first, outside the transaction; a
+  // change refuses it with target_changed (last in the refusal order) and makes the plan stale.
+  const recheck = input.verdict === "approve" && terms
+    ? await recheckBeforeApprove(ctx, { planId: input.planId, hash: input.hash, userId: input.actor.userId, memberOf: membership.memberOf }, terms)
+    : undefined;
+  // "refused" cannot pass the locked check below (refusals only accumulate); if it ever did, say it was not re-read.
+  const recheckFailed = recheck?.kind === "unchecked" ? recheck.why : recheck?.kind === "refused" ? "could not re-check: the plan changed while the click was checked" : undefined;
 
   const result = await ctx.database.db.transaction(async (tx) => {
     const [plan] = await tx
@@ -90,6 +100,7 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
       via: input.actor.via,
       verdict: input.verdict,
       reason: reason ?? null,
+      recheckFailed: recheckFailed ?? null,
       decidedAt: now,
       expiresAt: plan.expiresAt,
     });
@@ -102,7 +113,7 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
 
     const after = [...approvers, input.actor.userId];
     // The vote is stored in its event's statement.
-    await tx.execute(planEventStatement(ctx, tx, { plan, type: "decision.approve", actor, at: now, data: { approvals: after.length, requiredApprovals: policy.requiredApprovals }, first: decision.getSQL() }));
+    await tx.execute(planEventStatement(ctx, tx, { plan, type: "decision.approve", actor, at: now, data: { approvals: after.length, requiredApprovals: policy.requiredApprovals, ...(recheckFailed ? { recheckFailed } : {}) }, first: decision.getSQL() }));
     if (quorumMet(after, policy)) {
       // The grant is what the executor will demand: plan id, exact hash, who approved, until when.
       const grantExpiresAt = new Date(now.getTime() + policy.grantTtlSeconds * 1000);
@@ -118,9 +129,9 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
         data: { approvers: after, grant: { jti: grant.jti, kid: ctx.grantKey.kid, expiresAt: grantExpiresAt.toISOString() } },
         set: { grant: grant.token, grantExpiresAt },
       });
-      return { status: approved!.status, approvals: after, requiredApprovals: policy.requiredApprovals };
+      return { status: approved!.status, approvals: after, requiredApprovals: policy.requiredApprovals, ...(recheckFailed ? { recheckFailed } : {}) };
     }
-    return { status: plan.status, approvals: after, requiredApprovals: policy.requiredApprovals };
+    return { status: plan.status, approvals: after, requiredApprovals: policy.requiredApprovals, ...(recheckFailed ? { recheckFailed } : {}) };
   });
 
   ctx.logger.info({ planId: input.planId, userId: input.actor.userId, via: input.actor.via, verdict: input.verdict, status: result.status }, "decision recorded");

@@ -28,7 +28,9 @@ export type ErrorCode =
   | "rate_limited"
   | "conflict"
   /** A re-plan named a plan that can no longer be replaced (final, claimed, or already superseded). */
-  | "not_supersedable";
+  | "not_supersedable"
+  /** An Approve re-read the plan's targets and found them changed since the preview: nothing recorded, the plan is stale (issue 15). */
+  | "target_changed";
 
 export interface Issue {
   /** JSON Pointer into the request, "" for the whole of it. */

@@ -32,6 +32,9 @@ export function refusalText(err: unknown): string {
       return `This plan cannot be revoked: ${whyNotRevocable(details.status as PlanStatus)}. Nothing changed.`;
     case "not_a_revoker":
       return "You may not revoke this plan: only the people who may decide it (not its requester) and admins may. Nothing changed.";
+    case "target_changed":
+      // Says what changed (masked as previews are) and that nothing was recorded.
+      return `⚠️ ${escapeMrkdwn(err.message)}`;
     case "approver_check_failed":
       return "Countersign could not check your user group membership with Slack just now, so nothing was recorded. Try again shortly.";
     case "not_found":

@@ -1,0 +1,130 @@
+import { and, eq } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { readResource } from "../../src/adapters/http-json.ts";
+import { applyHttpJson } from "../../src/adapters/http-json-apply.ts";
+import { createReadOnlyHttp } from "../../src/adapters/read-only-http.ts";
+import { executePlan } from "../../src/executor/execute-plan.ts";
+import { loadVerifyingKeys } from "../../src/grant/keys.ts";
+import { claimApproved } from "../../src/service/claim-approved.ts";
+import { decide } from "../../src/service/decide.ts";
+import { ServiceError } from "../../src/service/errors.ts";
+import { getPlan } from "../../src/service/get-plan.ts";
+import { reportOutcome } from "../../src/service/report-outcome.ts";
+import { submitPlan } from "../../src/service/submit-plan.ts";
+import { auditEvents, decisions, plans } from "../../src/store/schema.ts";
+import { databaseKinds } from "../support/databases.ts";
+import { mergeRequest, targetConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
+import { useHarness, type HarnessView } from "../support/use-harness.ts";
+
+let seq = 0;
+async function submit(h: HarnessView, path: string, body: Record<string, unknown> = { email: `new${++seq}@example.com` }) {
+  const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: `re-checked plan ${++seq}`, actions: [{ kind: "http.json", target: "crm", path, op: "merge", body }] }) });
+  return plan;
+}
+const approve = (h: HarnessView, plan: { id: string; hash: string }, userId = "U0ALICE") =>
+  decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId, via: "web" }, verdict: "approve" });
+const refusalOf = (p: Promise<unknown>) => p.then(() => { throw new Error("expected a refusal"); }, (err: unknown) => {
+  if (!(err instanceof ServiceError)) throw err;
+  return err;
+});
+const readsOf = (h: HarnessView, path: string) => h.target.requests.filter((r) => r.method === "GET" && r.path === path).length;
+
+describe.each(databaseKinds)("the Approve re-check ($name)", (kind) => {
+  // Watching off: only the click re-reads here.
+  const h = useHarness(kind, { targets: (url) => ({ crm: targetConfig(url, { watch: { intervalSeconds: 0 } }) }) });
+  const quorum2 = h.another({ defaults: { requiredApprovals: 2 }, targets: (url) => ({ crm: targetConfig(url, { watch: { intervalSeconds: 0 } }) }) });
+
+  const countDecisions = (planId: string) => h.database.db.$count(decisions, eq(decisions.planId, planId));
+  const statusOf = async (planId: string) => (await h.database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, planId)))[0]!.status;
+
+  it("a target changed since the preview: refused with target_changed saying what changed, nothing recorded, the plan stale by the system", async () => {
+    h.target.set("/contacts/7", { id: 7, name: "Gil", email: "gil@old.example", apiToken: "tok-1" });
+    const plan = await submit(h, "/contacts/7");
+    h.target.set("/contacts/7", { id: 7, name: "Gil", email: "gil@other.example", apiToken: "tok-2" });
+
+    const err = await refusalOf(approve(h, plan));
+    expect(err.code).toBe("target_changed");
+    expect(err.message).toContain('/email is now "gil@other.example", was "gil@old.example"');
+    // Masked exactly as previews are: a secret field's values never reach the person.
+    expect(err.message).not.toContain("tok-");
+    expect(err.details).toMatchObject({ changes: [{ target: "crm", path: "/contacts/7", changedSincePreview: expect.arrayContaining([{ path: "/email", from: "gil@old.example", to: "gil@other.example" }]) }] });
+    expect(await countDecisions(plan.id)).toBe(0);
+    expect(await statusOf(plan.id)).toBe("stale");
+    const seen = await getPlan(h.ctx, { agent: h.agent, planId: plan.id });
+    expect(seen.outcome).toMatchObject({ status: "stale", actions: [{ status: "stale", now: h.target.etagOf("/contacts/7") }] });
+    const [event] = await h.database.db.select().from(auditEvents).where(and(eq(auditEvents.planId, plan.id), eq(auditEvents.type, "plan.stale")));
+    expect(event!.actor).toMatchObject({ type: "system", process: "approve re-check" });
+    // A second click is told the plan is already decided (stale), without a read.
+    const reads = readsOf(h, "/contacts/7");
+    expect((await refusalOf(approve(h, plan, "U0BOB"))).code).toBe("already_decided");
+    expect(readsOf(h, "/contacts/7")).toBe(reads);
+  });
+
+  it("comes last: a non-approver, the requester, an old page or a second vote is answered as before, and nothing is read", async () => {
+    h.target.set("/contacts/8", { id: 8, name: "Hugo", email: "hugo@old.example" });
+    const plan = await submit(h, "/contacts/8");
+    h.target.set("/contacts/8", { id: 8, name: "Hugo", email: "hugo@other.example" });
+    const reads = readsOf(h, "/contacts/8");
+    expect((await refusalOf(approve(h, plan, "U0MALLORY"))).code).toBe("not_an_approver");
+    expect((await refusalOf(approve(h, plan, "U0REQUESTER"))).code).toBe("self_approval");
+    expect((await refusalOf(approve(h, { id: plan.id, hash: `sha256:${"0".repeat(64)}` }))).code).toBe("hash_mismatch");
+    expect(readsOf(h, "/contacts/8")).toBe(reads);
+    expect(await statusOf(plan.id)).toBe("pending");
+
+    quorum2.target.set("/contacts/8", { id: 8, name: "Hugo", email: "hugo@old.example" });
+    const two = await submit(quorum2, "/contacts/8");
+    expect((await approve(quorum2, two)).status).toBe("pending");
+    quorum2.target.set("/contacts/8", { id: 8, name: "Hugo", email: "hugo@third.example" });
+    const before = readsOf(quorum2, "/contacts/8");
+    expect((await refusalOf(approve(quorum2, two))).code).toBe("already_voted");
+    expect(readsOf(quorum2, "/contacts/8")).toBe(before);
+    // The next approver's click reads, and finds the change.
+    expect((await refusalOf(approve(quorum2, two, "U0BOB"))).code).toBe("target_changed");
+    expect(await h.database.db.$count(decisions, eq(decisions.planId, two.id))).toBe(1);
+  });
+
+  it("a target that cannot be re-read: the approval is recorded, marked could not re-check", async () => {
+    h.target.set("/contacts/9", { id: 9, name: "Ines", email: "ines@old.example" });
+    const plan = await submit(h, "/contacts/9");
+    h.target.failWith = { status: 503, body: "maintenance" };
+    const result = await approve(h, plan).finally(() => (h.target.failWith = undefined));
+    expect(result.status).toBe("approved");
+    expect(result.recheckFailed).toMatch(/^could not re-check: .*HTTP 503/);
+    const [decision] = await h.database.db.select().from(decisions).where(eq(decisions.planId, plan.id));
+    expect(decision!.recheckFailed).toMatch(/^could not re-check/);
+    const [event] = await h.database.db.select().from(auditEvents).where(and(eq(auditEvents.planId, plan.id), eq(auditEvents.type, "decision.approve")));
+    expect(event!.data).toMatchObject({ recheckFailed: expect.stringMatching(/^could not re-check/) });
+  });
+
+  it("a target edited between the click's re-read and the transaction: the approval stands, the executor refuses, one stale outcome", async () => {
+    h.target.set("/contacts/10", { id: 10, name: "Joana", email: "joana@old.example" });
+    const plan = await submit(h, "/contacts/10");
+    // The re-read is answered with the old state; the edit lands right behind it.
+    h.target.beforeAnswer = (request) => {
+      if (request.method === "GET" && request.path === "/contacts/10") {
+        h.target.beforeAnswer = undefined;
+        h.target.set("/contacts/10", { id: 10, name: "Joana", email: "joana@sneaky.example" });
+      }
+    };
+    const result = await approve(h, plan).finally(() => (h.target.beforeAnswer = undefined));
+    expect(result).toMatchObject({ status: "approved" });
+    expect(result.recheckFailed).toBeUndefined();
+
+    const write = targetConfig(h.target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } });
+    // Approved plans of the other tests are claimed first (oldest first) and left executing.
+    let claim = (await claimApproved(h.ctx))!;
+    while (claim.plan.id !== plan.id) claim = (await claimApproved(h.ctx))!;
+    const writes = h.target.writes().length;
+    const outcome = await executePlan(claim, {
+      keys: await loadVerifyingKeys((await testGrantKeys()).publicPem),
+      environment: "test",
+      now: h.clock.now,
+      read: (a) => readResource(createReadOnlyHttp(), a.target, write, a.path),
+      write: (a, key) => applyHttpJson(fetch, a.target, write, a, key),
+    });
+    expect(outcome).toMatchObject({ status: "stale", actions: [{ status: "stale", changedSincePreview: [{ path: "/email", from: "joana@old.example", to: "joana@sneaky.example" }] }] });
+    expect(h.target.writes().length).toBe(writes);
+    expect(await reportOutcome(h.ctx, { claimToken: claim.claimToken, outcome })).toEqual({ status: "stale" });
+    expect(await h.database.db.$count(auditEvents, and(eq(auditEvents.planId, plan.id), eq(auditEvents.type, "plan.stale")))).toBe(1);
+  });
+});
