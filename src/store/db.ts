@@ -5,6 +5,7 @@ import type { PGliteOptions } from "@electric-sql/pglite";
 import { sql, type ExtractTablesWithRelations, type SQL } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from "drizzle-orm/pg-core";
 import { packagePath } from "../package-path.ts";
+import { namedStatements, PLAN_PER_EXECUTION } from "./named-statements.ts";
 import * as schema from "./schema.ts";
 
 export type Schema = typeof schema;
@@ -82,8 +83,9 @@ const RECONNECT = { backoff: (attempt: number) => Math.min(0.05 * 2 ** attempt, 
 
 async function openPostgres(url: string): Promise<Database> {
   const [{ default: postgres }, { drizzle }, { migrate }] = await Promise.all([import("postgres"), import("drizzle-orm/postgres-js"), import("drizzle-orm/postgres-js/migrator")]);
-  const client = postgres(url, { onnotice: () => {}, max: 10, ...RECONNECT });
-  const db = drizzle({ client, schema }) as unknown as Db;
+  // Named statements: one round trip a statement instead of two (named-statements.ts).
+  const client = postgres(url, { onnotice: () => {}, max: 10, ...RECONNECT, connection: PLAN_PER_EXECUTION });
+  const db = drizzle({ client: namedStatements(client), schema }) as unknown as Db;
   return {
     db,
     kind: "postgres",

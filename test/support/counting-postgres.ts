@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import { openDatabase, type Database, type Db } from "../../src/store/db.ts";
+import { namedStatements, PLAN_PER_EXECUTION } from "../../src/store/named-statements.ts";
 import * as schema from "../../src/store/schema.ts";
 
 /**
@@ -26,8 +27,8 @@ export async function openCountingPostgres(adminUrl: string): Promise<CountingPo
   const listening = migrating; // LISTEN runs on its own connection; its statements are not the verbs'.
 
   let sent: string[] = [];
-  const client = postgres(url.toString(), { onnotice: () => {}, max: 10, debug: (_connection, query) => void sent.push(query.replace(/\s+/g, " ").trim()) });
-  const db = drizzle({ client, schema }) as unknown as Db;
+  const client = postgres(url.toString(), { onnotice: () => {}, max: 10, connection: PLAN_PER_EXECUTION, debug: (_connection, query) => void sent.push(query.replace(/\s+/g, " ").trim()) });
+  const db = drizzle({ client: namedStatements(client), schema }) as unknown as Db;
   return {
     db,
     kind: "postgres",
