@@ -40,7 +40,8 @@ export async function outboxVisibility(ctx: ServiceContext, input: { reader: Rea
   if (!rights.readsEverything) {
     throw new ServiceError("not_a_reader", "you may not see the delivery lanes: they name every plan's deliveries, so only admins and the people in browser.readers may");
   }
-  const [lanes, dead] = [await laneHealth(ctx), await deadDeliveries(ctx, input.limit ?? DEAD_SHOWN)];
+  const lanes = await laneHealth(ctx);
+  const dead = await deadDeliveries(ctx, input.limit ?? DEAD_SHOWN);
   return { lanes, dead, mayRetry: rights.isAdmin };
 }
 
