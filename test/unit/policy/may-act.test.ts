@@ -102,6 +102,33 @@ describe("read", () => {
   });
 });
 
+describe("revoke", () => {
+  const revoke: Act = { verb: "revoke", admins: ["U0ADMIN", "S0OPS"] };
+  const approved = (overrides: Partial<PlanFacts> = {}) => plan({ status: "approved", approvals: ["U0ALICE", "U0BOB"], ...overrides });
+  it.each<[name: string, who: ReturnType<typeof person>, facts: PlanFacts, expected: RefusalCode | undefined]>([
+    ["an approver who approved it", person("U0ALICE"), approved(), undefined],
+    ["an approver through a group, who did not vote", person("U0GINA", ["S0REVIEWERS"]), approved(), undefined],
+    ["an admin by id", person("U0ADMIN"), approved(), undefined],
+    ["an admin through a group", person("U0OLIVER", ["S0OPS"]), approved(), undefined],
+    ["an admin who is also the requester", person("U0RITA", ["S0OPS"]), approved(), undefined],
+    ["the requester, even when listed as an approver", person("U0RITA"), approved({ policy: { approvers: ["U0RITA", "U0ALICE"], requiredApprovals: 1 } }), "not_a_revoker"],
+    ["an outsider", person("U0MALLORY"), approved(), "not_a_revoker"],
+    ["a pending plan, even for an approver", person("U0ALICE"), plan(), "not_revocable"],
+    ["a claimed plan", person("U0ADMIN"), approved({ status: "executing" }), "not_revocable"],
+    ["a final plan", person("U0ADMIN"), approved({ status: "applied" }), "not_revocable"],
+    ["a plan already revoked", person("U0ALICE"), approved({ status: "revoked" }), "not_revocable"],
+    // The status is the first question, so an outsider learns only what the page already shows them.
+    ["an outsider, on a claimed plan", person("U0MALLORY"), approved({ status: "executing" }), "not_revocable"],
+  ])("%s → %s", (_name, who, facts, expected) => {
+    expect(code(who, facts, revoke)).toBe(expected);
+  });
+
+  it("a refusal names the status or who may", () => {
+    expect(whyMayNot(person("U0ALICE"), approved({ status: "executing" }), revoke, NOW)).toEqual({ code: "not_revocable", status: "executing" });
+    expect(whyMayNot(person("U0MALLORY"), approved(), revoke, NOW)).toEqual({ code: "not_a_revoker", approvers: ["U0ALICE", "U0BOB", "S0REVIEWERS"] });
+  });
+});
+
 describe("user groups", () => {
   it("S… ids are user groups; U… and W… are people", () => {
     expect(["S0614TZR7", "U024BE7LH", "W0ENTERPRISE"].map(isUserGroup)).toEqual([true, false, false]);
