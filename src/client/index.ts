@@ -14,7 +14,7 @@ export type AuditEventView = AuditEvent;
 export { verifyWebhook } from "./webhook-signature.js";
 
 /** Statuses a plan never leaves. */
-export const FINAL_STATUSES = ["rejected", "expired", "cancelled", "applied", "failed", "stale"] as const satisfies readonly PlanStatus[];
+export const FINAL_STATUSES = ["rejected", "expired", "cancelled", "applied", "failed", "stale", "superseded"] as const satisfies readonly PlanStatus[];
 export type FinalStatus = (typeof FINAL_STATUSES)[number];
 
 /** A refusal from the server, with its stable code (`plan_expired`, `preview_failed`, …). */

@@ -39,6 +39,7 @@ export type CountersignToolResult =
   | "stale: target changed, re-plan"
   | "expired"
   | "cancelled"
+  | "superseded: a newer version replaced it"
   | `failed: ${string}`
   | `refused: ${string}`
   | `pending: ${string}`
@@ -47,6 +48,7 @@ export type CountersignToolResult =
 const RESULTS_NOTE =
   "Calling this does not make the change: it proposes it to people for approval and waits. " +
   'It returns "applied" (done), "rejected: <reason>", "stale: target changed, re-plan", "expired", "cancelled", ' +
+  '"superseded: a newer version replaced it", ' +
   '"failed: <reason>", or "refused: <code>: <message>" when Countersign refuses the proposal itself.';
 
 export function countersignTool<P extends z.ZodObject, Context = unknown>(options: CountersignToolOptions<P>): FunctionTool<Context, P, string> {
@@ -102,6 +104,8 @@ export function outcomeResult(outcome: FinalOutcome): CountersignToolResult {
       return "expired";
     case "cancelled":
       return "cancelled";
+    case "superseded":
+      return "superseded: a newer version replaced it";
     case "failed": {
       const failedAction = outcome.outcome?.actions.find((a) => a.status === "failed");
       return `failed: ${outcome.reason ?? failedAction?.detail ?? "the executor could not apply it"}`;

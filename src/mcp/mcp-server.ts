@@ -70,6 +70,11 @@ export const ProposePlanInput = PlanRequest.safeExtend({
   onBehalfOf: PlanRequest.shape.onBehalfOf.describe(
     "Slack user id (e.g. U024BE7LH) of the person who asked for this change. Shown to reviewers; that person cannot approve it.",
   ),
+  supersedes: PlanRequest.shape.supersedes.describe(
+    "To change a plan you proposed that is still pending, approved but not yet applied, or stale: its id. The new plan replaces it " +
+      "(it becomes superseded; approvals do not carry over) and reviewers see what changed since it, in the same Slack thread. " +
+      "Refused with not_supersedable when that plan is final, already being applied, or already replaced (then re-plan from the newest).",
+  ),
   idempotencyKey: PlanRequest.shape.idempotencyKey.describe(
     "A unique string for this proposal. Retrying with the same key and the same plan returns the existing plan instead of creating a second one; " +
       "the same key with a different plan is refused (idempotency_conflict). Use it whenever a call might be retried.",
@@ -117,7 +122,7 @@ export function createMcpServer(client: Countersign, version = packageVersion())
     {
       title: "Read a plan",
       description:
-        "Read one of your plans as it is now: status (pending, approved, executing, applied, rejected, expired, cancelled, stale, failed), " +
+        "Read one of your plans as it is now: status (pending, approved, executing, applied, rejected, expired, cancelled, stale, failed, superseded), " +
         "its actions and previewed changes, approvals, the rejection reason and the executor's per-action results. Does not wait; use wait_for_outcome for that.",
       inputSchema: z.strictObject({ planId: PlanId }),
       annotations: { readOnlyHint: true, openWorldHint: false },
@@ -136,7 +141,8 @@ export function createMcpServer(client: Countersign, version = packageVersion())
       description:
         "Wait until people decide on a plan and, if approved, the executor has applied it. Returns the final status with approvals, " +
         "the reason (rejected, stale, failed, expired) and per-action results. applied: done. rejected: read the reason before proposing anything else. " +
-        "stale: the target changed after the preview and nothing was written; re-read and propose again. expired/cancelled: nothing was applied. " +
+        "stale: the target changed after the preview and nothing was written; re-read and propose again with supersedes set to this plan's id. " +
+        "superseded: you replaced it with a newer version; wait for that one. expired/cancelled: nothing was applied. " +
         `If the plan is still open after timeoutSeconds (default ${DEFAULT_WAIT_SECONDS}, at most ${MAX_WAIT_SECONDS}) it says so; call again to keep waiting.`,
       inputSchema: z.strictObject({
         planId: PlanId,
@@ -306,7 +312,8 @@ const NEXT_STEP: Record<FinalOutcome["status"], string> = {
   rejected: "A reviewer rejected it; nothing was applied. Address the reason before proposing again.",
   expired: "Nobody decided in time (or the approval went unused); nothing was applied.",
   cancelled: "It was withdrawn; nothing was applied.",
-  stale: "The target changed after the preview; nothing was written. Re-read the target and propose a new plan.",
+  stale: "The target changed after the preview; nothing was written. Re-read the target and propose a new plan (pass this plan's id as supersedes).",
+  superseded: "You replaced it with a newer version (supersedes); nothing of this one will be applied. Wait for the newer version instead.",
   failed: "The executor could not apply it; see the results for what was written.",
 };
 

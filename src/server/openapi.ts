@@ -70,14 +70,16 @@ function build(publicUrl: string): object {
           tags: ["plans"],
           summary: "Propose a plan",
           description:
-            "Validates the plan, previews every action against its target with read-only credentials, and stores it `pending` for review. Nothing is stored when anything fails.",
+            "Validates the plan, previews every action against its target with read-only credentials, and stores it `pending` for review. Nothing is stored when anything fails. " +
+            "A re-plan names the version it replaces in `supersedes` (one of this agent's plans that is `pending`, `approved` but not yet claimed, or `stale`): in the same transaction that version becomes `superseded` (a `stale` one stays `stale` and gains `supersededBy`); approvals never carry over, and reviewers see what changed since it.",
           requestBody: { required: true, content: json(ref("PlanRequest")) },
           responses: {
             201: planResponse("The plan was created and awaits review"),
             200: planResponse("A retry with the same `idempotencyKey` and body: the plan created earlier"),
             ...errors(400, ["invalid_json", "invalid_request"], "The body is not JSON, or not a valid plan (see `issues`)"),
             ...common,
-            ...errors(409, ["idempotency_conflict"], "The `idempotencyKey` was used for a different plan (`details.planId`)"),
+            ...errors(404, ["not_found"], "`supersedes` names no plan of this agent (another agent's plan looks the same)"),
+            ...errors(409, ["idempotency_conflict", "not_supersedable"], "The `idempotencyKey` was used for a different plan (`details.planId`), or the plan named in `supersedes` can no longer be replaced: final, claimed by an executor, or already superseded (`details.status`, `details.supersededBy`)"),
             ...errors(413, ["payload_too_large"], `The body is over ${LIMITS.maxBodyBytes / 1024} KiB`),
             ...errors(415, ["unsupported_media_type"], "The body is not sent as `Content-Type: application/json`"),
             ...errors(422, ["unknown_target", "preview_failed", "policy_denied"], "The plan is well-formed but cannot be proposed"),
