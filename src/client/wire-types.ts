@@ -19,6 +19,13 @@ export type PlanView = {
   rejection?: Rejection;
   /** Present once the plan is revoked: who withdrew the approval and why */
   revocation?: Revocation;
+  /** Present while a pending or approved plan's targets are watched: when they were last re-read, and since when re-reads fail */
+  watch?: {
+    /** The oldest of the plan's resources' last good re-read; null before the first */
+    checkedAt: string | null;
+    /** Since when a re-read of one of its resources has failed (target down, 5xx, timeout); null while they answer. The plan stays open: the executor re-checks before writing */
+    failingSince: string | null;
+  };
   /** Present while an approved plan waits because Countersign is paused; its grant keeps running out meanwhile */
   held?: Hold;
   /** When the approval stops being usable by an executor (set once approved) */
@@ -113,6 +120,8 @@ export type Approval = {
   userId: string;
   via: "slack" | "web";
   at: string;
+  /** Present when the targets could not be re-read at this Approve (issue 15): recorded anyway, "could not re-check", and why; the executor's revalidation remains the final gate */
+  recheckFailed?: string;
 };
 
 export type Rejection = {

@@ -1,10 +1,10 @@
-import { asc, eq, inArray } from "drizzle-orm";
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import { neutralizeBidiJson } from "../plan/bidi.ts";
 import type { Change } from "../plan/changes.ts";
 import type { Json } from "../plan/json.ts";
 import { redactChange, redactJson, redactText, type RedactionRules } from "../policy/redact.ts";
 import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
-import { decisions, plans } from "../store/schema.ts";
+import { decisions, plans, targetWatches, watchedActions } from "../store/schema.ts";
 import type { Queryable } from "../store/db.ts";
 import type { Outcome } from "../plan/outcome.ts";
 import type { AfterApplyMismatch } from "../plan/holds-change.ts";
@@ -23,7 +23,26 @@ export type Audience = "agent" | "reviewer";
 
 export async function planView(db: Queryable, publicUrl: string, row: PlanRow, audience: Audience, rules: RedactionRules): Promise<PlanView> {
   const votes = await db.select().from(decisions).where(eq(decisions.planId, row.id)).orderBy(asc(decisions.id));
-  return withRevocation(db, row, redactView(rawPlanView(publicUrl, row, votes, await versionsOf(db, row)), audience, rules));
+  const view = await withRevocation(db, row, redactView(rawPlanView(publicUrl, row, votes, await versionsOf(db, row)), audience, rules));
+  const watch = await watchOf(db, row);
+  return watch ? { ...view, watch } : view;
+}
+
+/**
+ * How the watcher's re-reads of an open plan's resources went (issue 15): the oldest last good
+ * read and the earliest failure still going on. One read, only for pending and approved plans;
+ * undefined when none of its targets is watched (or the watcher has not listed it yet).
+ */
+async function watchOf(db: Queryable, row: PlanRow): Promise<PlanView["watch"]> {
+  if (row.status !== "pending" && row.status !== "approved") return undefined;
+  const [found] = await db
+    .select({ watched: sql<number>`count(*)::int`, checkedAt: sql<string | null>`min(${targetWatches.checkedAt})`, failingSince: sql<string | null>`min(${targetWatches.failedSince})` })
+    .from(watchedActions)
+    .innerJoin(targetWatches, and(eq(targetWatches.target, watchedActions.target), eq(targetWatches.path, watchedActions.path)))
+    .where(eq(watchedActions.planId, row.id));
+  if (!found || Number(found.watched) === 0) return undefined;
+  const iso = (value: string | Date | null) => (value === null ? null : new Date(value).toISOString());
+  return { checkedAt: iso(found.checkedAt), failingSince: iso(found.failingSince) };
 }
 
 /** The view of a plan just stored: nobody can have decided on it yet, so there are no votes to read (and nothing supersedes it yet). */
@@ -81,7 +100,7 @@ function redactMismatch(d: AfterApplyMismatch, rules: RedactionRules): AfterAppl
 
 function rawPlanView(publicUrl: string, row: PlanRow, votes: (typeof decisions.$inferSelect)[], versions: Versions): PlanView {
   const link = (v: Pick<PlanRow, "id" | "hash">) => ({ id: v.id, hash: v.hash, reviewUrl: `${publicUrl}/plans/${v.id}` });
-  const approvals = votes.filter((v) => v.verdict === "approve").map((v) => ({ userId: v.userId, via: v.via, at: v.decidedAt.toISOString() }));
+  const approvals = votes.filter((v) => v.verdict === "approve").map((v) => ({ userId: v.userId, via: v.via, at: v.decidedAt.toISOString(), ...(v.recheckFailed ? { recheckFailed: v.recheckFailed } : {}) }));
   const reject = row.status === "rejected" ? votes.find((v) => v.verdict === "reject") : undefined;
   return {
     id: row.id,

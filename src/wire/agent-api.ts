@@ -42,7 +42,12 @@ export const ActionPreview = z.strictObject({
 });
 export type ActionPreview = z.output<typeof ActionPreview>;
 
-export const Approval = z.strictObject({ userId: z.string(), via: Via, at: IsoDateTime });
+export const Approval = z.strictObject({
+  userId: z.string(),
+  via: Via,
+  at: IsoDateTime,
+  recheckFailed: z.string().optional().describe("Present when the targets could not be re-read at this Approve (issue 15): recorded anyway, \"could not re-check\", and why; the executor's revalidation remains the final gate"),
+});
 export type Approval = z.output<typeof Approval>;
 
 export const Rejection = z.strictObject({ userId: z.string(), via: Via, reason: z.string(), at: IsoDateTime });
@@ -62,6 +67,13 @@ export type Hold = z.output<typeof Hold>;
 
 export const PlanStatus = z.enum(PLAN_STATUSES).describe("`pending` awaits approval; `approved` and `executing` await the executor; the rest are final");
 export type PlanStatus = z.output<typeof PlanStatus>;
+
+/** The server's re-reads of an open plan's targets (issue 15, `targets.<name>.watch`). */
+export const Watch = z.strictObject({
+  checkedAt: IsoDateTime.nullable().describe("The oldest of the plan's resources' last good re-read; null before the first"),
+  failingSince: IsoDateTime.nullable().describe("Since when a re-read of one of its resources has failed (target down, 5xx, timeout); null while they answer. The plan stays open: the executor re-checks before writing"),
+});
+export type Watch = z.output<typeof Watch>;
 
 /** Another version of the same intent (re-plan, `supersedes`): which plan, its hash, where people review it. */
 export const VersionLink = z.strictObject({
@@ -84,6 +96,7 @@ export const PlanView = z.strictObject({
   approvals: z.array(Approval),
   rejection: Rejection.optional().describe("Present once the plan is rejected"),
   revocation: Revocation.optional().describe("Present once the plan is revoked: who withdrew the approval and why"),
+  watch: Watch.optional().describe("Present while a pending or approved plan's targets are watched: when they were last re-read, and since when re-reads fail"),
   held: Hold.optional().describe("Present while an approved plan waits because Countersign is paused; its grant keeps running out meanwhile"),
   grantExpiresAt: IsoDateTime.optional().describe("When the approval stops being usable by an executor (set once approved)"),
   outcome: Outcome.optional().describe("What the executor reported, with per-action detail"),

@@ -94,6 +94,8 @@ describe.each(databaseKinds)("the Approve re-check ($name)", (kind) => {
     expect(decision!.recheckFailed).toMatch(/^could not re-check/);
     const [event] = await h.database.db.select().from(auditEvents).where(and(eq(auditEvents.planId, plan.id), eq(auditEvents.type, "decision.approve")));
     expect(event!.data).toMatchObject({ recheckFailed: expect.stringMatching(/^could not re-check/) });
+    // Shown as such wherever the approval is.
+    expect((await getPlan(h.ctx, { agent: h.agent, planId: plan.id })).approvals).toEqual([{ userId: "U0ALICE", via: "web", at: expect.any(String), recheckFailed: expect.stringMatching(/^could not re-check: .*HTTP 503/) }]);
   });
 
   it("a target edited between the click's re-read and the transaction: the approval stands, the executor refuses, one stale outcome", async () => {

@@ -92,6 +92,9 @@ describe.each(databaseKinds)("watching targets while plans are open ($name)", (k
       // Since the first failure, not the latest.
       expect(row!.failedSince).toEqual(failedAt);
       expect(row!.lastError).toMatch(/HTTP 503/);
+      // The agent (and every reviewer view) sees since when the plan could not be re-checked.
+      const seen = await getPlan(h.ctx, { agent: h.agent, planId: plan.id });
+      expect(seen.watch).toEqual({ checkedAt: null, failingSince: failedAt.toISOString() });
     } finally {
       h.target.failWith = undefined;
     }
@@ -100,6 +103,7 @@ describe.each(databaseKinds)("watching targets while plans are open ($name)", (k
     const [row] = await h.database.db.select().from(targetWatches).where(eq(targetWatches.path, "/contacts/4"));
     expect(row!.failedSince).toBeNull();
     expect(await statusOf(h, plan.id)).toBe("pending");
+    expect((await getPlan(h.ctx, { agent: h.agent, planId: plan.id })).watch).toEqual({ checkedAt: h.clock.now().toISOString(), failingSince: null });
   });
 
   it("a target with watch.intervalSeconds 0 is never read by the watcher", async () => {
