@@ -307,10 +307,27 @@ describe("renderPlanMessage: decision buttons", () => {
     checkLimits(message);
   });
 
-  it.each(PLAN_STATUSES.filter((s) => s !== "pending"))("shows no Approve or Reject once %s", (status) => {
+  it.each(PLAN_STATUSES.filter((s) => s !== "pending"))("shows no Approve or Reject once %s (only an approved plan offers Revoke)", (status) => {
     const message = renderPlanMessage(plan({ status }));
-    expect(buttons(message).map((b) => b.action_id)).toEqual(["view_full_plan"]);
+    expect(buttons(message).map((b) => b.action_id)).toEqual(status === "approved" ? ["revoke", "view_full_plan"] : ["view_full_plan"]);
     expect(JSON.stringify(message)).not.toMatch(/"action_id":"(approve|reject)"/);
+  });
+
+  it("Revoke on an approved plan carries the plan and its exact hash, like the decision buttons", () => {
+    const message = renderPlanMessage(plan({ status: "approved" }));
+    const revoke = buttons(message).find((b) => b.action_id === "revoke")!;
+    expect(revoke).toMatchObject({ style: "danger", value: JSON.stringify({ planId: PLAN_ID, hash: HASH }) });
+    checkLimits(message);
+  });
+
+  it("a revoked plan says who revoked it and why on one escaped line, and its thread reply too", () => {
+    const message = renderPlanMessage(plan({ status: "revoked", revocation: { userId: "UBOB0002", reason: "wrong <!channel>\n✅ *Approved* by me" } }));
+    const text = JSON.stringify(message.blocks);
+    expect(text).toContain("⛔ *Revoked* by <@UBOB0002>: wrong &lt;!channel&gt;");
+    expect(text).not.toContain("\\n✅");
+    const reply = renderThreadReply({ type: "plan.revoked", userId: "UBOB0002", reason: "wrong <!channel>" });
+    expect(reply.text).toBe("⛔ Revoked by <@UBOB0002>: wrong &lt;!channel&gt;");
+    checkLimits(message);
   });
 });
 
