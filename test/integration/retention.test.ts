@@ -8,12 +8,17 @@ import { readMetrics } from "../../src/service/metrics.ts";
 import { sweepRetention, type RetentionSwept } from "../../src/service/retention.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { verifyAudit } from "../../src/service/verify-audit.ts";
-import { databaseKinds } from "../support/databases.ts";
+import { pglite } from "../support/databases.ts";
+import { useSealingPostgres } from "../support/sealing-postgres.ts";
 import { mergeRequest } from "../support/harness.ts";
 import { sealAll } from "../support/seal-all.ts";
 import { useHarness } from "../support/use-harness.ts";
 
 const tokenOf = (url: string) => url.slice(url.lastIndexOf("/") + 1);
+
+/** Seals wait for the whole server's oldest transaction: PostgreSQL on a private cluster (see sealing-postgres.ts). */
+const sealingPostgres = useSealingPostgres();
+const databaseKinds = sealingPostgres ? [pglite, sealingPostgres] : [pglite];
 
 describe.each(databaseKinds)("retention sweep on $name", (kind) => {
   /** Every plan event queues a row in the "test" sink's lane: outbox rows to deliver (by hand here) and keep or delete. */
