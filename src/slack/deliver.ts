@@ -128,6 +128,7 @@ export function planMessageOf(view: PlanView, changedSince?: PlanDiff): PlanMess
     outcome: view.outcome,
     changedSince,
     supersededBy: view.supersededBy,
+    watch: view.watch,
   };
 }
 

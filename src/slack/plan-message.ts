@@ -23,7 +23,10 @@ export interface PlanMessage {
   policy: { approvers: string[]; requiredApprovals: number; rule?: string | undefined };
   /** How risky, and the config rule that says so. */
   risk?: { level: "low" | "medium" | "high"; rule: string } | undefined;
-  approvals: { userId: string; via: "slack" | "web"; at: string }[];
+  /** `recheckFailed`: recorded although the targets could not be re-read at the click (issue 15). */
+  approvals: { userId: string; via: "slack" | "web"; at: string; recheckFailed?: string | undefined }[];
+  /** The server's re-reads of the plan's targets while it is open (issue 15): since when they fail, if they do. */
+  watch?: { checkedAt: string | null; failingSince: string | null } | undefined;
   rejection?: { userId: string; reason: string } | undefined;
   /** Who withdrew the approval before an executor took the plan, and why (issue 16). */
   revocation?: { userId: string; reason: string } | undefined;

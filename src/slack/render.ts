@@ -135,6 +135,9 @@ function aboutBlock(m: PlanMessage): Block {
     elements.push(contextMrkdwn(`${m.status === "pending" ? "Expires" : "Expired"} ${slackDate(m.expiresAt)}`));
   }
   elements.push(contextMrkdwn(`Plan ${inlineCode(shortHash(m.hash), 14)}`));
+  if ((m.status === "pending" || m.status === "approved") && m.watch?.failingSince) {
+    elements.push(contextMrkdwn(`⚠️ Could not re-check the target since ${slackDate(m.watch.failingSince, "{time}")}; the executor re-checks before writing`));
+  }
   return { type: "context", elements };
 }
 
@@ -145,7 +148,7 @@ function reasonBlocks(m: PlanMessage): Block[] {
 }
 
 function statusBlock(m: PlanMessage): Block {
-  return section(statusLine(m));
+  return section(statusLine(m) + uncheckedLine(m));
 }
 
 function statusLine(m: PlanMessage): string {
@@ -172,7 +175,7 @@ function statusLine(m: PlanMessage): string {
     case "failed":
       return `❌ *Failed* — ${failureReason(m.outcome)}${m.outcome?.partial ? `\n${PARTIAL_NOTE}` : ""}`;
     case "stale":
-      return `⚠️ *Stale* — target changed, resubmit${m.supersededBy ? `\n↪️ Replaced by ${versionLink(m.supersededBy)}` : ""}`;
+      return `⚠️ *Stale* — target changed, resubmit${staleChange(m.outcome)}${m.supersededBy ? `\n↪️ Replaced by ${versionLink(m.supersededBy)}` : ""}`;
     case "superseded":
       return m.supersededBy ? `↪️ *Superseded* by ${versionLink(m.supersededBy)} — decide on that one` : "↪️ *Superseded* — the agent sent a new version";
     case "revoked":
@@ -180,6 +183,28 @@ function statusLine(m: PlanMessage): string {
         ? `⛔ *Revoked* by ${mention(m.revocation.userId)}: ${mrkdwnText(singleLine(m.revocation.reason), SHOWN.rejection)} — the approval was withdrawn before any executor took it`
         : "⛔ *Revoked* — the approval was withdrawn before any executor took it";
   }
+}
+
+/**
+ * What changed since the preview, said on the message itself (issue 15): the first changed field
+ * of the first stale action, "`/email` is now `b@…`, was `a@…` when you were asked". The values
+ * come from the reviewer's view, masked as previews are; the thread reply lists the rest.
+ */
+function staleChange(outcome: Outcome | undefined): string {
+  const stale = outcome?.actions.filter((a) => a.status === "stale") ?? [];
+  const changes = stale.flatMap((a) => a.changedSincePreview ?? []);
+  const first = changes[0];
+  if (!first) return "";
+  const value = (v: unknown) => (v === undefined ? "_absent_" : inlineCode(JSON.stringify(v), SHOWN.value));
+  const more = changes.length > 1 ? ` (and ${changes.length - 1} more change${changes.length > 2 ? "s" : ""})` : "";
+  return `\n${inlineCode(first.path || "/", SHOWN.changePath)} is now ${value(first.to)}, was ${value(first.from)} when you were asked${more}`;
+}
+
+/** Approvals recorded although the targets could not be re-read at the click: said, not hidden. */
+function uncheckedLine(m: PlanMessage): string {
+  const unchecked = m.approvals.filter((a) => a.recheckFailed).map((a) => a.userId);
+  if (unchecked.length === 0 || !["pending", "approved", "executing"].includes(m.status)) return "";
+  return `\n⚠️ Approved without a re-check by ${mentions(unchecked)}: the target could not be read at the click (could not re-check); the executor re-checks before writing`;
 }
 
 function pendingLine(m: PlanMessage, approvers: string[]): string {
