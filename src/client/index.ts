@@ -14,7 +14,7 @@ export type AuditEventView = AuditEvent;
 export { verifyWebhook } from "./webhook-signature.js";
 
 /** Statuses a plan never leaves. */
-export const FINAL_STATUSES = ["rejected", "expired", "cancelled", "applied", "failed", "stale", "superseded"] as const satisfies readonly PlanStatus[];
+export const FINAL_STATUSES = ["rejected", "expired", "cancelled", "applied", "failed", "stale", "superseded", "revoked"] as const satisfies readonly PlanStatus[];
 export type FinalStatus = (typeof FINAL_STATUSES)[number];
 
 /** A refusal from the server, with its stable code (`plan_expired`, `preview_failed`, …). */
@@ -58,7 +58,7 @@ export interface FinalOutcome {
   hash: string;
   status: FinalStatus;
   approvals: PlanView["approvals"];
-  /** Why it was rejected (reject), or why it did not apply (stale, failed, expired). */
+  /** Why it was rejected (reject) or revoked (revoke), or why it did not apply (stale, failed, expired). */
   reason?: string;
   /** Per-action results from the executor (applied, stale, failed). */
   outcome?: Outcome;
@@ -170,7 +170,7 @@ function retryAfter(header: string | null, details: Record<string, unknown> | un
 }
 
 function finalOutcome(plan: PlanView): FinalOutcome {
-  const reason = plan.rejection?.reason ?? plan.outcome?.reason;
+  const reason = plan.rejection?.reason ?? plan.revocation?.reason ?? plan.outcome?.reason;
   return {
     id: plan.id,
     hash: plan.hash,

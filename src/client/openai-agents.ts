@@ -40,6 +40,7 @@ export type CountersignToolResult =
   | "expired"
   | "cancelled"
   | "superseded: a newer version replaced it"
+  | `revoked: ${string}`
   | `failed: ${string}`
   | `refused: ${string}`
   | `pending: ${string}`
@@ -48,7 +49,7 @@ export type CountersignToolResult =
 const RESULTS_NOTE =
   "Calling this does not make the change: it proposes it to people for approval and waits. " +
   'It returns "applied" (done), "rejected: <reason>", "stale: target changed, re-plan", "expired", "cancelled", ' +
-  '"superseded: a newer version replaced it", ' +
+  '"superseded: a newer version replaced it", "revoked: <reason>" (an approval withdrawn before it was applied), ' +
   '"failed: <reason>", or "refused: <code>: <message>" when Countersign refuses the proposal itself.';
 
 export function countersignTool<P extends z.ZodObject, Context = unknown>(options: CountersignToolOptions<P>): FunctionTool<Context, P, string> {
@@ -106,6 +107,8 @@ export function outcomeResult(outcome: FinalOutcome): CountersignToolResult {
       return "cancelled";
     case "superseded":
       return "superseded: a newer version replaced it";
+    case "revoked":
+      return `revoked: ${outcome.reason || "no reason given"}`;
     case "failed": {
       const failedAction = outcome.outcome?.actions.find((a) => a.status === "failed");
       return `failed: ${outcome.reason ?? failedAction?.detail ?? "the executor could not apply it"}`;

@@ -122,7 +122,7 @@ export function createMcpServer(client: Countersign, version = packageVersion())
     {
       title: "Read a plan",
       description:
-        "Read one of your plans as it is now: status (pending, approved, executing, applied, rejected, expired, cancelled, stale, failed, superseded), " +
+        "Read one of your plans as it is now: status (pending, approved, executing, applied, rejected, expired, cancelled, stale, failed, superseded, revoked), " +
         "its actions and previewed changes, approvals, the rejection reason and the executor's per-action results. Does not wait; use wait_for_outcome for that.",
       inputSchema: z.strictObject({ planId: PlanId }),
       annotations: { readOnlyHint: true, openWorldHint: false },
@@ -142,7 +142,8 @@ export function createMcpServer(client: Countersign, version = packageVersion())
         "Wait until people decide on a plan and, if approved, the executor has applied it. Returns the final status with approvals, " +
         "the reason (rejected, stale, failed, expired) and per-action results. applied: done. rejected: read the reason before proposing anything else. " +
         "stale: the target changed after the preview and nothing was written; re-read and propose again with supersedes set to this plan's id. " +
-        "superseded: you replaced it with a newer version; wait for that one. expired/cancelled: nothing was applied. " +
+        "superseded: you replaced it with a newer version; wait for that one. revoked: someone withdrew the approval before it was applied; read the reason. expired/cancelled: nothing was applied. " +
+        "An approved plan may wait while Countersign is paused (held: the reason is given); keep waiting. " +
         `If the plan is still open after timeoutSeconds (default ${DEFAULT_WAIT_SECONDS}, at most ${MAX_WAIT_SECONDS}) it says so; call again to keep waiting.`,
       inputSchema: z.strictObject({
         planId: PlanId,
@@ -185,8 +186,9 @@ export function createMcpServer(client: Countersign, version = packageVersion())
           }
           return result(
             `Plan ${plan.id} is still ${plan.status} after ${timeoutSeconds} s (${plan.approvals.length} approval(s) so far; expires ${plan.expiresAt}). ` +
+              (plan.held ? `${heldText(plan.held)} ` : "") +
               `Call wait_for_outcome again to keep waiting. Review: ${plan.reviewUrl}`,
-            { planId: plan.id, status: plan.status, final: false, approvals: plan.approvals, expiresAt: plan.expiresAt, reviewUrl: plan.reviewUrl },
+            { planId: plan.id, status: plan.status, final: false, approvals: plan.approvals, expiresAt: plan.expiresAt, reviewUrl: plan.reviewUrl, ...(plan.held ? { held: plan.held } : {}) },
           );
         } finally {
           if (timer) clearInterval(timer);
@@ -314,6 +316,7 @@ const NEXT_STEP: Record<FinalOutcome["status"], string> = {
   cancelled: "It was withdrawn; nothing was applied.",
   stale: "The target changed after the preview; nothing was written. Re-read the target and propose a new plan (pass this plan's id as supersedes).",
   superseded: "You replaced it with a newer version (supersedes); nothing of this one will be applied. Wait for the newer version instead.",
+  revoked: "Someone who may decide it withdrew the approval before any executor applied it; nothing was applied. Read the reason before proposing again.",
   failed: "The executor could not apply it; see the results for what was written.",
 };
 
@@ -346,8 +349,13 @@ function structuredOutcome(outcome: FinalOutcome): Record<string, unknown> {
   };
 }
 
+/** Why an approved plan is not being applied: Countersign is paused. */
+function heldText(held: NonNullable<PlanView["held"]>): string {
+  return `Held: Countersign is paused (since ${held.since}: ${held.reason}); no executor takes a plan until it resumes, so keep waiting.`;
+}
+
 function planText(plan: PlanView): string {
-  const reason = plan.rejection?.reason ?? plan.outcome?.reason;
+  const reason = plan.rejection?.reason ?? plan.revocation?.reason ?? plan.outcome?.reason;
   return [
     `Plan ${plan.id}: ${plan.status}${reason ? `: ${reason}` : ""}`,
     `title: ${plan.plan.title}`,
@@ -356,6 +364,8 @@ function planText(plan: PlanView): string {
     `review: ${plan.reviewUrl}`,
     `approvals: ${approvalsText(plan.approvals)} (${plan.plan.policy.requiredApprovals} required)`,
     ...(plan.rejection ? [`rejected by ${plan.rejection.userId} via ${plan.rejection.via}`] : []),
+    ...(plan.revocation ? [`revoked by ${plan.revocation.userId} via ${plan.revocation.via}`] : []),
+    ...(plan.held ? [heldText(plan.held)] : []),
     "changes:",
     changesText(plan),
     ...actionResultsText(plan.outcome),
@@ -363,7 +373,7 @@ function planText(plan: PlanView): string {
 }
 
 function structuredPlan(plan: PlanView): Record<string, unknown> {
-  const reason = plan.rejection?.reason ?? plan.outcome?.reason;
+  const reason = plan.rejection?.reason ?? plan.revocation?.reason ?? plan.outcome?.reason;
   return {
     planId: plan.id,
     hash: plan.hash,
@@ -375,6 +385,7 @@ function structuredPlan(plan: PlanView): Record<string, unknown> {
     requiredApprovals: plan.plan.policy.requiredApprovals,
     approvals: plan.approvals,
     ...(reason !== undefined ? { reason } : {}),
+    ...(plan.held ? { held: plan.held } : {}),
     actions: plan.preview.actions.map((a) => ({ target: a.target, path: a.path, op: a.op, changes: a.changes })),
     ...(plan.outcome ? { results: plan.outcome.actions } : {}),
   };

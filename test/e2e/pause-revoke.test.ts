@@ -1,6 +1,13 @@
 import { createServer } from "node:net";
 import { sql } from "drizzle-orm";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Countersign } from "../../src/client/index.ts";
+import { outcomeResult } from "../../src/client/openai-agents.ts";
+import { createMcpServer } from "../../src/mcp/mcp-server.ts";
+import { revokePlan } from "../../src/service/revoke-plan.ts";
 import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
 import { runServer, type RunningServer } from "../../src/server/run-server.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
@@ -204,5 +211,34 @@ describe("pause and revoke through Slack, the browser and the agent API", () => 
     const twice = await post(`/plans/${plan.id}/revoke`, bob, { reason: "again" });
     expect(twice.status).toBe(409);
     expect(twice.body).toContain("it is already revoked");
+  });
+
+  it("agents' tools: MCP get_plan says a waiting plan is held and why; once revoked, wait_for_outcome answers revoked: <reason>, as the client and the OpenAI tool do", async () => {
+    const plan = await approved();
+    const client = new Countersign({ url: server.url, key: agent.key });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await createMcpServer(client, "0.0.0-test").connect(serverSide);
+    const mcp = new Client({ name: "pause-revoke-test", version: "1.0.0" });
+    await mcp.connect(clientSide);
+    const call = async (name: string, args: Record<string, unknown>) => {
+      const answer = (await mcp.callTool({ name, arguments: args })) as CallToolResult;
+      return { text: answer.content.map((c) => (c.type === "text" ? c.text : "")).join("\n"), structured: answer.structuredContent as Record<string, unknown> };
+    };
+    try {
+      await pauseCountersign(server.ctx, { operator: { via: "cli", name: "oncall" }, reason: "freeze for the audit" });
+      const held = await call("get_plan", { planId: plan.id });
+      expect(held.text).toContain("Held: Countersign is paused (since ");
+      expect(held.text).toContain("freeze for the audit); no executor takes a plan until it resumes");
+      expect(held.structured.held).toMatchObject({ by: "pause", reason: "freeze for the audit" });
+      await resumeCountersign(server.ctx, { operator: { via: "cli", name: "oncall" } });
+
+      await revokePlan(server.ctx, { planId: plan.id, person: { userId: ADMIN, via: "web" }, reason: "audit found a typo" });
+      const waited = await call("wait_for_outcome", { planId: plan.id, timeoutSeconds: 30 });
+      expect(waited.text.split("\n")[0]).toBe(`Plan ${plan.id}: revoked: audit found a typo`);
+      expect(waited.structured).toMatchObject({ status: "revoked", final: true, reason: "audit found a typo" });
+      expect(outcomeResult(await client.waitForOutcome(plan.id, { timeoutMs: 30_000 }))).toBe("revoked: audit found a typo");
+    } finally {
+      await mcp.close();
+    }
   });
 });
