@@ -1,10 +1,12 @@
-import { and, asc, eq, inArray, notExists, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, inArray, isNotNull, isNull, notExists, sql, type SQL } from "drizzle-orm";
 import { readResource, type ResourceState } from "../adapters/http-json.ts";
 import { driftOf } from "../plan/drift.ts";
 import type { ActionOutcome, Outcome } from "../plan/outcome.ts";
 import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
 import { plans, targetWatches, watchedActions } from "../store/schema.ts";
 import type { ServiceContext } from "./context.ts";
+import { effectsInsert } from "./outbox.ts";
+import { laneOf } from "./outbox-lanes.ts";
 import { transition } from "./transition.ts";
 
 /** The plans a watch looks after: pending, and approved ones no executor has claimed yet. */
@@ -146,15 +148,22 @@ async function checkResource(ctx: ServiceContext, row: Leased): Promise<{ read: 
     current = await readResource(ctx.http, row.target, target, row.path);
   } catch (err) {
     const at = ctx.clock();
-    await db.update(targetWatches)
-      .set({ failedSince: sql`coalesce(${targetWatches.failedSince}, ${at.toISOString()}::timestamptz)`, lastError: (err as Error).message.slice(0, 2000), leasedBy: null, leasedUntil: null })
-      .where(and(eq(targetWatches.target, row.target), eq(targetWatches.path, row.path)));
-    ctx.logger.warn({ target: row.target, path: row.path, err: (err as Error).message }, "a watched target could not be re-read; its plans stay open");
+    const lastError = (err as Error).message.slice(0, 2000);
+    // The first failure of a run starts it (and tells reviewers); later ones only keep the error.
+    const started = await db.update(targetWatches).set({ failedSince: at, lastError, leasedBy: null, leasedUntil: null })
+      .where(and(eq(targetWatches.target, row.target), eq(targetWatches.path, row.path), isNull(targetWatches.failedSince))).returning({ target: targetWatches.target });
+    if (started.length === 0) {
+      await db.update(targetWatches).set({ lastError, leasedBy: null, leasedUntil: null }).where(and(eq(targetWatches.target, row.target), eq(targetWatches.path, row.path)));
+    } else await showWatchOnSlack(ctx, open.map((o) => o.planId), at);
+    ctx.logger.warn({ target: row.target, path: row.path, err: lastError }, "a watched target could not be re-read; its plans stay open");
     return { read: true, failed: true, stale: [] };
   }
-  await db.update(targetWatches)
-    .set({ checkedAt: ctx.clock(), failedSince: null, lastError: null, leasedBy: null, leasedUntil: null })
-    .where(and(eq(targetWatches.target, row.target), eq(targetWatches.path, row.path)));
+  const checkedAt = ctx.clock();
+  const recovered = await db.update(targetWatches).set({ checkedAt, failedSince: null, lastError: null, leasedBy: null, leasedUntil: null })
+    .where(and(eq(targetWatches.target, row.target), eq(targetWatches.path, row.path), isNotNull(targetWatches.failedSince))).returning({ target: targetWatches.target });
+  if (recovered.length === 0) {
+    await db.update(targetWatches).set({ checkedAt, leasedBy: null, leasedUntil: null }).where(and(eq(targetWatches.target, row.target), eq(targetWatches.path, row.path)));
+  }
 
   const watchers = await loadWatchers(ctx, open);
   const stale: string[] = [];
@@ -164,7 +173,26 @@ async function checkResource(ctx: ServiceContext, row: Leased): Promise<{ read: 
     const drift = driftOf(action, w.actionIndex, w.preview.actions[w.actionIndex]?.before ?? null, current);
     if (drift && (await markStale(ctx, w.planId, w.document, [drift], "watcher"))) stale.push(w.planId);
   }
+  // Plans that stay open show again that they are re-checked (a stale one's transition updates it).
+  if (recovered.length > 0) await showWatchOnSlack(ctx, open.map((o) => o.planId).filter((id) => !stale.includes(id)), checkedAt);
   return { read: true, failed: false, stale };
+}
+
+/**
+ * Re-renders the Slack messages of open plans whose watch started or stopped failing, so
+ * reviewers see "could not re-check since HH:MM" when it happens rather than at the next
+ * decision. A Slack-only outbox row (`plan.watch`, no thread reply, no webhook): nothing about
+ * the plan changed, so there is no audit event either; the message shows the plan as it is now.
+ */
+async function showWatchOnSlack(ctx: ServiceContext, planIds: string[], at: Date): Promise<void> {
+  if (!ctx.sinks.includes("slack") || planIds.length === 0) return;
+  const { db } = ctx.database;
+  const rows = await db.select({ id: plans.id, status: plans.status, hash: plans.hash, document: plans.document }).from(plans).where(and(inArray(plans.id, planIds), inArray(plans.status, [...WATCHED_STATUSES])));
+  for (const plan of rows) {
+    const event = { planId: plan.id, type: "plan.watch", status: plan.status, hash: plan.hash, at: at.toISOString(), actor: { type: "system", process: "watcher" } };
+    const insert = effectsInsert(db, ["slack"], event, (kind) => laneOf(ctx.config, kind, plan.document as PlanDocument));
+    if (insert) await insert;
+  }
 }
 
 /** Drops a watch no open plan needs, unless a plan was listed on it meanwhile. */
