@@ -11,7 +11,7 @@ import { submitPlan } from "../../src/service/submit-plan.ts";
 import { STALE_REPLACED_EVENT } from "../../src/service/supersede.ts";
 import { transition } from "../../src/service/transition.ts";
 import { auditEvents, outbox, plans } from "../../src/store/schema.ts";
-import { databaseKinds, postgresKind } from "../support/databases.ts";
+import { databaseKinds } from "../support/databases.ts";
 import { mergeRequest } from "../support/harness.ts";
 import { refusal } from "../support/refusal.ts";
 import { useHarness, type HarnessView } from "../support/use-harness.ts";
@@ -132,15 +132,13 @@ describe.each(databaseKinds)("re-plan (supersedes) on $name", (kind) => {
     expect(again.plan.id).toBe(first.id);
     expect(await eventsOf(old.id, "plan.superseded")).toHaveLength(1);
   });
-});
 
-/** Races need real concurrent connections: PostgreSQL only (PGlite runs one transaction at a time). */
-describe.skipIf(!postgresKind)("re-plan races on postgres", () => {
-  const h = useHarness(postgresKind!, { defaults: ONE_APPROVER });
-  const statusOf = async (id: string) => (await h.database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, id)))[0]!.status;
+  // Races need real concurrent connections: PostgreSQL only (PGlite runs one transaction at a time).
+  const onPostgres = kind.name === "postgres";
+  const statusOf = async (id: string) => (await row(id)).status;
   const codeOf = (r: PromiseSettledResult<unknown>) => (r.status === "rejected" ? (r.reason instanceof ServiceError ? r.reason.code : String(r.reason)) : "won");
 
-  it("eight re-plans of one version at once: exactly one wins, the others store nothing", async () => {
+  it.skipIf(!onPostgres)("eight re-plans of one version at once: exactly one wins, the others store nothing", async () => {
     const old = await submit(h);
     const before = await h.database.db.$count(plans);
     const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => replan(h, old, `racer${i}@x.example`)));
@@ -150,7 +148,7 @@ describe.skipIf(!postgresKind)("re-plan races on postgres", () => {
     expect((await h.database.db.select().from(plans).where(eq(plans.id, old.id)))[0]!.supersededBy).toBe(winner.id);
   });
 
-  it("a re-plan racing a claim: the plan ends superseded or claimed, never both", async () => {
+  it.skipIf(!onPostgres)("a re-plan racing a claim: the plan ends superseded or claimed, never both", async () => {
     for (let round = 0; round < 5; round++) {
       const old = await submit(h);
       await approve(h, old);
