@@ -38,7 +38,9 @@ export async function reportOutcome(ctx: ServiceContext, input: ReportOutcomeInp
         ...(outcome.reconciled ? { reconciled: true } : {}),
         ...(outcome.partial ? { partial: true } : {}),
         ...(outcome.reason ? { reason: redactText(outcome.reason) } : {}),
-        actions: outcome.actions.map((a) => ({ index: a.index, status: a.status })),
+        // Whether each write verified goes into the audit trail too: a write that did not land as
+        // approved must stay on record after the outcome itself is purged.
+        actions: outcome.actions.map((a) => ({ index: a.index, status: a.status, ...(a.verified !== undefined ? { verified: a.verified } : {}) })),
       },
       set: { outcome, claimToken: null, leaseExpiresAt: null },
       guard: eq(plans.claimToken, claimToken),

@@ -150,6 +150,9 @@ describe.each(databaseKinds)("verify after apply with a spawned executor on $nam
     const got = (await (await fetch(`${s.server.url}/v1/plans/${planId}`, { headers: { authorization: `Bearer ${agentKey}` } })).json()) as PlanView;
     expect(got.status).toBe("applied");
     expect(got.outcome?.actions).toStrictEqual([{ index: 0, target: "crm", path: "/contacts/1", status: "applied", verified: false, driftAfterApply: drift }]);
+    // The audit trail keeps it too (it outlives a purged outcome).
+    const { events } = (await (await fetch(`${s.server.url}/v1/plans/${planId}/events`, { headers: { authorization: `Bearer ${agentKey}` } })).json()) as { events: { type: string; data: { actions?: unknown } }[] };
+    expect(events.find((e) => e.type === "plan.applied")?.data.actions).toStrictEqual([{ index: 0, status: "applied", verified: false }]);
     const hook = await waitFor("the applied webhook", () => hooks.map((h) => JSON.parse(h.body) as { status: string; outcome?: PlanView["outcome"] }).find((h) => h.status === "applied"), 60_000);
     expect(hook.outcome?.actions).toStrictEqual([{ index: 0, target: "crm", path: "/contacts/1", status: "applied", verified: false, driftAfterApply: drift }]);
 
