@@ -12,7 +12,7 @@ main{max-width:1100px;margin:0 auto;padding:1.25rem}h1{font-size:1.45rem;margin:
 .meta{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem;margin:0}.meta dt{color:var(--muted)}.meta dd{margin:0;overflow-wrap:anywhere}
 .badge{display:inline-block;padding:.1rem .55rem;border-radius:999px;font-size:.8rem;font-weight:600;border:1px solid transparent;white-space:nowrap}
 .s-pending{background:var(--warnbg);color:var(--warn);border-color:#fde68a}.s-approved,.s-executing{background:#eff6ff;color:#1d4ed8;border-color:#bfdbfe}
-.s-applied{background:var(--okbg);color:var(--ok);border-color:#a7f3d0}.s-rejected,.s-failed,.s-stale{background:var(--badbg);color:var(--bad);border-color:#fecaca}
+.s-applied{background:var(--okbg);color:var(--ok);border-color:#a7f3d0}.s-rejected,.s-failed,.s-stale,.s-revoked{background:var(--badbg);color:var(--bad);border-color:#fecaca}
 .risk-low{background:#f3f4f6;color:#374151}.risk-medium{background:var(--warnbg);color:var(--warn)}.risk-high{background:var(--badbg);color:var(--bad);border-color:#fecaca}
 .s-expired,.s-cancelled{background:#f3f4f6;color:#4b5563;border-color:#e5e7eb}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.45rem .5rem;border-bottom:1px solid var(--line);vertical-align:top}th{color:var(--muted);font-weight:600;font-size:.85rem}
