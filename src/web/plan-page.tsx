@@ -53,6 +53,11 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
         </div>
       ) : null}
       {props.session ? <YourDecision plan={plan} userId={props.session.userId} /> : null}
+      {(plan.status === "pending" || plan.status === "approved") && plan.watch?.failingSince ? (
+        <div class="notice bad" role="status" data-watch="failing">
+          Could not re-check the target since {clockTime(plan.watch.failingSince)}: it does not answer. The plan stays open; the executor re-checks before writing.
+        </div>
+      ) : null}
       {plan.outcome ? (
         <section class="card" aria-labelledby="outcome">
           <h2 id="outcome">Outcome: <StatusBadge status={plan.outcome.status} />{plan.outcome.reconciled ? " (reconciled: the target already held the change)" : ""}{plan.outcome.partial ? " — partially applied" : ""}{driftHeading(plan.outcome)}</h2>
@@ -70,6 +75,7 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
             </tbody>
           </table>
           <DriftAfterApply outcome={plan.outcome} />
+          <ChangedSincePreview outcome={plan.outcome} />
         </section>
       ) : null}
 
@@ -100,7 +106,9 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
           {doc.policy.rule ? <span class="muted"> (rule {doc.policy.rule})</span> : null}
         </p>
         {plan.approvals.length > 0 ? (
-          <ul>{plan.approvals.map((a) => <li>Approved by <code>{a.userId}</code> via {a.via} at {when(a.at)}</li>)}</ul>
+          <ul>{plan.approvals.map((a) => (
+            <li>Approved by <code>{a.userId}</code> via {a.via} at {when(a.at)}{a.recheckFailed ? <> <span class="badge risk-medium" data-recheck="failed" title={a.recheckFailed}>could not re-check</span> <span class="muted">the target could not be read at this approval; the executor re-checks before writing</span></> : null}</li>
+          ))}</ul>
         ) : null}
         {plan.rejection ? <p>Rejected by <code>{plan.rejection.userId}</code> via {plan.rejection.via}: {plan.rejection.reason}</p> : null}
         {plan.revocation ? <RevocationLine revocation={plan.revocation} /> : null}
@@ -167,6 +175,25 @@ function ChangedSince(props: { diff: PlanDiff }) {
       </ul>
       {diff.unchanged > 0 ? <p class="muted">{diff.unchanged} action(s) unchanged.</p> : null}
     </section>
+  );
+}
+
+/**
+ * What changed on the target since the preview, for a stale plan (issue 15): "`/email` is now
+ * "b@…", was "a@…" when you were asked", per stale action, from the reviewer's (masked) view.
+ */
+function ChangedSincePreview(props: { outcome: NonNullable<ReviewedPlan["plan"]["outcome"]> }) {
+  const stale = props.outcome.actions.filter((a) => a.status === "stale" && (a.changedSincePreview?.length ?? 0) > 0);
+  if (stale.length === 0) return null;
+  return (
+    <div data-changed-since-preview>
+      {stale.map((a) => (
+        <>
+          <p><strong>{a.target}</strong> <code>{a.path}</code> changed since you were asked:</p>
+          <ul>{a.changedSincePreview!.map((c) => <li><code>{c.path || "/"}</code> is now <code>{show(c.to)}</code>, was <code>{show(c.from)}</code> when you were asked</li>)}</ul>
+        </>
+      ))}
+    </div>
   );
 }
 

@@ -10,7 +10,9 @@ import { decide } from "../../src/service/decide.ts";
 import { ServiceError } from "../../src/service/errors.ts";
 import { getPlan } from "../../src/service/get-plan.ts";
 import { reportOutcome } from "../../src/service/report-outcome.ts";
+import { reviewPlan } from "../../src/service/review-plan.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
+import { PlanBody } from "../../src/web/plan-page.tsx";
 import { auditEvents, decisions, plans } from "../../src/store/schema.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { mergeRequest, targetConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
@@ -54,6 +56,10 @@ describe.each(databaseKinds)("the Approve re-check ($name)", (kind) => {
     expect(seen.outcome).toMatchObject({ status: "stale", actions: [{ status: "stale", now: h.target.etagOf("/contacts/7") }] });
     const [event] = await h.database.db.select().from(auditEvents).where(and(eq(auditEvents.planId, plan.id), eq(auditEvents.type, "plan.stale")));
     expect(event!.actor).toMatchObject({ type: "system", process: "approve re-check" });
+    // The browser page says it too, masked like the preview.
+    const page = String(PlanBody({ reviewed: await reviewPlan(h.ctx, { planId: plan.id, reader: { userId: "U0ALICE" } }), session: undefined }));
+    expect(page).toContain("<code>/email</code> is now <code>&quot;gil@other.example&quot;</code>, was <code>&quot;gil@old.example&quot;</code> when you were asked");
+    expect(page).not.toContain("tok-");
     // A second click is told the plan is already decided (stale), without a read.
     const reads = readsOf(h, "/contacts/7");
     expect((await refusalOf(approve(h, plan, "U0BOB"))).code).toBe("already_decided");
@@ -94,7 +100,8 @@ describe.each(databaseKinds)("the Approve re-check ($name)", (kind) => {
     expect(decision!.recheckFailed).toMatch(/^could not re-check/);
     const [event] = await h.database.db.select().from(auditEvents).where(and(eq(auditEvents.planId, plan.id), eq(auditEvents.type, "decision.approve")));
     expect(event!.data).toMatchObject({ recheckFailed: expect.stringMatching(/^could not re-check/) });
-    // Shown as such wherever the approval is.
+    // Shown as such wherever the approval is: the agent's view, the browser page.
+    expect(String(PlanBody({ reviewed: await reviewPlan(h.ctx, { planId: plan.id, reader: { userId: "U0ALICE" } }), session: undefined }))).toContain('data-recheck="failed"');
     expect((await getPlan(h.ctx, { agent: h.agent, planId: plan.id })).approvals).toEqual([{ userId: "U0ALICE", via: "web", at: expect.any(String), recheckFailed: expect.stringMatching(/^could not re-check: .*HTTP 503/) }]);
   });
 

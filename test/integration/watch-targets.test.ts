@@ -3,7 +3,9 @@ import { describe, expect, it } from "vitest";
 import { decide } from "../../src/service/decide.ts";
 import { getPlan } from "../../src/service/get-plan.ts";
 import type { ServiceContext } from "../../src/service/context.ts";
+import { reviewPlan } from "../../src/service/review-plan.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
+import { PlanBody } from "../../src/web/plan-page.tsx";
 import { watchTargets } from "../../src/service/watch-targets.ts";
 import { auditEvents, outbox, plans, targetWatches } from "../../src/store/schema.ts";
 import { databaseKinds, postgresKind } from "../support/databases.ts";
@@ -95,6 +97,8 @@ describe.each(databaseKinds)("watching targets while plans are open ($name)", (k
       // The agent (and every reviewer view) sees since when the plan could not be re-checked.
       const seen = await getPlan(h.ctx, { agent: h.agent, planId: plan.id });
       expect(seen.watch).toEqual({ checkedAt: null, failingSince: failedAt.toISOString() });
+      const page = String(PlanBody({ reviewed: await reviewPlan(h.ctx, { planId: plan.id, reader: { userId: "U0ALICE" } }), session: undefined }));
+      expect(page).toContain(`Could not re-check the target since ${failedAt.toISOString().slice(11, 16)} UTC`);
     } finally {
       h.target.failWith = undefined;
     }
