@@ -66,7 +66,9 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
   const decideFor = async (client: WebClient, channel: string | undefined, input: DecideInput) => {
     const tell = (text: string) => tellClicker(client, channel, input.actor.userId, text);
     try {
-      await decideDurably(ctx, input, { windowMs: deps.decisionRetryMs, tell, signal: deps.stopping });
+      const result = await decideDurably(ctx, input, { windowMs: deps.decisionRetryMs, tell, signal: deps.stopping });
+      // Recorded, but the target could not be re-read at the click (issue 15): the clicker hears so.
+      if (result?.recheckFailed) await tell(`Your approval was recorded, but Countersign could not re-check the target against the preview (${escapeMrkdwn(result.recheckFailed)}); the executor re-checks before writing anything.`);
     } catch (err) {
       logRefusal(logger, err);
       await tell(refusalText(err));

@@ -9,7 +9,8 @@ import type { PlanView } from "../../src/service/plan-view.ts";
 import type { Database } from "../../src/store/db.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
-import { SlackEmulator } from "../support/slack-emulator.ts";
+import { SlackEmulator, type SlackMessage } from "../support/slack-emulator.ts";
+import { httpInteractions, SlackRequests } from "../support/slack-requests.ts";
 import { waitFor } from "../support/wait-for.ts";
 
 const INTERVAL_S = 2;
@@ -49,7 +50,8 @@ describe(`a target edited while a plan is pending (${kind.name})`, () => {
     await new Promise<void>((r) => hooks.listen(0, "127.0.0.1", r));
     hookUrl = `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/hook`;
     const config = {
-      ...testConfig({ crm: targetConfig(target.url, { watch: { intervalSeconds: INTERVAL_S } }) }),
+      // "quiet" is not watched: only a click re-reads it.
+      ...testConfig({ crm: targetConfig(target.url, { watch: { intervalSeconds: INTERVAL_S } }), quiet: targetConfig(target.url, { watch: { intervalSeconds: 0 } }) }),
       slack: { enabled: true as const, botToken: slack.botToken, signingSecret: "slack-signing-secret-for-tests", appToken: undefined, apiUrl: slack.url, reviewChannel: REVIEW },
     };
     server = await runServer({ config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, remindMs: 3_600_000, deliverMs: 50, watchMs: 200 });
@@ -67,8 +69,8 @@ describe(`a target edited while a plan is pending (${kind.name})`, () => {
     const res = await fetch(`${server.url}/v1${path}`, { ...init, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" } });
     return { status: res.status, body: (await res.json()) as PlanView };
   };
-  const propose = async (path: string) => {
-    const { status, body } = await api("/plans", { method: "POST", body: JSON.stringify({ title: `Update ${path}`, callbackUrl: hookUrl, actions: [{ kind: "http.json", target: "crm", path, op: "merge", body: { email: "new@example.com" } }] }) });
+  const propose = async (path: string, targetName = "crm") => {
+    const { status, body } = await api("/plans", { method: "POST", body: JSON.stringify({ title: `Update ${path}`, callbackUrl: hookUrl, actions: [{ kind: "http.json", target: targetName, path, op: "merge", body: { email: "new@example.com" } }] }) });
     expect(status).toBe(201);
     return body;
   };
@@ -123,5 +125,35 @@ describe(`a target edited while a plan is pending (${kind.name})`, () => {
     }
     await waitFor("the watch to recover", async () => ((await api(`/plans/${plan.id}`)).body.watch?.failingSince === null ? true : undefined), 30_000);
     await waitFor("the context line to go", () => (!/Could not re-check/.test(JSON.stringify(message().blocks)) ? true : undefined), 30_000);
+  }, 90_000);
+
+  it("a click on Approve after the target changed is acknowledged, refused with what changed, and the message loses its buttons", async () => {
+    target.set("/contacts/3", { id: 3, email: "caio@old.example" });
+    const plan = await propose("/contacts/3", "quiet");
+    const message = await messageOf(plan);
+    target.set("/contacts/3", { id: 3, email: "caio@someone-else.example" });
+    const door = httpInteractions(new SlackRequests({ baseUrl: server.url, signingSecret: "slack-signing-secret-for-tests", teamId: "T0TEST" }));
+    const approve = (m: SlackMessage) => JSON.parse(JSON.stringify(m.blocks)).flatMap((b: { type: string; elements?: { action_id: string; value: string }[] }) => (b.type === "actions" ? b.elements ?? [] : [])).find((e: { action_id: string }) => e.action_id === "approve") as { value: string };
+    const ack = await door.blockAction({ user: "U0ALICE", actionId: "approve", value: approve(message()).value, channelId: REVIEW, messageTs: message().ts });
+    expect(ack.acked).toBe(true);
+    const told = await waitFor("the clicker to be told", () => slack.ephemerals.find((e) => e.user === "U0ALICE" && /changed since you were shown/.test(e.text ?? "")));
+    expect(told.text).toContain("caio@someone-else.example");
+    expect(told.text).toContain("not recorded");
+    expect((await api(`/plans/${plan.id}`)).body).toMatchObject({ status: "stale", approvals: [] });
+    await waitFor("the Slack message to lose its buttons", () => buttonsOf(message().blocks).length === 0 || undefined);
+
+    // A target that cannot be read at the click: recorded, and the clicker hears it was not re-checked.
+    target.set("/contacts/4", { id: 4, email: "dora@old.example" });
+    const other = await propose("/contacts/4", "quiet");
+    const otherMessage = await messageOf(other);
+    target.failWith = { status: 503, body: "maintenance" };
+    try {
+      await door.blockAction({ user: "U0ALICE", actionId: "approve", value: approve(otherMessage()).value, channelId: REVIEW, messageTs: otherMessage().ts });
+      await waitFor("the clicker to hear it was not re-checked", () => slack.ephemerals.find((e) => e.user === "U0ALICE" && /could not re-check/.test(e.text ?? "")));
+    } finally {
+      target.failWith = undefined;
+    }
+    expect((await api(`/plans/${other.id}`)).body).toMatchObject({ status: "approved", approvals: [{ userId: "U0ALICE", recheckFailed: expect.stringMatching(/HTTP 503/) }] });
+    await waitFor("the message to mark the approval", () => /Approved without a re-check/.test(JSON.stringify(otherMessage().blocks)) || undefined);
   }, 90_000);
 });
