@@ -75,6 +75,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
   const dataDirClaim = !options.database && config.database.kind === "pglite" ? claimDataDir(config.database.dataDir) : undefined;
   const ownsDatabase = !options.database;
   let database: Database | undefined;
+  let pauseWatch: PauseWatch | undefined;
   try {
     // Before the database is touched: a server that cannot sign grants must not migrate anything first.
     const grantKey = options.grantKey ?? (await resolveGrantKey(config)).key;
@@ -83,7 +84,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     const signals = new PlanSignals(database);
     await signals.start();
     // What this replica shows about the kill switch (banner, held plans); claims read the table itself.
-    const pause = new PauseWatch(database);
+    const pause = (pauseWatch = new PauseWatch(database));
     await pause.start();
     const slackEnabled = config.slack.enabled;
     const ctx: ServiceContext = {
@@ -161,6 +162,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
       },
     };
   } catch (err) {
+    await pauseWatch?.stop().catch(() => undefined); // its 1 s re-read must not outlive a server that never started
     if (ownsDatabase) await database?.close();
     dataDirClaim?.release();
     throw err;
