@@ -17,3 +17,29 @@ export const suites: Record<"fast" | "slow", Suite> = {
   fast: { include: ["test/**/*.test.ts"], exclude: [`${SLOW_DIR}/**`] },
   slow: { include: [`${SLOW_DIR}/**/*.test.ts`], exclude: [] },
 };
+
+/**
+ * The longest files, longest first: test/support/sequencer.ts starts them before the rest, so
+ * the two workers end together instead of one running a long file alone at the end (vitest
+ * would order a fresh clone by file size, and the longest file here is 9 lines). Seconds are
+ * one whole `npm test` at load 12 (and at load 23; DEVELOPERS.md, "Tests"); a file that grows
+ * past ~15 s belongs here. test/unit/build/test-suites.test.ts checks each entry names a file.
+ */
+export const LONGEST_FIRST = [
+  "test/e2e/slack.test.ts", // 68 s (68 s at load 23)
+  "test/integration/fuzz-requests.test.ts", // 47 s (212 s)
+  "test/e2e/cli.test.ts", // 43 s (247 s)
+  "test/e2e/built-slack-door.test.ts", // 38 s (67 s)
+  "test/integration/audit-verify.test.ts", // 33 s (125 s)
+  "test/e2e/executor.test.ts", // 30 s (90 s)
+  "test/e2e/slack-socket-mode.test.ts", // 29 s (12 s)
+  "test/integration/audit-upgrade.test.ts", // 28 s (62 s)
+  "test/e2e/client-package.test.ts", // 25 s (97 s)
+  "test/e2e/lazy-commands.test.ts", // 25 s (36 s)
+  "test/integration/pglite-template.test.ts", // 24 s (14 s)
+  "test/e2e/startup-errors.test.ts", // 10 s (95 s)
+  "test/slow/fuzz-requests.test.ts",
+  "test/slow/browser-postgres.test.ts",
+  "test/slow/browser-pglite.test.ts",
+  "test/slow/slack-socket-mode.test.ts",
+];

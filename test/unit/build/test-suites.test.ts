@@ -1,7 +1,10 @@
-import { readdirSync } from "node:fs";
+import { readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import type { TestSpecification, Vitest } from "vitest/node";
 import { describe, expect, it } from "vitest";
+import { LongestFirstSequencer } from "../../support/sequencer.ts";
+import { LONGEST_FIRST } from "../../support/suites.ts";
 import fastConfig from "../../../vitest.config.ts";
 import slowConfig from "../../../vitest.slow.config.ts";
 
@@ -39,5 +42,28 @@ describe("npm test and npm run test:slow", () => {
     expect(slow.length).toBeGreaterThan(0);
     expect(slow.every((f) => f.startsWith("test/slow/"))).toBe(true);
     expect(files.filter((f) => selects(fastConfig, f)).length).toBe(files.length - slow.length);
+  });
+});
+
+describe("the order files start in", () => {
+  it("lists as longest only files that exist", () => {
+    const files = new Set(testFiles());
+    expect(LONGEST_FIRST.filter((f) => !files.has(f)), "LONGEST_FIRST entries that are no test file").toEqual([]);
+    expect(new Set(LONGEST_FIRST).size).toBe(LONGEST_FIRST.length);
+  });
+
+  it("starts the listed files first, in their order, even where vitest would go by file size (a fresh clone)", async () => {
+    const files = testFiles().filter((f) => selects(fastConfig, f));
+    // What vitest knows on a fresh clone: no durations, only each file's size.
+    const ctx = {
+      config: { root: ROOT },
+      cache: { getFileTestResults: () => undefined, getFileStats: (key: string) => ({ size: statSync(path.join(ROOT, key.slice(1))).size }) },
+    } as unknown as Vitest;
+    const project = { name: "", config: { isolate: false, sequence: { groupOrder: 0 } } };
+    const specs = files.map((f) => ({ project, moduleId: path.join(ROOT, f) }) as unknown as TestSpecification);
+    const order = (await new LongestFirstSequencer(ctx).sort(specs)).map((s) => path.relative(ROOT, s.moduleId));
+    const listed = LONGEST_FIRST.filter((f) => files.includes(f));
+    expect(order.slice(0, listed.length)).toEqual(listed);
+    expect(order.slice(listed.length)).toEqual(files.filter((f) => !listed.includes(f)).sort((a, b) => statSync(path.join(ROOT, b)).size - statSync(path.join(ROOT, a)).size));
   });
 });
