@@ -14,7 +14,7 @@ main{max-width:1100px;margin:0 auto;padding:1.25rem}h1{font-size:1.45rem;margin:
 .s-pending{background:var(--warnbg);color:var(--warn);border-color:#fde68a}.s-approved,.s-executing{background:#eff6ff;color:#1d4ed8;border-color:#bfdbfe}
 .s-applied{background:var(--okbg);color:var(--ok);border-color:#a7f3d0}.s-rejected,.s-failed,.s-stale,.s-revoked{background:var(--badbg);color:var(--bad);border-color:#fecaca}
 .risk-low{background:#f3f4f6;color:#374151}.risk-medium{background:var(--warnbg);color:var(--warn)}.risk-high{background:var(--badbg);color:var(--bad);border-color:#fecaca}
-.s-expired,.s-cancelled{background:#f3f4f6;color:#4b5563;border-color:#e5e7eb}
+.s-expired,.s-cancelled,.s-superseded{background:#f3f4f6;color:#4b5563;border-color:#e5e7eb}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.45rem .5rem;border-bottom:1px solid var(--line);vertical-align:top}th{color:var(--muted);font-weight:600;font-size:.85rem}
 .plans td{overflow-wrap:anywhere}.mine{font-weight:600;color:var(--accent)}
 code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.85rem}pre{background:var(--code);padding:.6rem;border-radius:6px;overflow:auto;max-height:28rem;white-space:pre-wrap;overflow-wrap:anywhere;margin:.3rem 0}
