@@ -35,6 +35,7 @@ export interface CountersignToolOptions<P extends z.ZodObject> {
 /** What the model is told. Short on purpose: it is a prompt for the next step, not a report. */
 export type CountersignToolResult =
   | "applied"
+  | `applied, not as approved: ${string}`
   | `rejected: ${string}`
   | "stale: target changed, re-plan"
   | "expired"
@@ -48,7 +49,7 @@ export type CountersignToolResult =
 
 const RESULTS_NOTE =
   "Calling this does not make the change: it proposes it to people for approval and waits. " +
-  'It returns "applied" (done), "rejected: <reason>", "stale: target changed, re-plan", "expired", "cancelled", ' +
+  'It returns "applied" (done), "applied, not as approved: <fields>" (written, but the target differs from what was approved: read it again), "rejected: <reason>", "stale: target changed, re-plan", "expired", "cancelled", ' +
   '"superseded: a newer version replaced it", "revoked: <reason>" (an approval withdrawn before it was applied), ' +
   '"failed: <reason>", or "refused: <code>: <message>" when Countersign refuses the proposal itself.';
 
@@ -95,8 +96,11 @@ export function countersignTool<P extends z.ZodObject, Context = unknown>(option
 /** The final status in the words the model is told to expect. */
 export function outcomeResult(outcome: FinalOutcome): CountersignToolResult {
   switch (outcome.status) {
-    case "applied":
-      return "applied";
+    case "applied": {
+      // The executor re-read each target after writing: a field that did not land is said, not hidden behind "applied".
+      const drift = (outcome.outcome?.actions ?? []).flatMap((a) => (a.verified !== false ? [] : a.driftAfterApply?.length ? a.driftAfterApply.map((d) => `${a.path}${d.path} is ${shown(d.actual)} (approved ${shown(d.expected)})`) : [`${a.path} differs`]));
+      return drift.length === 0 ? "applied" : `applied, not as approved: ${drift.slice(0, 5).join("; ")}${drift.length > 5 ? `; and ${drift.length - 5} more` : ""}; read the target again before relying on it`;
+    }
     case "rejected":
       return `rejected: ${outcome.reason || "no reason given"}`;
     case "stale":
@@ -114,6 +118,12 @@ export function outcomeResult(outcome: FinalOutcome): CountersignToolResult {
       return `failed: ${outcome.reason ?? failedAction?.detail ?? "the executor could not apply it"}`;
     }
   }
+}
+
+function shown(value: unknown): string {
+  if (value === undefined) return "absent";
+  const text = JSON.stringify(value);
+  return text.length > 80 ? `${text.slice(0, 79)}…` : text;
 }
 
 function refused(err: CountersignError): CountersignToolResult {
