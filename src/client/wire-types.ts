@@ -235,7 +235,7 @@ export type WebhookPayload = {
   /** The status the plan just moved to */
   status: PlanStatus;
   approvals: Approval[];
-  /** Why it was rejected, or why it did not apply */
+  /** Why it was rejected or revoked, or why it did not apply */
   reason?: string;
   /** The executor's report, once the plan is applied, stale, failed or expired after approval */
   outcome?: Outcome;

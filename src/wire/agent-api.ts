@@ -159,7 +159,7 @@ export const WebhookPayload = z.strictObject({
   hash: z.string().regex(SHA256_PATTERN),
   status: PlanStatus.describe("The status the plan just moved to"),
   approvals: z.array(Approval),
-  reason: z.string().optional().describe("Why it was rejected, or why it did not apply"),
+  reason: z.string().optional().describe("Why it was rejected or revoked, or why it did not apply"),
   outcome: Outcome.optional().describe("The executor's report, once the plan is applied, stale, failed or expired after approval"),
 });
 export type WebhookPayload = z.output<typeof WebhookPayload>;
