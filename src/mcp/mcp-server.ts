@@ -123,7 +123,8 @@ export function createMcpServer(client: Countersign, version = packageVersion())
       title: "Read a plan",
       description:
         "Read one of your plans as it is now: status (pending, approved, executing, applied, rejected, expired, cancelled, stale, failed, superseded, revoked), " +
-        "its actions and previewed changes, approvals, the rejection reason and the executor's per-action results. Does not wait; use wait_for_outcome for that.",
+        "its actions and previewed changes, approvals, the rejection reason and the executor's per-action results (for stale: what changed on the target since the preview), " +
+        "and while it waits, watch.failingSince if its target could not be re-checked lately. Does not wait; use wait_for_outcome for that.",
       inputSchema: z.strictObject({ planId: PlanId }),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
@@ -141,7 +142,7 @@ export function createMcpServer(client: Countersign, version = packageVersion())
       description:
         "Wait until people decide on a plan and, if approved, the executor has applied it. Returns the final status with approvals, " +
         "the reason (rejected, stale, failed, expired) and per-action results. applied: done. rejected: read the reason before proposing anything else. " +
-        "stale: the target changed after the preview and nothing was written; re-read and propose again with supersedes set to this plan's id. " +
+        "stale: the target changed after the preview and nothing was written (Countersign watches targets while a plan waits, and re-reads them when someone approves); re-read and propose again with supersedes set to this plan's id. " +
         "superseded: you replaced it with a newer version; wait for that one. revoked: someone withdrew the approval before it was applied; read the reason. expired/cancelled: nothing was applied. " +
         "An approved plan may wait while Countersign is paused (held: the reason is given); keep waiting. " +
         `If the plan is still open after timeoutSeconds (default ${DEFAULT_WAIT_SECONDS}, at most ${MAX_WAIT_SECONDS}) it says so; call again to keep waiting.`,
