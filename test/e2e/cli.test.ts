@@ -128,6 +128,16 @@ describe("countersign CLI", () => {
       const added = await runCli(["agents", "add", "second-agent"], { cwd });
       expect(added.code, added.stderr).toBe(0);
       expect(lastLine(added.stdout)).toMatch(/^csk_/);
+      // So does the kill switch (its /admin routes).
+      const paused = await runCli(["pause", "--reason", "demo freeze", "--by", "tester"], { cwd });
+      expect(paused.code, paused.stderr).toBe(0);
+      expect((await runCli(["pause", "--status"], { cwd })).stdout).toMatch(/^Paused since \S+ by tester \(cli\): demo freeze$/m);
+      const again = await runCli(["pause", "--reason", "twice"], { cwd });
+      expect(again.code).toBe(1);
+      expect(again.stderr).toMatch(/already paused .*by tester: demo freeze/);
+      const resumed = await runCli(["resume"], { cwd });
+      expect(resumed.code, resumed.stderr).toBe(0);
+      expect(resumed.stdout).toMatch(/^Resumed by \S+ \(paused since \S+ by tester: demo freeze\)/);
       writeFileSync(path.join(cwd, "countersign.yml"), "# serve needs a config file\n");
       const second = await runCli(["serve"], { cwd, env: { PORT: String(Number(port) + 1) } });
       expect(second.code).toBe(1);
