@@ -45,6 +45,20 @@ describe("reportableOutcome", () => {
     expect(report.actions[0]!.changedSincePreview![0]!.to).toEqual({ "k\uFFFD": ["\uFFFD"] });
   });
 
+  it("makes a drift report from the target storable too: deep and unstorable actual values", () => {
+    const drifted: Outcome = {
+      status: "applied",
+      actions: [{ index: 0, target: "crm", path: "/c/1", status: "applied", verified: false, driftAfterApply: [{ path: "/a\uD800", expected: "ok", actual: { deep: deep(60), ["k\u0000"]: "\uDC00" } }] }],
+    };
+    expect(findUnstorable(drifted)).not.toEqual([]);
+    expect(findTooDeep(drifted, LIMITS.maxDepth)).toBeDefined();
+    const report = reportableOutcome(drifted);
+    expect(Outcome.safeParse(report).success).toBe(true);
+    expect(findUnstorable(report)).toEqual([]);
+    expect(findTooDeep(report, LIMITS.maxDepth)).toBeUndefined();
+    expect(report.actions[0]).toMatchObject({ status: "applied", verified: false, driftAfterApply: [{ path: "/a\uFFFD", expected: "ok", actual: { "k\uFFFD": "\uFFFD" } }] });
+  });
+
   it("leaves an ordinary outcome as it is", () => {
     const ordinary: Outcome = { status: "applied", actions: [{ index: 0, target: "crm", path: "/c/1", status: "applied" }] };
     expect(reportableOutcome(ordinary)).toEqual(ordinary);
@@ -62,5 +76,10 @@ describe("minimalOutcome", () => {
       actions: [{ index: 0, target: "a", path: "/x", status: "applied" }, { index: 1, target: "a", path: "/y", status: "failed" }],
     });
     expect(Outcome.safeParse(minimal).success).toBe(true);
+  });
+
+  it("keeps whether each write verified: a write that did not land must not read as a clean apply", () => {
+    const drifted: Outcome = { status: "applied", actions: [{ index: 0, target: "a", path: "/x", status: "applied", verified: false, driftAfterApply: [{ path: "/n", expected: 1 }] }, { index: 1, target: "a", path: "/y", status: "applied", verified: null, detail: "could not re-read after the write" }] };
+    expect(minimalOutcome(drifted, "HTTP 400").actions).toEqual([{ index: 0, target: "a", path: "/x", status: "applied", verified: false }, { index: 1, target: "a", path: "/y", status: "applied", verified: null }]);
   });
 });
