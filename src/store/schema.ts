@@ -158,6 +158,23 @@ export const auditSeals = pgTable("audit_seals", {
   sealedAt: at("sealed_at").notNull(),
 });
 
+/**
+ * Signed seals (issue 16, src/service/sign-seals.ts): every so often the newest seal's canonical
+ * statement (seq, hash, xid_to, sealed_at, events_total) signed with COUNTERSIGN_AUDIT_SEAL_KEY,
+ * written with its publication's outbox rows, so it is published once whatever the replicas.
+ * Append-only, like the seals it signs.
+ */
+export const auditSealSignatures = pgTable("audit_seal_signatures", {
+  seq: bigint("seq", { mode: "number" }).primaryKey(),
+  /** The RFC 8785 JSON that was signed, exactly as signed. */
+  statement: text("statement").notNull(),
+  /** RFC 7638 thumbprint of the seal key's public half. */
+  kid: text("kid").notNull(),
+  /** Ed25519 signature of the statement's UTF-8 bytes, base64url. */
+  signature: text("signature").notNull(),
+  signedAt: at("signed_at").notNull(),
+});
+
 export const outbox = pgTable(
   "outbox",
   {
