@@ -1,9 +1,13 @@
 import os from "node:os";
 
-/** How long and how often: `--quick` keeps `npm run bench` under two minutes with fewer, shorter blocks. */
+/**
+ * How long and how often. `--quick` is a smoke run that keeps `npm run bench -- --quick` under two
+ * minutes on a quiet machine: 3 short block pairs (medians of 3, so its ratios are rough) and a
+ * 100 k history instead of 1 M; the volume scenario (minutes by definition) runs only when named.
+ */
 export interface Pace {
   quick: boolean;
-  /** Block pairs per figure (product, floor); at least 5. */
+  /** Block pairs per figure (product, floor); at least 5, except 3 with --quick. */
   blocks: number;
   /** Seconds of each throughput block. */
   seconds: number;
@@ -19,7 +23,7 @@ export function pace(quick: boolean): Pace {
   const blocks = Number(process.env.BENCH_BLOCKS ?? 7);
   if (!Number.isInteger(blocks) || blocks < 5) throw new Error(`BENCH_BLOCKS must be a whole number of at least 5 (each figure is the median of ≥ 5 block pairs), got '${process.env.BENCH_BLOCKS}'`);
   return quick
-    ? { quick, blocks: 5, seconds: 1.5, rounds: 1, runs: { help: 3, start: 1 }, largePlans: 100_000 }
+    ? { quick, blocks: 3, seconds: 1.5, rounds: 1, runs: { help: 3, start: 1 }, largePlans: 100_000 }
     : { quick, blocks, seconds: 8, rounds: 6, runs: { help: Number(process.env.BENCH_RUNS ?? 7), start: Number(process.env.BENCH_RUNS_START ?? 3) }, largePlans: 1_000_000 };
 }
 

@@ -1,8 +1,8 @@
 /**
  * `npm run bench`: measures each figure and prints one line per figure (format in figure.ts).
  * Run: npm run bench [-- [--quick] [--product DIR] [figure …]]   (default: every figure)
- *   --quick        fewer, shorter blocks and a 100 k seed instead of 1 M: under two minutes once
- *                  the seeded databases exist
+ *   --quick        3 short block pairs, a 100 k seed instead of 1 M, and no volume scenario unless
+ *                  named: under two minutes on a quiet machine once the seeded databases exist
  *   --product DIR  measure the Countersign built in DIR (its dist/cli.js), e.g. a worktree of an
  *                  older commit; the harness and the floors stay this checkout's
  * A figure module exports a FigureSource; add it to SOURCES. Goals are for a quiet machine:
@@ -51,7 +51,9 @@ for (let i = 0; i < args.length; i++) {
 }
 const unknown = wanted.filter((name) => !(name in SOURCES));
 if (unknown.length > 0) usage(`no figure source named ${unknown.join(", ")}`);
-const chosen = wanted.length === 0 ? Object.entries(SOURCES) : Object.entries(SOURCES).filter(([key]) => wanted.includes(key));
+/** Figures that take minutes by definition: left out of a --quick run unless named. */
+const SLOW = new Set(["volume"]);
+const chosen = wanted.length === 0 ? Object.entries(SOURCES).filter(([key]) => !(quick && SLOW.has(key))) : Object.entries(SOURCES).filter(([key]) => wanted.includes(key));
 
 function usage(problem: string): never {
   console.error(`bench: ${problem}\nusage: npm run bench -- [--quick] [--product DIR] [figure …]; figures: ${Object.keys(SOURCES).join(", ")}`);
@@ -60,12 +62,16 @@ function usage(problem: string): never {
 
 console.log(`# ${new Date().toISOString()}  node ${process.version}  load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")} on ${os.availableParallelism()} cores  product ${productDir()}${quick ? "  --quick" : ""}`);
 let failed = false;
-for (const [, source] of chosen) {
+const began = performance.now();
+for (const [key, source] of chosen) {
+  const started = performance.now();
   try {
     for (const figure of await source.measure(pace(quick))) console.log(formatFigure(figure));
+    console.log(`# ${key}: ${((performance.now() - started) / 1000).toFixed(0)} s`);
   } catch (err) {
     failed = true;
     console.error(`${source.title}: could not be measured: ${(err as Error).stack ?? (err as Error).message}`);
   }
 }
+console.log(`# all figures: ${((performance.now() - began) / 1000).toFixed(0)} s`);
 process.exit(failed ? 1 : 0);

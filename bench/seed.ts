@@ -9,7 +9,9 @@
  * it. So the seed follows the product's schema, whatever it is, without a hand-written row.
  *
  * A kept database is named for its size and the product's migrations (`…_1m_<hash>`): another
- * product version seeds its own rather than running on a schema it did not make.
+ * product version seeds its own rather than running on a schema it did not make. The recorded
+ * plans are kept too (`…_templates_<hash>`), and every size starts as a copy of them: the product
+ * runs its flow once per version, not once per size.
  */
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
@@ -81,16 +83,40 @@ export async function seededDatabase(adminUrl: string, plans: number, log: (line
       log(`# ${name} ready in ${((performance.now() - started) / 1000).toFixed(0)} s`);
       return name;
     }
-    await admin.unsafe(`CREATE DATABASE ${name}`);
+    const started = performance.now();
+    log(`# seeding ${name} with ${plans} plans (kept for later runs)`);
+    await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE ${await templatesDatabase(adminUrl, admin, log)}`);
+    return await copiedTo(adminUrl, name, plans, mine, started, log);
   } finally {
     await admin.end({ timeout: 5 });
   }
+}
+
+/** The kept database holding only the plans the product took through its flow (recordTemplates), made when missing. */
+async function templatesDatabase(adminUrl: string, admin: postgres.Sql, log: (line: string) => void): Promise<string> {
+  const name = `${databasePrefix()}_templates_${migrationsTag()}`;
+  const [exists] = await admin`SELECT 1 FROM pg_database WHERE datname = ${name}`;
+  if (exists) {
+    const db = postgres(databaseUrl(adminUrl, name), { onnotice: () => {}, max: 1 });
+    const [row] = await db`SELECT to_regclass('bench_templates') IS NOT NULL AS done`.finally(() => db.end({ timeout: 5 }));
+    if (row!.done) return name;
+    await admin.unsafe(`DROP DATABASE ${name} WITH (FORCE)`);
+  }
   const started = performance.now();
-  log(`# seeding ${name} with ${plans} plans (kept for later runs)`);
+  await admin.unsafe(`CREATE DATABASE ${name}`);
   await recordTemplates(adminUrl, name);
+  const db = postgres(databaseUrl(adminUrl, name), { onnotice: () => {}, max: 1 });
+  await db.unsafe("CREATE TABLE bench_templates (recorded_at timestamptz NOT NULL DEFAULT now())").finally(() => db.end({ timeout: 5 }));
+  log(`# recorded the seed's ${TEMPLATES} plans in ${name} in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  return name;
+}
+
+/** Copies a templates database's plans up to `plans`, then marks it seeded with the product's migrations. */
+async function copiedTo(adminUrl: string, name: string, plans: number, mine: string[], started: number, log: (line: string) => void): Promise<string> {
   const db = postgres(databaseUrl(adminUrl, name), { onnotice: () => {}, max: 1 });
   try {
     await copyHistory(db, plans, log);
+    await db.unsafe("DROP TABLE bench_templates");
     await db.unsafe("CREATE TABLE bench_seeded (plans integer NOT NULL, migrations text NOT NULL, seeded_at timestamptz NOT NULL DEFAULT now())");
     await db`INSERT INTO bench_seeded (plans, migrations) VALUES (${plans}, ${mine.join("\n")})`;
   } finally {
@@ -117,11 +143,12 @@ async function migrateForward(adminUrl: string, name: string, migrations: string
 async function recordTemplates(adminUrl: string, database: string): Promise<void> {
   const stack = await startStack({ adminUrl, database, contacts: TEMPLATES });
   try {
-    for (let i = 1; i <= TEMPLATES; i++) {
-      const plan = await stack.submit(i);
+    // All at once: each on its own contact, so none goes stale on another's write.
+    await Promise.all(Array.from({ length: TEMPLATES }, async (_, i) => {
+      const plan = await stack.submit(i + 1);
       if ((await clickApprove(stack, plan)) !== 200) throw new Error("seed: the Approve click was refused");
       await until(`seed plan ${plan.id} to be applied`, async () => (await planStatus(stack, plan.id)) === "applied");
-    }
+    }));
     await until("the seed's Slack posts and updates to be delivered", async () => (await undelivered(stack.sql)) === 0);
   } finally {
     await stack.stop();

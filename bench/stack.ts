@@ -163,11 +163,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     });
     // serve migrates on start; the agent is added after, so `agents add` never races a migration.
     processes.push(await startUntilReady([...cli.args, "serve"], { cwd: dir, env: serverEnv, ready: /countersign serving/, timeoutMs: 300_000 }));
-    const agentKeys: string[] = [];
-    for (let i = 0; i < (options.agents ?? 1); i++) {
+    // Added at once: each is a CLI process of its own (about a second apiece on a loaded machine).
+    const agentKeys = await Promise.all(Array.from({ length: options.agents ?? 1 }, async () => {
       const added = await outputOf([...cli.args, "agents", "add", `bench-${randomBytes(4).toString("hex")}`], { cwd: dir, env: serverEnv });
-      agentKeys.push(added.trimEnd().split("\n").at(-1)!);
-    }
+      return added.trimEnd().split("\n").at(-1)!;
+    }));
     const agentKey = agentKeys[0]!;
     processes.push(await startUntilReady([...cli.args, "executor"], {
       cwd: dir,
