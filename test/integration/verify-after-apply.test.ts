@@ -245,6 +245,27 @@ describe("reconcile: a write whose answer cannot be trusted is settled by the re
     expect(writesTo(path)).toHaveLength(1);
   });
 
+  it("a non-JSON 200, and the target cannot be re-read → failed with verified: null, saying both; nothing trusted", async () => {
+    frontWrites = "html-after-writing";
+    const path = seed({ email: "a@old.example" });
+    target.beforeAnswer = (req) => {
+      if (req.method === "PATCH") target.failWith = { status: 503, body: "down" };
+    };
+    const outcome = await run([merge(path, { email: "b@new.example" }, "front")]);
+    target.failWith = undefined;
+    expect(outcome.status).toBe("failed");
+    expect(outcome.actions).toStrictEqual([
+      {
+        index: 0,
+        target: "front",
+        path,
+        status: "failed",
+        verified: null,
+        detail: `PATCH ${path} on 'front' answered HTTP 200 with a body that is not JSON: <html><body>Saved. Thank you!</body></html>; could not re-read after the write: target 'front' answered HTTP 503 for GET ${path}`,
+      },
+    ]);
+  });
+
   it("a 204 with no body is the target's word: applied, and verified by the re-read", async () => {
     const path = seed({ id: 9 });
     const outcome = await run([{ kind: "http.json", target: "crm", path, op: "delete" }]);
