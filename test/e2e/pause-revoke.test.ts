@@ -1,4 +1,5 @@
-import { createServer } from "node:net";
+import { createServer as createHttpServer, type Server } from "node:http";
+import { createServer, type AddressInfo } from "node:net";
 import { sql } from "drizzle-orm";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
@@ -51,6 +52,9 @@ describe("pause and revoke through Slack, the browser and the agent API", () => 
   let origin: string;
   let agent: { id: string; name: string; key: string };
   let n = 0;
+  /** The agent's callback URL: every webhook body it received. */
+  let hooks: Server;
+  const hooked: { status: string; reason?: string; planId: string }[] = [];
 
   beforeAll(async () => {
     database = await pglite.open();
@@ -58,6 +62,15 @@ describe("pause and revoke through Slack, the browser and the agent API", () => 
     await target.start();
     slack = new SlackEmulator({ teamId: "T0TEST" });
     await slack.start();
+    hooks = createHttpServer((req, res) => {
+      let body = "";
+      req.on("data", (d: Buffer) => (body += d.toString()));
+      req.on("end", () => {
+        hooked.push(JSON.parse(body) as (typeof hooked)[number]);
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((r) => hooks.listen(0, "127.0.0.1", r));
     const port = await freePort();
     origin = `http://127.0.0.1:${port}`;
     const base = testConfig({ crm: targetConfig(target.url) });
@@ -66,6 +79,7 @@ describe("pause and revoke through Slack, the browser and the agent API", () => 
       port,
       publicUrl: origin,
       admins: [ADMIN],
+      webhooks: { allowedHosts: ["127.0.0.1"], agents: {} },
       slack: { enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: REVIEW },
     };
     server = await runServer({ config, logger: silentLogger, database, hostname: "127.0.0.1", grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, remindMs: 3_600_000, deliverMs: 50 });
@@ -75,13 +89,15 @@ describe("pause and revoke through Slack, the browser and the agent API", () => 
   afterAll(async () => {
     await server?.close();
     await slack?.stop();
+    hooks?.closeAllConnections();
+    await new Promise<void>((r) => (hooks ? hooks.close(() => r()) : r()));
     await target?.stop();
     await database?.close();
   });
 
   const statusOf = async (planId: string) => (await database.rows<{ status: string }>(sql`SELECT status FROM plans WHERE id = ${planId}`))[0]!.status;
-  async function approved(): Promise<PlanView> {
-    const { plan } = await submitPlan(server.ctx, { agent, request: { title: `Pause/revoke plan ${++n}`, onBehalfOf: "U0REQUESTER", actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: `a${n}@new.example` } }] } });
+  async function approved(extra: Record<string, unknown> = {}): Promise<PlanView> {
+    const { plan } = await submitPlan(server.ctx, { agent, request: { ...extra, title: `Pause/revoke plan ${++n}`, onBehalfOf: "U0REQUESTER", actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: `a${n}@new.example` } }] } });
     await decide(server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
     return plan;
   }
@@ -111,7 +127,7 @@ describe("pause and revoke through Slack, the browser and the agent API", () => 
   };
 
   it("Slack: an approved plan's preview has Revoke; its modal needs a reason; a stranger is told why not; an approver's revoke ends the plan, said in the thread and the preview", async () => {
-    const plan = await approved();
+    const plan = await approved({ callbackUrl: `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/hook` });
     const message = await preview(plan.id, /Approved/);
     const revoke = buttons(message).find((b) => b.action_id === "revoke");
     expect(revoke?.value).toBe(JSON.stringify({ planId: plan.id, hash: plan.hash }));
@@ -145,6 +161,9 @@ describe("pause and revoke through Slack, the browser and the agent API", () => 
     // The agent hears it through the API with who and why.
     const view = await (await fetch(`${server.url}/v1/plans/${plan.id}`, { headers: { authorization: `Bearer ${agent.key}` } })).json() as PlanView;
     expect(view).toMatchObject({ status: "revoked", revocation: { userId: "U0BOB", via: "slack", reason: "Wrong customer <!channel>" } });
+    // And through its webhook.
+    const hook = await waitFor("the revoked webhook", () => hooked.find((h) => h.planId === plan.id && h.status === "revoked"));
+    expect(hook.reason).toBe("Wrong customer <!channel>");
   });
 
   it("browser: only an admin is offered and may use pause and resume (others get 403 naming why); the banner is on every page while paused; the review channel is told once each way; the agent API says a waiting plan is held", async () => {
