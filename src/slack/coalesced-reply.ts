@@ -64,7 +64,8 @@ export function stepOf(e: ThreadEvent): string {
     case "plan.reminder":
       return "reminder";
     case "plan.applied":
-      return "applied";
+      // The notification line is all some people read: a write that did not land is in it.
+      return e.outcome.actions.some((a) => a.verified === false) ? "applied, not as approved" : "applied";
     case "plan.failed":
       return "failed";
     case "plan.stale":
