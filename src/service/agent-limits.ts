@@ -65,19 +65,32 @@ export function isOverLimit(err: unknown): boolean {
 }
 
 /**
- * Refuses the submission when the agent is at a limit: one statement, before any target is
- * read. Returns the agent's limits, for the guard of the plan's INSERT.
+ * Whether the submission replaces one of the agent's open plans (a re-plan of a pending or
+ * approved version, issue 15): that version leaves in the same transaction, so it does not count
+ * towards maxPending, or an agent at its limit could never re-plan.
  */
-export async function checkAgentLimits(ctx: Pick<ServiceContext, "database" | "config" | "clock">, agent: { id: string; name: string }): Promise<AgentLimits> {
+export interface Replacing {
+  replacesOpen?: boolean;
+}
+
+/**
+ * Refuses the submission when the agent is at a limit: one statement, before any target is
+ * read. Returns the limits for the guard of the plan's INSERT (admitPlanGuard).
+ */
+export async function checkAgentLimits(ctx: Pick<ServiceContext, "database" | "config" | "clock">, agent: { id: string; name: string }, replacing: Replacing = {}): Promise<AgentLimits> {
   const limits = limitsOf(ctx.config.limits, agent.name);
   const nowMs = ctx.clock().getTime();
-  const refusals = limitVerdict(agent.name, limits, await readAgentUsage(ctx.database, agent.id, limits, nowMs), nowMs);
+  const refusals = limitVerdict(agent.name, limits, counted(await readAgentUsage(ctx.database, agent.id, limits, nowMs), replacing), nowMs);
   if (refusals.length > 0) throw rateLimited(agent.name, refusals);
-  return limits;
+  // The guard counts in SQL and cannot leave the replaced version out, so it allows one more.
+  return replacing.replacesOpen ? { ...limits, maxPending: limits.maxPending + 1 } : limits;
 }
 
 /** The refusal after the INSERT's guard refused: the usage read again (now committed), for the message and Retry-After. */
-export async function guardRefusal(ctx: Pick<ServiceContext, "database" | "clock">, agent: { id: string; name: string }, limits: AgentLimits): Promise<ServiceError> {
+export async function guardRefusal(ctx: Pick<ServiceContext, "database" | "config" | "clock">, agent: { id: string; name: string }, replacing: Replacing = {}): Promise<ServiceError> {
+  const limits = limitsOf(ctx.config.limits, agent.name);
   const nowMs = ctx.clock().getTime();
-  return rateLimited(agent.name, limitVerdict(agent.name, limits, await readAgentUsage(ctx.database, agent.id, limits, nowMs), nowMs));
+  return rateLimited(agent.name, limitVerdict(agent.name, limits, counted(await readAgentUsage(ctx.database, agent.id, limits, nowMs), replacing), nowMs));
 }
+
+const counted = (usage: AgentUsage, replacing: Replacing): AgentUsage => (replacing.replacesOpen ? { ...usage, open: Math.max(0, usage.open - 1) } : usage);

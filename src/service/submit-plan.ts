@@ -44,10 +44,11 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
     const earlier = await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey, requestDigest);
     if (earlier) return { created: false, plan: earlier };
   }
-  // After the idempotency lookup (a retry of an existing plan is never limited), before any target read.
-  const limits = await checkAgentLimits(ctx, agent);
   // A re-plan whose old version cannot be replaced is refused before any target is read.
   const replaced = request.supersedes === undefined ? undefined : await supersedablePlan(ctx, agent, request.supersedes);
+  const replacing = { replacesOpen: replaced !== undefined && replaced.status !== "stale" };
+  // After the idempotency lookup (a retry of an existing plan is never limited), before any target read.
+  const limits = await checkAgentLimits(ctx, agent, replacing);
 
   const targets = request.actions.map((action, i) => {
     const target = ctx.config.targets[action.target];
@@ -141,7 +142,7 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
     if (!isOverLimit(err)) throw err;
     // A retry racing its first submission is answered with that plan below, never limited.
     if (request.idempotencyKey !== undefined && await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey, requestDigest)) return undefined;
-    throw await guardRefusal(ctx, agent, limits);
+    throw await guardRefusal(ctx, agent, replacing);
   });
   if (!row) {
     const earlier = await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey!, requestDigest);

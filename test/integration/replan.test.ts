@@ -32,6 +32,7 @@ const makeStale = (h: HarnessView, plan: PlanView) =>
 describe.each(databaseKinds)("re-plan (supersedes) on $name", (kind) => {
   const h = useHarness(kind, { defaults: ONE_APPROVER, sinks: ["slack", "webhook"] });
   const other = h.another({ defaults: ONE_APPROVER });
+  const atLimit = h.another({ defaults: ONE_APPROVER });
   const db = () => h.database.db;
   const row = async (id: string) => (await db().select().from(plans).where(eq(plans.id, id)))[0]!;
   const eventsOf = (id: string, type: string) => db().select().from(auditEvents).where(and(eq(auditEvents.planId, id), eq(auditEvents.type, type)));
@@ -131,6 +132,21 @@ describe.each(databaseKinds)("re-plan (supersedes) on $name", (kind) => {
     expect(again.created).toBe(false);
     expect(again.plan.id).toBe(first.id);
     expect(await eventsOf(old.id, "plan.superseded")).toHaveLength(1);
+  });
+
+  it("an agent at limits.maxPending can still re-plan an open version (it leaves in the same transaction), but not add a plan", async () => {
+    const limited: HarnessView = { agent: atLimit.agent, clock: atLimit.clock, target: atLimit.target, ctx: { ...atLimit.ctx, config: { ...atLimit.ctx.config, limits: { plansPerMinute: 60, maxPending: 1, agents: {} } } } };
+    const v1 = await submit(limited);
+    const v2 = await replan(limited, v1, "ana@limited.example");
+    expect(v2.status).toBe("pending");
+    const more = await refusal(submit(limited));
+    expect(more.code).toBe("rate_limited");
+    expect(more.message).toContain("limits.maxPending is 1");
+    // A stale version is not open: replacing it counts like any new plan.
+    await makeStale(limited, v2);
+    const v3 = await replan(limited, v2, "ana@limited3.example");
+    expect(v3.status).toBe("pending");
+    expect((await refusal(submit(limited))).code).toBe("rate_limited");
   });
 
   // Races need real concurrent connections: PostgreSQL only (PGlite runs one transaction at a time).
