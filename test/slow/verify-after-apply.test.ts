@@ -15,6 +15,7 @@ import { addAgent } from "../../src/service/add-agent.ts";
 import { decide } from "../../src/service/decide.ts";
 import { createLoginLink } from "../../src/service/login-links.ts";
 import type { PlanView } from "../../src/service/plan-view.ts";
+import { chromiumAvailable, launchChromium, screenshotPath } from "../support/chromium.ts";
 import { startCli } from "../support/cli.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { READ_TOKEN, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
@@ -25,6 +26,8 @@ import { waitFor } from "../support/wait-for.ts";
 const EXECUTOR_TOKEN = "executor-token-verify-0123456789";
 const REVIEW = "C0REVIEW";
 const SECRET = "hunter2-never-shown";
+/** One long unbroken value, to see the page's drift table wrap it at phone width. */
+const BIO = `https://example.com/${"people/ana-lima/".repeat(12)}about`;
 
 /**
  * Issue 15, "a target that silently drops a field on write": the real server, the executor as
@@ -119,7 +122,7 @@ describe.each(databaseKinds)("verify after apply with a spawned executor on $nam
     // The target accepts the PATCH, then keeps only the fields it knows.
     s.target.beforeAnswer = (req) => {
       if (req.method !== "PATCH" || req.path !== "/contacts/1") return;
-      const { nickname: _n, recoveryPassword: _p, ...kept } = s.target.get("/contacts/1") as Record<string, Json>;
+      const { nickname: _n, recoveryPassword: _p, bio: _b, ...kept } = s.target.get("/contacts/1") as Record<string, Json>;
       s.target.set("/contacts/1", kept);
     };
     const call = async (name: string, args: Record<string, unknown>) => (await mcp.callTool({ name, arguments: args }, undefined, { timeout: 200_000 })) as CallToolResult;
@@ -127,7 +130,7 @@ describe.each(databaseKinds)("verify after apply with a spawned executor on $nam
       title: "Update Ana's contact",
       onBehalfOf: "U0REQUESTER",
       callbackUrl: `http://127.0.0.1:${(hookServer.address() as AddressInfo).port}/hook`,
-      actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: "ana@new.example", nickname: "Aninha", recoveryPassword: SECRET } }],
+      actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: "ana@new.example", nickname: "Aninha", recoveryPassword: SECRET, bio: BIO } }],
     });
     expect(proposed.isError).toBeFalsy();
     const { id: planId, hash } = proposed.structuredContent as { id: string; hash: string };
@@ -141,7 +144,7 @@ describe.each(databaseKinds)("verify after apply with a spawned executor on $nam
     expect(text).toContain("0. crm /contacts/1: applied, NOT as previewed: the target, re-read after the write, differs");
     expect(text).toContain('/nickname: approved "Aninha", target has (absent)');
     expect(text).toContain(`/recoveryPassword: approved ${JSON.stringify(MASK)}, target has (absent)`);
-    const drift = [{ path: "/nickname", expected: "Aninha" }, { path: "/recoveryPassword", expected: MASK }];
+    const drift = [{ path: "/nickname", expected: "Aninha" }, { path: "/recoveryPassword", expected: MASK }, { path: "/bio", expected: BIO }];
     expect((waited.structuredContent as { results: unknown[] }).results).toStrictEqual([{ index: 0, target: "crm", path: "/contacts/1", status: "applied", verified: false, driftAfterApply: drift }]);
     expect(s.target.get("/contacts/1")).toStrictEqual({ id: 1, email: "ana@new.example" });
     expect(s.target.writes()).toHaveLength(1);
@@ -176,6 +179,28 @@ describe.each(databaseKinds)("verify after apply with a spawned executor on $nam
     expect(page).toContain("1 write not as previewed");
     expect(page).toContain('data-verified="false"');
     expect(page).toMatch(/<td data-label="Field">\/nickname<\/td><td class="after" data-label="Approved">[^<]*&quot;Aninha&quot;/);
+
+    // In Chromium: the drift table is on the page, and nothing scrolls sideways at desktop or phone width.
+    if (chromiumAvailable) {
+      const browser = await launchChromium();
+      try {
+        for (const [size, viewport] of Object.entries({ desktop: { width: 1280, height: 900 }, phone: { width: 390, height: 844 } })) {
+          const context = await browser.newContext({ viewport });
+          await context.addCookies([{ name: "cs_session", value: cookie.slice("cs_session=".length), url: origin }]);
+          const tab = await context.newPage();
+          await tab.goto(`${origin}/plans/${planId}`);
+          const table = tab.locator(".drift-after-apply table");
+          await table.waitFor();
+          expect(await table.locator("tbody tr").count()).toBe(3);
+          const [scrollWidth, innerWidth] = (await tab.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")) as [number, number];
+          expect(scrollWidth, `drift table at ${size}`).toBeLessThanOrEqual(innerWidth);
+          await tab.locator("section[aria-labelledby=outcome]").screenshot({ path: screenshotPath(`verify-after-apply-${kind.name}-${size}`) });
+          await context.close();
+        }
+      } finally {
+        await browser.close();
+      }
+    }
 
     // The secret the plan set appears nowhere a person or the agent reads.
     for (const shown of [text, JSON.stringify(waited.structuredContent), JSON.stringify(hooks), JSON.stringify(slack.messagesIn(REVIEW)), page]) expect(shown).not.toContain(SECRET);
