@@ -70,14 +70,16 @@ export async function floorGet(stack: Stack, contact: number): Promise<{ etag: s
 }
 
 /**
- * The approve → PATCH floor: UPDATE (the decision), GET (the re-read), PATCH with If-Match;
- * resolves with milliseconds from the start to the target receiving the PATCH (the product's
- * figure ends there too), after the closing UPDATE (recording the outcome), which is not timed.
+ * The approve → PATCH floor: GET (the approval's re-check of the target, issue 15, 16e9e87), UPDATE
+ * (the decision), GET (the executor's re-read), PATCH with If-Match; resolves with milliseconds
+ * from the start to the target receiving the PATCH (the product's figure ends there too), after
+ * the closing UPDATE (recording the outcome), which is not timed.
  */
 export async function floorApply(stack: Stack, planId: string, contact: number): Promise<number> {
   const path = `/contacts/${contact}`;
   const arrived = stack.nextWrite(path);
   const started = epochNow();
+  await floorGet(stack, contact);
   const [moved] = await stack.sql`UPDATE bench_floor.plans SET status = 'approved', updated_at = now() WHERE id = ${planId} AND status = 'pending' RETURNING id`;
   if (!moved) throw new Error(`floor: plan ${planId} was not pending`);
   const { etag } = await floorGet(stack, contact);

@@ -11,8 +11,9 @@ const CONTACTS = 1000;
  * a time, with a separate `countersign executor` process claiming. Each click comes once the plan's
  * review message is posted and the outbox is quiet (a person clicks on a message they saw); the
  * next plan waits until this one is applied (and its Slack updates are delivered before its click).
- * Floor: UPDATE (the decision), GET (re-read), PATCH with If-Match, timed to the PATCH's arrival
- * like the product; then the UPDATE recording the outcome, untimed.
+ * Floor: GET (the approval's re-check of the target), UPDATE (the decision), GET (the executor's
+ * re-read), PATCH with If-Match, timed to the PATCH's arrival like the product; then the UPDATE
+ * recording the outcome, untimed.
  */
 export const approveToPatch: FigureSource = {
   title: "approve click → target PATCH",
@@ -52,7 +53,7 @@ export const approveToPatch: FigureSource = {
         return median(times);
       };
       const blocks = await alternate(pace.blocks, product, floor);
-      return [{ name: "approve_to_patch_p50", unit: "ms", ...blocks, goal: { atMost: 3 }, note: `${pace.rounds} sequential clicks per block (signed Slack block_actions POST); floor: UPDATE, GET, PATCH If-Match (+ UPDATE untimed)` }];
+      return [{ name: "approve_to_patch_p50", unit: "ms", ...blocks, goal: { atMost: 3 }, note: `${pace.rounds} sequential clicks per block (signed Slack block_actions POST); floor: GET, UPDATE, GET, PATCH If-Match (+ UPDATE untimed)` }];
     } finally {
       await stack.stop();
     }
