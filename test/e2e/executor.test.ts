@@ -164,6 +164,8 @@ describe.skipIf(!postgresKind)("executor crashes and concurrency on PostgreSQL",
     const plan = await s.propose("/crash/before-apply", { state: "new" });
     let revalidating!: () => void;
     const reached = new Promise<void>((r) => (revalidating = r));
+    // The Approve re-reads the target first (issue 15); the hold below is for the executor's re-read.
+    await s.approve(plan);
     // Hold the executor's re-read, so it dies having claimed but not written.
     s.target.beforeHandle = (req) => {
       if (req.method === "GET" && req.path === "/crash/before-apply") {
@@ -171,7 +173,6 @@ describe.skipIf(!postgresKind)("executor crashes and concurrency on PostgreSQL",
         return new Promise((r) => setTimeout(r, 3_000));
       }
     };
-    await s.approve(plan);
     const first = await s.startExecutor();
     await reached;
     first.child.kill("SIGKILL");

@@ -37,8 +37,11 @@ export function testGrantKeys(): Promise<{ signing: SigningKey; verifying: Verif
 }
 
 export function targetConfig(baseUrl: string, overrides: Partial<Record<keyof TargetConfig, unknown>> = {}): TargetConfig {
-  // Tests allow everything unless they say otherwise; the allowlist has tests of its own.
-  return TargetConfig.parse({ adapter: "http.json", baseUrl, read: { headers: { Authorization: `Bearer ${READ_TOKEN}` } }, allow: { ops: ["merge", "replace", "delete", "create"], paths: ["/**"] }, ...overrides });
+  // Tests allow everything unless they say otherwise; the allowlist has tests of its own. Nor do
+  // their servers watch targets (issue 15) unless they say so: a watcher's read at a random point
+  // of its interval would land among the reads a test holds or counts (watch-targets.test.ts and
+  // test/slow/watch-drift.test.ts watch on purpose).
+  return TargetConfig.parse({ adapter: "http.json", baseUrl, read: { headers: { Authorization: `Bearer ${READ_TOKEN}` } }, allow: { ops: ["merge", "replace", "delete", "create"], paths: ["/**"] }, watch: { intervalSeconds: 0 }, ...overrides });
 }
 
 export function testConfig(targets: Record<string, TargetConfig>, defaults: Partial<Config["defaults"]> = {}): Config {
