@@ -33,7 +33,12 @@ try {
   const outcome = await client.waitForOutcome(plan.id, { timeoutMs: 15 * 60_000 });
   console.log(`${outcome.status}${outcome.reason ? `: ${outcome.reason}` : ""}`);
   for (const a of outcome.approvals) console.log(`  approved by ${a.userId} via ${a.via} at ${a.at}`);
-  for (const a of outcome.outcome?.actions ?? []) console.log(`  ${a.target} ${a.path}: ${a.status}${a.detail ? ` (${a.detail})` : ""}`);
+  for (const a of outcome.outcome?.actions ?? []) {
+    // verified: the target, re-read after the write, holds what was approved (false: see driftAfterApply).
+    const check = a.verified === true ? ", verified" : a.verified === false ? ", NOT as approved" : a.verified === null ? ", not re-checked" : "";
+    console.log(`  ${a.target} ${a.path}: ${a.status}${check}${a.detail ? ` (${a.detail})` : ""}`);
+    for (const d of a.driftAfterApply ?? []) console.log(`    ${d.path}: approved ${JSON.stringify(d.expected) ?? "(absent)"}, target has ${JSON.stringify(d.actual) ?? "(absent)"}`);
+  }
   process.exit(outcome.status === "applied" ? 0 : 1);
 } catch (err) {
   // The server's refusals carry a stable code (unknown_target, policy_denied, invalid_request…).
