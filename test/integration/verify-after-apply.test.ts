@@ -24,7 +24,8 @@ import { READ_TOKEN, targetConfig, testGrantKeys, WRITE_TOKEN } from "../support
  */
 
 const http = createReadOnlyHttp();
-const TIMEOUT_MS = 1500;
+/** Generous: every read in this file has it too, and the machine is loaded; only one test waits it out. */
+const TIMEOUT_MS = 3000;
 let target: JsonResourceServer;
 let front: Server;
 /** What the front does with the next writes; GETs always pass through to the target. */
