@@ -141,7 +141,7 @@ export function createMcpServer(client: Countersign, version = packageVersion())
       title: "Wait for a plan's outcome",
       description:
         "Wait until people decide on a plan and, if approved, the executor has applied it. Returns the final status with approvals, " +
-        "the reason (rejected, stale, failed, expired) and per-action results. applied: done. rejected: read the reason before proposing anything else. " +
+        "the reason (rejected, stale, failed, expired) and per-action results. applied: done; each written action says whether the target, re-read after the write, holds what was approved (verified), and if not which fields differ: read the target again before relying on it. rejected: read the reason before proposing anything else. " +
         "stale: the target changed after the preview and nothing was written (Countersign watches targets while a plan waits, and re-reads them when someone approves); re-read and propose again with supersedes set to this plan's id. " +
         "superseded: you replaced it with a newer version; wait for that one. revoked: someone withdrew the approval before it was applied; read the reason. expired/cancelled: nothing was applied. " +
         "An approved plan may wait while Countersign is paused (held: the reason is given); keep waiting. " +
