@@ -7,7 +7,8 @@
  *   - the first rollup (every event summed once: what each scrape would cost without it),
  *   - scrapes with nothing new since the seal, and with 1 000 events committed since,
  *   - the lane gauges' share (laneHealth) and the retention sweep with nothing due.
- * Run: node --import tsx bench/metrics-scrape.ts [PLANS] [--keep]   (PLANS default 1000000)
+ * With --explain, also the scrape statement's EXPLAIN ANALYZE with 1 000 events since the seal.
+ * Run: node --import tsx bench/metrics-scrape.ts [PLANS] [--keep] [--explain]   (PLANS default 1000000)
  */
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -15,7 +16,7 @@ import postgres from "postgres";
 import { sql } from "drizzle-orm";
 import { pino } from "pino";
 import { openDatabase } from "../src/store/db.ts";
-import { readMetrics, rollUpMetrics } from "../src/service/metrics.ts";
+import { metricsStatement, readMetrics, rollUpMetrics } from "../src/service/metrics.ts";
 import { laneHealth } from "../src/service/lane-health.ts";
 import { sweepRetention } from "../src/service/retention.ts";
 
@@ -23,6 +24,7 @@ const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL
 if (!adminUrl) throw new Error("set TEST_DATABASE_URL or BENCH_DATABASE_URL to a server this bench may create a database on");
 const plans = Number(process.argv.find((a) => /^\d+$/.test(a)) ?? 1_000_000);
 const keep = process.argv.includes("--keep");
+const explain = process.argv.includes("--explain");
 
 const admin = postgres(adminUrl, { onnotice: () => {}, max: 1 });
 const name = `countersign_bench_metrics_${randomBytes(4).toString("hex")}`;
@@ -66,6 +68,10 @@ try {
   const tail: number[] = [];
   for (let i = 0; i < 5; i++) tail.push(await time(() => readMetrics(ctx)));
   console.log(`scrape, 1 000 events since the seal: median ${median(tail).toFixed(1)} ms [${tail.map((t) => t.toFixed(1)).join(", ")}]`);
+  if (explain) {
+    const plan = await database.rows<{ "QUERY PLAN": string }>(sql`EXPLAIN (ANALYZE, BUFFERS) ${metricsStatement()}`);
+    console.log(plan.map((r) => r["QUERY PLAN"]).join("\n"));
+  }
   const lanes: number[] = [];
   for (let i = 0; i < 5; i++) lanes.push(await time(() => laneHealth(ctx)));
   console.log(`of which laneHealth: median ${median(lanes).toFixed(1)} ms`);

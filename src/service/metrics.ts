@@ -81,34 +81,56 @@ function factsOf(where: SQL): SQL {
     GROUP BY 1, 2, 3`;
 }
 
+/** At most about this many events are summed per rollup transaction (whole seals; at least one). */
+const ROLLUP_STEP_EVENTS = 50_000;
+
 /**
- * Adds the facts of events up to the newest seal to metrics_rollup, once, by whichever replica
- * gets there first (another one rolling up at the same time is skipped, not waited for). A rollup
- * counted with other histogram bounds is started over.
+ * Adds the facts of sealed events to metrics_rollup, by whichever replica gets there first
+ * (another one rolling up at the same time is skipped, not waited for). Each step is its own
+ * transaction over about ROLLUP_STEP_EVENTS events, whole seals, so a first rollup over years of
+ * history (216 s for 5 M events at 1 M plans, load 27) never holds one long transaction, which
+ * would hold every seal back; `maxSteps` bounds a call. A rollup counted with other histogram
+ * bounds is started over. Returns whether it caught up with the newest seal.
  */
-export async function rollUpMetrics(ctx: Pick<ServiceContext, "database">): Promise<void> {
-  await ctx.database.db.transaction(async (tx) => {
+export async function rollUpMetrics(ctx: Pick<ServiceContext, "database">, input: { maxSteps?: number } = {}): Promise<boolean> {
+  for (let step = 0; step < (input.maxSteps ?? 1); step++) {
+    const outcome = await rollUpStep(ctx);
+    if (outcome !== "more") return outcome === "done";
+  }
+  return false;
+}
+
+async function rollUpStep(ctx: Pick<ServiceContext, "database">): Promise<"done" | "more" | "busy"> {
+  return ctx.database.db.transaction(async (tx) => {
     const rows = <T>(q: SQL) => ctx.database.rows<T>(q, tx);
     const [lock] = await rows<{ ok: boolean }>(sql`SELECT pg_try_advisory_xact_lock(${ROLLUP_LOCK}) AS ok`);
-    if (!lock?.ok) return;
-    const [seal] = await rows<{ xid_to: string }>(sql`SELECT xid_to::text AS xid_to FROM audit_seals ORDER BY seq DESC LIMIT 1`);
-    if (!seal) return;
-    const [state] = await rows<{ through: string; buckets: string; behind: boolean }>(
-      sql`SELECT through_xid::text AS through, buckets, through_xid < ${seal.xid_to}::xid8 AS behind FROM metrics_rollup_state WHERE id = 1`,
-    );
+    if (!lock?.ok) return "busy";
+    const [state] = await rows<{ through: string; buckets: string }>(sql`SELECT through_xid::text AS through, buckets FROM metrics_rollup_state WHERE id = 1`);
     const fresh = !state || state.buckets !== BUCKETS_SPEC;
-    if (!fresh && !state.behind) return;
+    const through = fresh ? "0" : state.through;
+    // The newest seal within a step of where the rollup stands, or else the next seal alone.
+    const [target] = await rows<{ xid_to: string; last: boolean }>(sql`
+      WITH base AS (SELECT coalesce((SELECT events_total FROM audit_seals WHERE xid_to = ${through}::xid8 ORDER BY seq DESC LIMIT 1), 0) AS n),
+      newest AS (SELECT seq FROM audit_seals ORDER BY seq DESC LIMIT 1),
+      pick AS (
+        (SELECT seq, xid_to FROM audit_seals WHERE xid_to > ${through}::xid8 AND events_total <= (SELECT n FROM base) + ${ROLLUP_STEP_EVENTS} ORDER BY seq DESC LIMIT 1)
+        UNION ALL
+        (SELECT seq, xid_to FROM audit_seals WHERE xid_to > ${through}::xid8 ORDER BY seq LIMIT 1))
+      SELECT xid_to::text AS xid_to, seq = (SELECT seq FROM newest) AS last FROM pick ORDER BY seq DESC LIMIT 1`);
+    if (!target) return "done";
     if (fresh) await tx.execute(sql`DELETE FROM metrics_rollup`);
+    await tx.execute(sql`SET LOCAL jit = off`); // see readMetrics
     const range = fresh
-      ? sql`(e.xid IS NULL OR e.xid < ${seal.xid_to}::xid8)`
-      : sql`e.xid >= ${state.through}::xid8 AND e.xid < ${seal.xid_to}::xid8`;
+      ? sql`(e.xid IS NULL OR e.xid < ${target.xid_to}::xid8)`
+      : sql`e.xid >= ${through}::xid8 AND e.xid < ${target.xid_to}::xid8`;
     await tx.execute(sql`
       INSERT INTO metrics_rollup (metric, label, bucket, count, sum)
       SELECT metric, label, bucket, count, sum FROM (${factsOf(range)}) AS facts
       ON CONFLICT (metric, label, bucket) DO UPDATE SET count = metrics_rollup.count + excluded.count, sum = metrics_rollup.sum + excluded.sum`);
     await tx.execute(sql`
-      INSERT INTO metrics_rollup_state (id, through_xid, buckets) VALUES (1, ${seal.xid_to}::xid8, ${BUCKETS_SPEC})
+      INSERT INTO metrics_rollup_state (id, through_xid, buckets) VALUES (1, ${target.xid_to}::xid8, ${BUCKETS_SPEC})
       ON CONFLICT (id) DO UPDATE SET through_xid = excluded.through_xid, buckets = excluded.buckets`);
+    return target.last ? "done" : "more";
   });
 }
 
@@ -120,7 +142,19 @@ export async function rollUpMetrics(ctx: Pick<ServiceContext, "database">): Prom
  */
 export async function readMetrics(ctx: Pick<ServiceContext, "database" | "clock">): Promise<MetricsSnapshot> {
   await rollUpMetrics(ctx);
-  const facts = await ctx.database.rows<FactRow>(sql`
+  // JIT off: the statement's plan for "no rollup yet" estimates a scan of the whole log, which
+  // made PostgreSQL spend 3.4 s compiling a read that then ran in 20 ms.
+  const facts = await ctx.database.db.transaction(async (tx) => {
+    await tx.execute(sql`SET LOCAL jit = off`);
+    return ctx.database.rows<FactRow>(metricsStatement(), tx);
+  });
+  const lanes = await laneHealth(ctx);
+  return snapshotOf(facts, lanes.map((l) => ({ lane: l.lane, backlog: l.backlog, oldestSeconds: l.oldestUndeliveredSeconds })));
+}
+
+/** readMetrics' one statement (bench/metrics-scrape.ts EXPLAINs it). */
+export function metricsStatement(): SQL {
+  return sql`
     WITH state AS (SELECT through_xid FROM metrics_rollup_state WHERE id = 1 AND buckets = ${BUCKETS_SPEC}),
     since AS (
       ${factsOf(sql`e.xid >= (SELECT through_xid FROM state)`)}
@@ -131,9 +165,7 @@ export async function readMetrics(ctx: Pick<ServiceContext, "database" | "clock"
     FROM (SELECT * FROM since UNION ALL SELECT * FROM rolled
           UNION ALL SELECT 'refusals', code, -1, count, 0 FROM refusal_counts
           UNION ALL SELECT 'pending', '', -1, (SELECT count(*) FROM plans WHERE status = 'pending'), 0) AS every
-    GROUP BY 1, 2, 3`);
-  const lanes = await laneHealth(ctx);
-  return snapshotOf(facts, lanes.map((l) => ({ lane: l.lane, backlog: l.backlog, oldestSeconds: l.oldestUndeliveredSeconds })));
+    GROUP BY 1, 2, 3`;
 }
 
 /** The rows of readMetrics' statement as metrics. Pure. */
