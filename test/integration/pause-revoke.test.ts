@@ -5,6 +5,7 @@ import { claimApproved } from "../../src/service/claim-approved.ts";
 import type { ServiceContext } from "../../src/service/context.ts";
 import { decide } from "../../src/service/decide.ts";
 import { ServiceError } from "../../src/service/errors.ts";
+import { expireDue } from "../../src/service/expire-due.ts";
 import { getPlan } from "../../src/service/get-plan.ts";
 import { heartbeatClaim } from "../../src/service/heartbeat-claim.ts";
 import { pauseCountersign, readPause, resumeCountersign } from "../../src/service/pause.ts";
@@ -68,6 +69,19 @@ describe.each(databaseKinds)("pause and revoke on $name", (kind) => {
       { type: "countersign.paused", actor: { type: "system", process: "cli" }, data: { by: "ops-oncall", via: "cli", reason: paused.reason } },
       { type: "countersign.resumed", actor: { type: "system", process: "cli" }, data: { by: "ops-oncall", via: "cli", pausedSince: paused.since, pausedBy: "ops-oncall" } },
     ]);
+  });
+
+  it("a grant keeps running while paused: an approved plan that waits past it expires as it always does", async () => {
+    await pauseCountersign(h.ctx, { operator: cli, reason: "long freeze" });
+    try {
+      const plan = await approvedPlan();
+      h.clock.advance(600); // testConfig's grantTtl
+      await expireDue(h.ctx);
+      expect((await rowOf(plan.id)).status).toBe("expired");
+      expect(await claimApproved(h.ctx)).toBeUndefined();
+    } finally {
+      await resumeCountersign(h.ctx, { operator: cli });
+    }
   });
 
   it("pausing twice, resuming when running, an empty reason and a browser user who is not an admin are refused, naming why", async () => {
