@@ -1,7 +1,8 @@
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import postgres from "postgres";
 import type { TestProject } from "vitest/node";
 import { MIGRATIONS_FOLDER, openDatabase } from "../../src/store/db.ts";
 import { installedPgliteVersion } from "../../src/store/pglite-template.ts";
@@ -17,11 +18,46 @@ const UNUSED_MS = 3 * 3600_000;
  * users run. Provides a dump of a migrated PGlite database, so each test file starts its own
  * copy in under a second instead of booting and migrating a fresh one (several seconds each).
  * The dump is made once per set of migrations and PGlite version and kept in node_modules/.cache:
- * making it cost ~8 s of CPU, most of what a one-file run spent before its test began.
+ * making it cost ~8 s of CPU, most of what a one-file run spent before its test began. With
+ * TEST_DATABASE_URL, also migrates one PostgreSQL database for the run to copy (see below).
  */
-export default async function setup(project: TestProject): Promise<void> {
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   if (cliIsStale()) await buildCli();
   project.provide("pgliteTemplate", await migratedDump());
+  const template = process.env.TEST_DATABASE_URL ? await migratedPostgres(process.env.TEST_DATABASE_URL) : undefined;
+  project.provide("postgresTemplate", template?.name);
+  return async () => {
+    await template?.drop();
+  };
+}
+
+/**
+ * A migrated database on TEST_DATABASE_URL's server, this run's own, that each test file's
+ * PostgreSQL database is copied from (CREATE DATABASE … TEMPLATE) instead of migrating afresh.
+ */
+async function migratedPostgres(adminUrl: string): Promise<{ name: string; drop(): Promise<void> }> {
+  const name = `cs_template_${randomBytes(6).toString("hex")}`;
+  const admin = postgres(adminUrl, { onnotice: () => {}, max: 1 });
+  const drop = async () => {
+    await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end({ timeout: 5 });
+  };
+  try {
+    await admin.unsafe(`CREATE DATABASE ${name}`);
+    const url = new URL(adminUrl);
+    url.pathname = `/${name}`;
+    // Closed before any copy is made: PostgreSQL copies only a database nobody is connected to.
+    const database = await openDatabase({ kind: "postgres", url: url.toString() });
+    try {
+      await database.migrate();
+    } finally {
+      await database.close();
+    }
+  } catch (err) {
+    await drop();
+    throw err;
+  }
+  return { name, drop };
 }
 
 async function migratedDump(): Promise<string> {
@@ -65,5 +101,7 @@ function dumpKey(): string {
 declare module "vitest" {
   export interface ProvidedContext {
     pgliteTemplate: string;
+    /** The migrated database each test file's PostgreSQL database copies; unset without TEST_DATABASE_URL. */
+    postgresTemplate: string | undefined;
   }
 }
