@@ -27,7 +27,16 @@ done
 echo "bench/load.sh: $n busy node processes (pids ${pids[*]}); load average now $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 if [[ $# -gt 0 ]]; then
-  "$@"
+  # The 1-minute load average every 10 s while the command runs, summed up at the end, so a run
+  # says what load it passed (or failed) at: the busy loops plus the command's own processes.
+  samples=$(mktemp)
+  (while sleep 10; do cut -d' ' -f1 /proc/loadavg >>"$samples"; done) &
+  pids+=("$!")
+  status=0
+  "$@" || status=$?
+  sort -n "$samples" | awk -v n="$n" '{ v[NR] = $1; s += $1 } END { if (NR) printf "bench/load.sh: %d busy processes; load average while it ran: min %s, median %s, max %s, mean %.1f (%d samples)\n", n, v[1], v[int((NR + 1) / 2)], v[NR], s / NR, NR }' >&2
+  rm -f "$samples"
+  exit "$status"
 else
   while :; do sleep 60; echo "bench/load.sh: load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2; done
 fi
