@@ -1,0 +1,99 @@
+import { TargetConfig } from "../config/schema.ts";
+import { currentVersion, driftOf } from "../plan/drift.ts";
+import { afterApplyMismatches, holdsChange } from "../plan/holds-change.ts";
+import { HttpJsonAction, PlannedAction } from "../plan/schema.ts";
+import { AdapterError, type Adapter, type AdapterApplyResult, type ErrorClass, type TargetState } from "./adapter.ts";
+import { previewHttpJson, readResource, TargetReadError, type ResourceState } from "./http-json.ts";
+import { applyHttpJson } from "./http-json-apply.ts";
+import { createReadOnlyHttp, type ReadOnlyHttp } from "./read-only-http.ts";
+
+type Action = import("zod").output<typeof HttpJsonAction>;
+
+/**
+ * `http.json` behind the adapter interface: the functions submit and the executor call today
+ * (http-json.ts, http-json-apply.ts, plan/drift.ts, plan/holds-change.ts), wrapped with no
+ * behaviour of their own. What the executor does between them (held → no write, the order of
+ * checks) stays in src/executor/execute-plan.ts.
+ */
+export function httpJsonAdapter(deps: { fetch?: typeof fetch; http?: ReadOnlyHttp } = {}): Adapter<Action, PlannedAction, TargetConfig> {
+  const fetchImpl = deps.fetch ?? fetch;
+  return {
+    kind: "http.json",
+    actionSchema: HttpJsonAction,
+    plannedSchema: PlannedAction,
+    targetSchema: TargetConfig,
+    address: (_name, _target, action) => ({ op: action.op, path: action.path }),
+    openReader(name, target) {
+      // The reader never holds the write credential, even in the executor's process.
+      const { write: _write, ...readOnly } = target;
+      const http = deps.http ?? createReadOnlyHttp(fetchImpl);
+      const read = (planned: PlannedAction): Promise<ResourceState> => guard(name, planned.path, () => readResource(http, name, readOnly, planned.path));
+      return {
+        async preview(action) {
+          const { planned, preview } = await guard(name, action.path, () => previewHttpJson(http, readOnly, action));
+          return { planned, preview: { ...preview, precondition: preconditionName(planned) } };
+        },
+        read: async (planned) => toTargetState(await read(planned)),
+        async revalidate(planned, seen) {
+          const current = await read(planned);
+          if (holdsChange(seen.before, seen.after, current.exists ? current.body : undefined)) return { state: "held" };
+          const stale = driftOf(planned, 0, seen.before, current);
+          if (!stale) return { state: "ready" };
+          return { state: "stale", expected: stale.expected ?? null, now: stale.now ?? null, changedSincePreview: stale.changedSincePreview ?? [] };
+        },
+        async verify(planned, seen) {
+          const current = await read(planned);
+          const mismatches = afterApplyMismatches(seen.before, seen.after, current.exists ? current.body : undefined);
+          return mismatches.length === 0 ? { verified: true } : { verified: false, mismatches };
+        },
+        close: async () => {},
+      };
+    },
+    openWriter(name, target) {
+      return {
+        async apply(planned, idempotencyKey): Promise<AdapterApplyResult> {
+          const result = await applyHttpJson(fetchImpl, name, target, planned, idempotencyKey);
+          switch (result.status) {
+            case "applied": return { status: "applied" };
+            case "stale": return { status: "stale", detail: result.detail };
+            case "uncertain": return { status: "uncertain", detail: result.detail };
+            case "failed": return { status: "failed", errorClass: classOfStatus(result.httpStatus), detail: result.detail };
+          }
+        },
+        close: async () => {},
+      };
+    },
+    classify: classifyHttpJsonError,
+  };
+}
+
+function preconditionName(planned: PlannedAction): string {
+  return "etag" in planned.precondition ? "etag" : "digest" in planned.precondition ? "digest" : "absent";
+}
+
+function toTargetState(state: ResourceState): TargetState {
+  return state.exists ? { exists: true, body: state.body, version: currentVersion(state) } : { exists: false };
+}
+
+async function guard<T>(name: string, path: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    throw new AdapterError(classifyHttpJsonError(err), name, err instanceof Error ? err.message : String(err), path, { cause: err });
+  }
+}
+
+/**
+ * No answer, 5xx, 408 and 429 may pass; anything else the target said (4xx, a redirect, a
+ * document that is not JSON or has no ETag) will be said again.
+ */
+export function classifyHttpJsonError(err: unknown): ErrorClass {
+  if (err instanceof AdapterError) return err.errorClass;
+  if (err instanceof TargetReadError) return err.answer ? classOfStatus(err.answer.status) : /did not answer|unreachable/.test(err.message) ? "transient" : "permanent";
+  return "permanent";
+}
+
+function classOfStatus(status: number | undefined): ErrorClass {
+  if (status === undefined) return "permanent";
+  return status >= 500 || status === 408 || status === 429 ? "transient" : "permanent";
+}
