@@ -41,7 +41,7 @@ export function createApp(
 
   app.notFound((c) => errorResponse(c, new ServiceError("not_found", `no route for ${c.req.method} ${c.req.path}`)));
   app.onError((err, c) => {
-    if (err instanceof ServiceError) return countRefusal(ctx, { code: err.code }).then(() => errorResponse(c, err));
+    if (err instanceof ServiceError) return countRefusal(ctx, { code: err.code, waitMs: 1000 }).then(() => errorResponse(c, err));
     if (err instanceof HTTPException && err.status < 500) {
       return c.json({ error: { code: "invalid_request", message: err.message || "bad request" } }, err.status);
     }

@@ -200,13 +200,20 @@ export function snapshotOf(rows: FactRow[], lanes: MetricsSnapshot["lanes"]): Me
 /**
  * Counts one refusal answered with `code` (refusal_counts). A refusal records nothing else, so
  * this is its only trace; a failure to count is logged, never turned into a different answer.
+ * With `waitMs` it resolves after at most that long (the count carries on): a refusal that needs
+ * no database, answered during an outage, is not held for the driver's connect timeout.
  */
-export async function countRefusal(ctx: Pick<ServiceContext, "database" | "logger">, input: { code: string }): Promise<void> {
-  try {
-    await ctx.database.db.execute(sql`
+export async function countRefusal(ctx: Pick<ServiceContext, "database" | "logger">, input: { code: string; waitMs?: number }): Promise<void> {
+  const counted = ctx.database.db
+    .execute(sql`
       INSERT INTO refusal_counts (code, count) VALUES (${input.code}, 1)
-      ON CONFLICT (code) DO UPDATE SET count = refusal_counts.count + 1`);
-  } catch (err) {
-    ctx.logger.warn({ err, code: input.code }, "could not count a refusal for /metrics");
-  }
+      ON CONFLICT (code) DO UPDATE SET count = refusal_counts.count + 1`)
+    .then(
+      () => undefined,
+      (err: unknown) => ctx.logger.warn({ err, code: input.code }, "could not count a refusal for /metrics"),
+    );
+  if (input.waitMs === undefined) return counted;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([counted, new Promise<void>((resolve) => (timer = setTimeout(resolve, input.waitMs)))]);
+  clearTimeout(timer);
 }
