@@ -9,12 +9,17 @@ Usage:
                                     and one executor child process
   countersign serve                 the server: agent API, executor API, expiry sweeper, outbox
   countersign executor              the executor: claims approved plans, verifies, revalidates, applies
-  countersign keys generate         print a new Ed25519 key pair for signing grants
+  countersign keys generate [--audit-seal]
+                                    print a new Ed25519 key pair for signing grants (or audit seals)
   countersign migrate               apply database migrations and exit
   countersign policy check [FILE] [--role server|executor]
                                     validate a config and print each target's effective policy; with
                                     --role, load it as that process would (credentials and all)
-  countersign audit verify          recompute the audit log's hash chains and seals; exit 1 naming where it breaks
+  countersign audit verify [--seals FILE --public-key PEM_FILE]
+                                    recompute the audit log's hash chains and seals (and check them
+                                    against the signed seals published outside it); exit 1 naming where it breaks
+  countersign audit export --since ISO_TIME [--out FILE]
+                                    the audit trail as JSON Lines, for a SIEM
   countersign agents add NAME       create an agent; its API key is the last line printed
   countersign agents list           list agents
   countersign agents revoke NAME    revoke an agent's key
@@ -29,7 +34,7 @@ Usage:
 Environment: PORT (3000), HOST (serve's interface, default 0.0.0.0; start uses 127.0.0.1),
 PUBLIC_URL, DATABASE_URL (absent: embedded PGlite in
 COUNTERSIGN_DATA_DIR, default ./.countersign), COUNTERSIGN_CONFIG (default ./countersign.yml),
-LOG_LEVEL, COUNTERSIGN_GRANT_PRIVATE_KEY and COUNTERSIGN_EXECUTOR_TOKEN (server);
+LOG_LEVEL, COUNTERSIGN_GRANT_PRIVATE_KEY, COUNTERSIGN_EXECUTOR_TOKEN and COUNTERSIGN_AUDIT_SEAL_KEY (server);
 COUNTERSIGN_URL, COUNTERSIGN_EXECUTOR_TOKEN and COUNTERSIGN_GRANT_PUBLIC_KEY (executor).
 serve and executor need a config file (COUNTERSIGN_CONFIG, or ./countersign.yml); see
 countersign.example.yml. Only start runs without one (on its demo target).`;
@@ -53,15 +58,15 @@ async function main(argv: string[]): Promise<number> {
       return untilStopped(() => executor.stop());
     }
     case "keys":
-      if (args[0] !== "generate") return usage("usage: countersign keys generate");
-      await (await import("./cli/keys.ts")).keysGenerate(out);
+      if (args[0] !== "generate" || (args[1] !== undefined && args[1] !== "--audit-seal") || args.length > 2) return usage("usage: countersign keys generate [--audit-seal]");
+      await (await import("./cli/keys.ts"))[args[1] ? "auditSealKeysGenerate" : "keysGenerate"](out);
       return 0;
     case "policy":
       if (args[0] !== "check") return usage("usage: countersign policy check [FILE] [--role server|executor]");
       return (await import("./cli/policy-check.ts")).policyCheck(args.slice(1), env, out);
     case "audit":
-      if (args[0] !== "verify") return usage("usage: countersign audit verify");
-      return (await import("./cli/agents.ts")).auditVerifyCommand((await loadConfig())({ env, role: "cli" }), out);
+      if (args[0] !== "verify" && args[0] !== "export") return usage("usage: countersign audit verify [--seals FILE --public-key PEM_FILE] | audit export --since ISO_TIME [--out FILE]");
+      return (await import("./cli/audit.ts")).auditCommand((await loadConfig())({ env, role: "cli" }), args, out);
     case "login-link":
       await (await import("./cli/agents.ts")).loginLinkCommand((await loadConfig())({ env, role: "cli" }), args, out);
       return 0;

@@ -50,6 +50,10 @@ export interface ServerConfig extends SharedConfig {
   retention?: FileConfig["retention"];
   /** When set, GET /metrics requires it as a bearer token (COUNTERSIGN_METRICS_TOKEN). */
   metricsToken?: string | undefined;
+  /** The audit log's seal signing (`audit.seal`); configs built in code may leave it out. */
+  audit?: FileConfig["audit"];
+  /** The key that signs audit seals (COUNTERSIGN_AUDIT_SEAL_KEY, PEM or JWK); absent: seals are not signed. */
+  auditSealKey?: string | undefined;
   /** The grant signing key (PEM); absent with PostgreSQL is an error at `serve`, with PGlite one is made in the data dir. */
   grantPrivateKeyPem: string | undefined;
   /** Absent: the executor API refuses everyone. */
@@ -171,6 +175,10 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback, requireFi
   }
 
   if (role === "server" && e.DATABASE_URL && !e.COUNTERSIGN_GRANT_PRIVATE_KEY) throw new ConfigError("environment", [GRANT_KEY_REQUIRED]);
+  if (role === "server") {
+    const problems = auditSealProblems(file, e.COUNTERSIGN_AUDIT_SEAL_KEY, e.COUNTERSIGN_GRANT_PRIVATE_KEY);
+    if (problems.length > 0) throw new ConfigError(`${source} + environment`, problems);
+  }
 
   if (role === "server" && file.browser.oidc && !file.browser.oidc.teamId && !slack.enabled) {
     throw new ConfigError(source, [{ key: "browser.oidc.teamId", message: "is not set, and without Slack (no SLACK_BOT_TOKEN) there is no bot token's team to default to; set the team id (T…) whose people may sign in" }]);
@@ -208,9 +216,10 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback, requireFi
     redact: file.redact,
     limits: file.limits,
     retention: file.retention,
+    audit: file.audit,
     targets: file.targets as Record<string, ServerTarget>, // write blocks were dropped unread
   };
-  if (role === "server") return { ...served, slack, grantPrivateKeyPem: e.COUNTERSIGN_GRANT_PRIVATE_KEY, executorToken: e.COUNTERSIGN_EXECUTOR_TOKEN, metricsToken: e.COUNTERSIGN_METRICS_TOKEN };
+  if (role === "server") return { ...served, slack, grantPrivateKeyPem: e.COUNTERSIGN_GRANT_PRIVATE_KEY, executorToken: e.COUNTERSIGN_EXECUTOR_TOKEN, metricsToken: e.COUNTERSIGN_METRICS_TOKEN, auditSealKey: e.COUNTERSIGN_AUDIT_SEAL_KEY };
   const cli: CliConfig = { ...served, slack: { ...file.slack, enabled: false } };
   if (role === "check") {
     const check: CheckConfig = { ...cli, targetsWithoutWrite: withoutWrite };
@@ -224,6 +233,20 @@ export const GRANT_KEY_REQUIRED = {
   key: "COUNTERSIGN_GRANT_PRIVATE_KEY",
   message: "is not set; with DATABASE_URL every server replica must sign grants with the same key. 'countersign keys generate' prints a pair",
 } as const;
+
+/**
+ * Seal signing needs its own key: publishing is configured without one, or the grant key given
+ * as the seal key (a leaked grant key would then also forge the audit's proof), are refused here;
+ * runServer compares the keys themselves too (a generated grant key, a JWK of the same key).
+ */
+function auditSealProblems(file: FileConfig, sealKey: string | undefined, grantKey: string | undefined): { key: string; message: string }[] {
+  const where = [file.audit.seal && "audit.seal", file.slack.auditChannel && "slack.auditChannel"].filter(Boolean).join(" and ");
+  if (!sealKey && where) return [{ key: "COUNTERSIGN_AUDIT_SEAL_KEY", message: `is not set, but ${where} asks for signed audit seals; 'countersign keys generate --audit-seal' prints a key` }];
+  if (sealKey && grantKey && sealKey.trim() === grantKey.trim()) return [{ key: "COUNTERSIGN_AUDIT_SEAL_KEY", message: AUDIT_KEY_IS_GRANT_KEY }];
+  return [];
+}
+
+export const AUDIT_KEY_IS_GRANT_KEY = "is the grant signing key; audit seals need a dedicated key (whoever holds the grant key must not be able to forge the audit's proof): 'countersign keys generate --audit-seal' prints one";
 
 const WITHOUT_WRITE = "is missing; the executor needs write headers for every target it applies to (add write: { headers: { Authorization: \"Bearer ${…}\" } })";
 

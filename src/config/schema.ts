@@ -110,6 +110,19 @@ export type LimitsConfig = z.infer<typeof LimitsConfig>;
 /** Default of `slack.digest.afterSeconds`: how long a preview may wait in its channel's queue before a digest is posted instead. */
 export const DIGEST_AFTER_SECONDS = 30;
 
+/**
+ * Signing audit seals: the newest seal is signed once it covers `everyEvents` more events than the
+ * last signed one, or `everySeconds` after it, whichever comes first; each signature is appended
+ * to `file` as one JSON line and POSTed to `webhookUrl` (and told to slack.auditChannel).
+ */
+export const AuditSealConfig = z.strictObject({
+  everyEvents: z.int("must be a whole number of events").min(1, "must be at least 1").default(1000),
+  everySeconds: z.int("must be a whole number of seconds").min(1, "must be at least 1").max(86_400).default(60),
+  file: z.string().min(1, "is empty; name the file signed seals are appended to").optional(),
+  webhookUrl: z.url({ protocol: /^https?$/, error: "must be an http(s) URL such as https://siem.example.com/countersign-seals" }).optional(),
+});
+export type AuditSealConfig = z.infer<typeof AuditSealConfig>;
+
 /** The YAML file (`countersign.yml`). Every key is documented in `countersign.example.yml`. */
 export const FileConfig = z.strictObject({
   environment: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "use lower-case letters, digits, '-' and '_'").default("default"),
@@ -126,6 +139,8 @@ export const FileConfig = z.strictObject({
     digest: z.strictObject({
       afterSeconds: z.int("must be a whole number of seconds").min(0).max(3600).default(DIGEST_AFTER_SECONDS),
     }).optional(),
+    /** Where signed audit seals are published (issue 16): a short message per signed seal. */
+    auditChannel: ChannelId.optional(),
   }).default({}),
   defaults: PolicyDefaults.default({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600, reminders: [], risk: "low" }),
   webhooks: z.strictObject({
@@ -159,6 +174,8 @@ export const FileConfig = z.strictObject({
     /** Delete final plans (with their decisions and outbox rows; audit events are kept) last changed over `days` ago. */
     plans: z.boolean().default(false),
   }).default({ days: 90, plans: false }),
+  /** The audit log (issue 16): how often the newest seal is signed with COUNTERSIGN_AUDIT_SEAL_KEY and where it is published besides slack.auditChannel. */
+  audit: z.strictObject({ seal: AuditSealConfig.optional() }).default({}),
   targets: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "target names use lower-case letters, digits, '-' and '_'"), TargetConfig).default({}),
 });
 export type FileConfig = z.infer<typeof FileConfig>;
@@ -177,6 +194,8 @@ export const EnvConfig = z.object({
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** Server: PKCS#8 PEM of the Ed25519 key that signs grants (`countersign keys generate`). */
   COUNTERSIGN_GRANT_PRIVATE_KEY: z.string().includes("PRIVATE KEY", { message: "must be a PKCS#8 PEM ('-----BEGIN PRIVATE KEY-----'); 'countersign keys generate' prints one" }).optional(),
+  /** Server: the Ed25519 key (PKCS#8 PEM or private JWK) that signs audit seals; never the grant key (`countersign keys generate --audit-seal`). */
+  COUNTERSIGN_AUDIT_SEAL_KEY: z.string().refine((v) => v.includes("PRIVATE KEY") || v.trim().startsWith("{"), { message: "must be an Ed25519 private key as a PKCS#8 PEM ('-----BEGIN PRIVATE KEY-----') or a JWK; 'countersign keys generate --audit-seal' prints one" }).optional(),
   /** Server and executor: the shared secret of the executor API. */
   COUNTERSIGN_EXECUTOR_TOKEN: z.string().min(16, "must be at least 16 characters; use a long random string").optional(),
   /** Server: when set, GET /metrics requires it as a bearer token. */

@@ -5,7 +5,7 @@ import { GENESIS_HASH } from "./audit.ts";
 import type { ServiceContext } from "./context.ts";
 
 /** One sealer at a time across replicas; the others skip their turn. */
-const SEALER_LOCK = 7_280_231_003;
+export const SEALER_LOCK = 7_280_231_003;
 /** The most events one seal covers, so a backlog (a sealer that was down) is sealed in bounded steps. */
 export const MAX_EVENTS_PER_SEAL = 20_000;
 
