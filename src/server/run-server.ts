@@ -9,6 +9,8 @@ import type { ServiceContext } from "../service/context.ts";
 import { expireDue } from "../service/expire-due.ts";
 import { remindDue } from "../service/remind-due.ts";
 import { sealAudit } from "../service/seal-audit.ts";
+import { signSeals } from "../service/sign-seals.ts";
+import { auditSealing, sealHandlers } from "./audit-sealing.ts";
 import { watchTargets } from "../service/watch-targets.ts";
 import { DEFAULT_RETENTION, sweepRetention } from "../service/retention.ts";
 import { DEFAULT_DELIVERY, type DeliveryPolicy, type OutboxHandler } from "../service/outbox.ts";
@@ -79,6 +81,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
   try {
     // Before the database is touched: a server that cannot sign grants must not migrate anything first.
     const grantKey = options.grantKey ?? (await resolveGrantKey(config)).key;
+    const sealSigning = await auditSealing(config, grantKey);
     database = options.database ?? (await openMigrated(config.database));
     if (options.database) await database.migrate();
     const signals = new PlanSignals(database);
@@ -107,6 +110,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     const handlers: Record<string, OutboxHandler> = {
       ...options.outboxHandlers,
       webhook: webhookSink(ctx),
+      ...sealHandlers(ctx, config, sealSigning),
       ...(slack && config.slack.enabled ? { slack: slack.deliver, [HOME_SINK]: homeSink(ctx, deliveryClient(config.slack.botToken, config.slack.apiUrl)), [NOTICE_SINK]: noticeSink(ctx, deliveryClient(config.slack.botToken, config.slack.apiUrl)) } : {}),
     };
 
@@ -129,7 +133,11 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     const report = (what: string) => outageAwareReport(what, isDatabaseUnreachable, logger);
     const sweeper = every(options.sweepMs ?? 1000, () => expireDue(ctx), report("expiry sweep"));
     const reminders = every(options.remindMs ?? 5000, () => remindDue(ctx), report("reminders"));
-    const sealer = every(options.sealMs ?? 2000, () => sealAudit(ctx), report("audit sealing"));
+    // Sealing, then (with COUNTERSIGN_AUDIT_SEAL_KEY) signing the newest seal when one is due and queueing its publication.
+    const sealer = every(options.sealMs ?? 2000, async () => {
+      await sealAudit(ctx);
+      if (sealSigning) await signSeals(ctx, sealSigning);
+    }, report("audit sealing"));
     // Open plans' targets re-read while they wait (issue 15); replicas share the reads through the database.
     const replica = `${machineName()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     const watcher = every(options.watchMs ?? 1000, () => watchTargets(ctx, { replica }), report("target watch"));
