@@ -50,6 +50,7 @@ describe("pause and revoke through Slack, the browser and the agent API", () => 
   let server: RunningServer;
   let door: SlackInteractions;
   let origin: string;
+  let config: Parameters<typeof runServer>[0]["config"];
   let agent: { id: string; name: string; key: string };
   let n = 0;
   /** The agent's callback URL: every webhook body it received. */
@@ -74,7 +75,7 @@ describe("pause and revoke through Slack, the browser and the agent API", () => 
     const port = await freePort();
     origin = `http://127.0.0.1:${port}`;
     const base = testConfig({ crm: targetConfig(target.url) });
-    const config = {
+    config = {
       ...base,
       port,
       publicUrl: origin,
@@ -181,7 +182,17 @@ describe("pause and revoke through Slack, the browser and the agent API", () => 
     expect(missing.status).toBe(400);
     expect(missing.body).toContain("a reason is required");
 
-    expect(await post("/pause", admin, { reason: "Incident 12 <b>CRM</b>" })).toMatchObject({ status: 303, location: "/plans" });
+    // A second replica on the same database, to see the pause reach it.
+    const replica = await runServer({ config: { ...config, port: 0, slack: { enabled: false } }, logger: silentLogger, database, hostname: "127.0.0.1", grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, remindMs: 3_600_000, deliverMs: 3_600_000 });
+    const onReplica = async (p: string) => (await fetch(`${replica.url}${p}`, { headers: { cookie: alice.cookie } })).text();
+    try {
+      expect(await onReplica("/plans")).not.toContain("Countersign is paused");
+      expect(await post("/pause", admin, { reason: "Incident 12 <b>CRM</b>" })).toMatchObject({ status: 303, location: "/plans" });
+      await waitFor("the other replica's pages to show the pause", async () => (await onReplica("/plans")).includes("Incident 12 &lt;b&gt;CRM&lt;/b&gt;"));
+      expect(replica.ctx.pause?.current()).toMatchObject({ by: ADMIN, via: "web" });
+    } finally {
+      await replica.close();
+    }
     for (const path of ["/plans", `/plans/${plan.id}`]) {
       const page = (await get(path, alice.cookie)).body;
       expect(page).toContain("Countersign is paused");
