@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, isNotNull, isNull, notExists, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, isNotNull, isNull, notExists, sql, type SQL } from "drizzle-orm";
 import { readResource, type ResourceState } from "../adapters/http-json.ts";
 import { driftOf } from "../plan/drift.ts";
 import type { ActionOutcome, Outcome } from "../plan/outcome.ts";
@@ -37,7 +37,7 @@ export async function watchTargets(ctx: ServiceContext, { replica }: { replica: 
   const result: WatchPassResult = { read: 0, failed: 0, stale: [] };
   const intervals = watchIntervals(ctx);
   if (intervals.size === 0) return result;
-  await registerNewPlans(ctx, intervals);
+  await registerNewPlans(ctx, intervals, replica);
   const due = await leaseDue(ctx, intervals, replica);
   // Bounded concurrency per target: each target's resources are read by a few workers in turn.
   const byTarget = new Map<string, Leased[]>();
@@ -63,18 +63,38 @@ function watchIntervals(ctx: Pick<ServiceContext, "config">): Map<string, number
 }
 
 /**
- * Open plans not yet in the watch list, found by one anti-join on the list's primary key (no
- * document is read twice): their actions are listed, and each watched resource gets a watch,
- * first due at a random point of its interval so reads spread over time. Every action is
- * listed, watched target or not, so a plan is taken in once.
+ * Where each replica's listing stands: plans created before `since` are all listed (a full pass
+ * found none left). Between full passes only recent plans are looked at, so a pass with nothing
+ * new costs the plans of the last minute, not every open plan (bench/watch.ts).
  */
-async function registerNewPlans(ctx: ServiceContext, intervals: Map<string, number>): Promise<void> {
+const listings = new WeakMap<object, Map<string, { since: number; fullAt: number }>>();
+/** How far back a pass looks: a plan's created_at is read before its insert commits. */
+const LISTING_OVERLAP_MS = 60_000;
+/** A full pass now and then lists what a replica could not see (one started after the plan, or a restart). */
+const FULL_LISTING_EVERY_MS = 5 * 60_000;
+
+/**
+ * Open plans not yet in the watch list, found by one anti-join on the list's primary key (no
+ * document is read twice), over recent plans only between full passes: their actions are listed,
+ * and each watched resource gets a watch, first due at a random point of its interval so reads
+ * spread over time. Every action is listed, watched target or not, so a plan is taken in once.
+ */
+async function registerNewPlans(ctx: ServiceContext, intervals: Map<string, number>, replica: string): Promise<void> {
   const { db } = ctx.database;
+  const startedAt = ctx.clock().getTime();
+  let listing = listings.get(ctx.database);
+  if (!listing) listings.set(ctx.database, (listing = new Map()));
+  const state = listing.get(replica);
+  // A clock that stepped back also gets a full pass.
+  const full = !state || startedAt - state.fullAt >= FULL_LISTING_EVERY_MS || startedAt < state.since;
+  const recent = full ? undefined : gt(plans.createdAt, new Date(state!.since - LISTING_OVERLAP_MS));
   const fresh = await db
     .select({ id: plans.id, document: plans.document })
     .from(plans)
-    .where(and(inArray(plans.status, [...WATCHED_STATUSES]), notExists(db.select({ one: sql`1` }).from(watchedActions).where(eq(watchedActions.planId, plans.id)))))
+    .where(and(inArray(plans.status, [...WATCHED_STATUSES]), recent, notExists(db.select({ one: sql`1` }).from(watchedActions).where(eq(watchedActions.planId, plans.id)))))
     .limit(REGISTER_BATCH);
+  // Everything found is listed below; a full batch means more may wait, so the mark stays put.
+  if (fresh.length < REGISTER_BATCH) listing.set(replica, { since: startedAt, fullAt: full ? startedAt : state!.fullAt });
   if (fresh.length === 0) return;
   const now = ctx.clock().getTime();
   const actions = fresh.flatMap((plan) => (plan.document as PlanDocument).actions.map((a, i) => ({ planId: plan.id, actionIndex: i, target: a.target, path: a.path })));

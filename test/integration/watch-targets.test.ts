@@ -7,7 +7,7 @@ import { reviewPlan } from "../../src/service/review-plan.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { PlanBody } from "../../src/web/plan-page.tsx";
 import { watchTargets } from "../../src/service/watch-targets.ts";
-import { auditEvents, outbox, plans, targetWatches } from "../../src/store/schema.ts";
+import { auditEvents, outbox, plans, targetWatches, watchedActions } from "../../src/store/schema.ts";
 import { databaseKinds, postgresKind } from "../support/databases.ts";
 import { mergeRequest, targetConfig } from "../support/harness.ts";
 import { useHarness, type SuiteHarness } from "../support/use-harness.ts";
@@ -108,6 +108,24 @@ describe.each(databaseKinds)("watching targets while plans are open ($name)", (k
     expect(row!.failedSince).toBeNull();
     expect(await statusOf(h, plan.id)).toBe("pending");
     expect((await getPlan(h.ctx, { agent: h.agent, planId: plan.id })).watch).toEqual({ checkedAt: h.clock.now().toISOString(), failingSince: null });
+  });
+
+  it("between full passes only recent plans are looked at; a plan missed then is listed by the next full pass", async () => {
+    h.target.set("/contacts/11", { id: 11, name: "Kai", email: "kai@old.example" });
+    const plan = await submit(h, "/contacts/11");
+    await watch(h.ctx, "lister");
+    expect(await h.database.db.$count(watchedActions, eq(watchedActions.planId, plan.id))).toBe(1);
+    h.clock.advance(120);
+    await watch(h.ctx, "lister");
+    // As if its listing had been lost (a commit later than the overlap, say): recent passes do not see it…
+    await h.database.db.delete(watchedActions).where(eq(watchedActions.planId, plan.id));
+    h.clock.advance(10);
+    await watch(h.ctx, "lister");
+    expect(await h.database.db.$count(watchedActions, eq(watchedActions.planId, plan.id))).toBe(0);
+    // …the full pass a few minutes on does.
+    h.clock.advance(300);
+    await watch(h.ctx, "lister");
+    expect(await h.database.db.$count(watchedActions, eq(watchedActions.planId, plan.id))).toBe(1);
   });
 
   it("a target with watch.intervalSeconds 0 is never read by the watcher", async () => {
