@@ -13,6 +13,7 @@ import { signSeals } from "../service/sign-seals.ts";
 import { auditSealing, sealHandlers } from "./audit-sealing.ts";
 import { watchTargets } from "../service/watch-targets.ts";
 import { DEFAULT_RETENTION, sweepRetention } from "../service/retention.ts";
+import { rollUpMetrics } from "../service/metrics.ts";
 import { DEFAULT_DELIVERY, type DeliveryPolicy, type OutboxHandler } from "../service/outbox.ts";
 import { startOutboxWorker } from "../service/outbox-worker.ts";
 import { webhookSink } from "../webhooks/webhook-sink.ts";
@@ -141,6 +142,8 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     // Open plans' targets re-read while they wait (issue 15); replicas share the reads through the database.
     const replica = `${machineName()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     const watcher = every(options.watchMs ?? 1000, () => watchTargets(ctx, { replica }), report("target watch"));
+    // Sums sealed audit events into metrics_rollup in short steps, so a scrape reads only the newest.
+    const metricsRollup = every(options.sealMs ?? 2000, () => rollUpMetrics(ctx, { maxSteps: 20 }), report("metrics rollup"));
     const retention = every(options.retentionMs ?? 60_000, () => sweepRetention(ctx, { policy: config.retention ?? DEFAULT_RETENTION }), report("retention sweep"));
     // Lanes (slack:<channel>, webhook:<agent>, …) drain in parallel, a bounded number at once.
     const delivery = startOutboxWorker(ctx, {
@@ -161,7 +164,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
           server.close(() => resolve());
           server.closeAllConnections?.();
         });
-        await Promise.all([sweeper.stop(), delivery.stop(), reminders.stop(), sealer.stop(), watcher.stop(), retention.stop()]);
+        await Promise.all([sweeper.stop(), delivery.stop(), reminders.stop(), sealer.stop(), watcher.stop(), retention.stop(), metricsRollup.stop()]);
         await slack?.stop();
         await signals.stop();
         await pause.stop();
