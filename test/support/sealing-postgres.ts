@@ -1,5 +1,6 @@
-import { afterAll, beforeAll } from "vitest";
-import type { Database } from "../../src/store/db.ts";
+import postgres from "postgres";
+import { afterAll, beforeAll, inject } from "vitest";
+import { openDatabase, type Database } from "../../src/store/db.ts";
 import { openThrowawayPostgres, type TestDatabaseKind } from "./databases.ts";
 import { privatePostgresAvailable, startPrivatePostgres, type PrivatePostgres } from "./private-postgres.ts";
 
@@ -29,16 +30,40 @@ export function useSealingPostgres(): SealingPostgres | undefined {
       await cluster?.destroy();
     });
   }
-  const openUnmigrated = async (): Promise<Database> => {
-    const adminUrl = privatePostgresAvailable() ? cluster?.url : shared;
-    if (!adminUrl) throw new Error("useSealingPostgres(): a database was opened before the file's beforeAll started the cluster");
-    return openThrowawayPostgres(adminUrl);
+  const adminUrl = (): string => {
+    const url = privatePostgresAvailable() ? cluster?.url : shared;
+    if (!url) throw new Error("useSealingPostgres(): a database was opened before the file's beforeAll started the cluster");
+    return url;
+  };
+  // open() copies a migrated database, as postgresKind does (see there): on the private cluster
+  // one made at the first open() (a file that opens one per test, audit-verify, opens 8); on the
+  // shared server the run's template.
+  let template: Promise<string> | undefined;
+  const migratedTemplate = (): Promise<string> => {
+    if (!privatePostgresAvailable()) return Promise.resolve(inject("postgresTemplate")!);
+    return (template ??= (async () => {
+      const admin = postgres(adminUrl(), { onnotice: () => {}, max: 1 });
+      try {
+        await admin.unsafe("CREATE DATABASE cs_sealing_template");
+      } finally {
+        await admin.end({ timeout: 5 });
+      }
+      const url = new URL(adminUrl());
+      url.pathname = "/cs_sealing_template";
+      const database = await openDatabase({ kind: "postgres", url: url.toString() });
+      try {
+        await database.migrate();
+      } finally {
+        await database.close(); // a database is copied only while nobody is connected to it
+      }
+      return "cs_sealing_template";
+    })());
   };
   return {
     name: "postgres",
-    openUnmigrated,
+    openUnmigrated: async () => openThrowawayPostgres(adminUrl()),
     async open() {
-      const database = await openUnmigrated();
+      const database = await openThrowawayPostgres(adminUrl(), await migratedTemplate());
       await database.migrate();
       return database;
     },
