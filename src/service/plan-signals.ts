@@ -73,10 +73,12 @@ export class PlanSignals {
           FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT events_total, xid_to FROM audit_seals ORDER BY seq DESC LIMIT 1) AS newest ON true`);
       return String(row?.v ?? 0);
     }
-    const [row] = await this.database.rows<{ v: string | number | null; dead: string | number }>(
-      sql`SELECT (SELECT max(id) FROM audit_events WHERE plan_id = ${planId}) AS v, (SELECT count(*) FROM outbox WHERE plan_id = ${planId} AND dead_at IS NOT NULL) AS dead`,
+    // The watch's failing-since (issue 15) is on the page too, and changes with no event.
+    const [row] = await this.database.rows<{ v: string | number | null; dead: string | number; watch: string | number | null }>(
+      sql`SELECT (SELECT max(id) FROM audit_events WHERE plan_id = ${planId}) AS v, (SELECT count(*) FROM outbox WHERE plan_id = ${planId} AND dead_at IS NOT NULL) AS dead,
+        (SELECT floor(extract(epoch FROM min(t.failed_since)))::bigint FROM watched_actions w JOIN target_watches t ON t.target = w.target AND t.path = w.path WHERE w.plan_id = ${planId}) AS watch`,
     );
-    return `${row?.v ?? 0}.${row?.dead ?? 0}`;
+    return `${row?.v ?? 0}.${row?.dead ?? 0}${row?.watch ? `.${row.watch}` : ""}`;
   }
 
   /** Resolves when any plan may have changed (the list page), or after `ms`. */

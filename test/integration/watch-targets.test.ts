@@ -82,6 +82,8 @@ describe.each(databaseKinds)("watching targets while plans are open ($name)", (k
     h.target.set("/contacts/4", { id: 4, name: "Dora", email: "dora@old.example" });
     const plan = await submit(h, "/contacts/4");
     await watch(h.ctx);
+    // The plan page's live stream follows the version: it moves when re-reads start and stop failing.
+    const version = await h.ctx.signals.version(plan.id);
     h.target.failWith = { status: 503, body: "down for maintenance" };
     try {
       h.clock.advance(INTERVAL);
@@ -97,6 +99,7 @@ describe.each(databaseKinds)("watching targets while plans are open ($name)", (k
       // The agent (and every reviewer view) sees since when the plan could not be re-checked.
       const seen = await getPlan(h.ctx, { agent: h.agent, planId: plan.id });
       expect(seen.watch).toEqual({ checkedAt: null, failingSince: failedAt.toISOString() });
+      expect(await h.ctx.signals.version(plan.id)).not.toBe(version);
       const page = String(PlanBody({ reviewed: await reviewPlan(h.ctx, { planId: plan.id, reader: { userId: "U0ALICE" } }), session: undefined }));
       expect(page).toContain(`Could not re-check the target since ${failedAt.toISOString().slice(11, 16)} UTC`);
     } finally {
@@ -108,6 +111,7 @@ describe.each(databaseKinds)("watching targets while plans are open ($name)", (k
     expect(row!.failedSince).toBeNull();
     expect(await statusOf(h, plan.id)).toBe("pending");
     expect((await getPlan(h.ctx, { agent: h.agent, planId: plan.id })).watch).toEqual({ checkedAt: h.clock.now().toISOString(), failingSince: null });
+    expect(await h.ctx.signals.version(plan.id)).toBe(version);
   });
 
   it("between full passes only recent plans are looked at; a plan missed then is listed by the next full pass", async () => {
