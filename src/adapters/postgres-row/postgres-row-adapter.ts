@@ -1,0 +1,358 @@
+import postgres from "postgres";
+import { listChanges } from "../../plan/changes.ts";
+import { fingerprint } from "../../plan/fingerprint.ts";
+import { afterApplyMismatches } from "../../plan/holds-change.ts";
+import type { Json, JsonObject } from "../../plan/json.ts";
+import { AdapterError, type Adapter, type AdapterApplyResult, type ErrorClass, type TargetState } from "../adapter.ts";
+import { formOf, fromText, quoteIdent, readExpr, toText, whyNotForm, writeExpr, type Column } from "./column-types.ts";
+import { PostgresRowAction, PostgresRowPlanned, PostgresRowTarget, type PostgresRowTable } from "./schema.ts";
+
+type Sql = postgres.Sql;
+
+/**
+ * `postgres.row` (issue 17): one row of a configured table, found by its key columns, updated,
+ * inserted or deleted only if its version is still the one previewed. Identifiers come from the
+ * config and must exist in the catalogue; every value is a parameter. No SQL from an agent runs.
+ */
+export function postgresRowAdapter(): Adapter<PostgresRowAction, PostgresRowPlanned, PostgresRowTarget> {
+  return {
+    kind: "postgres.row",
+    actionSchema: PostgresRowAction,
+    plannedSchema: PostgresRowPlanned,
+    targetSchema: PostgresRowTarget,
+    address: (name, target, action) => ({ op: action.op, path: rowPath(name, target, action.table, action.key) }),
+    openReader(name, target) {
+      // A read-only session as well as a read-only role: a misconfigured role still cannot write here.
+      const sql = connect(target.read.url, target.timeoutMs, true);
+      const tables = new TableCache(sql, name, target);
+      const readRow = async (planned: PostgresRowPlanned) => readState(sql, await tables.get(planned.table), planned.key);
+      const seenRow = (state: TargetState) => (state.exists ? state.body : undefined);
+      return {
+        preview: (action) => guard(name, () => preview(sql, name, target, tables, action)),
+        read: (planned) => guard(name, () => readRow(planned)),
+        async revalidate(planned, seen) {
+          const current = await guard(name, () => readRow(planned));
+          if (afterApplyMismatches(seen.before, seen.after, seenRow(current)).length === 0) return { state: "held" };
+          const now = current.exists ? current.version : null;
+          const expected = "version" in planned.precondition ? planned.precondition.version : null;
+          if (now === expected) return { state: "ready" };
+          return { state: "stale", expected, now, changedSincePreview: listChanges(seen.before ?? undefined, seenRow(current)).slice(0, 200) };
+        },
+        async verify(planned, seen) {
+          const current = await guard(name, () => readRow(planned));
+          const mismatches = afterApplyMismatches(seen.before, seen.after, seenRow(current));
+          return mismatches.length === 0 ? { verified: true } : { verified: false, mismatches };
+        },
+        close: () => sql.end({ timeout: 5 }),
+      };
+    },
+    openWriter(name, target) {
+      if (!target.write) {
+        return {
+          apply: async () => ({ status: "failed", errorClass: "permanent", detail: `target '${name}' has no write connection configured` }),
+          close: async () => {},
+        };
+      }
+      const sql = connect(target.write.url, target.timeoutMs, false);
+      const tables = new TableCache(sql, name, target);
+      return {
+        apply: (planned) => apply(sql, name, tables, planned),
+        close: () => sql.end({ timeout: 5 }),
+      };
+    },
+    classify: classifyPostgresError,
+  };
+}
+
+function connect(url: string, timeoutMs: number, readOnly: boolean): Sql {
+  return postgres(url, {
+    max: 2,
+    onnotice: () => {},
+    connect_timeout: Math.ceil(timeoutMs / 1000),
+    idle_timeout: 30,
+    // Text forms of versions and dates must not depend on the role's settings.
+    connection: {
+      TimeZone: "UTC",
+      DateStyle: "ISO",
+      statement_timeout: timeoutMs,
+      application_name: "countersign postgres.row",
+      ...(readOnly ? { default_transaction_read_only: true } : {}),
+    },
+  });
+}
+
+/** `/<table>/<key values in key order>`, each value percent-encoded: what allowlists, risk and outcomes see. */
+function rowPath(name: string, target: PostgresRowTarget, table: string, key: Record<string, Json>): string {
+  const config = tableConfig(name, target, table);
+  const given = Object.keys(key).sort();
+  const wanted = [...config.key].sort();
+  if (given.join("\u0000") !== wanted.join("\u0000")) {
+    throw new AdapterError("permanent", name, `table '${table}' of target '${name}' is found by its key (${config.key.join(", ")}); the action gives ${given.join(", ") || "no key"}`);
+  }
+  return `/${table}/${config.key.map((column) => encodeURIComponent(String(key[column]))).join("/")}`;
+}
+
+function tableConfig(name: string, target: PostgresRowTarget, table: string): PostgresRowTable {
+  if (!Object.hasOwn(target.tables, table)) {
+    throw new AdapterError("permanent", name, `target '${name}' has no table '${table.slice(0, 63)}' (it addresses: ${Object.keys(target.tables).join(", ")})`);
+  }
+  return target.tables[table]!;
+}
+
+/** A configured table as the catalogue describes it. */
+interface Table {
+  name: string;
+  config: PostgresRowTable;
+  qualified: string;
+  columns: Map<string, Column>;
+  /** Columns the row document shows: supported types, without the version column. */
+  shown: Column[];
+  keyColumns: Column[];
+  version: { column: Column; kind: "counter" | "timestamp" } | undefined;
+}
+
+/** Catalogue reads, once per table per reader/writer: a column change needs a restart, as a config change does. */
+class TableCache {
+  private readonly tables = new Map<string, Promise<Table>>();
+  constructor(private readonly sql: Sql, private readonly name: string, private readonly target: PostgresRowTarget) {}
+
+  get(table: string): Promise<Table> {
+    let found = this.tables.get(table);
+    if (!found) {
+      found = describeTable(this.sql, this.name, table, tableConfig(this.name, this.target, table));
+      found.catch(() => this.tables.delete(table));
+      this.tables.set(table, found);
+    }
+    return found;
+  }
+}
+
+async function describeTable(sql: Sql, name: string, table: string, config: PostgresRowTable): Promise<Table> {
+  const qualified = `${quoteIdent(config.schema)}.${quoteIdent(table)}`;
+  const rows = await sql.unsafe<{ name: string; type: string; typtype: string; declared: string; not_null: boolean; has_default: boolean; database_set: boolean }[]>(
+    `SELECT a.attname AS name, t.typname AS type, t.typtype AS typtype, format_type(a.atttypid, a.atttypmod) AS declared,
+            a.attnotnull AS not_null, a.atthasdef AS has_default, (a.attgenerated <> '' OR a.attidentity = 'a') AS database_set
+       FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+      WHERE a.attrelid = to_regclass(format('%I.%I', $1::text, $2::text)) AND a.attnum > 0 AND NOT a.attisdropped
+      ORDER BY a.attnum`,
+    [config.schema, table],
+  );
+  if (rows.length === 0) throw new AdapterError("permanent", name, `target '${name}': table ${config.schema}.${table} does not exist or this role cannot see it`);
+  const columns = new Map<string, Column>(rows.map((r) => [r.name, { name: r.name, type: r.typtype === "b" ? r.type : `${r.type} (not a base type)`, declared: r.declared, notNull: r.not_null, hasDefault: r.has_default, databaseSet: r.database_set }]));
+  const find = (column: string, role: string) => {
+    const found = columns.get(column);
+    if (!found) throw new AdapterError("permanent", name, `target '${name}': ${role} column '${column}' is not a column of ${config.schema}.${table}`);
+    return found;
+  };
+  const keyColumns = config.key.map((k) => find(k, "key"));
+  for (const column of keyColumns) if (!formOf(column)) throw new AdapterError("permanent", name, `target '${name}': key column '${column.name}' has type ${column.declared}, which postgres.row does not support`);
+  const unique = await sql.unsafe<{ ok: boolean }[]>(
+    `SELECT EXISTS (
+       SELECT 1 FROM pg_index i
+        WHERE i.indrelid = to_regclass(format('%I.%I', $1::text, $2::text)) AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
+          AND (SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_attribute a WHERE a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)) = $3::text[]) AS ok`,
+    [config.schema, table, [...config.key].sort()],
+  );
+  if (!unique[0]?.ok) throw new AdapterError("permanent", name, `target '${name}': the key (${config.key.join(", ")}) of ${config.schema}.${table} is not a primary key or unique index, so it may find more than one row`);
+  let version: Table["version"];
+  if (config.version) {
+    const column = find(config.version, "version");
+    const kind = ["int2", "int4", "int8"].includes(column.type) ? "counter" : column.type === "timestamptz" ? "timestamp" : undefined;
+    if (!kind) throw new AdapterError("permanent", name, `target '${name}': version column '${column.name}' is ${column.declared}; it must be an integer counter or a timestamptz`);
+    version = { column, kind };
+  }
+  const shown = [...columns.values()].filter((c) => formOf(c) && c.name !== config.version);
+  return { name: table, config, qualified, columns, shown, keyColumns, version };
+}
+
+/** `WHERE k1 = $n … ` for the key, with its parameters numbered from `first`. */
+function whereKey(table: Table, key: Record<string, Json>, first: number): { sql: string; params: (string | null)[] } {
+  const parts = table.keyColumns.map((c, i) => `${quoteIdent(c.name)} = ${writeExpr(c, first + i)}`);
+  return { sql: parts.join(" AND "), params: table.keyColumns.map((c) => toText(c, key[c.name]!)) };
+}
+
+function versionExpr(table: Table): string {
+  return table.version ? `${quoteIdent(table.version.column.name)}::text` : "xmin::text";
+}
+
+async function readState(sql: Sql, table: Table, key: Record<string, Json>): Promise<TargetState> {
+  const where = whereKey(table, key, 1);
+  const select = table.shown.map((c, i) => `${readExpr(c)} AS c${i}`).concat(`${versionExpr(table)} AS v`).join(", ");
+  const rows = await sql.unsafe<Record<string, string | null>[]>(`SELECT ${select} FROM ${table.qualified} WHERE ${where.sql}`, where.params);
+  const row = rows[0];
+  if (!row) return { exists: false };
+  const body: JsonObject = {};
+  table.shown.forEach((c, i) => (body[c.name] = fromText(c, row[`c${i}`] ?? null)));
+  return { exists: true, body, version: row.v ?? null };
+}
+
+/**
+ * Each value in its canonical form as the column will hold it, computed by the database with
+ * the read role (a SELECT of casts, no table touched). A value the column would change
+ * (a varchar cut short, a numeric rounded) or refuse (a date that does not exist) names the column.
+ */
+async function canonical(sql: Sql, name: string, columns: Column[], values: Record<string, Json>): Promise<Record<string, Json>> {
+  const out: Record<string, Json> = {};
+  // One small SELECT per value, so a refusal names its column.
+  for (const c of columns) {
+    const typed = writeExpr(c, 1);
+    const loose = writeExpr(c, 1, c.type);
+    let row: { c: string | null; exact: boolean | null } | undefined;
+    try {
+      [row] = await sql.unsafe<{ c: string | null; exact: boolean | null }[]>(`SELECT ${readExpr(c, `(${typed})`)} AS c, (${typed}) IS NOT DISTINCT FROM (${loose}) AS exact`, [toText(c, values[c.name]!)]);
+    } catch (err) {
+      if (isServerError(err)) throw new AdapterError("permanent", name, `column '${c.name}' (${c.declared}) cannot hold ${JSON.stringify(values[c.name]).slice(0, 60)}: ${err.message}`);
+      throw err;
+    }
+    if (!row?.exact) throw new AdapterError("permanent", name, `column '${c.name}' (${c.declared}) would store ${JSON.stringify(values[c.name]).slice(0, 60)} as ${JSON.stringify(row?.c)}; send a value it holds exactly`);
+    out[c.name] = fromText(c, row.c);
+  }
+  return out;
+}
+
+async function preview(sql: Sql, name: string, target: PostgresRowTarget, tables: TableCache, action: PostgresRowAction) {
+  const path = rowPath(name, target, action.table, action.key);
+  const table = await tables.get(action.table);
+  const fail = (message: string) => new AdapterError("permanent", name, message, path);
+  const values = action.values ?? {};
+  const valueColumns: Column[] = [];
+  for (const [column, value] of Object.entries(values)) {
+    const c = table.columns.get(column);
+    if (!c) throw fail(`table '${table.name}' has no column '${column.slice(0, 63)}'`);
+    if (table.config.key.includes(column)) throw fail(`column '${column}' is part of the key of '${table.name}'; ${action.op === "insert" ? "give it in key" : "a row's key is not changed"}`);
+    if (column === table.config.version) throw fail(`column '${column}' is the version of '${table.name}'; ${table.config.versionSetBy === "trigger" ? "its trigger sets it" : "Countersign sets it on every write"}`);
+    if (c.databaseSet) throw fail(`column '${column}' of '${table.name}' is set by the database (generated or identity ALWAYS)`);
+    const why = whyNotForm(c, value);
+    if (why) throw fail(why);
+    valueColumns.push(c);
+  }
+  for (const c of table.keyColumns) {
+    const why = whyNotForm(c, action.key[c.name]!);
+    if (why) throw fail(`key ${why}`);
+  }
+  const key = await canonical(sql, name, table.keyColumns, action.key);
+  const set = await canonical(sql, name, valueColumns, values);
+  if (action.op === "insert") {
+    const given = new Set([...Object.keys(key), ...Object.keys(set), ...(table.version && table.config.versionSetBy === "countersign" ? [table.version.column.name] : [])]);
+    const missing = [...table.columns.values()].filter((c) => c.notNull && !c.hasDefault && !c.databaseSet && !given.has(c.name)).map((c) => c.name);
+    if (missing.length > 0) throw fail(`insert into '${table.name}' needs ${missing.map((m) => `'${m}'`).join(", ")} (NOT NULL without a default)`);
+  }
+
+  const state = await readState(sql, table, key);
+  if (action.op === "insert" && state.exists) throw fail(`'insert' expects no row at ${path} on '${name}', but one exists (version ${state.version}); use 'update'`);
+  if (action.op !== "insert" && !state.exists) throw fail(`target '${name}' has no row at ${path}; use op 'insert' to make it`);
+  const before = state.exists ? state.body : null;
+  const after: Json | null = action.op === "delete" ? null : action.op === "insert" ? { ...key, ...set } : { ...(before as JsonObject), ...set };
+  const planned: PostgresRowPlanned = {
+    kind: "postgres.row",
+    target: action.target,
+    path,
+    table: table.name,
+    op: action.op,
+    key,
+    ...(action.op === "delete" ? {} : { values: set }),
+    precondition: state.exists ? { version: state.version! } : { absent: true },
+    beforeDigest: fingerprint(before),
+    afterDigest: fingerprint(after),
+  };
+  return {
+    planned,
+    preview: {
+      target: action.target,
+      path,
+      op: action.op,
+      before,
+      after,
+      version: state.exists ? state.version : null,
+      precondition: !state.exists ? "absent" : table.version ? "version" : "xmin",
+      changes: listChanges(before ?? undefined, after ?? undefined),
+    },
+  };
+}
+
+/** The one statement that applies a planned action, conditional on the version previewed. */
+function applyStatement(table: Table, planned: PostgresRowPlanned): { text: string; params: (string | null)[] } {
+  const values = Object.entries(planned.values ?? {}).map(([name, value]) => ({ column: table.columns.get(name)!, value }));
+  const setsVersion = table.version && table.config.versionSetBy === "countersign" ? table.version : undefined;
+  if (planned.op === "insert") {
+    const columns = [...table.keyColumns.map((c) => ({ column: c, value: planned.key[c.name]! })), ...values];
+    const names = columns.map((c) => quoteIdent(c.column.name));
+    const exprs = columns.map((c, i) => writeExpr(c.column, i + 1));
+    if (setsVersion) {
+      names.push(quoteIdent(setsVersion.column.name));
+      exprs.push(setsVersion.kind === "counter" ? "1" : "clock_timestamp()");
+    }
+    // Still absent: a row with this key (or any unique value) makes it insert nothing.
+    return { text: `INSERT INTO ${table.qualified} (${names.join(", ")}) VALUES (${exprs.join(", ")}) ON CONFLICT DO NOTHING RETURNING 1`, params: columns.map((c) => toText(c.column, c.value)) };
+  }
+  const version = "version" in planned.precondition ? planned.precondition.version : "";
+  if (planned.op === "delete") {
+    const where = whereKey(table, planned.key, 1);
+    return { text: `DELETE FROM ${table.qualified} WHERE ${where.sql} AND ${versionExpr(table)} = $${where.params.length + 1}::text RETURNING 1`, params: [...where.params, version] };
+  }
+  const sets = values.map((v, i) => `${quoteIdent(v.column.name)} = ${writeExpr(v.column, i + 1)}`);
+  if (setsVersion) {
+    const v = quoteIdent(setsVersion.column.name);
+    // A timestamp version moves even when two writes land in the same microsecond.
+    sets.push(`${v} = ${setsVersion.kind === "counter" ? `${v} + 1` : `greatest(clock_timestamp(), ${v} + interval '1 microsecond')`}`);
+  }
+  const where = whereKey(table, planned.key, values.length + 1);
+  const params = [...values.map((v) => toText(v.column, v.value)), ...where.params, version];
+  return { text: `UPDATE ${table.qualified} SET ${sets.join(", ")} WHERE ${where.sql} AND ${versionExpr(table)} = $${params.length}::text RETURNING 1`, params };
+}
+
+async function apply(sql: Sql, name: string, tables: TableCache, planned: PostgresRowPlanned): Promise<AdapterApplyResult> {
+  let table: Table;
+  try {
+    table = await tables.get(planned.table);
+  } catch (err) {
+    return { status: "failed", errorClass: classifyPostgresError(err), detail: `could not describe table '${planned.table}' on '${name}': ${(err as Error).message}` };
+  }
+  const statement = applyStatement(table, planned);
+  let written: number;
+  try {
+    written = (await sql.begin((tx) => tx.unsafe(statement.text, statement.params))).length;
+  } catch (err) {
+    if (isServerError(err)) return { status: "failed", errorClass: classifyPostgresError(err), detail: `${planned.op} ${planned.path} on '${name}' was refused: ${err.message}` };
+    return { status: "uncertain", detail: `${planned.op} ${planned.path} on '${name}' got no answer (${(err as Error).message}); the write may or may not have happened` };
+  }
+  if (written > 0) return { status: "applied" };
+  // Nothing matched: someone moved the row, or an earlier attempt (a crash, a retry) already wrote it.
+  let current: TargetState;
+  try {
+    current = await readState(sql, table, planned.key);
+  } catch (err) {
+    return { status: "uncertain", detail: `${planned.op} ${planned.path} on '${name}' matched no row, and the row could not be re-read: ${(err as Error).message}` };
+  }
+  const after: Json | null = planned.op === "delete" ? null : { ...planned.key, ...(planned.values ?? {}) };
+  if (afterApplyMismatches(null, after, current.exists ? current.body : undefined).length === 0) {
+    return { status: "applied", reconciled: true, detail: `${planned.path} on '${name}' already holds the change; nothing was written` };
+  }
+  const now = current.exists ? `version ${current.version}` : "no row";
+  const expected = "version" in planned.precondition ? `version ${planned.precondition.version}` : "no row";
+  return { status: "stale", detail: `target '${name}' refused ${planned.op} ${planned.path}: it changed since the preview (expected ${expected}, found ${now})` };
+}
+
+async function guard<T>(name: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof AdapterError) throw err;
+    throw new AdapterError(classifyPostgresError(err), name, `target '${name}': ${(err as Error).message}`, undefined, { cause: err });
+  }
+}
+
+/** An error the server sent (it has a SQLSTATE), as opposed to a connection that failed. */
+function isServerError(err: unknown): err is Error & { code: string } {
+  return err instanceof Error && typeof (err as { code?: unknown }).code === "string" && /^[0-9A-Z]{5}$/.test((err as unknown as { code: string }).code) && "severity" in err;
+}
+
+/** SQLSTATE classes and codes that a later attempt can get past. */
+const TRANSIENT_SQLSTATE = /^(08|53|57P0[123]|40001|40P01|55P03|57014)/;
+
+export function classifyPostgresError(err: unknown): ErrorClass {
+  if (err instanceof AdapterError) return err.errorClass;
+  if (isServerError(err)) return TRANSIENT_SQLSTATE.test(err.code) ? "transient" : "permanent";
+  // No SQLSTATE: the connection failed (refused, reset, timed out, closed).
+  return "transient";
+}
