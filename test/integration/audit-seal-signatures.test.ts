@@ -7,7 +7,12 @@ import { auditChainHash, auditContentDigest, type Actor } from "../../src/servic
 import { cancelPlan } from "../../src/service/cancel-plan.ts";
 import { decide } from "../../src/service/decide.ts";
 import { deliverDue } from "../../src/service/outbox.ts";
-import { sealFileSink } from "../../src/service/seal-sinks.ts";
+import { sealFileSink, sealWebhookSink } from "../../src/service/seal-sinks.ts";
+import { sealSlackSink } from "../../src/slack/seal-sink.ts";
+import { deliveryClient } from "../../src/slack/deliver.ts";
+import { SlackEmulator } from "../support/slack-emulator.ts";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { sealHash, sealFromRow, SEAL_COLUMNS } from "../../src/service/seal-audit.ts";
 import { loadSealKey, type SealKey } from "../../src/service/seal-signature.ts";
 import { SEAL_SINKS, signSeals, type SealSigning } from "../../src/service/sign-seals.ts";
@@ -178,5 +183,53 @@ describe.each(databaseKinds)("signed audit seals on $name", (kind) => {
     await publish();
     expect(await check()).toMatchObject({ ok: true });
     expect(await verifyAudit(h.ctx)).toMatchObject({ ok: true });
+  });
+});
+
+/** The other two places a signed seal is published: a webhook (real HTTP) and slack.auditChannel (the Slack emulator). */
+describe("publishing signed seals", () => {
+  it("POSTs the signed seal to the webhook and posts seq, hash and signature to the audit channel, each once", async () => {
+    const received: unknown[] = [];
+    const hook = createServer((req, res) => {
+      let body = "";
+      req.on("data", (d: Buffer) => (body += d.toString()));
+      req.on("end", () => {
+        received.push(JSON.parse(body));
+        res.writeHead(received.length === 1 ? 503 : 204).end(); // the first try fails: the outbox retries it
+      });
+    });
+    await new Promise<void>((r) => hook.listen(0, "127.0.0.1", r));
+    const slack = new SlackEmulator();
+    await slack.start();
+    const database = await pglite.open();
+    const h = await openHarness(database);
+    try {
+      const { key } = await sealKeyPair();
+      const webhookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/seals`;
+      const signing: SealSigning = { key, policy: { everyEvents: 1, everySeconds: 60, webhookUrl }, slackChannel: "C0AUDIT" };
+      await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "published" }) });
+      await sealAll(h.ctx);
+      const signed = (await signSeals(h.ctx, signing))!;
+      const handlers = {
+        [SEAL_SINKS.webhook]: sealWebhookSink(webhookUrl),
+        [SEAL_SINKS.slack]: sealSlackSink(h.ctx, deliveryClient(slack.botToken, slack.url), "C0AUDIT"),
+      };
+      const policy = { maxAttempts: 5, leaseMs: 60_000, backoffMs: () => 0 };
+      await deliverDue(h.ctx, { handlers, policy });
+      h.clock.advance(1);
+      await deliverDue(h.ctx, { handlers, policy });
+      expect(received).toEqual([signed, signed]); // refused once, delivered once
+      expect(await deliverDue(h.ctx, { handlers, policy })).toBe(0);
+      const posts = slack.messagesIn("C0AUDIT");
+      expect(posts).toHaveLength(1);
+      expect(posts[0]!.text).toContain(`Audit seal *${signed.seq}*`);
+      expect(posts[0]!.text).toContain(signed.hash);
+      expect(posts[0]!.text).toContain(signed.signature);
+    } finally {
+      await h.close();
+      await database.close();
+      await slack.stop();
+      await new Promise((r) => hook.close(r));
+    }
   });
 });
