@@ -2,6 +2,7 @@ import { sql, type SQL } from "drizzle-orm";
 import { PLAN_STATUSES } from "../plan/status.ts";
 import type { ServiceContext } from "./context.ts";
 import { laneHealth } from "./lane-health.ts";
+import { ServiceError } from "./errors.ts";
 
 /**
  * Approval health (issue 16, `GET /metrics`), computed from the database at scrape time so every
@@ -195,6 +196,11 @@ export function snapshotOf(rows: FactRow[], lanes: MetricsSnapshot["lanes"]): Me
     apply: histogram("apply"),
     lanes,
   };
+}
+
+/** Counts `err` when it is a refusal (a ServiceError); the Slack and browser doors answer theirs themselves. */
+export async function countIfRefusal(ctx: Pick<ServiceContext, "database" | "logger">, err: unknown): Promise<void> {
+  if (err instanceof ServiceError) await countRefusal(ctx, { code: err.code, waitMs: 1000 });
 }
 
 /**

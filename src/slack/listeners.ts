@@ -9,6 +9,7 @@ import { decideDurably } from "./durable-decision.ts";
 import { escapeMrkdwn } from "./escape.ts";
 import { publishHome } from "./home-publish.ts";
 import { refusalText } from "./refusal-text.ts";
+import { countIfRefusal } from "../service/metrics.ts";
 import { rejectModal } from "./reject-modal.ts";
 import { revokeModal } from "./revoke-modal.ts";
 import { revokePlan } from "../service/revoke-plan.ts";
@@ -71,6 +72,7 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
       if (result?.recheckFailed) await tell(`Your approval was recorded, but Countersign could not re-check the target against the preview (${escapeMrkdwn(result.recheckFailed)}); the executor re-checks before writing anything.`);
     } catch (err) {
       logRefusal(logger, err);
+      await countIfRefusal(ctx, err);
       await tell(refusalText(err));
     }
   };
@@ -128,6 +130,7 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
         await revokePlan(ctx, { planId: meta.planId, person: { userId: body.user.id, via: "slack" }, reason });
       } catch (err) {
         logRefusal(logger, err);
+        await countIfRefusal(ctx, err);
         await tell(refusalText(err));
       }
     });

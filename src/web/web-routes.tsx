@@ -16,6 +16,7 @@ import { APP_SCRIPT } from "./app-script.ts";
 import { STYLESHEET } from "./layout.tsx";
 import { LoginConfirmPage, MessagePage } from "./login-page.tsx";
 import { refusalOf } from "./notices.ts";
+import { countIfRefusal } from "../service/metrics.ts";
 import { PlanBody, PlanPage } from "./plan-page.tsx";
 import { PlansPage, PlansTable } from "./plans-page.tsx";
 import { SignInRequiredPage, type SignInOptions } from "./sign-in-page.tsx";
@@ -186,6 +187,7 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
         // refusal) and only to the person who caused it. A recorded decision redirects, and the
         // page then says so from the person's own decision row.
         const refusal = refusalOf(err);
+        if (refusal) await countIfRefusal(ctx, err);
         if (!refusal) {
           if (err instanceof ServiceError && err.code === "not_found") return c.html(<MessagePage title="No such plan" text={err.message} />, 404);
           throw err;
@@ -206,6 +208,7 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
       await revokePlan(ctx, { planId, person: { userId: checked.session.userId, via: "web" }, reason: checked.form.reason });
     } catch (err) {
       const refusal = refusalOf(err);
+      if (refusal) await countIfRefusal(ctx, err);
       if (!refusal) {
         if (err instanceof ServiceError && err.code === "not_found") return c.html(<MessagePage title="No such plan" text={err.message} />, 404);
         throw err;

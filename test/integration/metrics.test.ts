@@ -7,7 +7,8 @@ import { cancelPlan } from "../../src/service/cancel-plan.ts";
 import { claimApproved } from "../../src/service/claim-approved.ts";
 import { decide } from "../../src/service/decide.ts";
 import { expireDue } from "../../src/service/expire-due.ts";
-import { SECONDS_BUCKETS } from "../../src/service/metrics.ts";
+import { countIfRefusal, SECONDS_BUCKETS } from "../../src/service/metrics.ts";
+import { ServiceError } from "../../src/service/errors.ts";
 import type { PlanView } from "../../src/service/plan-view.ts";
 import { reportOutcome } from "../../src/service/report-outcome.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
@@ -157,6 +158,15 @@ describe.each(databaseKinds)("GET /metrics, /readyz and request ids on $name", (
     expect(second.get('countersign_decisions_total{verdict="reject",via="slack"}')).toBe(2);
     await sealAll(h.ctx);
     expect(await scrape()).toEqual(second);
+  });
+
+  it("counts the refusals the Slack and browser doors answer themselves, and nothing else they catch", async () => {
+    const before = (await scrape()).get('countersign_refusals_total{code="not_an_approver"}') ?? 0;
+    await countIfRefusal(h.ctx, new ServiceError("not_an_approver", "not you"));
+    await countIfRefusal(h.ctx, new Error("a fault, not a refusal"));
+    const after = await scrape();
+    expect(after.get('countersign_refusals_total{code="not_an_approver"}')).toBe(before + 1);
+    expect([...after.keys()].filter((k) => k.startsWith("countersign_refusals_total")).every((k) => /code="(unauthorized|not_found|not_an_approver)"/.test(k))).toBe(true);
   });
 
   it("refuses a scrape without the metrics token, or with another, in constant time (401)", async () => {
