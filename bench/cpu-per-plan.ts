@@ -1,0 +1,104 @@
+/**
+ * Where intake's CPU goes, process by process: CPU milliseconds per plan (user + system, from
+ * /proc/<pid>/stat) of `serve`, the executor, the fake target, the product database's PostgreSQL
+ * backends and this process (HTTP client and Slack emulator), over blocks of the intake figure's
+ * work (8 agents, one request in flight each), then over the floor's (GET + one transaction of
+ * three inserts). CPU time, unlike wall time, hardly moves with the machine's load, so a change
+ * shows here when the ratio figures are too noisy to tell. Linux only.
+ *   node --import tsx bench/cpu-per-plan.ts [--product DIR] [SECONDS]      (default 8 s blocks)
+ * Needs BENCH_DATABASE_URL or TEST_DATABASE_URL (a fresh database is made and dropped).
+ */
+import { randomInt } from "node:crypto";
+import { readFileSync } from "node:fs";
+import os from "node:os";
+import { throughput } from "./blocks.ts";
+import { captureTemplates, createFloorTables, floorGet, floorInsertPlan } from "./floor.ts";
+import { processTree, useProduct } from "./processes.ts";
+import { benchDatabaseUrl, startStack, type Stack } from "./stack.ts";
+
+const IN_FLIGHT = 8;
+const CONTACTS = 1000;
+const BLOCKS = 3;
+
+const args = process.argv.slice(2);
+const productAt = args.indexOf("--product");
+if (productAt >= 0) {
+  useProduct(args[productAt + 1] ?? "");
+  args.splice(productAt, 2);
+}
+const SECONDS = Number(args[0] ?? 8);
+if (!(SECONDS > 0)) throw new Error(`SECONDS must be a positive number, got '${args[0]}'`);
+const adminUrl = benchDatabaseUrl();
+if (!adminUrl) throw new Error("set BENCH_DATABASE_URL or TEST_DATABASE_URL to a PostgreSQL it may create a database on");
+
+const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+
+/** CPU milliseconds a process has used (0 once it is gone). */
+function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+  } catch {
+    return 0;
+  }
+}
+
+/** This process's children by role, told apart by their command line. */
+function roles(): Map<string, number> {
+  const named = new Map<string, number>();
+  for (const pid of processTree(process.pid).slice(1)) {
+    let command: string;
+    try {
+      command = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ");
+    } catch {
+      continue;
+    }
+    const role = command.includes("target.ts") ? "target" : / serve\b/.test(command) ? "serve" : / executor\b/.test(command) ? "executor" : undefined;
+    if (role) named.set(role, pid);
+  }
+  return named;
+}
+
+async function backends(stack: Stack): Promise<number[]> {
+  return (await stack.sql`SELECT pid /* bench-probe */ FROM pg_stat_activity WHERE datname = ${stack.database}`).map((r) => r.pid as number);
+}
+
+/** Runs `work` for one block; prints CPU ms per completed unit for each process. */
+async function block(stack: Stack, label: string, work: (worker: number) => Promise<void>): Promise<void> {
+  const processes = roles();
+  const before = new Map([...processes].map(([role, pid]) => [role, cpuMs(pid)]));
+  const backendsBefore = new Map((await backends(stack)).map((pid) => [pid, cpuMs(pid)]));
+  const self = process.cpuUsage();
+  let done = 0;
+  const rate = await throughput(IN_FLIGHT, SECONDS, async (worker) => {
+    await work(worker);
+    done++;
+  });
+  const own = process.cpuUsage(self);
+  let postgresMs = 0;
+  for (const pid of await backends(stack)) postgresMs += cpuMs(pid) - (backendsBefore.get(pid) ?? 0);
+  const per = (ms: number) => (ms / done).toFixed(2);
+  const parts = [...processes].map(([role, pid]) => `${role} ${per(cpuMs(pid) - before.get(role)!)}`);
+  const total = [...processes].reduce((sum, [role, pid]) => sum + cpuMs(pid) - before.get(role)!, 0) + postgresMs + (own.user + own.system) / 1000;
+  console.log(`${label}: ${rate.toFixed(1)}/s, CPU ms per plan: ${parts.join(", ")}, postgres ${per(postgresMs)}, bench ${per((own.user + own.system) / 1000)}; total ${per(total)}  (load ${os.loadavg()[0]!.toFixed(1)})`);
+}
+
+const stack = await startStack({ adminUrl, contacts: CONTACTS, agents: IN_FLIGHT });
+try {
+  await createFloorTables(stack.sql);
+  const intake = async (worker: number) => {
+    await stack.submit(randomInt(1, CONTACTS + 1), { agent: worker });
+  };
+  await throughput(IN_FLIGHT, Math.min(SECONDS, 3), intake); // warm-up: JIT, pools
+  for (let i = 0; i < BLOCKS; i++) await block(stack, "intake", intake);
+  const templates = await captureTemplates(stack.sql);
+  for (let i = 0; i < BLOCKS; i++) {
+    await block(stack, "floor", async () => {
+      await floorGet(stack, randomInt(1, CONTACTS + 1));
+      await floorInsertPlan(stack.sql, templates);
+    });
+  }
+} finally {
+  await stack.stop();
+}
