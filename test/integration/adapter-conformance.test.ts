@@ -8,6 +8,7 @@ import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
 import type { HttpJsonAction } from "../../src/plan/schema.ts";
 import { describeAdapterConformance } from "../support/adapter-conformance.ts";
 import { openRowDatabase } from "../support/adapters-postgres.ts";
+import { waitFor } from "../support/wait-for.ts";
 import { postgresKind } from "../support/databases.ts";
 
 describe("adapter registry", () => {
@@ -40,6 +41,25 @@ describeAdapterConformance("http.json on a JSON resource server", async () => {
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
     },
     concurrentWrite: async () => server.set(path, { ...seed, name: "Ada Lovelace" }),
+    async holdWrites() {
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let arrived = false;
+      server.beforeHandle = async (request) => {
+        if (request.method === "GET") return;
+        arrived = true;
+        await released;
+      };
+      return {
+        arrived: async () => arrived,
+        release: async () => {
+          server.beforeHandle = undefined;
+          release();
+          // The held write lands now, its client gone: wait until the target has answered it.
+          await waitFor("the held write to be answered", () => server.writes().every((r) => r.answered !== undefined));
+        },
+      };
+    },
     writes: async () => server.writes().filter((r) => r.answered !== undefined && r.answered < 300).length,
     close: () => server.stop(),
   };
@@ -72,6 +92,21 @@ describe.skipIf(!postgresKind || !adminUrl)("on PostgreSQL", () => {
       },
       writeWithReadCredential: () => reader`UPDATE contacts SET name = 'x' WHERE id = 42`,
       concurrentWrite: async () => void (await db.admin`UPDATE contacts SET name = 'Ada Lovelace', updated_at = clock_timestamp() WHERE id = 42`),
+      async holdWrites() {
+        const locker = await db.admin.reserve();
+        await locker`BEGIN`;
+        await locker`SELECT 1 FROM contacts WHERE id = 42 FOR UPDATE`;
+        return {
+          async arrived() {
+            const [row] = await db.admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`;
+            return row!.n > 0;
+          },
+          async release() {
+            await locker`ROLLBACK`;
+            locker.release();
+          },
+        };
+      },
       writes: db.writes,
       async close() {
         await reader.end({ timeout: 5 });

@@ -1,5 +1,8 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { AdapterError, type Adapter, type AdapterAction, type AdapterPlanned, type TargetReader, type TargetWriter } from "../../src/adapters/adapter.ts";
+import { waitFor } from "./wait-for.ts";
 
 /**
  * What every adapter must prove on a real target of its kind (issue 17). A fixture gives a
@@ -20,6 +23,11 @@ export interface ConformanceFixture<A extends AdapterAction, P extends AdapterPl
   concurrentWrite(): Promise<void>;
   /** The same target where nothing answers (a refused port). */
   unreachable: T;
+  /**
+   * Makes the target hold the next write before it takes effect (a lock, a held request) until
+   * `release`; `arrived` says whether a write is waiting.
+   */
+  holdWrites(): Promise<{ arrived(): Promise<boolean>; release(): Promise<void> }>;
   /** Writes the target has taken so far, counted by the target itself. */
   writes(): Promise<number>;
 }
@@ -87,6 +95,28 @@ export function describeAdapterConformance<A extends AdapterAction, P extends Ad
       if (retry.status === "applied") expect(retry.reconciled).toBe(true);
       expect(await f.writes()).toBe(first + 1);
     });
+
+    it("exactly once when the executor is killed mid-apply and a new one retries as the executor does", async () => {
+      const { planned, preview } = await reader.preview(f.action);
+      const first = await f.writes();
+      const hold = await f.holdWrites();
+      const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./apply-in-child.ts", import.meta.url))], { stdio: ["pipe", "pipe", "inherit"] });
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      try {
+        child.stdin.end(JSON.stringify({ name: f.name, target: f.target, planned }));
+        await waitFor("the child's write to reach the target", () => hold.arrived());
+        child.kill("SIGKILL");
+        await exited;
+      } finally {
+        await hold.release();
+      }
+      // What the dead write did is settled by the target, not by the dead process: retry as the executor does.
+      const check = await reader.revalidate(planned, preview);
+      expect(["held", "ready"]).toContain(check.state);
+      if (check.state === "ready") expect(await writer.apply(planned, "crash-test:0")).toMatchObject({ status: "applied" });
+      expect(await reader.verify(planned, preview)).toEqual({ verified: true });
+      expect(await f.writes()).toBe(first + 1);
+    }, 120_000);
 
     it("a target that does not answer is a transient error, named by the target", async () => {
       const down = f.adapter.openReader(f.name, f.unreachable);
