@@ -3,6 +3,9 @@ import type { AddressInfo } from "node:net";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
+import { runExecutor } from "../../src/executor/run-executor.ts";
+import { executorServer } from "../../src/executor/server-client.ts";
+import { loadVerifyingKeys } from "../../src/grant/keys.ts";
 import { runServer, type RunningServer } from "../../src/server/run-server.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
 import type { PlanView } from "../../src/service/plan-view.ts";
@@ -14,6 +17,7 @@ import { httpInteractions, SlackRequests } from "../support/slack-requests.ts";
 import { waitFor } from "../support/wait-for.ts";
 
 const INTERVAL_S = 2;
+const EXECUTOR_TOKEN = "executor-token-drift-0123456789";
 const REVIEW = "C0REVIEW";
 const kind = databaseKinds.at(-1)!; // PostgreSQL when there is one
 
@@ -52,6 +56,7 @@ describe(`a target edited while a plan is pending (${kind.name})`, () => {
     const config = {
       // "quiet" is not watched: only a click re-reads it.
       ...testConfig({ crm: targetConfig(target.url, { watch: { intervalSeconds: INTERVAL_S } }), quiet: targetConfig(target.url, { watch: { intervalSeconds: 0 } }) }),
+      executorToken: EXECUTOR_TOKEN,
       slack: { enabled: true as const, botToken: slack.botToken, signingSecret: "slack-signing-secret-for-tests", appToken: undefined, apiUrl: slack.url, reviewChannel: REVIEW },
     };
     server = await runServer({ config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, remindMs: 3_600_000, deliverMs: 50, watchMs: 200 });
@@ -78,6 +83,8 @@ describe(`a target edited while a plan is pending (${kind.name})`, () => {
     const ts = await waitFor(`the preview of ${plan.id}`, async () => (await database.rows<{ ts: string }>(sql`SELECT ts FROM slack_messages WHERE plan_id = ${plan.id}`))[0]?.ts);
     return () => slack.message(REVIEW, ts)!;
   };
+  const approveValue = (m: SlackMessage) => (JSON.parse(JSON.stringify(m.blocks ?? [])) as { type: string; elements?: { action_id: string; value: string }[] }[])
+    .flatMap((b) => (b.type === "actions" ? b.elements ?? [] : [])).find((e) => e.action_id === "approve")!.value;
   const buttonsOf = (blocks: unknown[] | undefined) => JSON.stringify(blocks ?? []).match(/"action_id":"(approve|reject)"/g) ?? [];
 
   it("stale within two intervals, nothing written; wait, GET, webhook and Slack all say what changed", async () => {
@@ -133,8 +140,7 @@ describe(`a target edited while a plan is pending (${kind.name})`, () => {
     const message = await messageOf(plan);
     target.set("/contacts/3", { id: 3, email: "caio@someone-else.example" });
     const door = httpInteractions(new SlackRequests({ baseUrl: server.url, signingSecret: "slack-signing-secret-for-tests", teamId: "T0TEST" }));
-    const approve = (m: SlackMessage) => JSON.parse(JSON.stringify(m.blocks)).flatMap((b: { type: string; elements?: { action_id: string; value: string }[] }) => (b.type === "actions" ? b.elements ?? [] : [])).find((e: { action_id: string }) => e.action_id === "approve") as { value: string };
-    const ack = await door.blockAction({ user: "U0ALICE", actionId: "approve", value: approve(message()).value, channelId: REVIEW, messageTs: message().ts });
+    const ack = await door.blockAction({ user: "U0ALICE", actionId: "approve", value: approveValue(message()), channelId: REVIEW, messageTs: message().ts });
     expect(ack.acked).toBe(true);
     const told = await waitFor("the clicker to be told", () => slack.ephemerals.find((e) => e.user === "U0ALICE" && /changed since you were shown/.test(e.text ?? "")));
     expect(told.text).toContain("caio@someone-else.example");
@@ -148,12 +154,51 @@ describe(`a target edited while a plan is pending (${kind.name})`, () => {
     const otherMessage = await messageOf(other);
     target.failWith = { status: 503, body: "maintenance" };
     try {
-      await door.blockAction({ user: "U0ALICE", actionId: "approve", value: approve(otherMessage()).value, channelId: REVIEW, messageTs: otherMessage().ts });
+      await door.blockAction({ user: "U0ALICE", actionId: "approve", value: approveValue(otherMessage()), channelId: REVIEW, messageTs: otherMessage().ts });
       await waitFor("the clicker to hear it was not re-checked", () => slack.ephemerals.find((e) => e.user === "U0ALICE" && /could not re-check/.test(e.text ?? "")));
     } finally {
       target.failWith = undefined;
     }
     expect((await api(`/plans/${other.id}`)).body).toMatchObject({ status: "approved", approvals: [{ userId: "U0ALICE", recheckFailed: expect.stringMatching(/HTTP 503/) }] });
     await waitFor("the message to mark the approval", () => /Approved without a re-check/.test(JSON.stringify(otherMessage().blocks)) || undefined);
+  }, 90_000);
+
+  it("a target edited between the click's re-read and its transaction: the approval stands, the executor still refuses, one stale outcome", async () => {
+    target.set("/contacts/5", { id: 5, email: "eva@old.example" });
+    const plan = await propose("/contacts/5", "quiet");
+    const message = await messageOf(plan);
+    // The click's re-read is answered with the state it saw; the edit lands right behind it.
+    target.beforeAnswer = (request) => {
+      if (request.method === "GET" && request.path === "/contacts/5") {
+        target.beforeAnswer = undefined;
+        target.set("/contacts/5", { id: 5, email: "eva@sneaky.example" });
+      }
+    };
+    const door = httpInteractions(new SlackRequests({ baseUrl: server.url, signingSecret: "slack-signing-secret-for-tests", teamId: "T0TEST" }));
+    expect((await door.blockAction({ user: "U0ALICE", actionId: "approve", value: approveValue(message()), channelId: REVIEW, messageTs: message().ts })).acked).toBe(true);
+    await waitFor("the approval", async () => ((await api(`/plans/${plan.id}`)).body.status === "approved" ? true : undefined));
+    expect(target.get("/contacts/5")).toEqual({ id: 5, email: "eva@sneaky.example" });
+
+    // (The executor also applies the plan approved without a re-check in the test before.)
+    const writesTo = () => target.writes().filter((w) => w.path === "/contacts/5").length;
+    const executor = runExecutor({
+      server: executorServer(server.url, EXECUTOR_TOKEN),
+      keys: await loadVerifyingKeys((await testGrantKeys()).publicPem),
+      environment: "test",
+      targets: { quiet: targetConfig(target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } }) },
+      logger: silentLogger,
+    });
+    try {
+      const done = await waitFor("the executor's outcome", async () => {
+        const view = (await api(`/plans/${plan.id}`)).body;
+        return view.status === "stale" ? view : undefined;
+      });
+      expect(done.outcome).toMatchObject({ status: "stale", actions: [{ status: "stale", changedSincePreview: [{ path: "/email", from: "eva@old.example", to: "eva@sneaky.example" }] }] });
+    } finally {
+      await executor.stop();
+    }
+    expect(writesTo()).toBe(0);
+    const events = await database.rows<{ type: string }>(sql`SELECT type FROM audit_events WHERE plan_id = ${plan.id} ORDER BY id`);
+    expect(events.map((e) => e.type)).toEqual(["plan.submitted", "decision.approve", "plan.approved", "plan.executing", "plan.stale"]);
   }, 90_000);
 });
