@@ -2,7 +2,7 @@ import postgres from "postgres";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { AdapterError, type TargetReader, type TargetWriter } from "../../src/adapters/adapter.ts";
 import { postgresRowAdapter } from "../../src/adapters/postgres-row/postgres-row-adapter.ts";
-import { PostgresRowTarget, type PostgresRowAction, type PostgresRowPlanned } from "../../src/adapters/postgres-row/schema.ts";
+import { allowsPostgresRow, PostgresRowTarget, type PostgresRowAction, type PostgresRowPlanned } from "../../src/adapters/postgres-row/schema.ts";
 import { openRowDatabase, type RowDatabase } from "../support/adapters-postgres.ts";
 import { postgresKind } from "../support/databases.ts";
 
@@ -150,6 +150,9 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row on PostgreSQL with rea
   });
 
   it("a target without a write connection, or a key that is not unique, is refused plainly", async () => {
+    const { planned } = await reader.preview(action({ table: "notes", key: { id: 1 }, op: "update", values: { body: "changed" } }));
+    expect(await writer.apply({ ...planned, values: { "body\" = 'x', \"id": "y" } }, "k")).toEqual({ status: "failed", errorClass: "permanent", detail: `update /notes/1 on 'crmdb' was not sent: table 'notes' has no column 'body" = 'x', "id' any more` });
+    expect(await writer.apply({ ...planned, key: { body: "first" } }, "k")).toMatchObject({ status: "failed", errorClass: "permanent" });
     const readOnly = adapter.openWriter("crmdb", { ...target, write: undefined });
     expect(await readOnly.apply({} as PostgresRowPlanned, "k")).toEqual({ status: "failed", errorClass: "permanent", detail: "target 'crmdb' has no write connection configured" });
     const loose = adapter.openReader("crmdb", PostgresRowTarget.parse({ ...target, tables: { notes: { key: ["body"] } }, allow: undefined }));
@@ -174,5 +177,13 @@ describe("postgres.row target config", () => {
       ["tables.contacts.version", "the version column cannot be a key column"],
     ]);
     expect(PostgresRowTarget.safeParse({ adapter: "postgres.row", read: { url: "postgres://r@h/db" }, tables: { "a b": { key: ["id"] } } }).success).toBe(false);
+  });
+
+  it("allows an op on a table only when both are listed, and nothing without allow", () => {
+    const target = PostgresRowTarget.parse({ adapter: "postgres.row", read: { url: "postgres://r@h/db" }, tables: { contacts: { key: ["id"] }, audit: { key: ["id"] } }, allow: { ops: ["update"], tables: ["contacts"] } });
+    expect(allowsPostgresRow(target, { op: "update", table: "contacts" })).toBe(true);
+    expect(allowsPostgresRow(target, { op: "delete", table: "contacts" })).toBe(false);
+    expect(allowsPostgresRow(target, { op: "update", table: "audit" })).toBe(false);
+    expect(allowsPostgresRow({ ...target, allow: undefined }, { op: "update", table: "contacts" })).toBe(false);
   });
 });

@@ -271,8 +271,16 @@ async function preview(sql: Sql, name: string, target: PostgresRowTarget, tables
 }
 
 /** The one statement that applies a planned action, conditional on the version previewed. */
-function applyStatement(table: Table, planned: PostgresRowPlanned): { text: string; params: (string | null)[] } {
-  const values = Object.entries(planned.values ?? {}).map(([name, value]) => ({ column: table.columns.get(name)!, value }));
+function applyStatement(name: string, table: Table, planned: PostgresRowPlanned): { text: string; params: (string | null)[] } {
+  // The plan was checked at preview; the table may have changed since (a column dropped, a key redefined).
+  const keyNames = Object.keys(planned.key).sort().join(", ");
+  if (keyNames !== [...table.config.key].sort().join(", ")) throw new AdapterError("permanent", name, `table '${table.name}' is now found by (${table.config.key.join(", ")}), the plan by (${keyNames})`, planned.path);
+  const values = Object.entries(planned.values ?? {}).map(([column, value]) => {
+    const found = table.columns.get(column);
+    const why = !found ? `table '${table.name}' has no column '${column}' any more` : table.config.key.includes(column) || column === table.config.version || found.databaseSet ? `column '${column}' cannot be written` : whyNotForm(found, value);
+    if (why) throw new AdapterError("permanent", name, why, planned.path);
+    return { column: found!, value };
+  });
   const setsVersion = table.version && table.config.versionSetBy === "countersign" ? table.version : undefined;
   if (planned.op === "insert") {
     const columns = [...table.keyColumns.map((c) => ({ column: c, value: planned.key[c.name]! })), ...values];
@@ -308,7 +316,12 @@ async function apply(sql: Sql, name: string, tables: TableCache, planned: Postgr
   } catch (err) {
     return { status: "failed", errorClass: classifyPostgresError(err), detail: `could not describe table '${planned.table}' on '${name}': ${(err as Error).message}` };
   }
-  const statement = applyStatement(table, planned);
+  let statement: ReturnType<typeof applyStatement>;
+  try {
+    statement = applyStatement(name, table, planned);
+  } catch (err) {
+    return { status: "failed", errorClass: "permanent", detail: `${planned.op} ${planned.path} on '${name}' was not sent: ${(err as Error).message}` };
+  }
   let written: number;
   try {
     written = (await sql.begin((tx) => tx.unsafe(statement.text, statement.params))).length;
