@@ -95,6 +95,11 @@ async function registerNewPlans(ctx: ServiceContext, intervals: Map<string, numb
     .limit(REGISTER_BATCH);
   // Everything found is listed below; a full batch means more may wait, so the mark stays put.
   if (fresh.length < REGISTER_BATCH) listing.set(replica, { since: startedAt, fullAt: full ? startedAt : state!.fullAt });
+  // The list keeps only open plans: rows of plans on unwatched targets are never met by a read,
+  // so a full pass drops what closed since the last (a table about the size of the open plans).
+  if (full) {
+    await db.delete(watchedActions).where(notExists(db.select({ one: sql`1` }).from(plans).where(and(eq(plans.id, watchedActions.planId), inArray(plans.status, [...WATCHED_STATUSES])))));
+  }
   if (fresh.length === 0) return;
   const now = ctx.clock().getTime();
   const actions = fresh.flatMap((plan) => (plan.document as PlanDocument).actions.map((a, i) => ({ planId: plan.id, actionIndex: i, target: a.target, path: a.path })));

@@ -1,5 +1,6 @@
 import { and, eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { cancelPlan } from "../../src/service/cancel-plan.ts";
 import { decide } from "../../src/service/decide.ts";
 import { getPlan } from "../../src/service/get-plan.ts";
 import type { ServiceContext } from "../../src/service/context.ts";
@@ -144,6 +145,12 @@ describe.each(databaseKinds)("watching targets while plans are open ($name)", (k
     }
     expect(readsOf(h, "/contacts/5")).toBe(before);
     expect(await statusOf(h, plan.id)).toBe("pending");
+    // Listed all the same (a plan is taken in once); its rows go with the first full pass after it closes.
+    expect(await h.database.db.$count(watchedActions, eq(watchedActions.planId, plan.id))).toBe(1);
+    await cancelPlan(h.ctx, { agent: h.agent, planId: plan.id });
+    h.clock.advance(301);
+    await watch(h.ctx);
+    expect(await h.database.db.$count(watchedActions, eq(watchedActions.planId, plan.id))).toBe(0);
   });
 });
 
