@@ -201,6 +201,7 @@ describe("loadConfig: the config file", () => {
       read: { headers: {} },
       precondition: "etag",
       timeoutMs: 5_000,
+      watch: { intervalSeconds: 30 },
     });
     expect(config.defaults.approvers).toEqual(["U0ALICE", "U0BOB"]);
   });
