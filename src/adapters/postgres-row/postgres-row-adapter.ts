@@ -192,20 +192,30 @@ async function readState(sql: Sql, table: Table, key: Record<string, Json>): Pro
  * (a varchar cut short, a numeric rounded) or refuse (a date that does not exist) names the column.
  */
 async function canonical(sql: Sql, name: string, columns: Column[], values: Record<string, Json>): Promise<Record<string, Json>> {
-  const out: Record<string, Json> = {};
-  // One small SELECT per value, so a refusal names its column.
-  for (const c of columns) {
-    const typed = writeExpr(c, 1);
-    const loose = writeExpr(c, 1, c.type);
-    let row: { c: string | null; exact: boolean | null } | undefined;
-    try {
-      [row] = await sql.unsafe<{ c: string | null; exact: boolean | null }[]>(`SELECT ${readExpr(c, `(${typed})`)} AS c, (${typed}) IS NOT DISTINCT FROM (${loose}) AS exact`, [toText(c, values[c.name]!)]);
-    } catch (err) {
-      if (isServerError(err)) throw new AdapterError("permanent", name, `column '${c.name}' (${c.declared}) cannot hold ${JSON.stringify(values[c.name]).slice(0, 60)}: ${err.message}`);
-      throw err;
+  if (columns.length === 0) return {};
+  const select = (list: Column[]) =>
+    `SELECT ${list.map((c, i) => {
+      const typed = writeExpr(c, i + 1);
+      return `${readExpr(c, `(${typed})`)} AS c${i}, (${typed}) IS NOT DISTINCT FROM (${writeExpr(c, i + 1, c.type)}) AS e${i}`;
+    }).join(", ")}`;
+  const run = async (list: Column[]) => (await sql.unsafe<Record<string, string | boolean | null>[]>(select(list), list.map((c) => toText(c, values[c.name]!))))[0]!;
+  let row: Record<string, string | boolean | null>;
+  try {
+    row = await run(columns);
+  } catch (err) {
+    if (!isServerError(err)) throw err;
+    // One cast failed the whole SELECT: find which, so the refusal names its column.
+    for (const c of columns) {
+      await run([c]).catch((one: unknown) => {
+        throw isServerError(one) ? new AdapterError("permanent", name, `column '${c.name}' (${c.declared}) cannot hold ${JSON.stringify(values[c.name]).slice(0, 60)}: ${one.message}`) : one;
+      });
     }
-    if (!row?.exact) throw new AdapterError("permanent", name, `column '${c.name}' (${c.declared}) would store ${JSON.stringify(values[c.name]).slice(0, 60)} as ${JSON.stringify(row?.c)}; send a value it holds exactly`);
-    out[c.name] = fromText(c, row.c);
+    throw err;
+  }
+  const out: Record<string, Json> = {};
+  for (const [i, c] of columns.entries()) {
+    if (row[`e${i}`] !== true) throw new AdapterError("permanent", name, `column '${c.name}' (${c.declared}) would store ${JSON.stringify(values[c.name]).slice(0, 60)} as ${JSON.stringify(row[`c${i}`])}; send a value it holds exactly`);
+    out[c.name] = fromText(c, row[`c${i}`] as string | null);
   }
   return out;
 }
@@ -230,8 +240,10 @@ async function preview(sql: Sql, name: string, target: PostgresRowTarget, tables
     const why = whyNotForm(c, action.key[c.name]!);
     if (why) throw fail(`key ${why}`);
   }
-  const key = await canonical(sql, name, table.keyColumns, action.key);
-  const set = await canonical(sql, name, valueColumns, values);
+  // Key and value columns are disjoint (a key column is refused in values): one SELECT for both.
+  const both = await canonical(sql, name, [...table.keyColumns, ...valueColumns], { ...values, ...action.key });
+  const key = Object.fromEntries(table.keyColumns.map((c) => [c.name, both[c.name]!]));
+  const set = Object.fromEntries(valueColumns.map((c) => [c.name, both[c.name]!]));
   if (action.op === "insert") {
     const given = new Set([...Object.keys(key), ...Object.keys(set), ...(table.version && table.config.versionSetBy === "countersign" ? [table.version.column.name] : [])]);
     const missing = [...table.columns.values()].filter((c) => c.notNull && !c.hasDefault && !c.databaseSet && !given.has(c.name)).map((c) => c.name);
@@ -324,7 +336,8 @@ async function apply(sql: Sql, name: string, tables: TableCache, planned: Postgr
   }
   let written: number;
   try {
-    written = (await sql.begin((tx) => tx.unsafe(statement.text, statement.params))).length;
+    // One statement outside BEGIN is its own transaction: one round trip instead of three.
+    written = (await sql.unsafe(statement.text, statement.params)).length;
   } catch (err) {
     if (isServerError(err)) return { status: "failed", errorClass: classifyPostgresError(err), detail: `${planned.op} ${planned.path} on '${name}' was refused: ${err.message}` };
     return { status: "uncertain", detail: `${planned.op} ${planned.path} on '${name}' got no answer (${(err as Error).message}); the write may or may not have happened` };
