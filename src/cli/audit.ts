@@ -8,8 +8,8 @@ import { ServiceError } from "../service/errors.ts";
 import { exportAudit } from "../service/export-audit.ts";
 import { loadSealPublicKeys } from "../service/seal-signature.ts";
 import { verifyAudit } from "../service/verify-audit.ts";
-import { parseSealsFile, sealsVerdictLines, verifySeals } from "../service/verify-seals.ts";
-import type { Database } from "../store/db.ts";
+import { parseSealsFile, sealsVerdictLines, verifySeals, type SealsVerdict } from "../service/verify-seals.ts";
+import type { AuditVerdict } from "../service/verify-audit.ts";
 import { openMigrated } from "../store/open-migrated.ts";
 import { auditVerdictLines, auditVerifyCommand } from "./agents.ts";
 
@@ -33,16 +33,28 @@ export async function auditCommand(config: CliConfig, args: string[], out: (line
   throw new ServiceError("invalid_request", USAGE);
 }
 
-/** These read the database directly: an embedded data dir held by a running server cannot be opened a second time. */
-async function openDirect(config: CliConfig, what: string): Promise<Database> {
-  if (config.database.kind === "pglite" && runningServer(config.database.dataDir)) {
-    throw new ServiceError("conflict", `${what} reads the embedded database directly, and a running server holds ${config.database.dataDir}; stop it first (or run Countersign on PostgreSQL)`);
+/** The server holding an embedded data dir, whose /admin routes these go through (PGlite cannot be opened twice). */
+const holder = (config: CliConfig) => (config.database.kind === "pglite" ? runningServer(config.database.dataDir) : undefined);
+
+async function admin(server: { url: string; adminToken: string }, method: string, route: string, body?: unknown): Promise<Response> {
+  const response = await fetch(server.url + "/admin" + route, {
+    method,
+    headers: { authorization: `Bearer ${server.adminToken}`, "content-type": "application/json" },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  }).catch((err: unknown) => {
+    throw new Error(`the server using this data dir (${server.url}) did not answer: ${(err as Error).message}`);
+  });
+  if (!response.ok) {
+    const json = (await response.json().catch(() => ({}))) as { error?: { code: ServiceError["code"]; message: string } };
+    if (json.error) throw new ServiceError(json.error.code, json.error.message);
+    throw new Error(`the server using this data dir (${server.url}) answered HTTP ${response.status}`);
   }
-  return openMigrated(config.database);
+  return response;
 }
 
 async function verifyWithSeals(config: CliConfig, sealsFile: string, publicKeyArg: string, out: (line: string) => void): Promise<number> {
-  const entries = parseSealsFile(await readText(sealsFile, "the seals file"), sealsFile);
+  const text = await readText(sealsFile, "the seals file");
+  const entries = parseSealsFile(text, sealsFile);
   const pem = publicKeyArg.includes("BEGIN PUBLIC KEY") ? publicKeyArg : await readText(publicKeyArg, "the public key file");
   let keys;
   try {
@@ -50,30 +62,50 @@ async function verifyWithSeals(config: CliConfig, sealsFile: string, publicKeyAr
   } catch (err) {
     throw new ServiceError("invalid_request", `--public-key: ${(err as Error).message}`);
   }
-  const database = await openDirect(config, "audit verify --seals");
-  try {
-    const ctx = { database };
-    const published = await verifySeals(ctx, entries, keys);
-    const verdict = await verifyAudit(ctx);
-    sealsVerdictLines(published).forEach((l) => out(l));
-    auditVerdictLines(verdict).forEach((l) => out(l));
-    return published.ok && verdict.ok ? 0 : 1;
-  } finally {
-    await database.close();
+  let result: { published: SealsVerdict; verdict: AuditVerdict };
+  const server = holder(config);
+  if (server) {
+    result = (await (await admin(server, "POST", "/audit/verify-seals", { seals: text, publicKey: pem })).json()) as typeof result;
+  } else {
+    const database = await openMigrated(config.database);
+    try {
+      const ctx = { database };
+      result = { published: await verifySeals(ctx, entries, keys), verdict: await verifyAudit(ctx) };
+    } finally {
+      await database.close();
+    }
   }
+  sealsVerdictLines(result.published).forEach((l) => out(l));
+  auditVerdictLines(result.verdict).forEach((l) => out(l));
+  return result.published.ok && result.verdict.ok ? 0 : 1;
 }
 
 async function exportTrail(config: CliConfig, since: Date, outFile: string | undefined, out: (line: string) => void): Promise<number> {
-  const database = await openDirect(config, "audit export");
   const sink = outFile ? createWriteStream(outFile, { encoding: "utf8" }) : process.stdout;
+  const write = async (chunk: string | Uint8Array) => {
+    if (!sink.write(chunk)) await once(sink, "drain");
+  };
   let n = 0;
   try {
-    for await (const event of exportAudit({ database }, { since })) {
-      if (!sink.write(JSON.stringify(event) + "\n")) await once(sink, "drain");
-      n++;
+    const server = holder(config);
+    if (server) {
+      const response = await admin(server, "GET", `/audit/export?since=${encodeURIComponent(since.toISOString())}`);
+      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+        for (const byte of chunk) if (byte === 10) n++;
+        await write(chunk);
+      }
+    } else {
+      const database = await openMigrated(config.database);
+      try {
+        for await (const event of exportAudit({ database }, { since })) {
+          await write(JSON.stringify(event) + "\n");
+          n++;
+        }
+      } finally {
+        await database.close();
+      }
     }
   } finally {
-    await database.close();
     if (outFile) {
       (sink as ReturnType<typeof createWriteStream>).end();
       await once(sink, "finish");

@@ -9,6 +9,9 @@ import { pauseCountersign, readPause, resumeCountersign } from "../service/pause
 import { revokeAgent } from "../service/revoke-agent.ts";
 import { validate } from "../service/validate.ts";
 import { verifyAudit } from "../service/verify-audit.ts";
+import { exportAudit } from "../service/export-audit.ts";
+import { loadSealPublicKeys } from "../service/seal-signature.ts";
+import { parseSealsFile, verifySeals } from "../service/verify-seals.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { bearerMatches } from "./bearer.ts";
 import { readJsonBody } from "./json-body.ts";
@@ -19,6 +22,10 @@ const NewLoginLink = z.strictObject({ userId: SlackUserId, name: z.string().max(
 /** `by` is the operating-system user at the CLI (or its --by), recorded in the audit log. */
 const PauseRequest = z.strictObject({ reason: z.string().max(4000), by: z.string().min(1).max(200) });
 const ResumeRequest = z.strictObject({ by: z.string().min(1).max(200) });
+/** `audit verify --seals` against a server holding the data dir: the seals file's text and the public key PEM. */
+const VerifySealsRequest = z.strictObject({ seals: z.string().min(1), publicKey: z.string().min(1) });
+/** A seals file gains a few hundred bytes per signature: years of them fit. */
+const SEALS_BODY_BYTES = 256 * 1024 * 1024;
 
 /**
  * `/admin`: how the CLI reaches a running server that owns an embedded (PGlite) data dir,
@@ -45,6 +52,34 @@ export function adminApi(ctx: Pick<ServiceContext, "database" | "clock" | "confi
     return c.json({ revoked: c.req.param("name") });
   });
   admin.get("/audit/verify", async (c) => c.json(await verifyAudit(ctx)));
+  admin.post("/audit/verify-seals", async (c) => {
+    const { seals, publicKey } = validate(VerifySealsRequest, await readJsonBody(c.req.raw, { what: "the published seals", maxBytes: SEALS_BODY_BYTES }), "the published seals");
+    const entries = parseSealsFile(seals);
+    let keys;
+    try {
+      keys = loadSealPublicKeys(publicKey);
+    } catch (err) {
+      throw new ServiceError("invalid_request", `--public-key: ${(err as Error).message}`);
+    }
+    return c.json({ published: await verifySeals(ctx, entries, keys), verdict: await verifyAudit(ctx) });
+  });
+  admin.get("/audit/export", (c) => {
+    const since = new Date(c.req.query("since") ?? "");
+    if (Number.isNaN(since.getTime())) throw new ServiceError("invalid_request", "since must be an ISO 8601 time");
+    const events = exportAudit(ctx, { since });
+    const encoder = new TextEncoder();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const next = await events.next();
+        if (next.done) controller.close();
+        else controller.enqueue(encoder.encode(JSON.stringify(next.value) + "\n"));
+      },
+      async cancel() {
+        await events.return(undefined);
+      },
+    });
+    return c.body(body, 200, { "content-type": "application/x-ndjson" });
+  });
   admin.get("/pause", async (c) => c.json({ pause: (await readPause(ctx.database.db)) ?? null }));
   admin.post("/pause", async (c) => {
     const { reason, by } = validate(PauseRequest, await readJsonBody(c.req.raw, { what: "the pause", maxBytes: ADMIN_BODY_BYTES }), "the pause");

@@ -83,7 +83,8 @@ export async function verifySeals(ctx: Pick<ServiceContext, "database">, entries
     bySeq.set(entry.seal.seq, entry);
   }
 
-  const lastSeq = Math.max(...bySeq.keys());
+  let lastSeq = 0;
+  for (const seq of bySeq.keys()) lastSeq = Math.max(lastSeq, seq); // a year of signatures is too many arguments for Math.max(...)
   const seals = (await database.rows<Parameters<typeof sealFromRow>[0]>(sql`SELECT ${SEAL_COLUMNS} FROM audit_seals WHERE seq <= ${lastSeq} ORDER BY seq`)).map(sealFromRow);
   const stored = new Map(seals.map((s) => [s.seq, s]));
   const newestStored = (await database.rows<{ seq: number | string | null }>(sql`SELECT max(seq) AS seq FROM audit_seals`))[0]?.seq;
