@@ -123,6 +123,15 @@ describe.each(databaseKinds)("signed audit seals on $name", (kind) => {
     expect(await check()).toMatchObject({ ok: true, checked: 2, newest: { seq: signedB, hash: newest.hash } });
     // A signature is append-only like the seal it signs.
     await expect(database.rows(sql`DELETE FROM audit_seal_signatures`)).rejects.toThrow();
+
+    // Two replicas' sealers due at once: one signs, one publication row is queued.
+    await submit("raced");
+    await sealAll(h.ctx);
+    h.clock.advance(60);
+    const raced = await Promise.allSettled([signSeals(h.ctx, signing), signSeals(h.ctx, signing)]);
+    expect(raced.filter((r) => r.status === "fulfilled" && r.value !== undefined)).toHaveLength(1);
+    expect(await publish()).toBe(1);
+    expect(published()).toHaveLength(3);
   });
 
   it("deleting the newest events and moving the head back passes plain verify, but contradicts the published seal that covered them", async () => {
