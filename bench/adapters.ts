@@ -16,7 +16,7 @@ import { createReadOnlyHttp } from "../src/adapters/read-only-http.ts";
 import { TargetConfig } from "../src/config/schema.ts";
 import { JsonResourceServer } from "../src/demo/json-resource-server.ts";
 import { openRowDatabase } from "../test/support/adapters-postgres.ts";
-import { percentile } from "./figure.ts";
+import { median, percentile } from "./figure.ts";
 
 const adminUrl = process.argv[2];
 const ROUNDS = Number(process.argv[3] ?? 200);
@@ -76,7 +76,6 @@ for (let i = 1; i <= ROUNDS; i++) {
   }
 }
 
-const median = (xs: number[]) => percentile(xs, 50);
 const line = (label: keyof typeof times) => `p50 ${median(times[label]).toFixed(2)} ms, p99 ${percentile(times[label], 99).toFixed(2)} ms`;
 console.log(`preview + apply + verify, ${ROUNDS} rounds, load ${os.loadavg()[0]!.toFixed(1)}`);
 console.log(`  http.json direct (baseline): ${line("direct")}`);

@@ -23,8 +23,8 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row on PostgreSQL with rea
       adapter: "postgres.row",
       read: { url: db.readUrl },
       write: { url: db.writeUrl },
-      tables: { contacts: { key: ["id"], version: "updated_at" }, accounts: { key: ["id", "region"], version: "version" }, notes: { key: ["id"] } },
-      allow: { ops: ["update", "insert", "delete"], tables: ["contacts", "accounts", "notes"] },
+      tables: { contacts: { key: ["id"], version: "updated_at" }, accounts: { key: ["id", "region"], version: "version" }, notes: { key: ["id"] }, tasks: { key: ["id"], version: "updated_at", versionSetBy: "trigger" } },
+      allow: { ops: ["update", "insert", "delete"], tables: ["contacts", "accounts", "notes", "tasks"] },
       timeoutMs: 10_000,
     });
     reader = adapter.openReader("crmdb", target);
@@ -37,7 +37,8 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row on PostgreSQL with rea
   });
   beforeEach(async () => {
     await db.admin.unsafe(`
-      DELETE FROM contacts; DELETE FROM accounts; DELETE FROM notes;
+      DELETE FROM contacts; DELETE FROM accounts; DELETE FROM notes; DELETE FROM tasks;
+      INSERT INTO tasks (id, title) VALUES (1, 'write docs');
       INSERT INTO contacts (id, name, email, score, big, born, seen_at, tags, avatar, ref, location, updated_at)
         VALUES (42, 'Ada', 'ada@example.com', 12.5, 9007199254740993, '1815-12-10', '2026-12-03 10:00:00.123456+00',
                 '{"vip": true}', '\\x00ff10', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '(1,2)', '2026-12-03 09:00:00.000001+00');
@@ -114,6 +115,19 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row on PostgreSQL with rea
     expect(await writer.apply(planned, "k")).toMatchObject({ status: "applied", reconciled: true });
     expect(await db.writes()).toBe(writes + 1);
     expect(await db.admin`SELECT balance::text, version FROM accounts`).toEqual([{ balance: "250", version: 2 }]);
+  });
+
+  it("leaves a version to the table's trigger when told, and starts a counter at 1 on insert", async () => {
+    expect(String(await refusal({ table: "tasks", key: { id: 1 }, op: "update", values: { updated_at: "2026-12-03T10:00:00.000000Z" } }))).toContain("column 'updated_at' is the version of 'tasks'; its trigger sets it");
+    const { planned, preview } = await reader.preview(action({ table: "tasks", key: { id: 1 }, op: "update", values: { title: "write the docs" } }));
+    expect(await writer.apply(planned, "k")).toEqual({ status: "applied" });
+    const [after] = await db.admin<{ v: string }[]>`SELECT updated_at::text AS v FROM tasks`;
+    expect(after!.v).not.toBe(preview.version);
+    expect(await reader.revalidate(planned, preview)).toEqual({ state: "held" });
+
+    const insert = await reader.preview(action({ table: "accounts", key: { id: "8", region: "us" }, op: "insert", values: { balance: "0.10" } }));
+    expect(await writer.apply(insert.planned, "k")).toEqual({ status: "applied" });
+    expect(await db.admin`SELECT balance::text, version FROM accounts WHERE id = 8`).toEqual([{ balance: "0.10", version: 1 }]);
   });
 
   it("inserts only while the row is absent, and deletes by xmin when the table has no version column", async () => {

@@ -26,9 +26,13 @@ export const SCHEMA = `
     updated_at timestamptz NOT NULL DEFAULT now());
   CREATE TABLE accounts (id int8, region text, balance numeric, version int4 NOT NULL DEFAULT 1, PRIMARY KEY (id, region));
   CREATE TABLE notes (id int4 PRIMARY KEY, body text);
+  CREATE TABLE tasks (id int4 PRIMARY KEY, title text NOT NULL, updated_at timestamptz NOT NULL DEFAULT clock_timestamp());
+  CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.updated_at := clock_timestamp(); RETURN NEW; END $$;
+  CREATE TRIGGER tasks_touch BEFORE UPDATE ON tasks FOR EACH ROW EXECUTE FUNCTION touch();
   CREATE TRIGGER contacts_log AFTER INSERT OR UPDATE OR DELETE ON contacts FOR EACH ROW EXECUTE FUNCTION log_write();
   CREATE TRIGGER accounts_log AFTER INSERT OR UPDATE OR DELETE ON accounts FOR EACH ROW EXECUTE FUNCTION log_write();
   CREATE TRIGGER notes_log AFTER INSERT OR UPDATE OR DELETE ON notes FOR EACH ROW EXECUTE FUNCTION log_write();
+  CREATE TRIGGER tasks_log AFTER INSERT OR UPDATE OR DELETE ON tasks FOR EACH ROW EXECUTE FUNCTION log_write();
 `;
 
 export async function openRowDatabase(adminUrl: string): Promise<RowDatabase> {
@@ -48,8 +52,8 @@ export async function openRowDatabase(adminUrl: string): Promise<RowDatabase> {
   };
   const admin = postgres(url(undefined), { onnotice: () => {}, max: 2 });
   await admin.unsafe(SCHEMA);
-  await admin.unsafe(`GRANT SELECT ON contacts, accounts, notes TO ${readRole}`);
-  await admin.unsafe(`GRANT SELECT, INSERT, UPDATE, DELETE ON contacts, accounts, notes TO ${writeRole}`);
+  await admin.unsafe(`GRANT SELECT ON contacts, accounts, notes, tasks TO ${readRole}`);
+  await admin.unsafe(`GRANT SELECT, INSERT, UPDATE, DELETE ON contacts, accounts, notes, tasks TO ${writeRole}`);
   return {
     admin,
     readUrl: url(readRole),
