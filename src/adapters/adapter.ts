@@ -2,6 +2,7 @@ import type { z } from "zod";
 import type { Change } from "../plan/changes.ts";
 import type { AfterApplyMismatch } from "../plan/holds-change.ts";
 import type { Json } from "../plan/json.ts";
+import type { Refusal } from "../policy/allowlist.ts";
 
 /**
  * One kind of target (issue 17). An adapter is found by its `kind` in the registry
@@ -29,6 +30,11 @@ export interface Adapter<Action extends AdapterAction = AdapterAction, Planned e
    * target's config does not let agents address what the action names.
    */
   address(name: string, target: Target, action: Action): ActionAddress;
+  /**
+   * What the target's `allow` block refuses among a plan's actions on it (deny by default),
+   * each refusal naming its config key, as `policy/allowlist.ts` does for http.json.
+   */
+  refusals(name: string, target: Target, actions: readonly { index: number; action: Action }[]): Refusal[];
   /** The target with its read credential only. */
   openReader(name: string, target: Target): TargetReader<Action, Planned>;
   /** The target with its write credential; only the executor calls this. */

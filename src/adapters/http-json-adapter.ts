@@ -2,6 +2,7 @@ import { TargetConfig } from "../config/schema.ts";
 import { currentVersion, driftOf } from "../plan/drift.ts";
 import { afterApplyMismatches, holdsChange } from "../plan/holds-change.ts";
 import { HttpJsonAction, PlannedAction } from "../plan/schema.ts";
+import { refusalsFor } from "../policy/allowlist.ts";
 import { AdapterError, type Adapter, type AdapterApplyResult, type ErrorClass, type TargetState } from "./adapter.ts";
 import { previewHttpJson, readResource, TargetReadError, type ResourceState } from "./http-json.ts";
 import { applyHttpJson } from "./http-json-apply.ts";
@@ -23,6 +24,7 @@ export function httpJsonAdapter(deps: { fetch?: typeof fetch; http?: ReadOnlyHtt
     plannedSchema: PlannedAction,
     targetSchema: TargetConfig,
     address: (_name, _target, action) => ({ op: action.op, path: action.path }),
+    refusals: (name, target, actions) => refusalsFor(name, target.allow, actions.map(({ index, action }) => ({ index, op: action.op, path: action.path, body: action.body }))),
     openReader(name, target) {
       // The reader never holds the write credential, even in the executor's process.
       const { write: _write, ...readOnly } = target;

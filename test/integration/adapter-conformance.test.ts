@@ -27,7 +27,7 @@ describeAdapterConformance("http.json on a JSON resource server", async () => {
   const server = new JsonResourceServer({ seed: { [path]: seed }, readTokens: ["read-token"], writeToken: "write-token" });
   const url = await server.start();
   const config = (baseUrl: string) =>
-    TargetConfig.parse({ adapter: "http.json", baseUrl, read: { headers: { authorization: "Bearer read-token" } }, write: { headers: { authorization: "Bearer write-token" } }, timeoutMs: 10_000 });
+    TargetConfig.parse({ adapter: "http.json", baseUrl, read: { headers: { authorization: "Bearer read-token" } }, write: { headers: { authorization: "Bearer write-token" } }, allow: { ops: ["merge"], paths: ["/contacts/*"] }, timeoutMs: 10_000 });
   const action: import("zod").output<typeof HttpJsonAction> = { kind: "http.json", target: "crm", path, op: "merge", body: { email: "ada@lovelace.example" } };
   return {
     adapter: httpJsonAdapter(),

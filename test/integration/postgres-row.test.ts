@@ -2,7 +2,7 @@ import postgres from "postgres";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { AdapterError, type TargetReader, type TargetWriter } from "../../src/adapters/adapter.ts";
 import { postgresRowAdapter } from "../../src/adapters/postgres-row/postgres-row-adapter.ts";
-import { allowsPostgresRow, PostgresRowTarget, type PostgresRowAction, type PostgresRowPlanned } from "../../src/adapters/postgres-row/schema.ts";
+import { PostgresRowTarget, type PostgresRowAction, type PostgresRowPlanned } from "../../src/adapters/postgres-row/schema.ts";
 import { openRowDatabase, type RowDatabase } from "../support/adapters-postgres.ts";
 import { postgresKind } from "../support/databases.ts";
 
@@ -193,11 +193,16 @@ describe("postgres.row target config", () => {
     expect(PostgresRowTarget.safeParse({ adapter: "postgres.row", read: { url: "postgres://r@h/db" }, tables: { "a b": { key: ["id"] } } }).success).toBe(false);
   });
 
-  it("allows an op on a table only when both are listed, and nothing without allow", () => {
+  it("allow refuses an op or a table it does not list, naming the config key, and everything without allow", () => {
     const target = PostgresRowTarget.parse({ adapter: "postgres.row", read: { url: "postgres://r@h/db" }, tables: { contacts: { key: ["id"] }, audit: { key: ["id"] } }, allow: { ops: ["update"], tables: ["contacts"] } });
-    expect(allowsPostgresRow(target, { op: "update", table: "contacts" })).toBe(true);
-    expect(allowsPostgresRow(target, { op: "delete", table: "contacts" })).toBe(false);
-    expect(allowsPostgresRow(target, { op: "update", table: "audit" })).toBe(false);
-    expect(allowsPostgresRow({ ...target, allow: undefined }, { op: "update", table: "contacts" })).toBe(false);
+    const on = (op: PostgresRowAction["op"], table: string, index = 0) => ({ index, action: { kind: "postgres.row" as const, target: "crmdb", table, key: { id: 1 }, op } });
+    expect(adapter.refusals("crmdb", target, [on("update", "contacts")])).toEqual([]);
+    expect(adapter.refusals("crmdb", target, [on("update", "contacts"), on("delete", "audit", 1)])).toEqual([
+      { rule: "targets.crmdb.allow.ops", path: "/actions/1/op", message: "op 'delete' is not allowed on 'crmdb' (allowed: update)" },
+      { rule: "targets.crmdb.allow.tables", path: "/actions/1/table", message: "table 'audit' is not one agents may change on 'crmdb' (allowed: contacts)" },
+    ]);
+    expect(adapter.refusals("crmdb", { ...target, allow: undefined }, [on("update", "contacts")])).toEqual([
+      { rule: "targets.crmdb.allow", path: "/actions/0/target", message: "target 'crmdb' allows no proposals: its config has no 'allow' block (deny by default)" },
+    ]);
   });
 });

@@ -54,6 +54,12 @@ export function describeAdapterConformance<A extends AdapterAction, P extends Ad
       expect(f.adapter.targetSchema.safeParse(f.target).success).toBe(true);
     });
 
+    it("its allow block admits the fixture's action, and without allow nothing is accepted", () => {
+      expect(f.adapter.refusals(f.name, f.target, [{ index: 0, action: f.action }])).toEqual([]);
+      const denied = f.adapter.refusals(f.name, { ...(f.target as object), allow: undefined } as T, [{ index: 0, action: f.action }]);
+      expect(denied).toEqual([expect.objectContaining({ rule: `targets.${f.name}.allow` })]);
+    });
+
     it("previews with a credential that cannot write, and writes nothing", async () => {
       const before = await f.writes();
       await expect(f.writeWithReadCredential()).rejects.toThrow();

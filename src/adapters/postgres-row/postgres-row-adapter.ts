@@ -5,7 +5,7 @@ import { afterApplyMismatches } from "../../plan/holds-change.ts";
 import type { Json, JsonObject } from "../../plan/json.ts";
 import { AdapterError, type Adapter, type AdapterApplyResult, type ErrorClass, type TargetState } from "../adapter.ts";
 import { formOf, fromText, quoteIdent, readExpr, toText, whyNotForm, writeExpr, type Column } from "./column-types.ts";
-import { PostgresRowAction, PostgresRowPlanned, PostgresRowTarget, type PostgresRowTable } from "./schema.ts";
+import { postgresRowRefusals, PostgresRowAction, PostgresRowPlanned, PostgresRowTarget, type PostgresRowTable } from "./schema.ts";
 
 type Sql = postgres.Sql;
 
@@ -21,6 +21,7 @@ export function postgresRowAdapter(): Adapter<PostgresRowAction, PostgresRowPlan
     plannedSchema: PostgresRowPlanned,
     targetSchema: PostgresRowTarget,
     address: (name, target, action) => ({ op: action.op, path: rowPath(name, target, action.table, action.key) }),
+    refusals: postgresRowRefusals,
     openReader(name, target) {
       // A read-only session as well as a read-only role: a misconfigured role still cannot write here.
       const sql = connect(target.read.url, target.timeoutMs, true);

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { SHA256_PATTERN } from "../../plan/fingerprint.ts";
 import type { Json } from "../../plan/json.ts";
+import type { Refusal } from "../../policy/allowlist.ts";
 
 /** SQL identifiers a config may name: plain ones, so what a reviewer reads is what is quoted. */
 const Identifier = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, "must be a plain SQL identifier (letters, digits, '_'; not starting with a digit)");
@@ -80,7 +81,19 @@ export const PostgresRowPlanned = z.strictObject({
 });
 export type PostgresRowPlanned = z.output<typeof PostgresRowPlanned>;
 
-/** Whether the target's allowlist lets agents propose this op on this table (deny by default). */
-export function allowsPostgresRow(target: PostgresRowTarget, action: Pick<PostgresRowAction, "op" | "table">): boolean {
-  return !!target.allow && target.allow.ops.includes(action.op) && target.allow.tables.includes(action.table);
+/**
+ * What `allow` refuses among a plan's actions on one postgres.row target: every op outside
+ * `allow.ops` and every table outside `allow.tables`, each naming its config key; without
+ * `allow`, everything (deny by default).
+ */
+export function postgresRowRefusals(name: string, target: PostgresRowTarget, actions: readonly { index: number; action: Pick<PostgresRowAction, "op" | "table"> }[]): Refusal[] {
+  const key = `targets.${name}.allow`;
+  const allow = target.allow;
+  if (!allow) return [{ rule: key, path: `/actions/${actions[0]?.index ?? 0}/target`, message: `target '${name}' allows no proposals: its config has no 'allow' block (deny by default)` }];
+  const refusals: Refusal[] = [];
+  for (const { index, action } of actions) {
+    if (!allow.ops.includes(action.op)) refusals.push({ rule: `${key}.ops`, path: `/actions/${index}/op`, message: `op '${action.op}' is not allowed on '${name}' (allowed: ${allow.ops.join(", ")})` });
+    if (!allow.tables.includes(action.table)) refusals.push({ rule: `${key}.tables`, path: `/actions/${index}/table`, message: `table '${action.table.slice(0, 63)}' is not one agents may change on '${name}' (allowed: ${allow.tables.join(", ")})` });
+  }
+  return refusals;
 }
