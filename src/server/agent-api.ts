@@ -10,6 +10,7 @@ import { submitPlan } from "../service/submit-plan.ts";
 import { MAX_WAIT_SECONDS, waitForPlan } from "../service/wait-for-plan.ts";
 import { readJsonBody } from "./json-body.ts";
 import { openApiDocument } from "./openapi.ts";
+import { noteOnRequestLine } from "./request-id.ts";
 
 type Env = { Variables: { agent: AgentIdentity } };
 
@@ -28,7 +29,10 @@ export function agentApi(ctx: ServiceContext): Hono<Env> {
   api.get("/openapi.json", (c) => c.json(openApiDocument(ctx.config.publicUrl)));
 
   api.post("/plans", async (c) => {
-    const { created, plan } = await submitPlan(ctx, { agent: c.get("agent"), request: await readJsonBody(c.req.raw, { what: "the plan request", requireJsonType: true }) });
+    const agent = c.get("agent");
+    const { created, plan } = await submitPlan(ctx, { agent, request: await readJsonBody(c.req.raw, { what: "the plan request", requireJsonType: true }) });
+    // The request's line is the submit's only line (an intake used to write two, synchronously).
+    noteOnRequestLine(c, { planId: plan.id, hash: plan.hash, agent: agent.name, actions: plan.plan.actions.length, created });
     return c.json(plan, created ? 201 : 200);
   });
 

@@ -150,7 +150,6 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
     return { created: false, plan: earlier };
   }
   rememberDecisionTerms(ctx.database, row.id, document);
-  ctx.logger.info({ planId: row.id, hash, agent: agent.name, actions: actions.length }, "plan submitted");
   return { created: true, plan: newPlanView(ctx.config.publicUrl, row, "agent", ctx.redaction, replaced ? { supersedes: replaced } : {}) };
 }
 
