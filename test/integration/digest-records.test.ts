@@ -39,7 +39,7 @@ describe.each(databaseKinds)("digest records on $name", (kind) => {
     expect(aRows.map((r) => [r.priority, r.delivered !== null])).toEqual([[0, true], [1, false], [1, false]]);
     expect((await rowsOf(b.id)).every((r) => r.delivered !== null)).toBe(true);
     expect((await rowsOf(risky.id))[0]!.delivered).toBeNull();
-    expect(await postedPreviewOf(h.ctx, a.id)).toEqual({ channel: "C0DIGEST", ts: "1700000000.000100", digest: true });
+    expect(await postedPreviewOf(h.ctx, a.id)).toEqual({ channel: "C0DIGEST", ts: "1700000000.000100", threadTs: null, digest: true });
     expect(await postedPreviewOf(h.ctx, risky.id)).toBeUndefined();
 
     const lines = await digestAt(h.ctx, { channel: "C0DIGEST", ts: "1700000000.000100" });
@@ -51,7 +51,7 @@ describe.each(databaseKinds)("digest records on $name", (kind) => {
     const [own, other] = [await submit(4), await submit(5)];
     await recordPostedPreview(h.ctx, own.id, { channel: "C0DIGEST", ts: "1700000000.000200" });
     await recordDigest(h.ctx, { channel: "C0DIGEST", ts: "1700000000.000300", planIds: [own.id, other.id] });
-    expect(await postedPreviewOf(h.ctx, own.id)).toEqual({ channel: "C0DIGEST", ts: "1700000000.000200", digest: false });
+    expect(await postedPreviewOf(h.ctx, own.id)).toEqual({ channel: "C0DIGEST", ts: "1700000000.000200", threadTs: null, digest: false });
     expect((await digestAt(h.ctx, { channel: "C0DIGEST", ts: "1700000000.000300" })).map((l) => l.planId)).toEqual([other.id]);
   });
 
