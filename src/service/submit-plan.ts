@@ -48,7 +48,17 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
   const replaced = request.supersedes === undefined ? undefined : await supersedablePlan(ctx, agent, request.supersedes);
   const replacing = { replacesOpen: replaced !== undefined && replaced.status !== "stale" };
   // After the idempotency lookup (a retry of an existing plan is never limited), before any target read.
-  const limits = await checkAgentLimits(ctx, agent, replacing);
+  let limits: Awaited<ReturnType<typeof checkAgentLimits>>;
+  try {
+    limits = await checkAgentLimits(ctx, agent, replacing);
+  } catch (err) {
+    // A retry whose twin committed after the lookup above is that plan, counted in the limit it hit.
+    const twin = request.idempotencyKey !== undefined && err instanceof ServiceError && err.code === "rate_limited"
+      ? await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey, requestDigest)
+      : undefined;
+    if (twin) return { created: false, plan: twin };
+    throw err;
+  }
 
   const targets = request.actions.map((action, i) => {
     const target = ctx.config.targets[action.target];
