@@ -1,5 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { rmSync } from "node:fs";
 import path from "node:path";
 import { sql } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -15,6 +14,7 @@ import { databaseKinds, postgresKind, type TestDatabaseKind } from "../support/d
 import { useServer } from "../support/use-harness.ts";
 import { READ_TOKEN, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
 import { waitFor } from "../support/wait-for.ts";
+import { writeExecutorConfig } from "../support/executor-config-file.ts";
 
 const EXECUTOR_TOKEN = "executor-token-0123456789abcdef";
 const LEASE_SECONDS = 5;
@@ -28,17 +28,7 @@ function executorSuite(kind: TestDatabaseKind, seed: Record<string, unknown>) {
   const e = useServer(kind, {
     seed: seed as never,
     config: (targetUrl) => {
-      dir = mkdtempSync(path.join(os.tmpdir(), "countersign-executor-"));
-      writeFileSync(path.join(dir, "countersign.yml"), [
-        "environment: test",
-        "defaults: { approvers: [U0ALICE, U0BOB, U0CAROL] }",
-        "targets:",
-        "  crm:",
-        "    adapter: http.json",
-        `    baseUrl: ${targetUrl}`,
-        '    read: { headers: { Authorization: "Bearer ${CRM_READ}" } }',
-        '    write: { headers: { Authorization: "Bearer ${CRM_WRITE}" } }',
-      ].join("\n"));
+      ({ dir } = writeExecutorConfig(targetUrl, { approvers: ["U0ALICE", "U0BOB", "U0CAROL"], prefix: "countersign-executor-" }));
       return { ...testConfig({ crm: targetConfig(targetUrl) }), executorToken: EXECUTOR_TOKEN, executor: { leaseSeconds: LEASE_SECONDS } };
     },
   });

@@ -1,8 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import os from "node:os";
 import path from "node:path";
 import { sql } from "drizzle-orm";
 import postgres from "postgres";
@@ -18,6 +17,7 @@ import type { TestDatabaseKind } from "../support/databases.ts";
 import { READ_TOKEN, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
 import { useServer } from "../support/use-harness.ts";
 import { waitFor } from "../support/wait-for.ts";
+import { writeExecutorConfig } from "../support/executor-config-file.ts";
 
 const EXECUTOR_TOKEN = "executor-token-pause-0123456789";
 const adminUrl = process.env.TEST_DATABASE_URL;
@@ -57,17 +57,7 @@ describe.skipIf(!adminUrl)("pause with a spawned executor running (postgres)", (
   const s = useServer(kind, {
     seed: { "/contacts/1": { id: 1, email: "a@old.example" }, "/contacts/2": { id: 2, email: "b@old.example" } },
     config: (targetUrl) => {
-      dir = mkdtempSync(path.join(os.tmpdir(), "countersign-pause-"));
-      writeFileSync(path.join(dir, "countersign.yml"), [
-        "environment: test",
-        "defaults: { approvers: [U0ALICE, U0BOB] }",
-        "targets:",
-        "  crm:",
-        "    adapter: http.json",
-        `    baseUrl: ${targetUrl}`,
-        '    read: { headers: { Authorization: "Bearer ${CRM_READ}" } }',
-        '    write: { headers: { Authorization: "Bearer ${CRM_WRITE}" } }',
-      ].join("\n"));
+      ({ dir } = writeExecutorConfig(targetUrl, { approvers: ["U0ALICE", "U0BOB"], prefix: "countersign-pause-" }));
       return { ...testConfig({ crm: targetConfig(targetUrl) }), executorToken: EXECUTOR_TOKEN };
     },
     run: { sweepMs: 3_600_000 },

@@ -1,7 +1,6 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import os from "node:os";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
@@ -22,6 +21,7 @@ import { READ_TOKEN, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from
 import { SlackEmulator } from "../support/slack-emulator.ts";
 import { useServer } from "../support/use-harness.ts";
 import { waitFor } from "../support/wait-for.ts";
+import { writeExecutorConfig } from "../support/executor-config-file.ts";
 
 const EXECUTOR_TOKEN = "executor-token-verify-0123456789";
 const REVIEW = "C0REVIEW";
@@ -64,17 +64,7 @@ describe.each(databaseKinds)("verify after apply with a spawned executor on $nam
       await new Promise<void>((r) => hookServer.listen(0, "127.0.0.1", r));
       const port = await freePort();
       origin = `http://127.0.0.1:${port}`;
-      dir = mkdtempSync(path.join(os.tmpdir(), "countersign-verify-"));
-      writeFileSync(path.join(dir, "countersign.yml"), [
-        "environment: test",
-        "defaults: { approvers: [U0ALICE, U0BOB] }",
-        "targets:",
-        "  crm:",
-        "    adapter: http.json",
-        `    baseUrl: ${targetUrl}`,
-        '    read: { headers: { Authorization: "Bearer ${CRM_READ}" } }',
-        '    write: { headers: { Authorization: "Bearer ${CRM_WRITE}" } }',
-      ].join("\n"));
+      ({ dir } = writeExecutorConfig(targetUrl, { approvers: ["U0ALICE", "U0BOB"], prefix: "countersign-verify-" }));
       return {
         ...testConfig({ crm: targetConfig(targetUrl) }),
         port,
