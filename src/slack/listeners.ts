@@ -111,18 +111,9 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
   });
 
   app.view<ViewSubmitAction>("revoke", async ({ ack, body, view, client }) => {
-    const reason = view.state.values.reason?.reason?.value?.trim() ?? "";
-    if (!reason) {
-      await ack({ response_action: "errors", errors: { reason: "Say why, so the agent and the approvers know." } });
-      return;
-    }
-    await ack();
-    let meta: ButtonValue & { channel: string };
-    try {
-      meta = JSON.parse(view.private_metadata) as ButtonValue & { channel: string };
-    } catch {
-      return;
-    }
+    const submitted = await reasonSubmitted(ack, view, "Say why, so the agent and the approvers know.");
+    if (!submitted) return;
+    const { reason, meta } = submitted;
     deps.decisions.push(async () => {
       const tell = (text: string) => tellClicker(client, meta.channel, body.user.id, text);
       if (foreign(body.user.team_id, body.team?.id)) return tell(`Countersign accepts revocations only from members of its own workspace (${deps.teamId()}); nothing changed.`);
@@ -141,18 +132,9 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
   });
 
   app.view<ViewSubmitAction>("reject", async ({ ack, body, view, client }) => {
-    const reason = view.state.values.reason?.reason?.value?.trim() ?? "";
-    if (!reason) {
-      await ack({ response_action: "errors", errors: { reason: "Say why, so the agent and the requester know what to change." } });
-      return;
-    }
-    await ack();
-    let meta: ButtonValue & { channel: string };
-    try {
-      meta = JSON.parse(view.private_metadata) as ButtonValue & { channel: string };
-    } catch {
-      return;
-    }
+    const submitted = await reasonSubmitted(ack, view, "Say why, so the agent and the requester know what to change.");
+    if (!submitted) return;
+    const { reason, meta } = submitted;
     deps.decisions.push(async () => {
       if (foreign(body.user.team_id, body.team?.id)) {
         return tellClicker(client, meta.channel, body.user.id, `Countersign accepts decisions only from members of its own workspace (${deps.teamId()}); nothing was recorded.`);
@@ -216,4 +198,27 @@ function parseButtonValue(raw: string | undefined): ButtonValue | undefined {
 function logRefusal(logger: Logger, err: unknown): void {
   if (err instanceof Error && err.name === "ServiceError") logger.info({ code: (err as { code?: string }).code }, "decision refused");
   else logger.error({ err }, "decision failed");
+}
+
+/**
+ * A reason dialog's submission (reject, revoke): acknowledged at once — with the field's error
+ * when the reason is empty, so Slack keeps the dialog open — and the plan it was opened for.
+ * Undefined when there is nothing to act on.
+ */
+async function reasonSubmitted(
+  ack: (response?: { response_action: "errors"; errors: Record<string, string> }) => Promise<void>,
+  view: ViewSubmitAction["view"],
+  whenEmpty: string,
+): Promise<{ reason: string; meta: ButtonValue & { channel: string } } | undefined> {
+  const reason = view.state.values.reason?.reason?.value?.trim() ?? "";
+  if (!reason) {
+    await ack({ response_action: "errors", errors: { reason: whenEmpty } });
+    return undefined;
+  }
+  await ack();
+  try {
+    return { reason, meta: JSON.parse(view.private_metadata) as ButtonValue & { channel: string } };
+  } catch {
+    return undefined; // not a dialog this Countersign opened
+  }
 }
