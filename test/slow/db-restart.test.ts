@@ -4,6 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
+import { PAUSE_CHANNEL } from "../../src/service/pause.ts";
 import { PLAN_CHANNEL } from "../../src/service/plan-signals.ts";
 import { openDatabase, sql } from "../../src/store/db.ts";
 import { startCli } from "../support/cli.ts";
@@ -165,7 +166,9 @@ describe.skipIf(!available)("a PostgreSQL restart is not an outage", () => {
     const direct = await openDatabase({ kind: "postgres", url: pg.url });
     try {
       await waitFor("the server to LISTEN again", async () => {
-        const rows = await direct.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query ILIKE ${`listen%${PLAN_CHANNEL}%`}`);
+        // The server LISTENs on the plan and pause channels over one connection, which re-issues
+        // both after a reconnect; pg_stat_activity shows only its last statement, either of them.
+        const rows = await direct.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query ILIKE ${`listen%${PLAN_CHANNEL}%`} OR query ILIKE ${`listen%${PAUSE_CHANNEL}%`}`);
         return rows[0]!.n >= 1;
       }, 20_000);
     } finally {
