@@ -1,7 +1,7 @@
 import { and, asc, eq } from "drizzle-orm";
 import { issueGrant, type GrantApprover } from "../grant/grant.ts";
 import { isPlanId } from "../plan/schema.ts";
-import { whyUnstorableText } from "../plan/storable.ts";
+import { boundedReason } from "./stated-reason.ts";
 import { quorumMet } from "../policy/approvers.ts";
 import { whyMayNot } from "../policy/may-act.ts";
 import { decisions, plans } from "../store/schema.ts";
@@ -14,8 +14,6 @@ import { recheckBeforeApprove } from "./approve-recheck.ts";
 import { refusalError } from "./refusal-error.ts";
 import { planEventStatement, transition, type PlanRow } from "./transition.ts";
 
-/** The longest reject reason, in characters: the agent and the requester read it, and so does Slack. */
-export const MAX_REJECT_REASON_CHARS = 2000;
 
 export interface DecideInput {
   planId: string;
@@ -141,16 +139,9 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
 /** The reason, trimmed, once it is one a person may give: required to reject, bounded, storable. */
 function checkedReason(input: DecideInput): string | undefined {
   const reason = input.reason?.trim();
-  const invalid = (message: string, detail: string) => new ServiceError("invalid_request", message, { issues: [{ path: "/reason", message: detail }] });
   if (input.verdict === "reject" && !reason) {
-    throw invalid("a rejection needs a reason, so the agent and the requester know what to change", "required to reject");
+    throw new ServiceError("invalid_request", "a rejection needs a reason, so the agent and the requester know what to change", { issues: [{ path: "/reason", message: "required to reject" }] });
   }
   if (reason === undefined) return undefined;
-  const chars = [...reason].length;
-  if (chars > MAX_REJECT_REASON_CHARS) {
-    throw invalid(`the reason is ${chars} characters; at most ${MAX_REJECT_REASON_CHARS} are allowed`, `at most ${MAX_REJECT_REASON_CHARS} characters (got ${chars})`);
-  }
-  const unstorable = whyUnstorableText(reason);
-  if (unstorable) throw invalid(`the reason ${unstorable}`, unstorable);
-  return reason || undefined;
+  return boundedReason(reason) || undefined;
 }

@@ -10,8 +10,7 @@ import { escapeMrkdwn } from "./escape.ts";
 import { publishHome } from "./home-publish.ts";
 import { refusalText } from "./refusal-text.ts";
 import { countIfRefusal } from "../service/metrics.ts";
-import { rejectModal } from "./reject-modal.ts";
-import { revokeModal } from "./revoke-modal.ts";
+import { rejectModal, revokeModal } from "./reason-modal.ts";
 import { revokePlan } from "../service/revoke-plan.ts";
 
 /** The plan and exact hash a button was rendered for; the click decides on exactly this. */

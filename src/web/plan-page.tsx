@@ -5,7 +5,7 @@ import type { Json } from "../plan/json.ts";
 import type { ActionPreview } from "../plan/schema.ts";
 import type { PlanDiff } from "../plan/plan-diff.ts";
 import type { WebSession } from "../service/login-links.ts";
-import { MAX_REJECT_REASON_CHARS } from "../service/decide.ts";
+import { MAX_STATED_REASON_CHARS } from "../service/stated-reason.ts";
 import type { DecisionRefusal, ReviewedPlan } from "../service/review-plan.ts";
 import { Layout, StatusBadge } from "./layout.tsx";
 import { DriftAfterApply, driftHeading, VerifiedNote } from "./verification.tsx";
@@ -238,7 +238,7 @@ function DecisionForms(props: { planId: string; hash: string; csrf: string }) {
         <input type="hidden" name="hash" value={props.hash} />
         <input type="hidden" name="_csrf" value={props.csrf} />
         <label for="reason" class="muted">Reason</label>
-        <textarea id="reason" name="reason" required maxlength={MAX_REJECT_REASON_CHARS} placeholder="Why reject? The agent sees this."></textarea>
+        <textarea id="reason" name="reason" required maxlength={MAX_STATED_REASON_CHARS} placeholder="Why reject? The agent sees this."></textarea>
         <button type="submit" class="reject">Reject</button>
       </form>
     </div>

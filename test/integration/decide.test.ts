@@ -1,7 +1,8 @@
 import { asc, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cancelPlan } from "../../src/service/cancel-plan.ts";
-import { decide, MAX_REJECT_REASON_CHARS, type DecideInput } from "../../src/service/decide.ts";
+import { decide, type DecideInput } from "../../src/service/decide.ts";
+import { MAX_STATED_REASON_CHARS } from "../../src/service/stated-reason.ts";
 import { ServiceError, type ErrorCode } from "../../src/service/errors.ts";
 import { expireDue } from "../../src/service/expire-due.ts";
 import { getPlan } from "../../src/service/get-plan.ts";
@@ -293,12 +294,12 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
       expect((await snapshot(plan.id)).row!.status).toBe("pending");
     });
 
-    it(`refuses a reason longer than ${MAX_REJECT_REASON_CHARS} characters (invalid_request naming /reason), and takes one exactly that long`, async () => {
+    it(`refuses a reason longer than ${MAX_STATED_REASON_CHARS} characters (invalid_request naming /reason), and takes one exactly that long`, async () => {
       const plan = await newPlan();
-      const err = await expectRefused(h, reject(plan, "U0BOB", "x".repeat(MAX_REJECT_REASON_CHARS + 1)), "invalid_request");
-      expect(err.issues).toEqual([{ path: "/reason", message: `at most ${MAX_REJECT_REASON_CHARS} characters (got ${MAX_REJECT_REASON_CHARS + 1})` }]);
+      const err = await expectRefused(h, reject(plan, "U0BOB", "x".repeat(MAX_STATED_REASON_CHARS + 1)), "invalid_request");
+      expect(err.issues).toEqual([{ path: "/reason", message: `at most ${MAX_STATED_REASON_CHARS} characters (got ${MAX_STATED_REASON_CHARS + 1})` }]);
       // Characters, not UTF-16 units: an emoji counts once, as a person would count it.
-      const emoji = "🙅".repeat(MAX_REJECT_REASON_CHARS);
+      const emoji = "🙅".repeat(MAX_STATED_REASON_CHARS);
       expect((await decide(h.ctx, reject(plan, "U0BOB", emoji))).status).toBe("rejected");
       expect((await snapshot(plan.id)).row!.rejectReason).toBe(emoji);
     });
