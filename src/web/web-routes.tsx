@@ -175,17 +175,19 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
     return reviewed instanceof Response ? reviewed : liveStream(c, ctx, planId, stillSignedIn(c));
   });
 
-  for (const verdict of ["approve", "reject"] as const) {
-    web.post(`/plans/:id/${verdict}`, async (c) => {
+  /**
+   * A person acting on a plan from its page (decide, revoke). A refusal changed nothing, so it is
+   * answered right here (a reload repeats a harmless refusal) and only to the person who caused
+   * it. A recorded act redirects, and the page then says so from the plan's own record.
+   */
+  const actOnPlan = (act: (planId: string, userId: string, form: Record<string, string>) => Promise<unknown>) =>
+    async (c: Context<WebEnv>) => {
       const checked = await checkPost(c);
       if (checked instanceof Response) return checked;
-      const planId = c.req.param("id");
+      const planId = c.req.param("id")!;
       try {
-        await decide(ctx, { planId, hash: checked.form.hash ?? "", actor: { userId: checked.session.userId, via: "web" }, verdict, reason: checked.form.reason });
+        await act(planId, checked.session.userId, checked.form);
       } catch (err) {
-        // A refusal changed nothing, so it is answered right here (a reload repeats a harmless
-        // refusal) and only to the person who caused it. A recorded decision redirects, and the
-        // page then says so from the person's own decision row.
         const refusal = refusalOf(err);
         if (refusal) await countIfRefusal(ctx, err);
         if (!refusal) {
@@ -196,28 +198,16 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
         return planPage(c, planId, refusal);
       }
       return c.redirect(`/plans/${planId}`, 303);
-    });
+    };
+
+  for (const verdict of ["approve", "reject"] as const) {
+    web.post(`/plans/:id/${verdict}`, actOnPlan((planId, userId, form) =>
+      decide(ctx, { planId, hash: form.hash ?? "", actor: { userId, via: "web" }, verdict, reason: form.reason })));
   }
 
   /** Revoke an approved plan no executor has taken (issue 16); a refusal is shown on the plan page, like a decision's. */
-  web.post("/plans/:id/revoke", async (c) => {
-    const checked = await checkPost(c);
-    if (checked instanceof Response) return checked;
-    const planId = c.req.param("id");
-    try {
-      await revokePlan(ctx, { planId, person: { userId: checked.session.userId, via: "web" }, reason: checked.form.reason });
-    } catch (err) {
-      const refusal = refusalOf(err);
-      if (refusal) await countIfRefusal(ctx, err);
-      if (!refusal) {
-        if (err instanceof ServiceError && err.code === "not_found") return c.html(<MessagePage title="No such plan" text={err.message} />, 404);
-        throw err;
-      }
-      c.set("reader", checked.session);
-      return planPage(c, planId, refusal);
-    }
-    return c.redirect(`/plans/${planId}`, 303);
-  });
+  web.post("/plans/:id/revoke", actOnPlan((planId, userId, form) =>
+    revokePlan(ctx, { planId, person: { userId, via: "web" }, reason: form.reason })));
 
   /** The kill switch from the browser: admins only (anyone else gets 403 naming why), with the session's CSRF token. */
   for (const verb of ["pause", "resume"] as const) {
