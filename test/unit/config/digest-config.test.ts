@@ -1,30 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
-import { ConfigError, loadConfig, type Config } from "../../../src/config/load.ts";
+import { describe, expect, it } from "vitest";
 import { DIGEST_AFTER_SECONDS } from "../../../src/config/schema.ts";
+import { useConfigFiles } from "../../support/config-files.ts";
 
-const dir = mkdtempSync(path.join(os.tmpdir(), "countersign-digest-config-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-const BASE = "defaults: { approvers: [U0ALICE] }\ntargets:\n  crm: { adapter: http.json, baseUrl: \"http://127.0.0.1:4010\" }\n";
-let n = 0;
-function file(yaml: string): string {
-  const p = path.join(dir, `c${++n}.yml`);
-  writeFileSync(p, BASE + yaml);
-  return p;
-}
-const load = (yaml: string): Config => loadConfig({ env: { COUNTERSIGN_CONFIG: file(yaml) }, role: "server", cwd: dir });
-function problems(yaml: string): { key: string; message: string }[] {
-  try {
-    load(yaml);
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems;
-    throw err;
-  }
-  throw new Error("expected a ConfigError");
-}
+const { load, problems } = useConfigFiles("countersign-digest-config-");
 
 describe("slack.digest.afterSeconds", () => {
   it("defaults to 30 seconds, whether the block is absent or empty", () => {
