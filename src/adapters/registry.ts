@@ -1,4 +1,7 @@
 import type { Adapter } from "./adapter.ts";
+import { httpJsonAdapter } from "./http-json-adapter.ts";
+import { postgresRowAdapter } from "./postgres-row/postgres-row-adapter.ts";
+import type { ReadOnlyHttp } from "./read-only-http.ts";
 
 /** Adapters by kind. Built once at start and passed where targets are reached (not a global). */
 export class AdapterRegistry {
@@ -21,7 +24,19 @@ export class AdapterRegistry {
     return adapter;
   }
 
+  has(kind: string): boolean {
+    return this.byKind.has(kind);
+  }
+
   kinds(): string[] {
     return [...this.byKind.keys()].sort();
   }
+}
+
+/**
+ * Every adapter Countersign ships, as the server, the executor and `policy check` use them.
+ * `http`/`fetch` reach http.json targets (tests pass their own).
+ */
+export function defaultRegistry(deps: { fetch?: typeof fetch; http?: ReadOnlyHttp } = {}): AdapterRegistry {
+  return new AdapterRegistry([httpJsonAdapter(deps), postgresRowAdapter()]);
 }

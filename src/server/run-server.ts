@@ -4,6 +4,8 @@ import { hostname as machineName } from "node:os";
 import { serve, type ServerType } from "@hono/node-server";
 import type { Logger } from "pino";
 import { createReadOnlyHttp } from "../adapters/read-only-http.ts";
+import { defaultRegistry } from "../adapters/registry.ts";
+import { openTargetReaders, type TargetReaders } from "../adapters/target-readers.ts";
 import type { Config } from "../config/load.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { expireDue } from "../service/expire-due.ts";
@@ -79,6 +81,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
   const ownsDatabase = !options.database;
   let database: Database | undefined;
   let pauseWatch: PauseWatch | undefined;
+  let readers: TargetReaders | undefined;
   try {
     // Before the database is touched: a server that cannot sign grants must not migrate anything first.
     const grantKey = options.grantKey ?? (await resolveGrantKey(config)).key;
@@ -91,10 +94,14 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     const pause = (pauseWatch = new PauseWatch(database));
     await pause.start();
     const slackEnabled = config.slack.enabled;
+    const http = createReadOnlyHttp(options.fetch);
+    // One reader per target, read credential only, for as long as the server runs.
+    const targets = (readers = openTargetReaders(config.targets, defaultRegistry({ http })));
     const ctx: ServiceContext = {
       database,
       config,
-      http: createReadOnlyHttp(options.fetch),
+      http,
+      targets,
       clock: options.clock ?? (() => new Date()),
       logger,
       signals,
@@ -168,12 +175,14 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
         await slack?.stop();
         await signals.stop();
         await pause.stop();
+        await targets.close();
         if (ownsDatabase) await database!.close();
         dataDirClaim?.release();
       },
     };
   } catch (err) {
     await pauseWatch?.stop().catch(() => undefined); // its 1 s re-read must not outlive a server that never started
+    await readers?.close();
     if (ownsDatabase) await database?.close();
     dataDirClaim?.release();
     throw err;

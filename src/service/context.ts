@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { ReadOnlyHttp } from "../adapters/read-only-http.ts";
+import type { TargetReaders } from "../adapters/target-readers.ts";
 import type { Config } from "../config/load.ts";
 import type { SigningKey } from "../grant/keys.ts";
 import type { RedactionRules } from "../policy/redact.ts";
@@ -20,6 +21,8 @@ export interface ServiceContext {
   grantKey: SigningKey;
   /** The only way the server reaches a target: read-only. */
   http: ReadOnlyHttp;
+  /** Every configured target's reader (read credential only), opened at start and closed at stop; adapters by kind. */
+  targets: TargetReaders;
   clock: () => Date;
   logger: Logger;
   signals: PlanSignals;

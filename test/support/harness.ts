@@ -1,6 +1,8 @@
 import { pino } from "pino";
 import { generateGrantKeys, loadSigningKey, loadVerifyingKeys, type SigningKey, type VerifyingKeys } from "../../src/grant/keys.ts";
 import { createReadOnlyHttp } from "../../src/adapters/read-only-http.ts";
+import { defaultRegistry } from "../../src/adapters/registry.ts";
+import { openTargetReaders } from "../../src/adapters/target-readers.ts";
 import type { Config } from "../../src/config/load.ts";
 import { TargetConfig } from "../../src/config/schema.ts";
 import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
@@ -99,10 +101,12 @@ export async function openHarness(
   const signals = new PlanSignals(database);
   await signals.start();
   const config = testConfig(options.targets?.(target.url) ?? { crm: targetConfig(target.url) }, options.defaults);
+  const http = createReadOnlyHttp();
   const ctx: ServiceContext = {
     database,
     config,
-    http: createReadOnlyHttp(),
+    http,
+    targets: openTargetReaders(config.targets, defaultRegistry({ http })),
     clock: clock.now,
     logger: silentLogger,
     signals,
@@ -117,6 +121,7 @@ export async function openHarness(
     target,
     agent: { id, name },
     async close() {
+      await ctx.targets.close();
       await signals.stop();
       await target.stop();
     },
