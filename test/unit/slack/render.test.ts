@@ -5,12 +5,11 @@ import type { ActionPreview } from "../../../src/plan/schema.ts";
 import { PLAN_STATUSES, type PlanStatus } from "../../../src/plan/status.ts";
 import type { Block, PlanMessage, SlackMessage, ThreadEvent } from "../../../src/slack/plan-message.ts";
 import { renderPlanMessage, renderThreadReply } from "../../../src/slack/render.ts";
+import { PLAN_HASH, PLAN_ID, planMessage } from "../../support/plan-fixtures.ts";
 
 // ----------------------------------------------------------------------------------- fixtures
 
-const HASH = `sha256:${"0123456789abcdef".repeat(4)}`;
 const SHORT = "0123456789ab";
-const PLAN_ID = "7b0c2a4e-3f51-4d7c-9a8e-2b6f1c0d9e11";
 const APPROVERS = ["UALICE01", "UBOB0002", "UCAROL03"];
 
 function action(overrides: Partial<ActionPreview> = {}): ActionPreview {
@@ -26,23 +25,16 @@ function action(overrides: Partial<ActionPreview> = {}): ActionPreview {
   };
 }
 
+// The shared plan, filled out: a reason, on someone's behalf, two of three approvers needed.
 function plan(overrides: Partial<PlanMessage> = {}): PlanMessage {
-  return {
-    planId: PLAN_ID,
-    hash: HASH,
-    status: "pending",
-    environment: "production",
+  return planMessage({
     title: "Rename contact 42",
     reason: "The customer asked for their full name.",
-    agent: "crm-bot",
     onBehalfOf: "UREQUEST1",
-    expiresAt: "2026-05-01T12:00:00Z",
-    reviewUrl: `https://countersign.example/plans/${PLAN_ID}`,
     actions: [action()],
     policy: { approvers: APPROVERS, requiredApprovals: 2 },
-    approvals: [],
     ...overrides,
-  };
+  });
 }
 
 function changes(count: number, value: (i: number) => string = (i) => `value ${i}`): Change[] {
@@ -260,7 +252,7 @@ describe("renderPlanMessage: what the preview shows", () => {
 });
 
 describe("renderPlanMessage: decision buttons", () => {
-  const value = JSON.stringify({ planId: PLAN_ID, hash: HASH });
+  const value = JSON.stringify({ planId: PLAN_ID, hash: PLAN_HASH });
 
   it("offers Approve (with a confirm dialog) and Reject while pending, and always the full plan", () => {
     const message = renderPlanMessage(plan({ actions: [action(), action({ target: "billing", path: "/invoices/7" })] }));
@@ -295,7 +287,7 @@ describe("renderPlanMessage: decision buttons", () => {
 
   it("binds the button value to the full hash, however much of the plan is shown", () => {
     const message = renderPlanMessage(plan({ actions: Array.from({ length: 20 }, () => action({ changes: changes(25) })) }));
-    for (const b of buttons(message).filter((b) => b.action_id !== "view_full_plan")) expect(JSON.parse(String(b.value))).toEqual({ planId: PLAN_ID, hash: HASH });
+    for (const b of buttons(message).filter((b) => b.action_id !== "view_full_plan")) expect(JSON.parse(String(b.value))).toEqual({ planId: PLAN_ID, hash: PLAN_HASH });
   });
 
   it("keeps the short hash in the confirm dialog when the target list is long", () => {
@@ -316,7 +308,7 @@ describe("renderPlanMessage: decision buttons", () => {
   it("Revoke on an approved plan carries the plan and its exact hash, like the decision buttons", () => {
     const message = renderPlanMessage(plan({ status: "approved" }));
     const revoke = buttons(message).find((b) => b.action_id === "revoke")!;
-    expect(revoke).toMatchObject({ style: "danger", value: JSON.stringify({ planId: PLAN_ID, hash: HASH }) });
+    expect(revoke).toMatchObject({ style: "danger", value: JSON.stringify({ planId: PLAN_ID, hash: PLAN_HASH }) });
     checkLimits(message);
   });
 
