@@ -175,6 +175,34 @@ export const auditSealSignatures = pgTable("audit_seal_signatures", {
   signedAt: at("signed_at").notNull(),
 });
 
+/**
+ * The checkpoint a retention purge leaves for the audit events it deletes (issue 16; written only
+ * by countersign_purge_plans(), in the transaction that deletes them, never changed): per pruned
+ * event what the seals and chains need without its content, its id, plan, transaction, time and
+ * both hashes. Only events under a seal the metrics rollup has counted (and, once seals are
+ * signed, under a signed one) are pruned, so `audit verify` rebuilds every seal from the events
+ * that remain plus these lines.
+ */
+export const auditPruned = pgTable(
+  "audit_pruned",
+  {
+    id: bigint("id", { mode: "number" }).primaryKey(),
+    planId: uuid("plan_id").notNull(),
+    xid: xid8("xid").notNull(),
+    at: at("at").notNull(),
+    prevHash: text("prev_hash").notNull(),
+    hash: text("hash").notNull(),
+    /** The purges row of the call that deleted it. */
+    purgeId: bigint("purge_id", { mode: "number" }).notNull(),
+  },
+  (t) => [
+    /** A seal's range, as audit_events_xid is for the events that remain. */
+    index("audit_pruned_xid").on(t.xid),
+    /** A pruned plan's chain, walked like the others in (plan_id, id) order. */
+    index("audit_pruned_plan").on(t.planId, t.id),
+  ],
+);
+
 export const outbox = pgTable(
   "outbox",
   {
@@ -306,6 +334,8 @@ export const purges = pgTable("purges", {
   plans: integer("plans").notNull(),
   decisions: integer("decisions").notNull(),
   outbox: integer("outbox").notNull(),
+  /** Audit events deleted with the plans, each left as a line of audit_pruned (0 before migration 0023). */
+  auditEvents: integer("audit_events").notNull().default(0),
 });
 
 /**
