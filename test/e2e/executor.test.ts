@@ -1,5 +1,4 @@
 import { rmSync } from "node:fs";
-import path from "node:path";
 import { sql } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { RecordedRequest } from "../../src/demo/json-resource-server.ts";
@@ -9,12 +8,11 @@ import { getPlan } from "../../src/service/get-plan.ts";
 import type { AgentIdentity } from "../../src/service/authenticate-agent.ts";
 import type { PlanView } from "../../src/service/plan-view.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
-import { startCli } from "../support/cli.ts";
 import { databaseKinds, postgresKind, type TestDatabaseKind } from "../support/databases.ts";
 import { useServer } from "../support/use-harness.ts";
-import { READ_TOKEN, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
+import { READ_TOKEN, targetConfig, testConfig, WRITE_TOKEN } from "../support/harness.ts";
 import { waitFor } from "../support/wait-for.ts";
-import { writeExecutorConfig } from "../support/executor-config-file.ts";
+import { spawnExecutor, writeExecutorConfig, type SpawnedExecutor } from "../support/executor-config-file.ts";
 
 const EXECUTOR_TOKEN = "executor-token-0123456789abcdef";
 const LEASE_SECONDS = 5;
@@ -33,24 +31,10 @@ function executorSuite(kind: TestDatabaseKind, seed: Record<string, unknown>) {
     },
   });
   let agent: AgentIdentity;
-  const executors: Awaited<ReturnType<typeof startCli>>[] = [];
+  const executors: SpawnedExecutor[] = [];
 
   const startExecutor = async () => {
-    const { publicPem } = await testGrantKeys();
-    const executor = await startCli(["executor"], {
-      cwd: dir,
-      env: {
-        COUNTERSIGN_CONFIG: path.join(dir, "countersign.yml"),
-        COUNTERSIGN_URL: e.server.url,
-        COUNTERSIGN_EXECUTOR_TOKEN: EXECUTOR_TOKEN,
-        COUNTERSIGN_GRANT_PUBLIC_KEY: publicPem,
-        CRM_READ: READ_TOKEN,
-        CRM_WRITE: WRITE_TOKEN,
-        LOG_LEVEL: "info",
-      },
-      ready: /executor running/,
-      timeoutMs: 120_000,
-    });
+    const executor = await spawnExecutor({ dir, serverUrl: e.server.url, executorToken: EXECUTOR_TOKEN });
     executors.push(executor);
     return executor;
   };

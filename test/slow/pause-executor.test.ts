@@ -12,12 +12,12 @@ import { decide } from "../../src/service/decide.ts";
 import { getPlan } from "../../src/service/get-plan.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { openDatabase } from "../../src/store/db.ts";
-import { runCli, startCli } from "../support/cli.ts";
+import { runCli } from "../support/cli.ts";
 import type { TestDatabaseKind } from "../support/databases.ts";
-import { READ_TOKEN, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
+import { READ_TOKEN, targetConfig, testConfig } from "../support/harness.ts";
 import { useServer } from "../support/use-harness.ts";
 import { waitFor } from "../support/wait-for.ts";
-import { writeExecutorConfig } from "../support/executor-config-file.ts";
+import { spawnExecutor, writeExecutorConfig, type SpawnedExecutor } from "../support/executor-config-file.ts";
 
 const EXECUTOR_TOKEN = "executor-token-pause-0123456789";
 const adminUrl = process.env.TEST_DATABASE_URL;
@@ -70,7 +70,7 @@ describe.skipIf(!adminUrl)("pause with a spawned executor running (postgres)", (
    */
   let proxy: Server;
   let emptyClaims = 0;
-  let executor: Awaited<ReturnType<typeof startCli>>;
+  let executor: SpawnedExecutor;
   let agent: AgentIdentity;
   const cli = (args: string[]) => runCli(args, { cwd: dir, env: { DATABASE_URL: databaseUrl, COUNTERSIGN_CONFIG: path.join(dir, "countersign.yml"), CRM_READ: READ_TOKEN } });
 
@@ -90,21 +90,7 @@ describe.skipIf(!adminUrl)("pause with a spawned executor running (postgres)", (
       }
     });
     await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
-    const { publicPem } = await testGrantKeys();
-    executor = await startCli(["executor"], {
-      cwd: dir,
-      env: {
-        COUNTERSIGN_CONFIG: path.join(dir, "countersign.yml"),
-        COUNTERSIGN_URL: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
-        COUNTERSIGN_EXECUTOR_TOKEN: EXECUTOR_TOKEN,
-        COUNTERSIGN_GRANT_PUBLIC_KEY: publicPem,
-        CRM_READ: READ_TOKEN,
-        CRM_WRITE: WRITE_TOKEN,
-        LOG_LEVEL: "info",
-      },
-      ready: /executor running/,
-      timeoutMs: 120_000,
-    });
+    executor = await spawnExecutor({ dir, serverUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, executorToken: EXECUTOR_TOKEN });
     agent = await addAgent(s.server.ctx, { name: "pause-agent" });
   }, 180_000);
 

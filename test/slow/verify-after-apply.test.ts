@@ -1,7 +1,6 @@
 import { rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
@@ -15,13 +14,12 @@ import { decide } from "../../src/service/decide.ts";
 import { createLoginLink } from "../../src/service/login-links.ts";
 import type { PlanView } from "../../src/service/plan-view.ts";
 import { chromiumAvailable, launchChromium, screenshotPath } from "../support/chromium.ts";
-import { startCli } from "../support/cli.ts";
 import { databaseKinds } from "../support/databases.ts";
-import { READ_TOKEN, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
+import { targetConfig, testConfig } from "../support/harness.ts";
 import { SlackEmulator } from "../support/slack-emulator.ts";
 import { useServer } from "../support/use-harness.ts";
 import { waitFor } from "../support/wait-for.ts";
-import { writeExecutorConfig } from "../support/executor-config-file.ts";
+import { spawnExecutor, writeExecutorConfig, type SpawnedExecutor } from "../support/executor-config-file.ts";
 
 const EXECUTOR_TOKEN = "executor-token-verify-0123456789";
 const REVIEW = "C0REVIEW";
@@ -76,26 +74,12 @@ describe.each(databaseKinds)("verify after apply with a spawned executor on $nam
     },
     run: { hostname: "127.0.0.1", deliverMs: 50, sweepMs: 3_600_000 },
   });
-  let executor: Awaited<ReturnType<typeof startCli>>;
+  let executor: SpawnedExecutor;
   let mcp: Client;
   let agentKey: string;
 
   beforeAll(async () => {
-    const { publicPem } = await testGrantKeys();
-    executor = await startCli(["executor"], {
-      cwd: dir,
-      env: {
-        COUNTERSIGN_CONFIG: path.join(dir, "countersign.yml"),
-        COUNTERSIGN_URL: s.server.url,
-        COUNTERSIGN_EXECUTOR_TOKEN: EXECUTOR_TOKEN,
-        COUNTERSIGN_GRANT_PUBLIC_KEY: publicPem,
-        CRM_READ: READ_TOKEN,
-        CRM_WRITE: WRITE_TOKEN,
-        LOG_LEVEL: "info",
-      },
-      ready: /executor running/,
-      timeoutMs: 120_000,
-    });
+    executor = await spawnExecutor({ dir, serverUrl: s.server.url, executorToken: EXECUTOR_TOKEN });
     agentKey = (await addAgent(s.server.ctx, { name: "verify-agent" })).key;
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await createMcpServer(new Countersign({ url: s.server.url, key: agentKey }), "0.0.0-test").connect(serverSide);
