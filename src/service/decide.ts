@@ -12,7 +12,7 @@ import { decisionTermsOf } from "./decision-terms.ts";
 import { approverCheckFailed, approverMembershipOf, type Membership } from "./approver-groups.ts";
 import { recheckBeforeApprove } from "./approve-recheck.ts";
 import { refusalError } from "./refusal-error.ts";
-import { planEventStatement, transition, type PlanRow } from "./transition.ts";
+import { planEventStatement, transition, transitionLocked, type PlanRow } from "./transition.ts";
 
 
 export interface DecideInput {
@@ -111,25 +111,26 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
 
     const after = [...approvers, input.actor.userId];
     // The vote is stored in its event's statement.
-    await tx.execute(planEventStatement(ctx, tx, { plan, type: "decision.approve", actor, at: now, data: { approvals: after.length, requiredApprovals: policy.requiredApprovals, ...(recheckFailed ? { recheckFailed } : {}) }, first: decision.getSQL() }));
-    if (quorumMet(after, policy)) {
-      // The grant is what the executor will demand: plan id, exact hash, who approved, until when.
-      const grantExpiresAt = new Date(now.getTime() + policy.grantTtlSeconds * 1000);
-      const grantApprovers: GrantApprover[] = [
-        ...votes.map((v) => ({ user: v.userId, via: v.via, at: v.decidedAt.toISOString() })),
-        { user: input.actor.userId, via: input.actor.via, at: now.toISOString() },
-      ];
-      const grant = await issueGrant(ctx.grantKey, { planId: plan.id, planHash: plan.hash, approvers: grantApprovers, environment: terms.environment, issuedAt: now, expiresAt: grantExpiresAt });
-      const approved = await transition(ctx, tx, {
-        planId: plan.id,
-        transition: "approve",
-        actor,
-        data: { approvers: after, grant: { jti: grant.jti, kid: ctx.grantKey.kid, expiresAt: grantExpiresAt.toISOString() } },
-        set: { grant: grant.token, grantExpiresAt },
-      });
-      return { status: approved!.status, approvals: after, requiredApprovals: policy.requiredApprovals, ...(recheckFailed ? { recheckFailed } : {}) };
+    const vote = planEventStatement(ctx, tx, { plan, type: "decision.approve", actor, at: now, data: { approvals: after.length, requiredApprovals: policy.requiredApprovals, ...(recheckFailed ? { recheckFailed } : {}) }, first: decision.getSQL() });
+    if (!quorumMet(after, policy)) {
+      await tx.execute(vote);
+      return { status: plan.status, approvals: after, requiredApprovals: policy.requiredApprovals, ...(recheckFailed ? { recheckFailed } : {}) };
     }
-    return { status: plan.status, approvals: after, requiredApprovals: policy.requiredApprovals, ...(recheckFailed ? { recheckFailed } : {}) };
+    // The grant is what the executor will demand: plan id, exact hash, who approved, until when.
+    const grantExpiresAt = new Date(now.getTime() + policy.grantTtlSeconds * 1000);
+    const grantApprovers: GrantApprover[] = [
+      ...votes.map((v) => ({ user: v.userId, via: v.via, at: v.decidedAt.toISOString() })),
+      { user: input.actor.userId, via: input.actor.via, at: now.toISOString() },
+    ];
+    const grant = await issueGrant(ctx.grantKey, { planId: plan.id, planHash: plan.hash, approvers: grantApprovers, environment: terms.environment, issuedAt: now, expiresAt: grantExpiresAt });
+    // The status was read under the row lock, so the vote, the approval and its event are sent together (one round trip).
+    const status = await transitionLocked(ctx, tx, plan, {
+      transition: "approve",
+      actor,
+      data: { approvers: after, grant: { jti: grant.jti, kid: ctx.grantKey.kid, expiresAt: grantExpiresAt.toISOString() } },
+      set: { grant: grant.token, grantExpiresAt },
+    }, [vote]);
+    return { status, approvals: after, requiredApprovals: policy.requiredApprovals, ...(recheckFailed ? { recheckFailed } : {}) };
   });
 
   ctx.logger.info({ planId: input.planId, userId: input.actor.userId, via: input.actor.via, verdict: input.verdict, status: result.status }, "decision recorded");

@@ -43,6 +43,36 @@ export async function transition(
   return row;
 }
 
+/**
+ * transition() for a caller that holds the plan's row lock and has read, under it, a status the
+ * transition leaves (decide's quorum): the UPDATE cannot miss, so the event is not held back for
+ * its answer. `before` (the caller's own statements, e.g. a vote and its event), the UPDATE and
+ * the event go to the database together, pipelined on the transaction's connection: one round
+ * trip instead of one per statement. PostgreSQL still runs them one at a time in the order they
+ * were sent, in the caller's transaction: `before` and then the event, which go through the same
+ * tx.execute path (the UPDATE writes no audit row, so its place among them changes nothing). An
+ * UPDATE that missed after all throws, and the transaction rolls back with the event.
+ */
+export async function transitionLocked(
+  ctx: Pick<ServiceContext, "clock" | "sinks" | "config">,
+  tx: Tx,
+  plan: Pick<PlanRow, "id" | "status" | "hash" | "callbackUrl" | "document">,
+  input: { transition: Transition; actor: Actor; data?: Record<string, unknown>; set?: Partial<Pick<PlanRow, "grant" | "grantExpiresAt">> },
+  before: SQL[] = [],
+): Promise<PlanRow["status"]> {
+  const { from, to } = TRANSITIONS[input.transition];
+  const at = ctx.clock();
+  const update = tx
+    .update(plans)
+    .set({ ...input.set, status: to, updatedAt: at })
+    .where(and(eq(plans.id, plan.id), inArray(plans.status, [...from])))
+    .returning({ id: plans.id });
+  const event = planEventStatement(ctx, tx, { plan: { ...plan, status: to }, type: `plan.${to}`, actor: input.actor, at, data: input.data ?? {} });
+  const [updated] = await Promise.all([update, ...[...before, event].map((statement) => tx.execute(statement))]);
+  if (updated.length === 0) throw new Error(`plan ${plan.id} was not ${from.join(" or ")} under its row lock: the ${input.transition} transition missed`);
+  return to;
+}
+
 /** Audit event + outbox rows + wake-up for something that happened to a plan. */
 export async function recordPlanEvent(
   ctx: Pick<ServiceContext, "sinks" | "config">,
