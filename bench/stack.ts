@@ -91,14 +91,57 @@ export function mergeBody(contact: number): string {
   });
 }
 
-export async function startStack(options: StackOptions): Promise<Stack> {
+/** What startProduct starts: the product's processes and what they talk to, for a stack to build on. */
+export interface ProductOptions {
+  adminUrl: string;
+  /** A kept database to run on (created by the caller); default: a fresh one, dropped at stop. */
+  database?: string;
+  /** A word in the fresh database's name, so a left-over one says which stack made it. */
+  label: string;
+  /** Resources `/contacts/1` … `/contacts/N` on the fake target. */
+  contacts: number;
+  /** Started here and stopped at stop. */
+  slack: SlackEmulator;
+  /** More top-level countersign.yml lines (after the environment, Slack channel, approvers and the `crm` target). */
+  config?: string[];
+  /** The `limits:` value, written only where the product knows agent limits. */
+  limits?: string;
+  /** `countersign serve` processes on the one database (default 1). */
+  replicas?: number;
+  /** Agents to add by name, in this order. */
+  agents: string[];
+  /** Whether to start `countersign executor` too. */
+  executor: boolean;
+  /** The pool size of the `sql` client. */
+  sqlMax: number;
+  /** Called for every write the target receives, with when it arrived (epochNow()). */
+  onWrite?: (path: string, at: number) => void;
+}
+
+export interface Product {
+  /** One base URL per `serve`. */
+  urls: string[];
+  database: string;
+  sql: postgres.Sql;
+  /** Agent name → API key. */
+  keys: Map<string, string>;
+  targetUrl: string;
+  /** Stops every process, drops a fresh database, stops the Slack emulator and removes the config. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Countersign as users run it on a PostgreSQL database: its countersign.yml, the fake target in
+ * its own process, `serve` (× replicas, one after the other: the first migrates, the next find
+ * the schema current), the agents and, if asked, the executor.
+ */
+export async function startProduct(options: ProductOptions): Promise<Product> {
   const cli = countersignCommand();
-  const dir = mkdtempSync(path.join(os.tmpdir(), "countersign-bench-stack-"));
+  const dir = mkdtempSync(path.join(os.tmpdir(), `countersign-bench-${options.label}-`));
   const owned = options.database === undefined;
-  const database = options.database ?? `${databasePrefix()}_${randomBytes(6).toString("hex")}`;
+  const database = options.database ?? `${databasePrefix()}_${options.label}_${randomBytes(6).toString("hex")}`;
   const admin = postgres(options.adminUrl, { onnotice: () => {}, max: 1 });
-  const slack = new SlackEmulator();
-  const waiting = new Map<string, (at: number) => void>();
+  const slack = options.slack;
   let target: ChildProcess | undefined;
   const processes: Started[] = [];
   let sql: postgres.Sql | undefined;
@@ -122,14 +165,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       target!.once("exit", (code) => reject(new Error(`bench/target.ts exited (${code}) before it listened`)));
       target!.on("message", (m: { url?: string; write?: string; at?: number }) => {
         if (m.url) resolve(m.url);
-        if (m.write) waiting.get(m.write)?.(m.at!);
+        if (m.write) options.onWrite?.(m.write, m.at!);
       });
     });
     await slack.start();
-    const trim = setInterval(() => {
-      slack.calls.length = 0;
-    }, 5_000);
-    trim.unref();
     writeFileSync(path.join(dir, "countersign.yml"), [
       "environment: bench",
       `slack: { reviewChannel: ${REVIEW_CHANNEL} }`,
@@ -141,73 +180,107 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       '    read: { headers: { Authorization: "Bearer ${CRM_READ}" } }',
       '    write: { headers: { Authorization: "Bearer ${CRM_WRITE}" } }',
       '    allow: { ops: [merge], paths: ["/contacts/*"] }',
-      // The agent limits (where the product has them) are checked as always, with bounds no figure reaches.
-      ...(hasAgentLimits() ? ["limits: { plansPerMinute: 1000000, maxPending: 1000000 }"] : []),
+      ...(options.config ?? []),
+      ...(options.limits !== undefined && hasAgentLimits() ? [`limits: ${options.limits}`] : []),
     ].join("\n"));
     const { privateKey, publicKey } = generateKeyPairSync("ed25519");
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
     const dbUrl = databaseUrl(options.adminUrl, database);
     const common = { COUNTERSIGN_CONFIG: path.join(dir, "countersign.yml"), COUNTERSIGN_EXECUTOR_TOKEN: EXECUTOR_TOKEN, CRM_READ: READ_TOKEN };
-    const serverEnv = cleanEnv({
+    const serverEnv = (port: number) => cleanEnv({
       ...common,
-      LOG_LEVEL: "info",
+      LOG_LEVEL: "info", // the "countersign serving" line that says it is ready is logged at info
       DATABASE_URL: dbUrl,
       PORT: String(port),
       HOST: "127.0.0.1",
-      PUBLIC_URL: url,
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
       COUNTERSIGN_GRANT_PRIVATE_KEY: privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
       SLACK_BOT_TOKEN: slack.botToken,
       SLACK_API_URL: slack.url,
       SLACK_SIGNING_SECRET: SIGNING_SECRET,
     });
-    // serve migrates on start; the agent is added after, so `agents add` never races a migration.
-    processes.push(await startUntilReady([...cli.args, "serve"], { cwd: dir, env: serverEnv, ready: /countersign serving/, timeoutMs: 300_000 }));
-    // Added at once: each is a CLI process of its own (about a second apiece on a loaded machine).
-    const agentKeys = await Promise.all(Array.from({ length: options.agents ?? 1 }, async () => {
-      const added = await outputOf([...cli.args, "agents", "add", `bench-${randomBytes(4).toString("hex")}`], { cwd: dir, env: serverEnv });
-      return added.trimEnd().split("\n").at(-1)!;
-    }));
-    const agentKey = agentKeys[0]!;
-    processes.push(await startUntilReady([...cli.args, "executor"], {
-      cwd: dir,
-      env: cleanEnv({ ...common, LOG_LEVEL: "info", COUNTERSIGN_URL: url, CRM_WRITE: WRITE_TOKEN, COUNTERSIGN_GRANT_PUBLIC_KEY: publicKey.export({ type: "spki", format: "pem" }).toString() }),
-      ready: /executor running/,
-      timeoutMs: 300_000,
-    }));
-    sql = postgres(dbUrl, { onnotice: () => {}, max: 10 });
-    const clicks = new SlackRequests({ baseUrl: url, signingSecret: SIGNING_SECRET });
-    return {
-      url,
-      database,
-      sql,
-      agentKey,
-      agentKeys,
-      targetUrl,
-      slack,
-      clicks,
-      nextWrite: (p) => new Promise((resolve) => waiting.set(p, (at) => {
-        waiting.delete(p);
-        resolve(at);
-      })),
-      async submit(contact, init = {}) {
-        const key = agentKeys[init.agent ?? 0];
-        if (!key) throw new Error(`bench: no agent ${init.agent}; the stack has ${agentKeys.length}`);
-        const res = await fetch(`${url}/v1/plans`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: mergeBody(contact) });
-        const text = await res.text();
-        if (res.status !== 201) throw new Error(`POST /v1/plans answered ${res.status}: ${text.slice(0, 500)}`);
-        const plan = JSON.parse(text) as { id: string; hash: string };
-        return { id: plan.id, hash: plan.hash };
-      },
-      stop: async () => {
-        clearInterval(trim);
-        await stop();
-      },
-    };
+    // BENCH_SERVE_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the server under a figure's work.
+    const serveNodeArgs = process.env.BENCH_SERVE_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [];
+    const ports: number[] = [];
+    for (let r = 0; r < (options.replicas ?? 1); r++) {
+      const port = await freePort();
+      processes.push(await startUntilReady([...serveNodeArgs, ...cli.args, "serve"], { cwd: dir, env: serverEnv(port), ready: /countersign serving/, timeoutMs: 300_000 }));
+      ports.push(port);
+    }
+    const urls = ports.map((port) => `http://127.0.0.1:${port}`);
+    // Added once serve migrated, so `agents add` never races a migration; four at a time (each a
+    // CLI process of its own, about a second apiece on a loaded machine).
+    const keys = new Map<string, string>();
+    for (let i = 0; i < options.agents.length; i += 4) {
+      const added = await Promise.all(options.agents.slice(i, i + 4).map((name) => outputOf([...cli.args, "agents", "add", name], { cwd: dir, env: serverEnv(ports[0]!) })));
+      added.forEach((out, j) => keys.set(options.agents[i + j]!, out.trimEnd().split("\n").at(-1)!));
+    }
+    if (options.executor) {
+      processes.push(await startUntilReady([...cli.args, "executor"], {
+        cwd: dir,
+        env: cleanEnv({ ...common, LOG_LEVEL: "info", COUNTERSIGN_URL: urls[0]!, CRM_WRITE: WRITE_TOKEN, COUNTERSIGN_GRANT_PUBLIC_KEY: publicKey.export({ type: "spki", format: "pem" }).toString() }),
+        ready: /executor running/,
+        timeoutMs: 300_000,
+      }));
+    }
+    sql = postgres(dbUrl, { onnotice: () => {}, max: options.sqlMax });
+    return { urls, database, sql, keys, targetUrl, stop };
   } catch (err) {
     await stop().catch(() => {});
     throw err;
   }
+}
+
+export async function startStack(options: StackOptions): Promise<Stack> {
+  const slack = new SlackEmulator();
+  const waiting = new Map<string, (at: number) => void>();
+  // Random names: a kept database already holds the agents of earlier runs.
+  const agents = Array.from({ length: options.agents ?? 1 }, () => `bench-${randomBytes(4).toString("hex")}`);
+  const product = await startProduct({
+    adminUrl: options.adminUrl,
+    ...(options.database !== undefined ? { database: options.database } : {}),
+    label: "stack",
+    contacts: options.contacts,
+    slack,
+    // The agent limits (where the product has them) are checked as always, with bounds no figure reaches.
+    limits: "{ plansPerMinute: 1000000, maxPending: 1000000 }",
+    agents,
+    executor: true,
+    sqlMax: 10,
+    onWrite: (p, at) => waiting.get(p)?.(at),
+  });
+  const trim = setInterval(() => {
+    slack.calls.length = 0;
+  }, 5_000);
+  trim.unref();
+  const url = product.urls[0]!;
+  const agentKeys = agents.map((name) => product.keys.get(name)!);
+  return {
+    url,
+    database: product.database,
+    sql: product.sql,
+    agentKey: agentKeys[0]!,
+    agentKeys,
+    targetUrl: product.targetUrl,
+    slack,
+    clicks: new SlackRequests({ baseUrl: url, signingSecret: SIGNING_SECRET }),
+    nextWrite: (p) => new Promise((resolve) => waiting.set(p, (at) => {
+      waiting.delete(p);
+      resolve(at);
+    })),
+    async submit(contact, init = {}) {
+      const key = agentKeys[init.agent ?? 0];
+      if (!key) throw new Error(`bench: no agent ${init.agent}; the stack has ${agentKeys.length}`);
+      const res = await fetch(`${url}/v1/plans`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: mergeBody(contact) });
+      const text = await res.text();
+      if (res.status !== 201) throw new Error(`POST /v1/plans answered ${res.status}: ${text.slice(0, 500)}`);
+      const plan = JSON.parse(text) as { id: string; hash: string };
+      return { id: plan.id, hash: plan.hash };
+    },
+    stop: async () => {
+      clearInterval(trim);
+      await product.stop();
+    },
+  };
 }
 
 /** Sends the Approve click Slack would send for this plan (a signed `block_actions` POST); resolves with the HTTP status once acked. */

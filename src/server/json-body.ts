@@ -22,6 +22,13 @@ export async function readJsonBody(request: Request, options: { what: string; ma
   if (options.requireJsonType && !isJsonMediaType(request.headers.get("content-type") ?? undefined)) {
     throw new ServiceError("unsupported_media_type", `${options.what} must be sent with Content-Type: application/json (got ${JSON.stringify(request.headers.get("content-type") ?? "none").slice(0, 80)})`);
   }
+  const declared = declaredLength(request);
+  if (declared !== undefined && declared <= maxBytes) {
+    // Node's parser holds a body to its Content-Length, so this read is bounded. arrayBuffer() of
+    // @hono/node-server's request reads the socket directly; touching `body` builds a whole fetch
+    // Request and a web stream around it first (~7 % of the server's CPU at intake).
+    return parseBody(new Uint8Array(await request.arrayBuffer()), options.what);
+  }
   const chunks: Uint8Array[] = [];
   let size = 0;
   if (request.body) {
@@ -40,15 +47,25 @@ export async function readJsonBody(request: Request, options: { what: string; ma
   if (size > maxBytes) {
     throw new ServiceError("payload_too_large", `${options.what} is larger than ${maxBytes / 1024} KiB; split the plan or shrink its bodies`);
   }
+  return parseBody(Buffer.concat(chunks), options.what);
+}
+
+/** The body's Content-Length when it states one (a chunked body does not). */
+function declaredLength(request: Request): number | undefined {
+  const header = request.headers.get("content-length");
+  return header !== null && /^\d{1,15}$/.test(header) ? Number(header) : undefined;
+}
+
+function parseBody(bytes: Uint8Array, what: string): unknown {
   let text: string;
   try {
     // Fatal: a replacement character would show reviewers something the agent never sent.
-    text = new TextDecoder("utf-8", { fatal: true }).decode(Buffer.concat(chunks));
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
   } catch {
-    throw new ServiceError("invalid_json", `${options.what} is not valid UTF-8`);
+    throw new ServiceError("invalid_json", `${what} is not valid UTF-8`);
   }
   const parsed = parseFaithfulJson(text);
   if (parsed.ok) return parsed.value;
-  if (parsed.kind === "syntax") throw new ServiceError("invalid_json", `${options.what} is not valid JSON: ${parsed.message}`);
-  throw new ServiceError("invalid_request", `${options.what} is not valid: ${parsed.pointer || "/"} ${parsed.message}`, { issues: [{ path: parsed.pointer, message: parsed.message }] });
+  if (parsed.kind === "syntax") throw new ServiceError("invalid_json", `${what} is not valid JSON: ${parsed.message}`);
+  throw new ServiceError("invalid_request", `${what} is not valid: ${parsed.pointer || "/"} ${parsed.message}`, { issues: [{ path: parsed.pointer, message: parsed.message }] });
 }
