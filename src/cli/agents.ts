@@ -118,10 +118,11 @@ export async function auditVerifyCommand(config: CliConfig, out: (line: string) 
 /** What `audit verify` prints: the verdict, then where the log breaks (the first ten places). */
 export function auditVerdictLines(verdict: AuditVerdict): string[] {
   const head = verdict.head ? `; newest seal ${verdict.head.seq} (${verdict.head.hash})` : "";
-  const sealing = `${verdict.sealed} sealed, ${verdict.unsealed} not yet sealed${head}`;
+  const pruned = verdict.pruned ? ` (${verdict.pruned} of them pruned by retention, checked through the purge's checkpoint)` : "";
+  const sealing = `${verdict.sealed} sealed${pruned}, ${verdict.unsealed} not yet sealed${head}`;
   if (verdict.ok) return [`Audit log intact: ${verdict.events} event(s), every hash, link and seal checks out (${sealing}).`];
   const where = (p: AuditProblem) =>
-    p.chain === "seals" ? `seal ${p.seal}` : p.chain === "plan" ? `plan ${p.planId}, event ${p.eventId}` : `the ${p.chain} chain${p.eventId !== undefined ? `, event ${p.eventId}` : ""}`;
+    p.chain === "seals" ? `seal ${p.seal}` : p.chain === "plan" ? `plan ${p.planId}, event ${p.eventId}` : p.chain === "pruned" ? `the purge checkpoint${p.eventId !== undefined ? `, event ${p.eventId}` : ""}` : `the ${p.chain} chain${p.eventId !== undefined ? `, event ${p.eventId}` : ""}`;
   const [first, ...more] = verdict.problems;
   return [
     `Audit log BROKEN at ${where(first!)} (${first!.kind}): ${first!.message}`,

@@ -1,10 +1,12 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { ServiceContext } from "./context.ts";
+import { rollUpMetrics } from "./metrics.ts";
+import { sealAudit } from "./seal-audit.ts";
 
 export interface RetentionPolicy {
   /** Delivered outbox rows, and with `plans` final plans, older than this are deleted. */
   days: number;
-  /** Opt-in: final plans last changed `days` ago go, with their decisions and outbox rows (audit events stay). */
+  /** Opt-in: final plans last changed `days` ago go, with their decisions, outbox rows and audit events (behind a checkpoint). */
   plans: boolean;
 }
 
@@ -25,8 +27,10 @@ export interface RetentionSwept {
  * each batch its own short transaction, at most `maxBatches` per kind and pass, so a first pass
  * over years of history never holds locks for long; the next pass carries on. Business time from
  * ctx.clock. Plans leave only through countersign_purge_plans(), the one path the append-only
- * guards allow, which never takes an open plan and keeps every audit event (so `audit verify`
- * still walks every chain), and records each call in `purges`.
+ * guards allow, which never takes an open plan, records each call in `purges`, and deletes a
+ * plan's audit events only behind a checkpoint (audit_pruned) and only once every one of them is
+ * sealed and counted by the metrics rollup (and, when seals are signed, signed): so the sweep
+ * seals and rolls up first, and a plan whose events are not there yet waits for a later pass.
  */
 export async function sweepRetention(
   ctx: Pick<ServiceContext, "database" | "clock" | "logger">,
@@ -61,10 +65,17 @@ export async function sweepRetention(
     loginLinks: await repeat(() => deleted(sql`
       DELETE FROM login_links WHERE token_hash IN (
         SELECT token_hash FROM login_links WHERE expires_at < ${graceCutoff}::timestamptz OR used_at < ${graceCutoff}::timestamptz LIMIT ${batch})`)),
-    plans: policy.plans ? await repeat(() => purgeBatch(ctx, cutoff, batch, policy.days)) : 0,
+    plans: policy.plans ? await purgePlans(ctx, () => repeat(() => purgeBatch(ctx, cutoff, batch, policy.days))) : 0,
   };
   if (swept.outbox + swept.sessions + swept.loginLinks + swept.plans > 0) ctx.logger.info({ ...swept, days: policy.days }, "retention sweep deleted old rows");
   return swept;
+}
+
+/** Seals what has committed and rolls it up into the metrics, then purges: the events a purge may prune are those both cover. */
+async function purgePlans(ctx: Pick<ServiceContext, "database" | "clock">, purge: () => Promise<number>): Promise<number> {
+  await sealAudit(ctx);
+  await rollUpMetrics(ctx, { maxSteps: 20 });
+  return purge();
 }
 
 /**

@@ -38,6 +38,26 @@ export function sealHash(seal: { seq: number; prevHash: string; xidFrom: string;
   return "sha256:" + h.digest("hex");
 }
 
+/**
+ * The lines of a seal's range that a retention purge pruned (audit_pruned, migration 0023): the
+ * (id, hash) the seal was computed over, kept when the event itself was deleted.
+ */
+export async function prunedLines(ctx: Pick<ServiceContext, "database">, seal: Pick<Seal, "xidFrom" | "xidTo">): Promise<{ id: number; hash: string }[]> {
+  const rows = await ctx.database.rows<{ id: number | string; hash: string }>(sql`
+    SELECT id, hash FROM audit_pruned WHERE xid >= ${seal.xidFrom}::xid8 AND xid < ${seal.xidTo}::xid8 ORDER BY id`);
+  return rows.map((r) => ({ id: Number(r.id), hash: r.hash }));
+}
+
+/** Two id-ordered lists of seal lines as one, in id order (the order a seal hashes them in). */
+export function mergeLines<T extends { id: number }>(a: readonly T[], b: readonly T[]): T[] {
+  if (b.length === 0) return [...a];
+  const out: T[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) out.push(j >= b.length || (i < a.length && a[i]!.id <= b[j]!.id) ? a[i++]! : b[j++]!);
+  return out;
+}
+
 interface SealRow { seq: number | string; prev_hash: string; xid_from: string; xid_to: string; events: number | string; events_total: number | string; hash: string; sealed_at: Date | string }
 
 export const sealFromRow = (r: SealRow): Seal => ({

@@ -1,10 +1,10 @@
 import { sql } from "drizzle-orm";
 import { auditChainHash, auditContentDigest, chainGenesis, GENESIS_HASH, legacyAuditEventHash, type Actor, type AuditInput } from "./audit.ts";
 import type { ServiceContext } from "./context.ts";
-import { SEAL_COLUMNS, sealFromRow, sealHash, type Seal } from "./seal-audit.ts";
+import { mergeLines, prunedLines, SEAL_COLUMNS, sealFromRow, sealHash, type Seal } from "./seal-audit.ts";
 
-/** Where a break is: the legacy global chain, the system chain, a plan's chain, or the seals. */
-export type AuditChain = "legacy" | "system" | "plan" | "seals";
+/** Where a break is: the legacy global chain, the system chain, a plan's chain, the checkpoint of pruned plans' chains, or the seals. */
+export type AuditChain = "legacy" | "system" | "plan" | "pruned" | "seals";
 
 export interface AuditProblem {
   chain: AuditChain;
@@ -23,6 +23,8 @@ export interface AuditVerdict {
   /** Events covered by a seal (the legacy chain's through seal 0), and those committed since the newest seal: not errors, just not yet sealed. */
   sealed: number;
   unsealed: number;
+  /** Of the sealed events, those a retention purge deleted: checked through the checkpoint it left (their ids and hashes), not their content. */
+  pruned: number;
   /** The newest seal: the one head that covers the whole sealed log (what a signer signs). */
   head?: { seq: number; hash: string; xidTo: string; sealedAt: string };
   /** The first break found (chains are checked before seals, as they name the event), and how many were found in all. */
@@ -43,7 +45,10 @@ const inputOf = (e: EventRow): AuditInput => ({ planId: e.plan_id, type: e.type,
  * breaks its own hash; a deleted one breaks its successor's link (a deleted chain tail, or a
  * plan's events deleted whole, no longer match their seal); a reordered one links to an event
  * that comes after it. Events committed since the newest seal are counted, not judged: only their
- * chain protects them until the next seal.
+ * chain protects them until the next seal. Plans a retention purge took left a checkpoint line per
+ * event (audit_pruned): each pruned chain must still link from its genesis, nothing of it may
+ * remain in the log, and every seal is recomputed over the events that remain plus those lines,
+ * so an event deleted any other way, or a checkpoint line altered, still breaks its seal.
  */
 export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: { batch?: number } = {}): Promise<AuditVerdict> {
   const { database } = ctx;
@@ -55,6 +60,10 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
   /** Where the event a broken link points at is: later in the same chain (reordered), in another chain (moved), or gone (deleted). */
   async function whyLinkBroken(e: EventRow, chain: AuditChain, expected: string): Promise<Pick<AuditProblem, "kind" | "message">> {
     const [target] = await database.rows<{ id: number | string; plan_id: string | null }>(sql`SELECT id, plan_id FROM audit_events WHERE hash = ${e.prev_hash} LIMIT 1`);
+    if (!target) {
+      const [pruned] = await database.rows<{ id: number | string; purge_id: number | string }>(sql`SELECT id, purge_id FROM audit_pruned WHERE hash = ${e.prev_hash} LIMIT 1`);
+      if (pruned) return { kind: "deleted", message: `event ${e.id} (${e.type}) links to event ${pruned.id}, which purge ${pruned.purge_id} pruned: a purge takes a plan's whole chain, so events of a chain that lives on were deleted` };
+    }
     if (target && target.plan_id === e.plan_id && Number(target.id) > Number(e.id)) {
       return { kind: "reordered", message: `event ${e.id} (${e.type}) links to event ${target.id}, which comes after it: events were reordered` };
     }
@@ -132,6 +141,29 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
     if (rows.length < batch) break;
   }
 
+  // The checkpoint of pruned plans (whole chains, migration 0023): each still links from its
+  // genesis, so a line altered or dropped shows even where no seal covers it yet.
+  let pruned = 0;
+  for (let after: { planId: string; id: number } | undefined, plan: string | undefined, expected = ""; !full();) {
+    const rows = await database.rows<{ id: number | string; plan_id: string; prev_hash: string; hash: string }>(sql`
+      SELECT id, plan_id, prev_hash, hash FROM audit_pruned
+       ${after ? sql`WHERE (plan_id, id) > (${after.planId}::uuid, ${after.id})` : sql``}
+       ORDER BY plan_id, id LIMIT ${batch}`);
+    for (const p of rows) {
+      pruned++;
+      if (p.plan_id !== plan) {
+        plan = p.plan_id;
+        expected = chainGenesis(plan);
+      }
+      if (p.prev_hash !== expected) {
+        problems.push({ chain: "pruned", kind: "edited", planId: plan, eventId: Number(p.id), message: `the checkpoint line of pruned event ${p.id} links to ${p.prev_hash.slice(0, 19)}…, not to ${expected === chainGenesis(plan) ? "the start of its chain" : `the line before it (${expected.slice(0, 19)}…)`}: the checkpoint was altered` });
+      }
+      expected = p.hash;
+      after = { planId: plan, id: Number(p.id) };
+    }
+    if (rows.length < batch) break;
+  }
+
   // The seals, each against the events it covers (seal 0: the legacy chain's head).
   const seals = (await database.rows<Parameters<typeof sealFromRow>[0]>(sql`SELECT ${SEAL_COLUMNS} FROM audit_seals ORDER BY seq`)).map(sealFromRow);
   let previous: Seal | undefined;
@@ -150,9 +182,10 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
       problem("edited", `covers transactions from ${seal.xidFrom}, but seal ${previous.seq} ended at ${previous.xidTo}: a seal was changed`);
     } else {
       // One read per seal: a seal covers at most MAX_EVENTS_PER_SEAL events (or one larger transaction).
-      const covered = (await database.rows<{ id: number | string; hash: string }>(sql`
+      const remaining = (await database.rows<{ id: number | string; hash: string }>(sql`
         SELECT id, hash FROM audit_events WHERE xid >= ${seal.xidFrom}::xid8 AND xid < ${seal.xidTo}::xid8 ORDER BY id`)).map((r) => ({ id: Number(r.id), hash: r.hash }));
-      if (covered.length < seal.events) problem("deleted", `covers ${seal.events} event(s), but ${covered.length} remain: ${seal.events - covered.length} were deleted`);
+      const covered = mergeLines(remaining, await prunedLines(ctx, seal));
+      if (covered.length < seal.events) problem("deleted", `covers ${seal.events} event(s), but ${covered.length} remain or were pruned by a purge: ${seal.events - covered.length} were deleted`);
       else if (covered.length > seal.events) problem("added", `covers ${seal.events} event(s), but ${covered.length} are in its range: ${covered.length - seal.events} were added afterwards`);
       else if (seal.hash !== sealHash(seal, covered)) problem("edited", `the ${seal.events} event(s) it covers no longer hash to it: an event's id or hash was changed, or the seal was`);
     }
@@ -160,12 +193,18 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
   }
 
   const newest = seals.at(-1);
+  // A purge prunes only sealed events: a checkpoint line past the newest seal was not written by one.
+  const [unsealedPruned] = await database.rows<{ id: number | string }>(sql`SELECT id FROM audit_pruned WHERE xid >= ${newest?.xidTo ?? "0"}::xid8 ORDER BY id LIMIT 1`);
+  if (unsealedPruned && !full()) {
+    problems.push({ chain: "pruned", kind: "added", eventId: Number(unsealedPruned.id), message: `the checkpoint has a line for event ${unsealedPruned.id}, which no seal covers: purges prune only sealed events, so the line was added by hand` });
+  }
   const [pending] = await database.rows<{ n: number | string }>(sql`SELECT count(*) AS n FROM audit_events WHERE xid >= ${newest?.xidTo ?? "0"}::xid8`);
   return {
     ok: problems.length === 0,
     events,
     sealed: newest?.eventsTotal ?? 0,
     unsealed: Number(pending?.n ?? 0),
+    pruned,
     ...(newest ? { head: { seq: newest.seq, hash: newest.hash, xidTo: newest.xidTo, sealedAt: newest.sealedAt.toISOString() } } : {}),
     ...(problems[0] ? { problem: problems[0] } : {}),
     problems,

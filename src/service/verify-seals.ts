@@ -4,7 +4,7 @@ import { z } from "zod";
 import { auditChainHash, auditContentDigest, GENESIS_HASH, legacyAuditEventHash, type Actor, type AuditInput } from "./audit.ts";
 import type { ServiceContext } from "./context.ts";
 import { ServiceError } from "./errors.ts";
-import { SEAL_COLUMNS, sealFromRow, sealHash, type Seal } from "./seal-audit.ts";
+import { mergeLines, prunedLines, SEAL_COLUMNS, sealFromRow, sealHash, type Seal } from "./seal-audit.ts";
 import { signatureHolds, type PublishedSeal } from "./seal-signature.ts";
 
 const Sha256 = z.string().regex(/^sha256:[0-9a-f]{64}$/, "must be sha256: and 64 hex digits");
@@ -65,6 +65,8 @@ const short = (hash: string) => hash.slice(0, 19) + "…";
  * events' content (each event's hash recomputed from what it says, each seal from the rebuilt
  * one before it), so an attacker who edits an event and re-hashes and re-seals everything after
  * it, or deletes the newest events and seals, still contradicts what was published before.
+ * Events a retention purge pruned count by the (id, hash) its checkpoint kept, since their content
+ * is gone: a checkpoint forged after the seal was published contradicts it just the same.
  * Stops at the first contradiction, in seq order.
  */
 export async function verifySeals(ctx: Pick<ServiceContext, "database">, entries: readonly PublishedEntry[], keys: readonly KeyObject[]): Promise<SealsVerdict> {
@@ -117,14 +119,14 @@ export async function verifySeals(ctx: Pick<ServiceContext, "database">, entries
       return fail("replaced", `the database's seal ${seq} is not the one published (database: ${short(seal.hash)}, ${seal.eventsTotal} events; published: ${short(p.hash)}, ${p.eventsTotal} events): the seals were rewritten after it was published`);
     }
     if (rebuilt !== p.hash || rebuiltTotal !== p.eventsTotal) {
-      return fail("rewritten", `the events it covers no longer hash to it (recomputed from their content: ${short(rebuilt)}, ${rebuiltTotal} events; published: ${short(p.hash)}, ${p.eventsTotal} events): events up to it were edited, deleted or added, and the chain re-hashed`);
+      return fail("rewritten", `the events it covers no longer hash to it (recomputed from their content and the purges' checkpoint: ${short(rebuilt)}, ${rebuiltTotal} events; published: ${short(p.hash)}, ${p.eventsTotal} events): events up to it were edited, deleted or added, and the chain re-hashed, or the checkpoint of pruned events was altered`);
     }
   }
   const newest = bySeq.get(lastSeq)!.seal;
   return { ok: true, checked: bySeq.size, newest: { seq: newest.seq, hash: newest.hash, eventsTotal: newest.eventsTotal } };
 }
 
-/** The (id, hash) lines of a seal with each event's hash recomputed from its content, not read back. */
+/** The (id, hash) lines of a seal with each remaining event's hash recomputed from its content, not read back; pruned events' as their checkpoint holds them. */
 async function rebuiltEvents(ctx: Pick<ServiceContext, "database">, seal: Seal): Promise<{ id: number; hash: string }[]> {
   const columns = sql`id, plan_id, type, actor, data, at, prev_hash, hash`;
   if (seal.seq === 0) {
@@ -134,7 +136,7 @@ async function rebuiltEvents(ctx: Pick<ServiceContext, "database">, seal: Seal):
   }
   const rows = await ctx.database.rows<EventRow>(sql`
     SELECT ${columns} FROM audit_events WHERE xid >= ${seal.xidFrom}::xid8 AND xid < ${seal.xidTo}::xid8 ORDER BY id`);
-  return rows.map((e) => ({ id: Number(e.id), hash: auditChainHash(e.prev_hash, auditContentDigest(inputOf(e))) }));
+  return mergeLines(rows.map((e) => ({ id: Number(e.id), hash: auditChainHash(e.prev_hash, auditContentDigest(inputOf(e))) })), await prunedLines(ctx, seal));
 }
 
 /** What `audit verify --seals` prints about the published seals. */

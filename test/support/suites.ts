@@ -32,6 +32,7 @@ export const LONGEST_FIRST = [
   "test/e2e/built-slack-door.test.ts", // 38 s (67 s)
   "test/integration/audit-verify.test.ts", // 33 s (125 s)
   "test/integration/audit-seal-signatures.test.ts", // 46–55 s run alone at load 14–19 (not yet timed in a whole run)
+  "test/integration/audit-prune.test.ts", // 58–63 s run alone at load 14–16 (PGlite 42 s of it: a fresh database per test)
   "test/e2e/executor.test.ts", // 30 s (90 s)
   "test/e2e/slack-socket-mode.test.ts", // 29 s (12 s)
   "test/integration/audit-upgrade.test.ts", // 28 s (62 s)
