@@ -1,13 +1,11 @@
-import type { ResourceState } from "../adapters/http-json.ts";
-import type { ApplyResult } from "../adapters/http-json-apply.ts";
+import type { AdapterApplyResult, AdapterPlanned, ErrorClass } from "../adapters/adapter.ts";
 import { verifyGrant } from "../grant/grant.ts";
 import type { VerifyingKeys } from "../grant/keys.ts";
-import { driftOf } from "../plan/drift.ts";
 import { fingerprint } from "../plan/fingerprint.ts";
-import { holdsChange } from "../plan/holds-change.ts";
 import type { ActionOutcome, Outcome } from "../plan/outcome.ts";
-import type { ActionPreview, PlanDocument, PlannedAction } from "../plan/schema.ts";
-import { settleWrite } from "./verify-write.ts";
+import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
+import type { OpenTarget } from "./open-targets.ts";
+import { settleWrite, type Seen } from "./verify-write.ts";
 
 /** What the server hands an executor for one approved plan. */
 export interface Claim {
@@ -22,21 +20,38 @@ export interface ExecutionPorts {
   keys: VerifyingKeys;
   environment: string;
   now(): Date;
-  /** Re-reads a resource. Throws when the target cannot be read. */
-  read(action: PlannedAction): Promise<ResourceState>;
-  /** Writes one action with its precondition. */
-  write(action: PlannedAction, idempotencyKey: string): Promise<ApplyResult>;
+  /** The opened target an action names (./open-targets.ts); throws when it is not configured. */
+  target(name: string): OpenTarget;
+  /** Waits between attempts after a transient error; a timer unless a test says otherwise. */
+  sleep?(ms: number): Promise<void>;
 }
+
+/** First wait after a transient error, doubled per attempt up to the last. */
+const FIRST_RETRY_MS = 250;
+const MAX_RETRY_MS = 4000;
+
+/** One action's revalidation, as the executor acts on it. */
+type Check =
+  | { kind: "ready" }
+  | { kind: "held" }
+  | { kind: "stale"; outcome: ActionOutcome }
+  | { kind: "unreadable"; detail: string; errorClass: ErrorClass };
 
 /**
  * The executor's whole judgement on one claimed plan, in the order that keeps writes safe:
- * verify the grant, recompute the hash, revalidate every action, and only then apply, in
- * order, stopping at the first failure. Nothing is written on a bad grant, a wrong hash, an
- * expired grant, or when any action is stale.
+ * verify the grant, recompute the hash, revalidate every action through its target's adapter,
+ * and only then apply, in order, stopping at the first failure. Nothing is written on a bad
+ * grant, a wrong hash, an expired grant, or when any action is stale.
+ *
+ * An error the adapter classes as transient (no answer, a 5xx, a lost connection) is retried
+ * with back-off for the first half of the lease (never past the grant's expiry); a permanent
+ * one is reported at once. A write is retried only after revalidating again: the failed attempt
+ * may have landed, and then the change is held and nothing more is written.
  */
 export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<Outcome> {
   const { plan } = claim;
-  const refuse = (reason: string): Outcome => ({ status: "failed", reason, actions: plan.actions.map((a, i) => skipped(a, i)) });
+  const actions = plan.actions as AdapterPlanned[];
+  const refuse = (reason: string): Outcome => ({ status: "failed", reason, actions: actions.map((a, i) => skipped(a, i)) });
 
   const grant = await verifyGrant(ports.keys, claim.grant, ports.environment, ports.now());
   if (!grant.ok) return refuse(grant.reason);
@@ -45,8 +60,8 @@ export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<
   if (grant.claims.sub !== plan.id) return refuse(`the grant is for plan ${grant.claims.sub}, not ${plan.id}`);
 
   // The preview's before/after are not hashed themselves, but their digests are.
-  const states: { before: ActionPreview["before"]; after: ActionPreview["after"] }[] = [];
-  for (const [i, action] of plan.actions.entries()) {
+  const states: Seen[] = [];
+  for (const [i, action] of actions.entries()) {
     const preview = claim.preview.actions[i];
     if (!preview || fingerprint(preview.before) !== action.beforeDigest || fingerprint(preview.after) !== action.afterDigest) {
       return refuse(`the preview of action ${i} does not match the digests in the approved plan`);
@@ -54,48 +69,50 @@ export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<
     states.push({ before: preview.before, after: preview.after });
   }
 
-  // Revalidate every action before writing any.
-  const checks: ({ kind: "ready" } | { kind: "held" } | { kind: "stale"; outcome: ActionOutcome } | { kind: "unreadable"; detail: string })[] = [];
-  for (const [i, action] of plan.actions.entries()) {
-    let current: ResourceState;
+  const retry = retrier(claim, ports, grant.claims.exp * 1000);
+  const targets = actions.map((action, i) => targetOf(ports, action, i));
+  const revalidate = async (i: number): Promise<Check> => {
+    const action = actions[i]!;
+    const target = targets[i]!;
+    if (typeof target === "string") return { kind: "unreadable", detail: target, errorClass: "permanent" };
     try {
-      current = await ports.read(action);
+      const answer = await target.reader.revalidate(action, states[i]!);
+      if (answer.state !== "stale") return { kind: answer.state };
+      const { expected, now, changedSincePreview } = answer;
+      return { kind: "stale", outcome: { ...base(action, i), status: "stale", detail: `${action.target} ${action.path} changed since the preview`, expected, now, changedSincePreview } };
     } catch (err) {
-      checks.push({ kind: "unreadable", detail: (err as Error).message });
-      continue;
+      return { kind: "unreadable", detail: message(err), errorClass: target.adapter.classify(err) };
     }
-    const { before, after } = states[i]!;
-    if (holdsChange(before, after, current.exists ? current.body : undefined)) checks.push({ kind: "held" });
-    else {
-      // The rule the watcher and the Approve re-check share (plan/drift.ts).
-      const stale = driftOf(action, i, before, current);
-      checks.push(stale ? { kind: "stale", outcome: stale } : { kind: "ready" });
-    }
-  }
+  };
+  const transient = (c: Check) => c.kind === "unreadable" && c.errorClass === "transient";
+
+  // Revalidate every action before writing any.
+  const checks: Check[] = [];
+  for (const i of actions.keys()) checks.push(await retry.until(() => revalidate(i), transient));
 
   const allHeld = checks.every((c) => c.kind === "held");
-  if (allHeld) return { status: "applied", reconciled: true, actions: plan.actions.map((a, i) => ({ ...base(a, i), status: "applied", reconciled: true, verified: true })) };
+  if (allHeld) return { status: "applied", reconciled: true, actions: actions.map((a, i) => ({ ...base(a, i), status: "applied", reconciled: true, verified: true })) };
   if (grant.expired) {
     const why = checks.some((c) => c.kind === "unreadable") ? "a target could not be re-read to check whether it holds the planned change" : "the targets do not hold the planned change";
-    return { status: "expired", reason: `the grant expired before the plan was applied; ${why}, and nothing was written`, actions: plan.actions.map((a, i) => skipped(a, i)) };
+    return { status: "expired", reason: `the grant expired before the plan was applied; ${why}, and nothing was written`, actions: actions.map((a, i) => skipped(a, i)) };
   }
   const unreadable = checks.findIndex((c) => c.kind === "unreadable");
   if (unreadable >= 0) {
-    const c = checks[unreadable] as { detail: string };
-    return { status: "failed", reason: `could not re-read action ${unreadable}: ${c.detail}`, actions: plan.actions.map((a, i) => (i === unreadable ? { ...base(a, i), status: "failed", detail: c.detail } : skipped(a, i))) };
+    const { detail } = checks[unreadable] as { detail: string };
+    return { status: "failed", reason: `could not re-read action ${unreadable}: ${detail}`, actions: actions.map((a, i) => (i === unreadable ? { ...base(a, i), status: "failed", detail } : skipped(a, i))) };
   }
   if (checks.some((c) => c.kind === "stale")) {
     return {
       status: "stale",
       reason: "a target changed since the preview; nothing was written. Re-plan from the current state.",
-      actions: checks.map((c, i) => (c.kind === "stale" ? c.outcome : skipped(plan.actions[i]!, i))),
+      actions: checks.map((c, i) => (c.kind === "stale" ? c.outcome : skipped(actions[i]!, i))),
     };
   }
 
   // Apply in order; stop at the first action that does not apply.
   const results: ActionOutcome[] = [];
   let stopped: ActionOutcome | undefined;
-  for (const [i, action] of plan.actions.entries()) {
+  for (const [i, action] of actions.entries()) {
     if (stopped) {
       results.push(skipped(action, i));
       continue;
@@ -104,8 +121,7 @@ export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<
       results.push({ ...base(action, i), status: "applied", reconciled: true, verified: true });
       continue;
     }
-    // The write, then the re-read that verifies it (or settles a write whose answer was lost).
-    const result = await settleWrite(base(action, i), await ports.write(action, `${plan.id}:${i}`), states[i]!, ports.read, action);
+    const result = await applyOne(targets[i] as OpenTarget, action, i, `${plan.id}:${i}`, states[i]!, retry, revalidate);
     results.push(result);
     if (result.status !== "applied") stopped = result;
   }
@@ -114,10 +130,96 @@ export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<
   return { status: stopped.status === "stale" ? "stale" : "failed", ...(wrote ? { partial: true } : {}), reason: stopped.detail ?? "", actions: results };
 }
 
-function base(action: PlannedAction, index: number): Pick<ActionOutcome, "index" | "target" | "path"> {
+/**
+ * One action's write and the re-read that verifies it (or settles a write whose answer was
+ * lost). A transient failure is retried after revalidating: held means the failed attempt
+ * landed after all, stale that someone else moved the target meanwhile; only ready writes again.
+ */
+async function applyOne(target: OpenTarget, action: AdapterPlanned, index: number, idempotencyKey: string, seen: Seen, retry: Retrier, revalidate: (i: number) => Promise<Check>): Promise<ActionOutcome> {
+  const where = base(action, index);
+  let result: AdapterApplyResult = await target.writer.apply(action, idempotencyKey);
+  let attempts = 1;
+  let failedBefore: string | undefined;
+  while (result.status === "failed" && result.errorClass === "transient" && (await retry.next())) {
+    failedBefore = result.detail;
+    const check = await revalidate(index);
+    if (check.kind === "held") return { ...where, status: "applied", verified: true, detail: `${result.detail}; re-read before trying again: the target holds the change` };
+    if (check.kind === "stale") return { ...check.outcome, detail: `${result.detail}; re-read before trying again: ${check.outcome.detail}` };
+    if (check.kind === "unreadable") {
+      if (check.errorClass === "transient") continue;
+      return { ...where, status: "failed", detail: `${result.detail}; re-read before trying again: ${check.detail}` };
+    }
+    attempts++;
+    result = await target.writer.apply(action, idempotencyKey);
+  }
+  if (result.status === "failed") return { ...where, status: "failed", detail: attempts > 1 ? `${result.detail} (after ${attempts} attempts)` : result.detail };
+  const outcome = await settleWrite(where, result, () => target.reader.verify(action, seen));
+  return failedBefore !== undefined && outcome.status === "applied" && outcome.detail === undefined ? { ...outcome, detail: `written after a failed attempt (${failedBefore})` } : outcome;
+}
+
+interface Retrier {
+  /** Runs `attempt` until it returns something `again` does not want repeated, or time is up. */
+  until(attempt: () => Promise<Check>, again: (result: Check) => boolean): Promise<Check>;
+  /** Waits before the next attempt; false (without waiting) when that would pass the deadline. */
+  next(): Promise<boolean>;
+}
+
+/**
+ * The retry budget of one plan: the first half of the lease the claim came with (heartbeats keep
+ * the lease meanwhile, and the other half is left for the report), and never past the grant's
+ * expiry, so a write is never retried into an expired grant. Both are read on the executor's
+ * clock once, then counted down on the monotonic timer (a clock that stands still or steps
+ * back cannot stretch the budget).
+ */
+function retrier(claim: Claim, ports: ExecutionPorts, grantExpiresAt: number): Retrier {
+  const now = ports.now().getTime();
+  const leaseEnd = Date.parse(claim.leaseExpiresAt);
+  const budget = Math.min(Number.isNaN(leaseEnd) ? 0 : (leaseEnd - now) / 2, grantExpiresAt - now);
+  const deadline = performance.now() + budget;
+  const sleep = ports.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  let waits = 0;
+  const next = async () => {
+    const delay = Math.min(FIRST_RETRY_MS * 2 ** waits, MAX_RETRY_MS);
+    if (performance.now() + delay > deadline) return false;
+    waits++;
+    await sleep(delay);
+    return true;
+  };
+  return {
+    async until(attempt, again) {
+      for (let attempts = 1; ; attempts++) {
+        const result = await attempt();
+        if (!again(result) || !(await next())) {
+          return attempts > 1 && result.kind === "unreadable" ? { ...result, detail: `${result.detail} (after ${attempts} attempts)` } : result;
+        }
+      }
+    },
+    next,
+  };
+}
+
+/** The opened target of action `i`, or why it cannot be used: not configured, another kind, or a planned action its adapter does not accept. */
+function targetOf(ports: ExecutionPorts, action: AdapterPlanned, index: number): OpenTarget | string {
+  let target: OpenTarget;
+  try {
+    target = ports.target(action.target);
+  } catch (err) {
+    return message(err);
+  }
+  if (target.adapter.kind !== action.kind) return `action ${index} is a '${action.kind}' action, but target '${action.target}' is a '${target.adapter.kind}' target in the executor's config`;
+  const parsed = target.adapter.plannedSchema.safeParse(action);
+  if (!parsed.success) return `action ${index} is not a valid '${action.kind}' action: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(action)"}: ${i.message}`).join("; ")}`;
+  return target;
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function base(action: AdapterPlanned, index: number): Pick<ActionOutcome, "index" | "target" | "path"> {
   return { index, target: action.target, path: action.path };
 }
 
-function skipped(action: PlannedAction, index: number): ActionOutcome {
+function skipped(action: AdapterPlanned, index: number): ActionOutcome {
   return { ...base(action, index), status: "skipped" };
 }

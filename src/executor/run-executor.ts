@@ -1,10 +1,9 @@
 import type { Logger } from "pino";
-import { readResource } from "../adapters/http-json.ts";
-import { applyHttpJson } from "../adapters/http-json-apply.ts";
-import { createReadOnlyHttp } from "../adapters/read-only-http.ts";
-import type { TargetConfig } from "../config/schema.ts";
+import { builtInRegistry } from "../adapters/built-in.ts";
+import type { AdapterRegistry } from "../adapters/registry.ts";
 import type { VerifyingKeys } from "../grant/keys.ts";
 import { executePlan, type Claim, type ExecutionPorts } from "./execute-plan.ts";
+import { openTargets } from "./open-targets.ts";
 import type { Outcome } from "../plan/outcome.ts";
 import { minimalOutcome, reportableOutcome } from "./reportable-outcome.ts";
 import { ReportRefused, ServerRefused, type ExecutorServer } from "./server-client.ts";
@@ -16,9 +15,11 @@ export interface ExecutorOptions {
   server: ExecutorServer;
   keys: VerifyingKeys;
   environment: string;
-  /** Targets with their write credentials: the executor is the only process that has them. */
-  targets: Record<string, TargetConfig>;
+  /** Targets with their write credentials (each with its `adapter`): the executor is the only process that has them. */
+  targets: Record<string, { adapter: string }>;
   logger: Logger;
+  /** The adapters targets are reached through; the built-in ones by default. */
+  registry?: AdapterRegistry;
   fetch?: typeof fetch;
   now?: () => Date;
   /** How often to extend the lease while working on a plan; by default a third of the lease the server gave. */
@@ -27,28 +28,16 @@ export interface ExecutorOptions {
 
 /**
  * `countersign executor`: claims approved plans one at a time, executes each, and reports.
- * Returns a handle whose stop() finishes the plan in hand (never abandons a write half-way)
- * and stops claiming.
+ * Every target is opened once here, through its adapter (a reader with the read credential, a
+ * writer with the write one), and closed when the loop ends. Returns a handle whose stop()
+ * finishes the plan in hand (never abandons a write half-way) and stops claiming.
  */
 export function runExecutor(options: ExecutorOptions): { stop(): Promise<void>; done: Promise<void> } {
   const { server, logger } = options;
-  const fetchImpl = options.fetch ?? fetch;
-  const http = createReadOnlyHttp(fetchImpl);
   const now = options.now ?? (() => new Date());
   const stopping = new AbortController();
-
-  const target = (name: string): TargetConfig => {
-    const t = options.targets[name];
-    if (!t) throw new Error(`target '${name}' is not in the executor's config`);
-    return t;
-  };
-  const ports: ExecutionPorts = {
-    keys: options.keys,
-    environment: options.environment,
-    now,
-    read: (action) => readResource(http, action.target, target(action.target), action.path),
-    write: (action, key) => applyHttpJson(fetchImpl, action.target, target(action.target), action, key),
-  };
+  const targets = openTargets(options.registry ?? builtInRegistry(options.fetch ? { fetch: options.fetch } : {}), options.targets);
+  const ports: ExecutionPorts = { keys: options.keys, environment: options.environment, now, target: targets.get };
 
   /**
    * Reports until the server has the outcome: a transient failure (network, 5xx) is retried
@@ -117,6 +106,7 @@ export function runExecutor(options: ExecutorOptions): { stop(): Promise<void>; 
         backoff = Math.min(backoff * 2, 10_000);
       }
     }
+    await targets.close();
   })();
 
   return {

@@ -1,8 +1,5 @@
 import { and, eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { readResource } from "../../src/adapters/http-json.ts";
-import { applyHttpJson } from "../../src/adapters/http-json-apply.ts";
-import { createReadOnlyHttp } from "../../src/adapters/read-only-http.ts";
 import { executePlan } from "../../src/executor/execute-plan.ts";
 import { loadVerifyingKeys } from "../../src/grant/keys.ts";
 import { claimApproved } from "../../src/service/claim-approved.ts";
@@ -14,6 +11,7 @@ import { reviewPlan } from "../../src/service/review-plan.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { PlanBody } from "../../src/web/plan-page.tsx";
 import { auditEvents, decisions, plans } from "../../src/store/schema.ts";
+import { executionPorts } from "../support/execution-ports.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { mergeRequest, targetConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
 import { useHarness, type HarnessView } from "../support/use-harness.ts";
@@ -124,13 +122,7 @@ describe.each(databaseKinds)("the Approve re-check ($name)", (kind) => {
     let claim = (await claimApproved(h.ctx))!;
     while (claim.plan.id !== plan.id) claim = (await claimApproved(h.ctx))!;
     const writes = h.target.writes().length;
-    const outcome = await executePlan(claim, {
-      keys: await loadVerifyingKeys((await testGrantKeys()).publicPem),
-      environment: "test",
-      now: h.clock.now,
-      read: (a) => readResource(createReadOnlyHttp(), a.target, write, a.path),
-      write: (a, key) => applyHttpJson(fetch, a.target, write, a, key),
-    });
+    const outcome = await executePlan(claim, executionPorts(await loadVerifyingKeys((await testGrantKeys()).publicPem), { crm: write }, h.clock.now));
     expect(outcome).toMatchObject({ status: "stale", actions: [{ status: "stale", changedSincePreview: [{ path: "/email", from: "joana@old.example", to: "joana@sneaky.example" }] }] });
     expect(h.target.writes().length).toBe(writes);
     expect(await reportOutcome(h.ctx, { claimToken: claim.claimToken, outcome })).toEqual({ status: "stale" });

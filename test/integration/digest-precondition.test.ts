@@ -1,7 +1,4 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { readResource } from "../../src/adapters/http-json.ts";
-import { applyHttpJson } from "../../src/adapters/http-json-apply.ts";
-import { createReadOnlyHttp } from "../../src/adapters/read-only-http.ts";
 import { executePlan } from "../../src/executor/execute-plan.ts";
 import { loadVerifyingKeys } from "../../src/grant/keys.ts";
 import { fingerprint } from "../../src/plan/fingerprint.ts";
@@ -11,6 +8,7 @@ import { submitPlan } from "../../src/service/submit-plan.ts";
 import { planMessageOf } from "../../src/slack/deliver.ts";
 import { renderPlanMessage } from "../../src/slack/render.ts";
 import { reviewPlan } from "../../src/service/review-plan.ts";
+import { executionPorts } from "../support/execution-ports.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { useHarness } from "../support/use-harness.ts";
 import { targetConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
@@ -25,13 +23,7 @@ describe.each(databaseKinds)("digest preconditions on $name", (kind) => {
   const request = (target: string, path: string) => ({ title: "no etag", actions: [{ kind: "http.json", target, path, op: "merge", body: { email: "new@example.com" } }] });
   const execute = async () => {
     const write = targetConfig(h.target.url, { precondition: "digest", write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } });
-    return executePlan((await claimApproved(h.ctx))!, {
-      keys: await loadVerifyingKeys((await testGrantKeys()).publicPem),
-      environment: "test",
-      now: h.clock.now,
-      read: (a) => readResource(createReadOnlyHttp(), a.target, write, a.path),
-      write: (a, key) => applyHttpJson(fetch, a.target, write, a, key),
-    });
+    return executePlan((await claimApproved(h.ctx))!, executionPorts(await loadVerifyingKeys((await testGrantKeys()).publicPem), { crm: write, plain: write }, h.clock.now));
   };
 
   it("without digest mode the preview fails clearly", async () => {

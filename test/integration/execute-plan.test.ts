@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { previewHttpJson, readResource } from "../../src/adapters/http-json.ts";
-import { applyHttpJson } from "../../src/adapters/http-json-apply.ts";
+import { previewHttpJson } from "../../src/adapters/http-json.ts";
 import { createReadOnlyHttp } from "../../src/adapters/read-only-http.ts";
 import type { TargetConfig } from "../../src/config/schema.ts";
 import { JsonResourceServer, type RecordedRequest } from "../../src/demo/json-resource-server.ts";
@@ -14,6 +13,7 @@ import { Outcome } from "../../src/plan/outcome.ts";
 import { PlanDocument, type ActionPreview, type ActionRequest } from "../../src/plan/schema.ts";
 import { runExecutor } from "../../src/executor/run-executor.ts";
 import { ReportRefused, type ExecutorServer } from "../../src/executor/server-client.ts";
+import { executionPorts } from "../support/execution-ports.ts";
 import { READ_TOKEN, silentLogger, targetConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
 import { waitFor } from "../support/wait-for.ts";
 
@@ -87,19 +87,14 @@ async function grantFor(doc: PlanDocument, overrides: Partial<GrantInput> = {}, 
   return token;
 }
 
-function claimOf(doc: PlanDocument, preview: { actions: ActionPreview[] }, grant: string): Claim {
-  return { plan: doc, preview, grant, claimToken: randomUUID(), leaseExpiresAt: new Date(Date.now() + 60_000).toISOString() };
+/** A claim as the server hands it out; a short lease makes the executor give up on transient errors sooner. */
+function claimOf(doc: PlanDocument, preview: { actions: ActionPreview[] }, grant: string, leaseMs = 60_000): Claim {
+  return { plan: doc, preview, grant, claimToken: randomUUID(), leaseExpiresAt: new Date(Date.now() + leaseMs).toISOString() };
 }
 
-function ports(overrides: Partial<ExecutionPorts> = {}, readTargets: Record<string, TargetConfig> = targets): ExecutionPorts {
-  return {
-    keys: keys.verifying,
-    environment: "test",
-    now: () => new Date(),
-    read: (a) => readResource(http, a.target, readTargets[a.target]!, a.path),
-    write: (a, key) => applyHttpJson(fetch, a.target, targets[a.target]!, a, key),
-    ...overrides,
-  };
+/** The targets opened through the built-in adapters, as runExecutor does (http.json holds nothing open). */
+function ports(overrides: Partial<ExecutionPorts> = {}, configured: Record<string, TargetConfig> = targets): ExecutionPorts {
+  return { ...executionPorts(keys.verifying, configured), ...overrides };
 }
 
 /** Runs the executor and checks that what it reports is a valid outcome for the server. */
@@ -358,11 +353,12 @@ describe("executePlan revalidates before writing", () => {
     const downRequests = down.requests.length;
     const m = mark();
 
-    const outcome = await execute(claimOf(doc, preview, await grantFor(doc)), ports({ write: (a, key) => applyHttpJson(fetch, a.target, withDown[a.target]!, a, key) }, withDown));
+    // Unreachable is transient: retried for the first half of the (short) lease, then reported.
+    const outcome = await execute(claimOf(doc, preview, await grantFor(doc), 3000), ports({}, withDown));
 
     expect(outcome.status).toBe("failed");
     expect(outcome.reason).toMatch(/could not re-read action 1/);
-    expect(outcome.reason).toMatch(/'down' is unreachable/);
+    expect(outcome.reason).toMatch(/'down' is unreachable.*\(after [2-9] attempts\)/);
     expect(outcome.actions).toStrictEqual([
       { index: 0, target: "crm", path: live, status: "skipped" },
       { index: 1, target: "down", path: "/x", status: "failed", detail: expect.stringMatching(/unreachable/) },
@@ -372,7 +368,7 @@ describe("executePlan revalidates before writing", () => {
     expect(down.requests.length).toBe(downRequests);
   });
 
-  it("target answering 503 to the re-read → failed, zero writes", async () => {
+  it("target answering 503 to every re-read → retried within the lease, then failed, zero writes", async () => {
     const path = seed({ v: 1 });
     const { doc, preview } = await propose([merge(path, { v: 2 })]);
     const m = mark();
@@ -380,11 +376,58 @@ describe("executePlan revalidates before writing", () => {
       if (r.method === "GET" && r.path === path) target.failWith = { status: 503, body: "maintenance" };
     };
 
-    const outcome = await execute(claimOf(doc, preview, await grantFor(doc)));
+    const outcome = await execute(claimOf(doc, preview, await grantFor(doc), 3000));
 
     expect(outcome.status).toBe("failed");
     expect(outcome.reason).toMatch(/HTTP 503/);
     expect(outcome.actions.map((x) => x.status)).toStrictEqual(["failed"]);
+    expect(writesTo([path], m)).toHaveLength(0);
+    expect(target.requests.slice(m).filter((r) => r.method === "GET").length).toBeGreaterThan(1);
+  });
+
+  it("a 503 to the first re-read only → retried, then applied once", async () => {
+    const path = seed({ v: 1 });
+    const { doc, preview } = await propose([merge(path, { v: 2 })]);
+    const m = mark();
+    let failed = 0;
+    target.beforeHandle = (r) => {
+      // failWith answers every request until cleared: set it for this one only.
+      target.failWith = r.method === "GET" && r.path === path && failed++ === 0 ? { status: 503, body: "maintenance" } : undefined;
+    };
+
+    const outcome = await execute(claimOf(doc, preview, await grantFor(doc)));
+
+    expect(outcome).toStrictEqual({ status: "applied", actions: [{ index: 0, target: "crm", path, status: "applied", verified: true }] });
+    expect(writesTo([path], m)).toHaveLength(1);
+    expect(target.get(path)).toStrictEqual({ v: 2 });
+  });
+
+  it("a 403 to the re-read is permanent → failed at once, one read, zero writes", async () => {
+    const path = seed({ v: 1 });
+    const { doc, preview } = await propose([merge(path, { v: 2 })]);
+    const m = mark();
+    target.beforeHandle = (r) => {
+      if (r.method === "GET" && r.path === path) target.failWith = { status: 403, body: "read token revoked" };
+    };
+
+    const outcome = await execute(claimOf(doc, preview, await grantFor(doc)));
+
+    expect(outcome.status).toBe("failed");
+    expect(outcome.reason).toMatch(/could not re-read action 0: .*HTTP 403/);
+    expect(outcome.reason).not.toMatch(/attempts/);
+    expect(target.requests.slice(m).filter((r) => r.path === path)).toHaveLength(1);
+  });
+
+  it("an action of a kind its target's adapter is not → failed naming both kinds, zero writes", async () => {
+    const path = seed({ v: 1 });
+    const { doc, preview } = await propose([merge(path, { v: 2 })]);
+    const m = mark();
+    const real = ports();
+    const renamed = ports({ target: (name) => ({ ...real.target(name), adapter: { ...real.target(name).adapter, kind: "postgres.row" } }) });
+    const outcome = await execute(claimOf(doc, preview, await grantFor(doc)), renamed);
+
+    expect(outcome.status).toBe("failed");
+    expect(outcome.reason).toMatch(/action 0 is a 'http.json' action, but target 'crm' is a 'postgres.row' target/);
     expect(writesTo([path], m)).toHaveLength(0);
   });
 });
@@ -488,15 +531,13 @@ describe("executePlan writes nothing on a bad grant or a plan that is not the on
     const path = seed({ v: 1 });
     const { doc, preview } = await propose([merge(path, { v: 2 })]);
     const m = mark();
-    const reads: string[] = [];
-    const writes: string[] = [];
+    const opened: string[] = [];
     const outcome = await execute(
       claimOf(doc, preview, await grantFor(doc, {}, otherKey)),
-      ports({ read: async (a) => { reads.push(a.path); throw new Error("must not read"); }, write: async (a) => { writes.push(a.path); throw new Error("must not write"); } }),
+      ports({ target: (name) => { opened.push(name); throw new Error("must not reach a target"); } }),
     );
     expect(outcome.status).toBe("failed");
-    expect(reads).toStrictEqual([]);
-    expect(writes).toStrictEqual([]);
+    expect(opened).toStrictEqual([]);
     expect(target.requests.length).toBe(m);
   });
 });
@@ -607,18 +648,73 @@ describe("executePlan stops at the first write that does not apply", () => {
     const { doc, preview } = await propose([merge(a, { v: 2 }), merge(b, { v: 2 }), merge(c, { v: 2 })]);
     const m = mark();
     target.beforeHandle = (r) => {
-      if (r.method !== "GET" && r.path === b) target.failWith = { status: 500, body: "database on fire" };
+      // failWith answers every request until cleared: the re-reads before each retry are answered.
+      target.failWith = r.method !== "GET" && r.path === b ? { status: 500, body: "database on fire" } : undefined;
     };
 
-    const outcome = await execute(claimOf(doc, preview, await grantFor(doc)));
+    // A 500 is transient: retried (after a re-read each time) for the first half of the short lease.
+    const outcome = await execute(claimOf(doc, preview, await grantFor(doc), 3000));
 
     expect(outcome.status).toBe("failed");
     expect(outcome.partial).toBe(true);
     expect(outcome.reason).toMatch(/HTTP 500/);
     expect(outcome.actions.map((x) => x.status)).toStrictEqual(["applied", "failed", "skipped"]);
-    expect(outcome.actions[1]!.detail).toMatch(/HTTP 500.*database on fire/);
-    expect(writesTo([a, b, c], m).map((w) => w.path)).toStrictEqual([a, b]);
+    expect(outcome.actions[1]!.detail).toMatch(/HTTP 500.*database on fire.*\(after [2-9] attempts\)/);
+    const writes = writesTo([a, b, c], m).map((w) => w.path);
+    expect(writes[0]).toBe(a);
+    expect(writes.slice(1).length).toBeGreaterThan(1);
+    expect(new Set(writes.slice(1))).toStrictEqual(new Set([b]));
     expect(target.get(c)).toStrictEqual({ v: 1 });
+  });
+
+  it("a 400 to a write is permanent → failed at once: one write, no retry", async () => {
+    const a = seed({ v: 1 }, "a");
+    const { doc, preview } = await propose([merge(a, { v: 2 })]);
+    const m = mark();
+    target.beforeHandle = (r) => {
+      if (r.method !== "GET" && r.path === a) target.failWith = { status: 400, body: "no such field" };
+    };
+
+    const outcome = await execute(claimOf(doc, preview, await grantFor(doc)));
+
+    expect(outcome.status).toBe("failed");
+    expect(outcome.actions[0]).toStrictEqual({ index: 0, target: "crm", path: a, status: "failed", detail: expect.stringMatching(/HTTP 400.*no such field$/) });
+    expect(writesTo([a], m)).toHaveLength(1);
+  });
+
+  it("a 503 to the first write only → re-read (still at the preview's version), written again: applied, verified", async () => {
+    const a = seed({ v: 1 }, "a");
+    const { doc, preview } = await propose([merge(a, { v: 2 })]);
+    const m = mark();
+    let refused = 0;
+    target.beforeHandle = (r) => {
+      target.failWith = r.method === "PATCH" && r.path === a && refused++ === 0 ? { status: 503, body: "busy" } : undefined;
+    };
+
+    const outcome = await execute(claimOf(doc, preview, await grantFor(doc)));
+
+    expect(outcome).toStrictEqual({ status: "applied", actions: [{ index: 0, target: "crm", path: a, status: "applied", verified: true, detail: expect.stringMatching(/^written after a failed attempt \(.*HTTP 503/) }] });
+    expect(writesTo([a], m)).toHaveLength(2);
+    expect(target.get(a)).toStrictEqual({ v: 2 });
+  });
+
+  it("a write that landed but was answered 500 → the re-read before retrying finds it held: applied, no second write", async () => {
+    const a = seed({ v: 1 }, "a");
+    const { doc, preview } = await propose([merge(a, { v: 2 })]);
+    const m = mark();
+    target.beforeHandle = (r) => {
+      target.failWith = undefined;
+      if (r.method === "PATCH" && r.path === a) {
+        target.set(a, { v: 2 });
+        target.failWith = { status: 500, body: "wrote it, then fell over" };
+      }
+    };
+
+    const outcome = await execute(claimOf(doc, preview, await grantFor(doc)));
+
+    expect(outcome.status).toBe("applied");
+    expect(outcome.actions).toStrictEqual([{ index: 0, target: "crm", path: a, status: "applied", verified: true, detail: expect.stringMatching(/HTTP 500.*re-read before trying again: the target holds the change/) }]);
+    expect(writesTo([a], m)).toHaveLength(1);
   });
 
   it("the target answers 500 to the first write → failed, not partial, nothing after it sent", async () => {
@@ -630,12 +726,12 @@ describe("executePlan stops at the first write that does not apply", () => {
       if (r.method !== "GET" && r.path === a) target.failWith = { status: 500, body: "boom" };
     };
 
-    const outcome = await execute(claimOf(doc, preview, await grantFor(doc)));
+    const outcome = await execute(claimOf(doc, preview, await grantFor(doc), 3000));
 
     expect(outcome.status).toBe("failed");
     expect(outcome.partial).toBeUndefined();
     expect(outcome.actions.map((x) => x.status)).toStrictEqual(["failed", "skipped"]);
-    expect(writesTo([a, b], m).map((w) => w.path)).toStrictEqual([a]);
+    expect(new Set(writesTo([a, b], m).map((w) => w.path))).toStrictEqual(new Set([a]));
   });
 });
 

@@ -55,7 +55,8 @@ describe.each(databaseKinds)("executor reports on $name", (kind) => {
     h.target.set("/contacts/nul", { email: "old@example.com" });
     const writes = h.target.writes().length;
     h.target.beforeHandle = (r) => {
-      if (r.method !== "GET" && r.path === "/contacts/nul") h.target.failWith = { status: 500, body: "database \u0000 on fire" };
+      // A 4xx: the target's last word (a 5xx would be retried within the lease first).
+      if (r.method !== "GET" && r.path === "/contacts/nul") h.target.failWith = { status: 400, body: "database \u0000 on fire" };
     };
     try {
       const row = await executeApproved("/contacts/nul");
@@ -63,7 +64,7 @@ describe.each(databaseKinds)("executor reports on $name", (kind) => {
       expect(row.claims).toBe(1);
       const outcome = row.outcome as Outcome;
       // The target's words reach the outcome, with the NUL made storable.
-      expect(outcome.actions[0]!.detail).toMatch(/HTTP 500.*database \uFFFD on fire/);
+      expect(outcome.actions[0]!.detail).toMatch(/HTTP 400.*database \uFFFD on fire/);
       expect(JSON.stringify(outcome)).not.toContain("\\u0000");
     } finally {
       h.target.beforeHandle = undefined;

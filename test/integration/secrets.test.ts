@@ -7,9 +7,6 @@ import type { Config } from "../../src/config/load.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
 import { loadVerifyingKeys } from "../../src/grant/keys.ts";
 import { executePlan } from "../../src/executor/execute-plan.ts";
-import { readResource } from "../../src/adapters/http-json.ts";
-import { applyHttpJson } from "../../src/adapters/http-json-apply.ts";
-import { createReadOnlyHttp } from "../../src/adapters/read-only-http.ts";
 import { claimApproved } from "../../src/service/claim-approved.ts";
 import { decide } from "../../src/service/decide.ts";
 import { getPlan } from "../../src/service/get-plan.ts";
@@ -17,6 +14,7 @@ import { reviewPlan } from "../../src/service/review-plan.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { planMessageOf } from "../../src/slack/deliver.ts";
 import { renderPlanMessage } from "../../src/slack/render.ts";
+import { executionPorts } from "../support/execution-ports.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { useHarness, useServer } from "../support/use-harness.ts";
 import { READ_TOKEN, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
@@ -59,13 +57,8 @@ describe.each(databaseKinds)("secrets are never shown, but the executor writes t
     const claim = (await claimApproved(h.ctx))!;
     expect(everywhereShown(claim.plan)).toContain(NEW_PASSWORD);
     const write = targetConfig(h.target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } });
-    const outcome = await executePlan(claim, {
-      keys: await loadVerifyingKeys((await testGrantKeys()).publicPem),
-      environment: "test",
-      now: h.clock.now, // the grant was issued on the harness's clock
-      read: (a) => readResource(createReadOnlyHttp(), a.target, write, a.path),
-      write: (a, key) => applyHttpJson(fetch, a.target, write, a, key),
-    });
+    // The grant was issued on the harness's clock.
+    const outcome = await executePlan(claim, executionPorts(await loadVerifyingKeys((await testGrantKeys()).publicPem), { crm: write }, h.clock.now));
     expect(outcome.status).toBe("applied");
     expect(h.target.get("/users/1")).toMatchObject({ password: NEW_PASSWORD });
   });

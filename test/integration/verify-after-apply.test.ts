@@ -2,17 +2,17 @@ import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { previewHttpJson, readResource } from "../../src/adapters/http-json.ts";
-import { applyHttpJson } from "../../src/adapters/http-json-apply.ts";
+import { previewHttpJson } from "../../src/adapters/http-json.ts";
 import { createReadOnlyHttp } from "../../src/adapters/read-only-http.ts";
 import type { TargetConfig } from "../../src/config/schema.ts";
 import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
-import { executePlan, type Claim, type ExecutionPorts } from "../../src/executor/execute-plan.ts";
+import { executePlan, type Claim } from "../../src/executor/execute-plan.ts";
 import { issueGrant } from "../../src/grant/grant.ts";
 import { fingerprint } from "../../src/plan/fingerprint.ts";
 import type { Json } from "../../src/plan/json.ts";
 import { Outcome } from "../../src/plan/outcome.ts";
 import { PlanDocument, type ActionRequest } from "../../src/plan/schema.ts";
+import { executionPorts } from "../support/execution-ports.ts";
 import { READ_TOKEN, targetConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
 
 /**
@@ -117,14 +117,7 @@ async function run(actions: ActionRequest[]): Promise<Outcome> {
     expiresAt: new Date(now.getTime() + 600_000),
   });
   const claim: Claim = { plan: doc, preview: { actions: previews.map((p) => p.preview) }, grant: token, claimToken: randomUUID(), leaseExpiresAt: new Date(Date.now() + 60_000).toISOString() };
-  const ports: ExecutionPorts = {
-    keys: keys.verifying,
-    environment: "test",
-    now: () => new Date(),
-    read: (a) => readResource(http, a.target, targets[a.target]!, a.path),
-    write: (a, key) => applyHttpJson(fetch, a.target, targets[a.target]!, a, key),
-  };
-  const outcome = await executePlan(claim, ports);
+  const outcome = await executePlan(claim, executionPorts(keys.verifying, targets));
   // What the executor reports must be a valid outcome for the server.
   expect(Outcome.parse(outcome)).toStrictEqual(outcome);
   return outcome;
