@@ -1,21 +1,14 @@
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { median, type FigureSource } from "../figure.ts";
+import { freePort } from "../../test/support/free-port.ts";
 import { cleanEnv, countersignCommand, idleNodeRssMb, settledTreeRssMb, startUntilReady, type Started } from "../processes.ts";
 
 const READY = /Ctrl-C stops everything/;
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
-  });
-}
+/** Other figures find a free port here too. */
+export { freePort };
 
 /**
  * `countersign start` as a newcomer runs it: the embedded database, the demo target and the
