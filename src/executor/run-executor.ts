@@ -1,6 +1,5 @@
 import type { Logger } from "pino";
-import { builtInRegistry } from "../adapters/built-in.ts";
-import type { AdapterRegistry } from "../adapters/registry.ts";
+import { defaultRegistry, type AdapterRegistry } from "../adapters/registry.ts";
 import type { VerifyingKeys } from "../grant/keys.ts";
 import { executePlan, type Claim, type ExecutionPorts } from "./execute-plan.ts";
 import { openTargets } from "./open-targets.ts";
@@ -36,7 +35,7 @@ export function runExecutor(options: ExecutorOptions): { stop(): Promise<void>; 
   const { server, logger } = options;
   const now = options.now ?? (() => new Date());
   const stopping = new AbortController();
-  const targets = openTargets(options.registry ?? builtInRegistry(options.fetch ? { fetch: options.fetch } : {}), options.targets);
+  const targets = openTargets(options.registry ?? defaultRegistry(options.fetch ? { fetch: options.fetch } : {}), options.targets);
   const ports: ExecutionPorts = { keys: options.keys, environment: options.environment, now, target: targets.get };
 
   /**

@@ -1,4 +1,4 @@
-import { builtInRegistry } from "../../src/adapters/built-in.ts";
+import { defaultRegistry } from "../../src/adapters/registry.ts";
 import type { ExecutionPorts } from "../../src/executor/execute-plan.ts";
 import { openTargets } from "../../src/executor/open-targets.ts";
 import type { VerifyingKeys } from "../../src/grant/keys.ts";
@@ -9,6 +9,6 @@ import type { VerifyingKeys } from "../../src/grant/keys.ts";
  * targets hold nothing open; postgres.row ones hold pools).
  */
 export function executionPorts(keys: VerifyingKeys, targets: Record<string, { adapter: string }>, now: () => Date = () => new Date()): ExecutionPorts & { close(): Promise<void> } {
-  const opened = openTargets(builtInRegistry(), targets);
+  const opened = openTargets(defaultRegistry(), targets);
   return { keys, environment: "test", now, target: opened.get, close: opened.close };
 }
