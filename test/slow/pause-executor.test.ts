@@ -1,19 +1,16 @@
-import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { sql } from "drizzle-orm";
-import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { addAgent } from "../../src/service/add-agent.ts";
 import type { AgentIdentity } from "../../src/service/authenticate-agent.ts";
 import { decide } from "../../src/service/decide.ts";
 import { getPlan } from "../../src/service/get-plan.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
-import { openDatabase } from "../../src/store/db.ts";
 import { runCli } from "../support/cli.ts";
-import type { TestDatabaseKind } from "../support/databases.ts";
+import { openThrowawayPostgres, type TestDatabaseKind } from "../support/databases.ts";
 import { READ_TOKEN, targetConfig, testConfig } from "../support/harness.ts";
 import { useServer } from "../support/use-harness.ts";
 import { waitFor } from "../support/wait-for.ts";
@@ -35,22 +32,10 @@ describe.skipIf(!adminUrl)("pause with a spawned executor running (postgres)", (
   const kind: TestDatabaseKind = {
     name: "postgres",
     async open() {
-      const admin = postgres(adminUrl!, { onnotice: () => {}, max: 1 });
-      const name = `cs_pause_${randomBytes(6).toString("hex")}`;
-      await admin.unsafe(`CREATE DATABASE ${name}`);
-      const url = new URL(adminUrl!);
-      url.pathname = `/${name}`;
-      databaseUrl = url.toString();
-      const database = await openDatabase({ kind: "postgres", url: databaseUrl });
+      const database = await openThrowawayPostgres(adminUrl!);
+      databaseUrl = database.url;
       await database.migrate();
-      return {
-        ...database,
-        async close() {
-          await database.close();
-          await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-          await admin.end({ timeout: 5 });
-        },
-      };
+      return database;
     },
   };
   let dir: string;

@@ -22,9 +22,10 @@ const testDatabaseUrl = process.env.TEST_DATABASE_URL;
 
 /**
  * A new database created next to the one `adminUrl` names, dropped when it is closed: empty, or
- * a copy of `template` (a database on the same server nobody is connected to).
+ * a copy of `template` (a database on the same server nobody is connected to). `url` is its
+ * connection string, for the processes a test spawns on it.
  */
-export async function openThrowawayPostgres(adminUrl: string, template?: string): Promise<Database> {
+export async function openThrowawayPostgres(adminUrl: string, template?: string): Promise<Database & { url: string }> {
   const admin = postgres(adminUrl, { onnotice: () => {}, max: 1 });
   const name = `cs_test_${randomBytes(6).toString("hex")}`;
   await admin.unsafe(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ""}`);
@@ -33,6 +34,7 @@ export async function openThrowawayPostgres(adminUrl: string, template?: string)
   const database = await openDatabase({ kind: "postgres", url: url.toString() });
   return {
     ...database,
+    url: url.toString(),
     async close() {
       await database.close();
       await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
