@@ -39,8 +39,19 @@ export interface Adapter<Action extends AdapterAction = AdapterAction, Planned e
   openReader(name: string, target: Target): TargetReader<Action, Planned>;
   /** The target with its write credential; only the executor calls this. */
   openWriter(name: string, target: Target): TargetWriter<Planned>;
+  /**
+   * Revalidation's judgement on a state already read (`TargetReader.read`), without I/O: the
+   * reader's `revalidate` is one read and this. The watcher reads a resource once and judges
+   * every open plan on it with this.
+   */
+  judge(planned: Planned, seen: { before: Json | null; after: Json | null }, current: TargetState): Revalidation;
   /** Whether retrying after this error (thrown by a reader or writer) can succeed. */
   classify(err: unknown): ErrorClass;
+  /**
+   * What `policy check` prints about a target beyond its policy, one line each with the config
+   * key it comes from: what it reaches, what agents may propose there, how a change is detected.
+   */
+  describe(name: string, target: Target): { reaches: string; lines: string[] };
 }
 
 /** The fields every action and planned action of any kind carries. */
@@ -125,6 +136,9 @@ export interface TargetWriter<Planned> {
   apply(planned: Planned, idempotencyKey: string): Promise<AdapterApplyResult>;
   close(): Promise<void>;
 }
+
+/** What `policy check` says of a target without an `allow` block, whatever its kind. */
+export const NOTHING_ALLOWED = "may propose: NOTHING — no 'allow' block, so every plan for this target is refused (deny by default)";
 
 /** An error an adapter throws, with whether trying again later can help. */
 export class AdapterError extends Error {

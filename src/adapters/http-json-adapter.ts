@@ -3,10 +3,11 @@ import { currentVersion, driftOf } from "../plan/drift.ts";
 import { afterApplyMismatches, holdsChange } from "../plan/holds-change.ts";
 import { HttpJsonAction, PlannedAction } from "../plan/schema.ts";
 import { refusalsFor } from "../policy/allowlist.ts";
-import { AdapterError, type Adapter, type AdapterApplyResult, type ErrorClass, type TargetState } from "./adapter.ts";
+import { AdapterError, type Revalidation, NOTHING_ALLOWED, type Adapter, type AdapterApplyResult, type ErrorClass, type TargetState } from "./adapter.ts";
 import { previewHttpJson, readResource, TargetReadError, type ResourceState } from "./http-json.ts";
 import { applyHttpJson } from "./http-json-apply.ts";
 import { createReadOnlyHttp, type ReadOnlyHttp } from "./read-only-http.ts";
+import type { Json } from "../plan/json.ts";
 
 type Action = import("zod").output<typeof HttpJsonAction>;
 
@@ -36,13 +37,7 @@ export function httpJsonAdapter(deps: { fetch?: typeof fetch; http?: ReadOnlyHtt
           return { planned, preview: { ...preview, precondition: preconditionName(planned) } };
         },
         read: async (planned) => toTargetState(await read(planned)),
-        async revalidate(planned, seen) {
-          const current = await read(planned);
-          if (holdsChange(seen.before, seen.after, current.exists ? current.body : undefined)) return { state: "held" };
-          const stale = driftOf(planned, 0, seen.before, current);
-          if (!stale) return { state: "ready" };
-          return { state: "stale", expected: stale.expected ?? null, now: stale.now ?? null, changedSincePreview: stale.changedSincePreview ?? [] };
-        },
+        revalidate: async (planned, seen) => judgeHttpJson(planned, seen, toTargetState(await read(planned))),
         async verify(planned, seen) {
           const current = await read(planned);
           const mismatches = afterApplyMismatches(seen.before, seen.after, current.exists ? current.body : undefined);
@@ -66,7 +61,30 @@ export function httpJsonAdapter(deps: { fetch?: typeof fetch; http?: ReadOnlyHtt
       };
     },
     classify: classifyHttpJsonError,
+    judge: judgeHttpJson,
+    describe: (name, target) => ({
+      reaches: target.baseUrl,
+      lines: [
+        target.allow
+          ? `may propose: ops ${target.allow.ops.join(", ")} on ${target.allow.paths.join(", ")}`
+            + `${target.allow.maxActions ? `, at most ${target.allow.maxActions} actions` : ""}${target.allow.maxBodyBytes ? `, bodies ≤ ${target.allow.maxBodyBytes} bytes` : ""}`
+          : NOTHING_ALLOWED,
+        `precondition: ${target.precondition === "etag" ? "etag (the target's ETag, sent as If-Match on write)" : "digest (a digest of the state read; weaker: the target cannot refuse a racing write)"} (targets.${name}.precondition)`,
+      ],
+    }),
   };
+}
+
+/**
+ * The drift rule (plan/drift.ts) on a state read: held when the target already has the change,
+ * else stale unless the precondition holds. The version read is the ETag, or the digest of the
+ * body when the target gives none (toTargetState), which is what the rule compares.
+ */
+function judgeHttpJson(planned: PlannedAction, seen: { before: Json | null; after: Json | null }, current: TargetState): Revalidation {
+  if (holdsChange(seen.before, seen.after, current.exists ? current.body : undefined)) return { state: "held" };
+  const stale = driftOf(planned, 0, seen.before, current.exists ? { exists: true, body: current.body, etag: current.version } : { exists: false });
+  if (!stale) return { state: "ready" };
+  return { state: "stale", expected: stale.expected ?? null, now: stale.now ?? null, changedSincePreview: stale.changedSincePreview ?? [] };
 }
 
 function preconditionName(planned: PlannedAction): string {

@@ -1,4 +1,4 @@
-import type { ServerTarget } from "../config/load.ts";
+import type { HttpJsonServerTarget as ServerTarget } from "../config/load.ts";
 import { listChanges } from "../plan/changes.ts";
 import { fingerprint } from "../plan/fingerprint.ts";
 import type { Json } from "../plan/json.ts";

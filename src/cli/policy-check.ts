@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { defaultRegistry } from "../adapters/registry.ts";
 import { ConfigError, loadConfig, type CheckConfig } from "../config/load.ts";
 import { effectivePolicy } from "../policy/effective-policy.ts";
 import { limitsOf, type AgentLimits } from "../policy/agent-limits.ts";
@@ -33,7 +34,7 @@ export function policyCheck(args: string[], env: NodeJS.ProcessEnv, out: (line: 
   printPolicy(config, out);
   if (role === undefined && config.targetsWithoutWrite.length > 0) {
     out("");
-    out(`An executor would refuse to start: no write block for ${config.targetsWithoutWrite.map((t) => `targets.${t}.write`).join(", ")} (it needs write headers for every target). 'policy check --role executor' checks it with this environment.`);
+    out(`An executor would refuse to start: no write block for ${config.targetsWithoutWrite.map((t) => `targets.${t}.write`).join(", ")} (it needs a write credential for every target). 'policy check --role executor' checks it with this environment.`);
   }
   return 0;
 }
@@ -54,6 +55,8 @@ function resolveFile(argument: string | undefined, env: NodeJS.ProcessEnv): stri
 }
 
 function printPolicy(config: CheckConfig, out: (line: string) => void): void {
+  // Each target's own keys are described by its adapter; no target is opened.
+  const registry = defaultRegistry();
   const readers = config.browser.readers;
   out(`Who may read plans: admins (${config.admins.join(", ") || "none"}) read all; each plan's approvers read it; `
     + (readers === undefined ? "anyone signed in reads all (no browser.readers)" : `besides them only browser.readers (${readers.join(", ") || "nobody"})`));
@@ -63,20 +66,15 @@ function printPolicy(config: CheckConfig, out: (line: string) => void): void {
   for (const [name, target] of targets) {
     const policy = effectivePolicy(config.defaults, [target.policy]);
     out("");
-    out(`target ${name} (${target.adapter} ${target.baseUrl})`);
+    const { reaches, lines } = registry.find(target.adapter).describe(name, target);
+    out(`target ${name} (${target.adapter} ${reaches})`);
     const rule = (key: "approvers" | "requiredApprovals" | "ttl" | "grantTtl") => (target.policy?.[key] !== undefined ? `targets.${name}.policy.${key}` : `defaults.${key}`);
     out(`  approvers:  ${policy.approvers.join(", ")} (${rule("approvers")}); ${policy.requiredApprovals} of ${policy.approvers.length} needed (${rule("requiredApprovals")})`);
     out(`  ttl:        ${policy.ttl.default} s by default, at most ${policy.ttl.max} s; grant valid ${policy.grantTtl} s after approval`);
     out(`  review in:  ${target.policy?.reviewChannel ?? config.slack.reviewChannel ?? "(no Slack channel: browser only)"}`);
-    if (target.allow) {
-      out(`  may propose: ops ${target.allow.ops.join(", ")} on ${target.allow.paths.join(", ")}`
-        + `${target.allow.maxActions ? `, at most ${target.allow.maxActions} actions` : ""}${target.allow.maxBodyBytes ? `, bodies ≤ ${target.allow.maxBodyBytes} bytes` : ""}`);
-    } else {
-      out("  may propose: NOTHING — no 'allow' block, so every plan for this target is refused (deny by default)");
-    }
-    out(`  precondition: ${target.precondition === "etag" ? "etag (the target's ETag, sent as If-Match on write)" : "digest (a digest of the state read; weaker: the target cannot refuse a racing write)"} (targets.${name}.precondition)`);
+    for (const line of lines) out(`  ${line}`);
     out(`  watch:      ${target.watch.intervalSeconds === 0 ? "off: open plans are re-checked only at Approve and by the executor" : `re-read every ${target.watch.intervalSeconds} s while a plan on it is pending or approved`} (targets.${name}.watch.intervalSeconds)`);
-    out(`  executor:   ${config.targetsWithoutWrite.includes(name) ? "CANNOT apply — no write block (targets." + name + ".write)" : "write headers configured"}`);
+    out(`  executor:   ${config.targetsWithoutWrite.includes(name) ? "CANNOT apply — no write block (targets." + name + ".write)" : `write ${target.adapter === "postgres.row" ? "connection" : "headers"} configured`}`);
   }
 }
 

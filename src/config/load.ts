@@ -5,15 +5,19 @@ import type { z } from "zod";
 import { isUserGroup } from "../policy/approvers.ts";
 import { effectivePolicy, type TargetPolicy } from "../policy/effective-policy.ts";
 import { interpolate } from "./interpolate.ts";
-import { EnvConfig, FileConfig, type TargetConfig } from "./schema.ts";
+import { EnvConfig, FileConfig, type AnyTargetConfig, type TargetConfig } from "./schema.ts";
 
 /** Who is reading the config: each resolves only the credentials it uses. */
 export type Role = "server" | "executor" | "cli" | "check";
 
-/** A target as the server sees it: no write block, not even an unresolved one. */
-export type ServerTarget = Omit<TargetConfig, "write">;
-/** A target as the executor sees it: its write credentials are always there. */
-export type ExecutorTarget = TargetConfig & { write: NonNullable<TargetConfig["write"]> };
+/** Omit over each member of a union (Omit itself merges the members first). */
+type OmitEach<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+/** A target as the server sees it, of any adapter: no write block, not even an unresolved one. */
+export type ServerTarget = OmitEach<AnyTargetConfig, "write">;
+/** An http.json target as the server sees it. */
+export type HttpJsonServerTarget = Omit<TargetConfig, "write">;
+/** A target as the executor sees it, of any adapter: its write credentials are always there. */
+export type ExecutorTarget = AnyTargetConfig extends infer T ? T extends { write?: infer W } ? T & { write: NonNullable<W> } : never : never;
 
 export type SlackSecrets =
   | { enabled: false }
@@ -151,6 +155,7 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback, requireFi
     (p.length === 2 && p[0] === "browser" && p[1] === "oidc" && role !== "server");
   const { value, problems } = interpolate(raw, env, skip);
   if (problems.length > 0) throw new ConfigError(source, problems);
+  if (role === "check") standInForReadUrls(raw, value);
 
   const fileResult = FileConfig.safeParse(value);
   if (!fileResult.success) throw new ConfigError(source, zodProblems(fileResult.error));
@@ -161,7 +166,7 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback, requireFi
   );
   const withoutWrite = targetsWithoutWrite(raw);
   if (role === "executor") {
-    for (const name of withoutWrite) policyProblems.push({ key: `targets.${name}.write`, message: WITHOUT_WRITE });
+    for (const name of withoutWrite) policyProblems.push({ key: `targets.${name}.write`, message: withoutWriteMessage(file.targets[name]?.adapter) });
   }
   if (policyProblems.length > 0) throw new ConfigError(source, policyProblems);
 
@@ -248,7 +253,29 @@ function auditSealProblems(file: FileConfig, sealKey: string | undefined, grantK
 
 export const AUDIT_KEY_IS_GRANT_KEY = "is the grant signing key; audit seals need a dedicated key (whoever holds the grant key must not be able to forge the audit's proof): 'countersign keys generate --audit-seal' prints one";
 
-const WITHOUT_WRITE = "is missing; the executor needs write headers for every target it applies to (add write: { headers: { Authorization: \"Bearer ${…}\" } })";
+/** What the executor needs to be told a target lacks, in that target's adapter's terms. */
+function withoutWriteMessage(adapter: string | undefined): string {
+  return adapter === "postgres.row"
+    ? "is missing; the executor needs a write connection for every target it applies to (add write: { url: \"${…}\" }, a role that may UPDATE/INSERT/DELETE the allowed tables)"
+    : "is missing; the executor needs write headers for every target it applies to (add write: { headers: { Authorization: \"Bearer ${…}\" } })";
+}
+
+/**
+ * `policy check` resolves no credential, so read blocks were dropped unread; a postgres.row
+ * target needs its read URL to be valid config, so a stand-in that is never connected to takes
+ * its place (a target whose raw config has no read block stays without one, and is refused).
+ */
+function standInForReadUrls(raw: unknown, value: unknown): void {
+  const rawTargets = (raw as { targets?: Record<string, unknown> } | null)?.targets;
+  const targets = (value as { targets?: Record<string, unknown> } | null)?.targets;
+  if (typeof rawTargets !== "object" || rawTargets === null || typeof targets !== "object" || targets === null) return;
+  for (const [name, target] of Object.entries(targets)) {
+    const rawTarget = rawTargets[name] as { adapter?: unknown; read?: unknown } | undefined;
+    if (rawTarget?.adapter === "postgres.row" && rawTarget.read !== undefined && typeof target === "object" && target !== null) {
+      (target as { read?: unknown }).read = { url: "postgres://unresolved.invalid/not-connected-by-policy-check" };
+    }
+  }
+}
 
 /** Targets whose raw YAML has no `write` block: an executor could not apply to them. Read before any role drops the blocks. */
 function targetsWithoutWrite(raw: unknown): string[] {
@@ -277,6 +304,8 @@ function zodProblems(error: z.ZodError): { key: string; message: string }[] {
     if (issue.code === "unrecognized_keys") {
       return issue.keys.map((k) => ({ key: [...path, k].join("."), message: `unknown key '${k}'; see countersign.example.yml for the keys Countersign reads` }));
     }
+    // A bad record key (a table or target name): its own rule says what is wrong, not "Invalid key in record".
+    if (issue.code === "invalid_key") return [{ key: path.join("."), message: issue.issues.map((i) => i.message).join("; ") || issue.message }];
     return [{ key: path.join("."), message: issue.message }];
   });
 }

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { ApproverId } from "../plan/schema.ts";
+import { POSTGRES_ROW_OPS, PostgresRowTarget } from "../adapters/postgres-row/schema.ts";
+import { ApproverId, OPS } from "../plan/schema.ts";
 
 const Seconds = z.int().positive();
 
@@ -8,7 +9,10 @@ export const TtlConfig = z
   .refine((t) => t.default <= t.max, { message: "ttl.default must not exceed ttl.max", path: ["default"] });
 
 const Risk = z.enum(["low", "medium", "high"]);
-const RiskByOp = z.strictObject({ merge: Risk.optional(), replace: Risk.optional(), delete: Risk.optional(), create: Risk.optional() });
+/** A risk level per op, over the ops `ops` names (one adapter's, or every adapter's for `defaults`). */
+const riskByOp = (ops: readonly string[]) => z.strictObject(Object.fromEntries(ops.map((op) => [op, Risk.optional()]))) as unknown as z.ZodType<Partial<Record<string, z.infer<typeof Risk>>>>;
+/** Every op of every adapter: `defaults.riskByOp` applies to targets of all kinds. */
+const ALL_OPS = [...new Set([...OPS, ...POSTGRES_ROW_OPS])];
 
 /** Seconds an executor has, after approval, to start applying a plan. */
 const GrantTtl = z.int().min(30).max(86_400);
@@ -22,14 +26,15 @@ export const PolicyDefaults = z.strictObject({
   reminders: z.array(Seconds).max(5).default([]),
   /** How risky changes are by default; shown to reviewers. */
   risk: Risk.default("low"),
-  riskByOp: RiskByOp.optional(),
+  riskByOp: riskByOp(ALL_OPS).optional(),
   /** What a high-risk plan needs instead: more approvals, less time. */
   highRisk: z.strictObject({ requiredApprovals: z.int().positive().optional(), ttlMax: Seconds.optional() }).optional(),
 });
 
 const ChannelId = z.string().regex(/^[CG][A-Z0-9]+$/, "must be a Slack channel id such as C0123ABCD");
 
-export const PolicyOverride = z.strictObject({
+/** A target's own policy; `riskByOp` names the ops of the target's adapter. */
+const policyOverride = (ops: readonly string[]) => z.strictObject({
   /** Where this target's plans are reviewed, instead of slack.reviewChannel. */
   reviewChannel: ChannelId.optional(),
   approvers: z.array(ApproverId).optional(),
@@ -38,14 +43,19 @@ export const PolicyOverride = z.strictObject({
   grantTtl: GrantTtl.optional(),
   reminders: z.array(Seconds).max(5).optional(),
   risk: Risk.optional(),
-  riskByOp: RiskByOp.optional(),
+  riskByOp: riskByOp(ops).optional(),
 });
+export const PolicyOverride = policyOverride(OPS);
 
 const Headers = z.record(z.string().min(1), z.string());
 const Credentials = z.strictObject({ headers: Headers.default({}) });
 
+/** What agents may propose on a target: `watch`, the re-reads of open plans' targets (issue 15), is the server's for every kind. */
+const Watch = z.strictObject({ intervalSeconds: z.int().min(0).max(86_400).default(30) }).default({ intervalSeconds: 30 });
+
+/** An `http.json` target (`adapter: http.json`): a JSON resource behind a REST API. */
 export const TargetConfig = z.strictObject({
-  adapter: z.literal("http.json", { error: "adapter must be 'http.json' (the only adapter so far)" }),
+  adapter: z.literal("http.json"),
   baseUrl: z.url({ protocol: /^https?$/, error: "baseUrl must be an http(s) URL such as http://127.0.0.1:4010" }),
   read: Credentials.default({ headers: {} }),
   /** Only the executor resolves this; the server drops it before it is ever validated. */
@@ -71,9 +81,37 @@ export const TargetConfig = z.strictObject({
    * a plan whose precondition no longer holds becomes stale before anyone approves it. At most
    * one read per resource per interval, whatever the plans and replicas; 0 turns it off.
    */
-  watch: z.strictObject({ intervalSeconds: z.int().min(0).max(86_400).default(30) }).default({ intervalSeconds: 30 }),
+  watch: Watch,
 });
 export type TargetConfig = z.infer<typeof TargetConfig>;
+export { TargetConfig as HttpJsonTargetConfig };
+
+/**
+ * A `postgres.row` target: the adapter's own target schema (src/adapters/postgres-row/schema.ts:
+ * read/write connections, tables, allow) plus what the server keeps for every kind (policy, watch).
+ */
+export const PostgresRowTargetConfig = PostgresRowTarget.safeExtend({
+  policy: policyOverride(POSTGRES_ROW_OPS).optional(),
+  watch: Watch,
+});
+export type PostgresRowTargetConfig = z.infer<typeof PostgresRowTargetConfig>;
+
+/** The adapters a target may name, for errors that list them. */
+export const TARGET_ADAPTERS = ["http.json", "postgres.row"] as const;
+
+/**
+ * `targets.<name>`: one block per target, its keys decided by `adapter`. An adapter that is
+ * missing or unknown is refused naming the kinds there are.
+ */
+export const AnyTargetConfig = z.discriminatedUnion("adapter", [TargetConfig, PostgresRowTargetConfig], {
+  error: (issue) => {
+    if (issue.code !== "invalid_union") return undefined;
+    const kinds = TARGET_ADAPTERS.map((k) => `'${k}'`).join(" or ");
+    const adapter = typeof issue.input === "object" && issue.input !== null ? (issue.input as { adapter?: unknown }).adapter : undefined;
+    return adapter === undefined ? `is missing; name the kind of target: ${kinds}` : `${JSON.stringify(adapter).slice(0, 60)} is not a kind of target Countersign has; use ${kinds}`;
+  },
+});
+export type AnyTargetConfig = z.infer<typeof AnyTargetConfig>;
 
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]"]);
 
@@ -176,7 +214,7 @@ export const FileConfig = z.strictObject({
   }).default({ days: 90, plans: false }),
   /** The audit log (issue 16): how often the newest seal is signed with COUNTERSIGN_AUDIT_SEAL_KEY and where it is published besides slack.auditChannel. */
   audit: z.strictObject({ seal: AuditSealConfig.optional() }).default({}),
-  targets: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "target names use lower-case letters, digits, '-' and '_'"), TargetConfig).default({}),
+  targets: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "target names use lower-case letters, digits, '-' and '_'"), AnyTargetConfig).default({}),
 });
 export type FileConfig = z.infer<typeof FileConfig>;
 

@@ -3,7 +3,7 @@ import { listChanges } from "../../plan/changes.ts";
 import { fingerprint } from "../../plan/fingerprint.ts";
 import { afterApplyMismatches } from "../../plan/holds-change.ts";
 import type { Json, JsonObject } from "../../plan/json.ts";
-import { AdapterError, type Adapter, type AdapterApplyResult, type ErrorClass, type TargetState } from "../adapter.ts";
+import { AdapterError, type Revalidation, NOTHING_ALLOWED, type Adapter, type AdapterApplyResult, type ErrorClass, type TargetState } from "../adapter.ts";
 import { formOf, fromText, quoteIdent, readExpr, toText, whyNotForm, writeExpr, type Column } from "./column-types.ts";
 import { postgresRowRefusals, PostgresRowAction, PostgresRowPlanned, PostgresRowTarget, type PostgresRowTable } from "./schema.ts";
 
@@ -31,14 +31,7 @@ export function postgresRowAdapter(): Adapter<PostgresRowAction, PostgresRowPlan
       return {
         preview: (action) => guard(name, () => preview(sql, name, target, tables, action)),
         read: (planned) => guard(name, () => readRow(planned)),
-        async revalidate(planned, seen) {
-          const current = await guard(name, () => readRow(planned));
-          if (afterApplyMismatches(seen.before, seen.after, seenRow(current)).length === 0) return { state: "held" };
-          const now = current.exists ? current.version : null;
-          const expected = "version" in planned.precondition ? planned.precondition.version : null;
-          if (now === expected) return { state: "ready" };
-          return { state: "stale", expected, now, changedSincePreview: listChanges(seen.before ?? undefined, seenRow(current)).slice(0, 200) };
-        },
+        revalidate: async (planned, seen) => judgeRow(planned, seen, await guard(name, () => readRow(planned))),
         async verify(planned, seen) {
           const current = await guard(name, () => readRow(planned));
           const mismatches = afterApplyMismatches(seen.before, seen.after, seenRow(current));
@@ -62,7 +55,26 @@ export function postgresRowAdapter(): Adapter<PostgresRowAction, PostgresRowPlan
       };
     },
     classify: classifyPostgresError,
+    judge: judgeRow,
+    describe: (name, target) => ({
+      reaches: `PostgreSQL, ${Object.keys(target.tables).length} table(s)`,
+      lines: [
+        ...Object.entries(target.tables).map(([table, t]) =>
+          `table ${t.schema}.${table}: rows found by (${t.key.join(", ")}); version ${t.version ? `'${t.version}' (set by ${t.versionSetBy === "trigger" ? "a trigger" : "Countersign on every write"})` : "xmin (no version column: weaker, a dump and restore changes it)"} (targets.${name}.tables.${table})`),
+        target.allow ? `may propose: ops ${target.allow.ops.join(", ")} on tables ${target.allow.tables.join(", ")} (targets.${name}.allow)` : NOTHING_ALLOWED,
+      ],
+    }),
   };
+}
+
+/** Held when the row already has the change; ready while its version is the one previewed (text to text); else stale. */
+function judgeRow(planned: PostgresRowPlanned, seen: { before: Json | null; after: Json | null }, current: TargetState): Revalidation {
+  const row = current.exists ? current.body : undefined;
+  if (afterApplyMismatches(seen.before, seen.after, row).length === 0) return { state: "held" };
+  const now = current.exists ? current.version : null;
+  const expected = "version" in planned.precondition ? planned.precondition.version : null;
+  if (now === expected) return { state: "ready" };
+  return { state: "stale", expected, now, changedSincePreview: listChanges(seen.before ?? undefined, row).slice(0, 200) };
 }
 
 function connect(url: string, timeoutMs: number, readOnly: boolean): Sql {

@@ -256,7 +256,8 @@ describe("loadConfig: the config file", () => {
     ["ttl default greater than max", "defaults:\n  ttl:\n    default: 100\n    max: 50\n", "defaults.ttl.default", /must not exceed ttl.max/],
     ["ttl default greater than the built-in max", "defaults:\n  ttl:\n    default: 90000\n", "defaults.ttl.default"],
     ["target ttl default greater than max", CRM_BASE + "    policy:\n      ttl:\n        default: 600\n        max: 60\n", "targets.crm.policy.ttl.default"],
-    ["target adapter unknown", CRM_BASE.replace("http.json", "sql"), "targets.crm.adapter", /only adapter/],
+    ["target adapter unknown", CRM_BASE.replace("http.json", "sql"), "targets.crm.adapter", /"sql" is not a kind of target.*'http.json' or 'postgres.row'/],
+    ["target adapter missing", CRM_BASE.replace(/ +adapter:.*\n/, ""), "targets.crm.adapter", /is missing; name the kind of target/],
     ["target baseUrl not http(s)", CRM_BASE.replace("http://127.0.0.1:4010/api/", "file:///etc/passwd"), "targets.crm.baseUrl", /http\(s\) URL/],
     ["target baseUrl missing", CRM_BASE.replace(/ +baseUrl:.*\n/, ""), "targets.crm.baseUrl"],
     ["target timeoutMs above a minute", CRM_BASE + "    timeoutMs: 60001\n", "targets.crm.timeoutMs"],
@@ -284,7 +285,7 @@ describe("loadConfig: the config file", () => {
 describe("loadConfig: ${VAR} interpolation and roles", () => {
   it("resolves ${VAR} in read headers", () => {
     const config = load(CRM_WITH_CREDENTIALS, { env: { CRM_READ: "r-123" } });
-    expect(config.targets.crm!.read.headers).toStrictEqual({ Authorization: "Bearer r-123" });
+    expect(config.targets.crm!.read).toStrictEqual({ headers: { Authorization: "Bearer r-123" } });
   });
 
   it("a missing ${VAR} names the key and the variable", () => {
@@ -320,7 +321,7 @@ describe("loadConfig: ${VAR} interpolation and roles", () => {
   it("role executor resolves write headers", () => {
     const config = loadExecutor(CRM_WITH_CREDENTIALS, { CRM_READ: "r-123", CRM_WRITE: "w-456" });
     expect(config.targets.crm!.write).toStrictEqual({ headers: { Authorization: "Bearer w-456" } });
-    expect(config.targets.crm!.read.headers).toStrictEqual({ Authorization: "Bearer r-123" });
+    expect(config.targets.crm!.read).toStrictEqual({ headers: { Authorization: "Bearer r-123" } });
   });
 
   it("role executor errors when a write variable is missing, naming the write key", () => {
@@ -345,7 +346,7 @@ describe("loadConfig: ${VAR} interpolation and roles", () => {
   it("$${ escapes a literal ${ and reads no variable", () => {
     const yaml = CRM_BASE + "    read:\n      headers:\n        X-Template: \"a$${NOT_A_VAR}b\"\n";
     const config = load(yaml, { env: {} });
-    expect(config.targets.crm!.read.headers).toStrictEqual({ "X-Template": "a${NOT_A_VAR}b" });
+    expect(config.targets.crm!.read).toStrictEqual({ headers: { "X-Template": "a${NOT_A_VAR}b" } });
   });
 
   it("interpolates anywhere in the file, not only headers", () => {

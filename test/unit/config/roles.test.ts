@@ -47,7 +47,7 @@ describe("loadConfig: one typed view per role", () => {
   it("each role's type holds only what that process uses", () => {
     expectTypeOf<ServerConfig["targets"][string]>().not.toHaveProperty("write");
     expectTypeOf<ServerConfig>().not.toHaveProperty("grantPublicKeyPem");
-    expectTypeOf<ExecutorConfig["targets"][string]["write"]>().toEqualTypeOf<{ headers: Record<string, string> }>();
+    expectTypeOf<ExecutorConfig["targets"][string]["write"]>().toEqualTypeOf<{ headers: Record<string, string> } | { url: string }>();
     expectTypeOf<ExecutorConfig["serverUrl"]>().toEqualTypeOf<string>();
     expectTypeOf<ExecutorConfig>().not.toHaveProperty("grantPrivateKeyPem");
     expectTypeOf<CliConfig>().not.toHaveProperty("grantPrivateKeyPem");
@@ -76,15 +76,15 @@ describe("loadConfig: one typed view per role", () => {
   it("the executor's view has every write block resolved", () => {
     const yaml = TWO_TARGETS.replace("    baseUrl: http://127.0.0.1:4011", "    baseUrl: http://127.0.0.1:4011\n    write: { headers: { X-Key: k } }");
     const config = loadConfig({ env: { ...EXECUTOR_ENV, CRM_READ: "r", CRM_WRITE: "w" }, role: "executor", cwd: dirWith(yaml) });
-    expect(config.targets.crm!.write.headers).toStrictEqual({ Authorization: "Bearer w" });
-    expect(config.targets.billing!.write.headers).toStrictEqual({ "X-Key": "k" });
+    expect(config.targets.crm!.write).toStrictEqual({ headers: { Authorization: "Bearer w" } });
+    expect(config.targets.billing!.write).toStrictEqual({ headers: { "X-Key": "k" } });
     expect(config.serverUrl).toBe("http://127.0.0.1:3000");
   });
 
   it("policy check's view resolves no credential and lists the targets an executor could not apply to", () => {
     const config = loadConfig({ env: { CRM_READ: "read-secret", CRM_WRITE: "write-secret" }, role: "check", cwd: dirWith(TWO_TARGETS) });
     expect(config.targetsWithoutWrite).toEqual(["billing"]);
-    expect(config.targets.crm!.read.headers).toStrictEqual({});
+    expect(config.targets.crm!.read).toStrictEqual({ headers: {} });
     expect(JSON.stringify(config)).not.toMatch(/read-secret|write-secret/);
   });
 });

@@ -1,0 +1,101 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { policyCheck } from "../../../src/cli/policy-check.ts";
+import { ConfigError, loadConfig, type Role } from "../../../src/config/load.ts";
+
+const dir = mkdtempSync(path.join(os.tmpdir(), "countersign-postgres-row-config-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+let n = 0;
+function file(targets: string): string {
+  const p = path.join(dir, `c${++n}.yml`);
+  writeFileSync(p, `defaults: { approvers: [U0ALICE] }\ntargets:\n${targets}`);
+  return p;
+}
+
+const EXECUTOR_ENV = {
+  COUNTERSIGN_URL: "http://127.0.0.1:3000",
+  COUNTERSIGN_EXECUTOR_TOKEN: "an-executor-token-of-some-length",
+  COUNTERSIGN_GRANT_PUBLIC_KEY: "-----BEGIN PUBLIC KEY-----\nx\n-----END PUBLIC KEY-----\n",
+};
+const ENV = { CRMDB_READ_URL: "postgres://reader:r-secret@db/crm", CRMDB_WRITE_URL: "postgres://writer:w-secret@db/crm" };
+
+function load(targets: string, role: Role = "server", env: Record<string, string> = ENV) {
+  return loadConfig({ env: { ...(role === "executor" ? EXECUTOR_ENV : {}), ...env, COUNTERSIGN_CONFIG: file(targets) }, role, cwd: dir });
+}
+
+function problems(run: () => unknown): { key: string; message: string }[] {
+  try {
+    run();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).problems;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+const CRMDB = `  crmdb:
+    adapter: postgres.row
+    read: { url: "\${CRMDB_READ_URL}" }
+    write: { url: "\${CRMDB_WRITE_URL}" }
+    tables:
+      contacts: { key: [id], version: updated_at }
+      notes: { key: [id] }
+    allow: { ops: [update, insert], tables: [contacts] }
+    policy: { riskByOp: { insert: high } }
+`;
+
+describe("targets.<name> with adapter: postgres.row", () => {
+  it("the server gets the read URL and its tables, never the write block; the executor gets both", () => {
+    const server = load(CRMDB);
+    expect(server.targets.crmdb).toMatchObject({ adapter: "postgres.row", read: { url: ENV.CRMDB_READ_URL }, tables: { contacts: { key: ["id"], version: "updated_at", versionSetBy: "countersign", schema: "public" } }, watch: { intervalSeconds: 30 } });
+    expect(server.targets.crmdb).not.toHaveProperty("write");
+    expect(JSON.stringify(server)).not.toContain("w-secret");
+    const executor = load(CRMDB, "executor");
+    expect(executor.targets.crmdb!.write).toStrictEqual({ url: ENV.CRMDB_WRITE_URL });
+  });
+
+  it("sits beside http.json targets in one file", () => {
+    const config = load(`${CRMDB}  crm: { adapter: http.json, baseUrl: "http://127.0.0.1:4010" }\n`);
+    expect(Object.fromEntries(Object.entries(config.targets).map(([name, t]) => [name, t.adapter]))).toStrictEqual({ crmdb: "postgres.row", crm: "http.json" });
+  });
+
+  it.each<[what: string, targets: string, key: string, message: RegExp]>([
+    ["a table allowed but not declared", CRMDB.replace("tables: [contacts]", "tables: [contacts, invoices]"), "targets.crmdb.allow.tables.1", /'invoices', which is not in tables/],
+    ["an http.json op", CRMDB.replace("ops: [update, insert]", "ops: [merge]"), "targets.crmdb.allow.ops.0", /update|insert|delete/],
+    ["an http.json op's risk", CRMDB.replace("insert: high", "merge: high"), "targets.crmdb.policy.riskByOp.merge", /unknown key 'merge'/],
+    ["an http.json key", CRMDB + "    baseUrl: http://127.0.0.1:4010\n", "targets.crmdb.baseUrl", /unknown key 'baseUrl'/],
+    ["a read URL that is not postgres://", CRMDB.replace('"${CRMDB_READ_URL}"', "http://db"), "targets.crmdb.read.url", /postgres:\/\/ URL/],
+    ["a table name that is not a plain identifier", CRMDB.replace("notes: { key: [id] }", '"notes; drop table x": { key: [id] }'), "targets.crmdb.tables.notes; drop table x", /plain SQL identifier/],
+    ["a key column that is not a plain identifier", CRMDB.replace("notes: { key: [id] }", 'notes: { key: ["id\\" or 1=1"] }'), "targets.crmdb.tables.notes.key.0", /plain SQL identifier/],
+  ])("refuses %s, naming the key", (_what, targets, key, message) => {
+    const found = problems(() => load(targets));
+    const problem = found.find((p) => p.key === key);
+    expect(problem, JSON.stringify(found)).toBeDefined();
+    expect(problem!.message).toMatch(message);
+  });
+
+  it("the executor is told a postgres.row target without a write block needs a write connection", () => {
+    const found = problems(() => load(CRMDB.replace(/ +write:.*\n/, ""), "executor"));
+    expect(found).toStrictEqual([{ key: "targets.crmdb.write", message: expect.stringContaining("write connection") }]);
+  });
+
+  it("policy check resolves no URL, and lists the tables, what agents may propose and the versions", () => {
+    const lines: string[] = [];
+    policyCheck([file(CRMDB)], {}, (l) => lines.push(l));
+    const text = lines.join("\n");
+    expect(text).toContain("target crmdb (postgres.row PostgreSQL, 2 table(s))");
+    expect(text).toContain("table public.contacts: rows found by (id); version 'updated_at' (set by Countersign on every write) (targets.crmdb.tables.contacts)");
+    expect(text).toContain("table public.notes: rows found by (id); version xmin");
+    expect(text).toContain("may propose: ops update, insert on tables contacts (targets.crmdb.allow)");
+    expect(text).toMatch(/executor: +write connection configured/);
+    expect(text).not.toMatch(/secret|unresolved/);
+  });
+
+  it("policy check still refuses a postgres.row target without a read block", () => {
+    const found = problems(() => policyCheck([file(CRMDB.replace(/ +read:.*\n/, ""))], {}, () => undefined));
+    expect(found.map((p) => p.key)).toContain("targets.crmdb.read");
+  });
+});
