@@ -116,8 +116,13 @@ describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kin
     const checkpoint = await database.rows<{ id: number | string; hash: string; plan_id: string }>(sql`SELECT id, hash, plan_id FROM audit_pruned ORDER BY id`);
     expect(checkpoint.map((c) => ({ id: Number(c.id), hash: c.hash }))).toEqual(endedEvents);
     expect(new Set(checkpoint.map((c) => c.plan_id))).toEqual(new Set(ended));
-    const [record] = await database.rows<{ plans: number; audit_events: number }>(sql`SELECT plans, audit_events FROM purges ORDER BY id DESC LIMIT 1`);
-    expect(record).toEqual({ plans: 4, audit_events: endedEvents.length });
+    expect(await count(sql`SELECT count(*) AS n FROM decisions WHERE plan_id = ANY (${ids(ended)})`)).toBe(0);
+    expect(await count(sql`SELECT count(*) AS n FROM outbox WHERE plan_id = ANY (${ids(ended)})`)).toBe(0);
+    // One record of the call: who, why, the cutoff, and how many of each kind of row it took.
+    const [record] = await database.rows<{ reason: string; by_role: string; before: Date | string; plans: number; decisions: number; outbox: number; audit_events: number }>(sql`
+      SELECT reason, by_role, before, plans, decisions, outbox, audit_events FROM purges`);
+    expect(record).toMatchObject({ reason: "retention: final plans older than 1 days", by_role: expect.any(String), plans: 4, decisions: 1, outbox: 0, audit_events: endedEvents.length }); // no sinks here: no outbox rows
+    expect(new Date(record!.before).getTime()).toBeLessThanOrEqual(Date.now());
 
     // Open plans, however old, keep their rows and every event.
     expect(await database.rows(sql`SELECT id, status::text AS status FROM plans ORDER BY created_at`)).toEqual([{ id: pending, status: "pending" }, { id: approved, status: "approved" }]);
@@ -187,6 +192,7 @@ describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kin
     expect(await refused(sql`UPDATE audit_pruned SET hash = 'y'`)).toMatch(/UPDATE refused/);
     expect(await refused(sql`DELETE FROM audit_pruned`)).toMatch(/DELETE refused/);
     expect(await refused(sql`TRUNCATE audit_pruned`)).toMatch(/audit_pruned is append-only: TRUNCATE refused/);
+    expect(await refused(sql`DELETE FROM purges`)).toMatch(/purges is append-only: DELETE refused/);
     expect(await refused(sql`DELETE FROM audit_events WHERE plan_id = ${approved}`)).toMatch(/audit_events is append-only: DELETE refused \(rows leave only with their plan, through countersign_purge_plans\(\)\)/);
     expect(await count(sql`SELECT count(*) AS n FROM audit_pruned`)).toBe(endedEvents.length);
   });
