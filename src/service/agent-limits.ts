@@ -55,8 +55,21 @@ export async function readAgentUsage(database: Database, agentId: string, limits
  * only those near them wait on each other, and other agents never do. It costs no statement.
  */
 export function admitPlanGuard(agentId: string, limits: AgentLimits, nowMs: number): SQL {
-  const since = new Date(nowMs - WINDOW_MS).toISOString();
-  return sql`countersign_admit_plan(${agentId}::uuid, ${since}::timestamptz, ${limits.plansPerMinute}::int, ${limits.maxPending}::int)`;
+  const guard = admitGuard(agentId, limits, nowMs);
+  return sql`countersign_admit_plan(${guard.agentId}::uuid, ${guard.since.toISOString()}::timestamptz, ${guard.plansPerMinute}::int, ${guard.maxPending}::int)`;
+}
+
+/** The arguments of countersign_admit_plan(), for a statement written as text (store-new-plan.ts). */
+export interface AdmitGuard {
+  agentId: string;
+  /** Start of the per-minute window. */
+  since: Date;
+  plansPerMinute: number;
+  maxPending: number;
+}
+
+export function admitGuard(agentId: string, limits: AgentLimits, nowMs: number): AdmitGuard {
+  return { agentId, since: new Date(nowMs - WINDOW_MS), plansPerMinute: limits.plansPerMinute, maxPending: limits.maxPending };
 }
 
 /** Whether a database error is the admission guard's refusal. */

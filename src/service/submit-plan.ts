@@ -16,12 +16,13 @@ import { plans } from "../store/schema.ts";
 import type { Tx } from "../store/db.ts";
 import type { AgentIdentity } from "./authenticate-agent.ts";
 import type { ServiceContext } from "./context.ts";
-import { admitPlanGuard, checkAgentLimits, guardRefusal, isOverLimit } from "./agent-limits.ts";
+import { admitGuard, admitPlanGuard, checkAgentLimits, guardRefusal, isOverLimit, type AdmitGuard } from "./agent-limits.ts";
 import { ServiceError } from "./errors.ts";
 import { newPlanView, planView, type PlanView } from "./plan-view.ts";
 import { rememberDecisionTerms } from "./decision-terms.ts";
 import { supersedablePlan, supersedeIn } from "./supersede.ts";
 import { planEventStatement, type PlanRow } from "./transition.ts";
+import { storeNewPlan, type NewPlan } from "./store-new-plan.ts";
 import { validate } from "./validate.ts";
 
 export interface SubmitPlanInput {
@@ -148,7 +149,8 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
   const actor = { type: "agent", agentId: agent.id, name: agent.name } as const;
   const submitted = { plan: stored, type: "plan.submitted", actor, at: now, data: { title: request.title, expiresAt: document.expiresAt, ...(replaced ? { supersedes: replaced.id } : {}) } };
   const supersede = replaced && ((tx: Tx) => supersedeIn(ctx, tx, { oldId: replaced.id, next: { id: stored.id, hash }, actor }));
-  const row = await storePlan(ctx, { values, submitted, keyed: request.idempotencyKey !== undefined, ...(supersede ? { supersede } : {}) }).then((created) => (created ? stored : undefined)).catch(async (err: unknown) => {
+  const guard = admitGuard(agent.id, limits, now.getTime());
+  const row = await storePlan(ctx, { values, plan: stored, guard, submitted, keyed: request.idempotencyKey !== undefined, ...(supersede ? { supersede } : {}) }).then((created) => (created ? stored : undefined)).catch(async (err: unknown) => {
     if (!isOverLimit(err)) throw err;
     // A retry racing its first submission is answered with that plan below, never limited.
     if (request.idempotencyKey !== undefined && await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey, requestDigest)) return undefined;
@@ -172,12 +174,13 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
  */
 async function storePlan(
   ctx: ServiceContext,
-  input: { values: PgInsertValue<typeof plans>; submitted: Omit<Parameters<typeof planEventStatement>[2], "first">; keyed: boolean; supersede?: (tx: Tx) => Promise<void> },
+  input: { values: PgInsertValue<typeof plans>; plan: NewPlan; guard: AdmitGuard; submitted: Omit<Parameters<typeof planEventStatement>[2], "first">; keyed: boolean; supersede?: (tx: Tx) => Promise<void> },
 ): Promise<boolean> {
   const { values, submitted, supersede } = input;
   const { db } = ctx.database;
   if (!input.keyed && !supersede) {
-    await db.execute(planEventStatement(ctx, db, { ...submitted, first: db.insert(plans).values(values).getSQL() }));
+    // The hot path: one statement whose text is made once (store-new-plan.ts).
+    await storeNewPlan(ctx, { plan: input.plan, guard: input.guard, event: submitted });
     return true;
   }
   if (!input.keyed) {

@@ -23,6 +23,12 @@ export interface Database {
   kind: "pglite" | "postgres";
   /** Raw SQL returning rows on both drivers (PGlite gives `{rows}`, postgres.js an array). */
   rows<T = Record<string, unknown>>(query: SQL, on?: Queryable): Promise<T[]>;
+  /**
+   * A statement as text with `$n` parameters, past the query builder: for the few hot statements
+   * whose text is made once (a new plan's, store-new-plan.ts), so a call costs no SQL building.
+   * Named on PostgreSQL like every statement. Errors are the driver's own (not wrapped by drizzle).
+   */
+  query<T = Record<string, unknown>>(text: string, params: readonly (string | number | null)[]): Promise<T[]>;
   /** LISTEN on a channel; the returned function stops listening. postgres.js re-listens after reconnects. */
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
   migrate(): Promise<void>;
@@ -58,6 +64,7 @@ async function openPglite(target: Exclude<DatabaseTarget, { kind: "postgres" }>)
     db,
     kind: "pglite",
     rows: async <T>(query: SQL, on: Queryable = db) => ((await on.execute(query)) as unknown as { rows: T[] }).rows,
+    query: async <T>(text: string, params: readonly (string | number | null)[]) => (await client.query<T>(text, [...params])).rows,
     listen: async (channel, onNotify) => {
       const stop = await client.listen(channel, onNotify);
       return async () => {
@@ -85,11 +92,13 @@ async function openPostgres(url: string): Promise<Database> {
   const [{ default: postgres }, { drizzle }, { migrate }] = await Promise.all([import("postgres"), import("drizzle-orm/postgres-js"), import("drizzle-orm/postgres-js/migrator")]);
   // Named statements: one round trip a statement instead of two (named-statements.ts).
   const client = postgres(url, { onnotice: () => {}, max: 10, ...RECONNECT, connection: PLAN_PER_EXECUTION });
-  const db = drizzle({ client: namedStatements(client), schema }) as unknown as Db;
+  const named = namedStatements(client);
+  const db = drizzle({ client: named, schema }) as unknown as Db;
   return {
     db,
     kind: "postgres",
     rows: async <T>(query: SQL, on: Queryable = db) => (await on.execute(query)) as unknown as T[],
+    query: async <T>(text: string, params: readonly (string | number | null)[]) => (await named.unsafe(text, [...params])) as unknown as T[],
     listen: async (channel, onNotify) => {
       const { unlisten } = await client.listen(channel, onNotify);
       return unlisten;

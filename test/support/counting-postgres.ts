@@ -28,11 +28,13 @@ export async function openCountingPostgres(adminUrl: string): Promise<CountingPo
 
   let sent: string[] = [];
   const client = postgres(url.toString(), { onnotice: () => {}, max: 10, connection: PLAN_PER_EXECUTION, debug: (_connection, query) => void sent.push(query.replace(/\s+/g, " ").trim()) });
-  const db = drizzle({ client: namedStatements(client), schema }) as unknown as Db;
+  const named = namedStatements(client);
+  const db = drizzle({ client: named, schema }) as unknown as Db;
   return {
     db,
     kind: "postgres",
     rows: async <T>(query: Parameters<Database["rows"]>[0], on: Parameters<Database["rows"]>[1] = db) => (await on.execute(query)) as unknown as T[],
+    query: async <T>(text: string, params: Parameters<Database["query"]>[1]) => (await named.unsafe(text, [...params])) as unknown as T[],
     listen: (channel, onNotify) => listening.listen(channel, onNotify),
     migrate: async () => {},
     take() {
