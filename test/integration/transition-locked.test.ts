@@ -1,0 +1,64 @@
+import { asc, eq } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { cancelPlan } from "../../src/service/cancel-plan.ts";
+import { submitPlan } from "../../src/service/submit-plan.ts";
+import { planEventStatement, transitionLocked } from "../../src/service/transition.ts";
+import { auditEvents, plans } from "../../src/store/schema.ts";
+import { databaseKinds } from "../support/databases.ts";
+import { mergeRequest } from "../support/harness.ts";
+import { useHarness } from "../support/use-harness.ts";
+
+/**
+ * transitionLocked sends the caller's statements, the UPDATE and the event together (decide's
+ * approval at quorum). What it must keep from transition(): the statements run in the order sent,
+ * and an UPDATE that misses leaves nothing behind.
+ */
+describe.each(databaseKinds)("transitionLocked on $name", (kind) => {
+  const h = useHarness(kind);
+  let seq = 0;
+
+  async function lockedPlan(planId: string) {
+    return h.database.db.transaction(async (tx) => {
+      const [plan] = await tx
+        .select({ id: plans.id, status: plans.status, hash: plans.hash, callbackUrl: plans.callbackUrl, document: plans.document })
+        .from(plans)
+        .where(eq(plans.id, planId))
+        .for("update");
+      return plan!;
+    });
+  }
+
+  async function eventsOf(planId: string) {
+    return (await h.database.db.select({ type: auditEvents.type }).from(auditEvents).where(eq(auditEvents.planId, planId)).orderBy(asc(auditEvents.id))).map((e) => e.type);
+  }
+
+  const newPlan = async () => (await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: `transitionLocked plan ${++seq}` }) })).plan;
+  const actor = { type: "user", userId: "U0ALICE", via: "web" } as const;
+
+  it("runs the caller's statements before the event, in one transaction with the UPDATE", async () => {
+    const { id } = await newPlan();
+    const plan = await lockedPlan(id);
+    const status = await h.database.db.transaction(async (tx) => {
+      const before = planEventStatement(h.ctx, tx, { plan, type: "decision.approve", actor, at: h.ctx.clock(), data: {} });
+      return transitionLocked(h.ctx, tx, plan, { transition: "approve", actor }, [before]);
+    });
+    expect(status).toBe("approved");
+    expect(await eventsOf(id)).toEqual(["plan.submitted", "decision.approve", "plan.approved"]);
+    expect((await lockedPlan(id)).status).toBe("approved");
+  });
+
+  it("throws when the UPDATE misses (the plan was not in a status the transition leaves), and the event and the caller's statements roll back", async () => {
+    const { id } = await newPlan();
+    const pending = await lockedPlan(id);
+    await cancelPlan(h.ctx, { agent: h.agent, planId: id });
+    const err = await h.database.db
+      .transaction(async (tx) => {
+        const before = planEventStatement(h.ctx, tx, { plan: pending, type: "decision.approve", actor, at: h.ctx.clock(), data: {} });
+        return transitionLocked(h.ctx, tx, pending, { transition: "approve", actor }, [before]);
+      })
+      .then(() => undefined, (e: unknown) => e as Error);
+    expect(err?.message).toBe(`plan ${id} was not pending under its row lock: the approve transition missed`);
+    expect(await eventsOf(id)).toEqual(["plan.submitted", "plan.cancelled"]);
+    expect((await lockedPlan(id)).status).toBe("cancelled");
+  });
+});
