@@ -1,6 +1,7 @@
 import type { AdapterApplyResult, AdapterPlanned, ErrorClass } from "../adapters/adapter.ts";
 import { verifyGrant } from "../grant/grant.ts";
 import type { VerifyingKeys } from "../grant/keys.ts";
+import { staleOutcome } from "../plan/drift.ts";
 import { fingerprint } from "../plan/fingerprint.ts";
 import type { ActionOutcome, Outcome } from "../plan/outcome.ts";
 import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
@@ -77,9 +78,7 @@ export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<
     if (typeof target === "string") return { kind: "unreadable", detail: target, errorClass: "permanent" };
     try {
       const answer = await target.reader.revalidate(action, states[i]!);
-      if (answer.state !== "stale") return { kind: answer.state };
-      const { expected, now, changedSincePreview } = answer;
-      return { kind: "stale", outcome: { ...base(action, i), status: "stale", detail: `${action.target} ${action.path} changed since the preview`, expected, now, changedSincePreview } };
+      return answer.state === "stale" ? { kind: "stale", outcome: staleOutcome(action, i, answer) } : { kind: answer.state };
     } catch (err) {
       return { kind: "unreadable", detail: message(err), errorClass: target.adapter.classify(err) };
     }

@@ -1,13 +1,14 @@
 import type { ResourceState } from "../adapters/http-json.ts";
-import { listChanges } from "./changes.ts";
+import { listChanges, type Change } from "./changes.ts";
 import { fingerprint } from "./fingerprint.ts";
 import type { Json } from "./json.ts";
 import type { ActionOutcome } from "./outcome.ts";
 import type { PlannedAction, Precondition } from "./schema.ts";
 
 /**
- * The one rule for "has the world moved past this action?", shared by the executor's
- * revalidation, the server's watcher and the Approve re-check (issue 15): the action's
+ * The one rule for "has the world moved past this action?" for http.json, which its adapter's
+ * revalidation applies (src/adapters/http-json-adapter.ts) for the executor, the server's
+ * watcher and the Approve re-check alike (issue 15): the action's
  * precondition is compared with a fresh read, and when it no longer holds the answer is the
  * stale action outcome that says what changed since the preview. Pure: the read is the caller's.
  */
@@ -36,14 +37,27 @@ export function currentVersion(current: ResourceState): string | null {
  */
 export function driftOf(action: PlannedAction, index: number, before: Json | null, current: ResourceState): ActionOutcome | undefined {
   if (preconditionHolds(action.precondition, current)) return undefined;
+  return staleOutcome(action, index, {
+    expected: expectedVersion(action.precondition),
+    now: currentVersion(current),
+    changedSincePreview: listChanges(before ?? undefined, current.exists ? current.body : undefined).slice(0, 200),
+  });
+}
+
+/**
+ * The stale outcome of action `index` of any kind, from what its adapter's revalidation found
+ * (the version expected and found, the changes since the preview): what the executor reports,
+ * the watcher and the Approve re-check record, and reviewers are shown.
+ */
+export function staleOutcome(action: { target: string; path: string }, index: number, found: { expected: string | null; now: string | null; changedSincePreview: Change[] }): ActionOutcome {
   return {
     index,
     target: action.target,
     path: action.path,
     status: "stale",
     detail: `${action.target} ${action.path} changed since the preview`,
-    expected: expectedVersion(action.precondition),
-    now: currentVersion(current),
-    changedSincePreview: listChanges(before ?? undefined, current.exists ? current.body : undefined).slice(0, 200),
+    expected: found.expected,
+    now: found.now,
+    changedSincePreview: found.changedSincePreview,
   };
 }

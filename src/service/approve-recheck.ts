@@ -1,6 +1,6 @@
 import { eq, sql } from "drizzle-orm";
-import { readResource, type ResourceState } from "../adapters/http-json.ts";
-import { driftOf } from "../plan/drift.ts";
+import type { Revalidation } from "../adapters/adapter.ts";
+import { staleOutcome } from "../plan/drift.ts";
 import type { ActionOutcome } from "../plan/outcome.ts";
 import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
 import { whyMayNot } from "../policy/may-act.ts";
@@ -25,8 +25,10 @@ export type Recheck = { kind: "refused" } | { kind: "held" } | { kind: "unchecke
 /**
  * Re-reads the plan's targets before an Approve that would be recorded, outside any transaction
  * (no network I/O under the row lock). One statement reads what may-act needs, the document and
- * the preview; then every action's resource is read with the read credential and judged by the
- * drift rule the executor and the watcher use. Changed: the plan moves to stale as a system
+ * the preview; then every action is revalidated by its target's adapter with the read
+ * credential (ctx.targets), the judgement the executor and the watcher use: a target that
+ * already holds the change is not a change (the executor will record it applied, reconciled).
+ * Changed: the plan moves to stale as a system
  * transition (through the one transition path) and the click is refused with `target_changed`,
  * saying what changed, masked as previews are.
  */
@@ -52,20 +54,21 @@ export async function recheckBeforeApprove(
 
   const document = plan.document as PlanDocument;
   const preview = plan.preview as { actions: ActionPreview[] };
-  const reads = await Promise.all(document.actions.map(async (action): Promise<ResourceState | Error> => {
-    const target = ctx.config.targets[action.target];
-    if (!target) return new Error(`target '${action.target}' is no longer configured`);
-    return readResource(ctx.http, action.target, target, action.path).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
+  // Each action's adapter re-reads with the target's read credential and judges, as the executor will.
+  const checks = await Promise.all(document.actions.map(async (action, i): Promise<Revalidation | Error> => {
+    try {
+      const seen = preview.actions[i];
+      return await ctx.targets.readerFor(action.target).revalidate(action, { before: seen?.before ?? null, after: seen?.after ?? null });
+    } catch (err) {
+      return err instanceof Error ? err : new Error(String(err));
+    }
   }));
   const drifted: ActionOutcome[] = [];
   const failures: string[] = [];
   for (const [i, action] of document.actions.entries()) {
-    const read = reads[i]!;
-    if (read instanceof Error) failures.push(read.message);
-    else {
-      const drift = driftOf(action, i, preview.actions[i]?.before ?? null, read);
-      if (drift) drifted.push(drift);
-    }
+    const check = checks[i]!;
+    if (check instanceof Error) failures.push(check.message);
+    else if (check.state === "stale") drifted.push(staleOutcome(action, i, check));
   }
   if (drifted.length > 0) {
     await markStale(ctx, input.planId, document, drifted, "approve re-check");

@@ -1,6 +1,6 @@
 import { and, asc, eq, gt, inArray, isNotNull, isNull, notExists, sql, type SQL } from "drizzle-orm";
-import { readResource, type ResourceState } from "../adapters/http-json.ts";
-import { driftOf } from "../plan/drift.ts";
+import type { TargetState } from "../adapters/adapter.ts";
+import { staleOutcome } from "../plan/drift.ts";
 import type { ActionOutcome, Outcome } from "../plan/outcome.ts";
 import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
 import { plans, targetWatches, watchedActions } from "../store/schema.ts";
@@ -147,8 +147,10 @@ interface Watcher {
 }
 
 /**
- * Reads one leased resource and judges every open plan on it by the drift rule. No plan open on
- * it any more: its watch and list rows are dropped instead, and nothing is read.
+ * Reads one leased resource once, with the target's reader (read credential), and has its
+ * adapter judge every open plan on it, as the executor's revalidation would: stale when the
+ * precondition no longer holds and the target does not already hold the plan's change. No plan
+ * open on it any more: its watch and list rows are dropped instead, and nothing is read.
  */
 async function checkResource(ctx: ServiceContext, row: Leased): Promise<{ read: boolean; failed: boolean; stale: string[] }> {
   const { db } = ctx.database;
@@ -167,10 +169,16 @@ async function checkResource(ctx: ServiceContext, row: Leased): Promise<{ read: 
     return { read: false, failed: false, stale: [] };
   }
 
-  const target = ctx.config.targets[row.target]!;
-  let current: ResourceState;
+  // Documents first (cached): any open plan's action on the resource tells its adapter what to read.
+  const watchers = (await loadWatchers(ctx, open)).flatMap((w) => {
+    const action = w.document.actions[w.actionIndex];
+    return action ? [{ ...w, action }] : [];
+  });
+  if (watchers.length === 0) return { read: false, failed: false, stale: [] };
+  const { adapter } = ctx.targets.targetOf(row.target);
+  let current: TargetState;
   try {
-    current = await readResource(ctx.http, row.target, target, row.path);
+    current = await ctx.targets.readerFor(row.target).read(watchers[0]!.action);
   } catch (err) {
     const at = ctx.clock();
     const lastError = (err as Error).message.slice(0, 2000);
@@ -190,13 +198,12 @@ async function checkResource(ctx: ServiceContext, row: Leased): Promise<{ read: 
     await db.update(targetWatches).set({ checkedAt, leasedBy: null, leasedUntil: null }).where(and(eq(targetWatches.target, row.target), eq(targetWatches.path, row.path)));
   }
 
-  const watchers = await loadWatchers(ctx, open);
+  // One read judged for every plan on the resource, by the rule the executor and the Approve re-check use.
   const stale: string[] = [];
   for (const w of watchers) {
-    const action = w.document.actions[w.actionIndex];
-    if (!action) continue;
-    const drift = driftOf(action, w.actionIndex, w.preview.actions[w.actionIndex]?.before ?? null, current);
-    if (drift && (await markStale(ctx, w.planId, w.document, [drift], "watcher"))) stale.push(w.planId);
+    const seen = w.preview.actions[w.actionIndex];
+    const judged = adapter.judge(w.action, { before: seen?.before ?? null, after: seen?.after ?? null }, current);
+    if (judged.state === "stale" && (await markStale(ctx, w.planId, w.document, [staleOutcome(w.action, w.actionIndex, judged)], "watcher"))) stale.push(w.planId);
   }
   // Plans that stay open show again that they are re-checked (a stale one's transition updates it).
   if (recovered.length > 0) await showWatchOnSlack(ctx, open.map((o) => o.planId).filter((id) => !stale.includes(id)), checkedAt);
