@@ -11,6 +11,7 @@ import path from "node:path";
 import { addAgent } from "../src/service/add-agent.ts";
 import { openDatabase } from "../src/store/db.ts";
 import { startCli } from "../test/support/cli.ts";
+import { crmTargetYaml } from "../test/support/crm-target-yaml.ts";
 import { JsonResourceServer } from "../src/demo/json-resource-server.ts";
 import { READ_TOKEN, WRITE_TOKEN, testGrantKeys } from "../test/support/harness.ts";
 import { startPrivatePostgres } from "../test/support/private-postgres.ts";
@@ -22,12 +23,7 @@ const target = new JsonResourceServer({ seed: { "/contacts/1": { id: 1 } }, read
 await target.start();
 writeFileSync(path.join(dir, "countersign.yml"), [
   "defaults: { approvers: [U0ALICE] }",
-  "targets:",
-  "  crm:",
-  "    adapter: http.json",
-  `    baseUrl: ${target.url}`,
-  '    read: { headers: { Authorization: "Bearer ${CRM_READ}" } }',
-  '    allow: { ops: [merge], paths: ["/contacts/*"] }',
+  ...crmTargetYaml(target.url, { allowMerges: true }),
 ].join("\n"));
 const env = { COUNTERSIGN_CONFIG: path.join(dir, "countersign.yml"), CRM_READ: READ_TOKEN, DATABASE_URL: pg.url, PORT: "0", COUNTERSIGN_GRANT_PRIVATE_KEY: (await testGrantKeys()).privatePem, LOG_LEVEL: "info" };
 

@@ -10,6 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import postgres from "postgres";
+import { crmTargetYaml } from "../test/support/crm-target-yaml.ts";
 import { SlackEmulator } from "../test/support/slack-emulator.ts";
 import { SlackRequests } from "../test/support/slack-requests.ts";
 import { freePort } from "./figures/start.ts";
@@ -173,13 +174,7 @@ export async function startProduct(options: ProductOptions): Promise<Product> {
       "environment: bench",
       `slack: { reviewChannel: ${REVIEW_CHANNEL} }`,
       `defaults: { approvers: [${APPROVER}] }`,
-      "targets:",
-      "  crm:",
-      "    adapter: http.json",
-      `    baseUrl: ${targetUrl}`,
-      '    read: { headers: { Authorization: "Bearer ${CRM_READ}" } }',
-      '    write: { headers: { Authorization: "Bearer ${CRM_WRITE}" } }',
-      '    allow: { ops: [merge], paths: ["/contacts/*"] }',
+      ...crmTargetYaml(targetUrl, { write: true, allowMerges: true }),
       ...(options.config ?? []),
       ...(options.limits !== undefined && hasAgentLimits() ? [`limits: ${options.limits}`] : []),
     ].join("\n"));

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import postgres from "postgres";
+import { crmTargetYaml } from "../../test/support/crm-target-yaml.ts";
 import type { FigureSource } from "../figure.ts";
 import { cleanEnv, countersignCommand, idleNodeRssMb, settledTreeRssMb, startUntilReady } from "../processes.ts";
 import { freePort } from "./start.ts";
@@ -24,12 +25,7 @@ export const servePostgres: FigureSource = {
       url.pathname = `/${name}`;
       writeFileSync(path.join(dir, "countersign.yml"), [
         "defaults: { approvers: [U0ALICE] }",
-        "targets:",
-        "  crm:",
-        "    adapter: http.json",
-        "    baseUrl: http://127.0.0.1:9",
-        '    read: { headers: { Authorization: "Bearer ${CRM_READ}" } }',
-        '    allow: { ops: [merge], paths: ["/contacts/*"] }',
+        ...crmTargetYaml("http://127.0.0.1:9", { allowMerges: true }),
       ].join("\n"));
       const { privateKey } = generateKeyPairSync("ed25519");
       const serve = await startUntilReady([...cli.args, "serve"], {

@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, startCli } from "../support/cli.ts";
+import { crmTargetYaml } from "../support/crm-target-yaml.ts";
 import { postgresKind } from "../support/databases.ts";
 import { READ_TOKEN, testGrantKeys } from "../support/harness.ts";
 
@@ -59,12 +60,7 @@ describe("database drivers load lazily", () => {
       const cwd = mkdtempSync(path.join(dir, "serve-"));
       writeFileSync(path.join(cwd, "countersign.yml"), [
         "defaults: { approvers: [U0ALICE] }",
-        "targets:",
-        "  crm:",
-        "    adapter: http.json",
-        "    baseUrl: http://127.0.0.1:9",
-        '    read: { headers: { Authorization: "Bearer ${CRM_READ}" } }',
-        '    allow: { ops: [merge], paths: ["/contacts/*"] }',
+        ...crmTargetYaml("http://127.0.0.1:9", { allowMerges: true }),
       ].join("\n"));
       const databaseUrl = new URL(url);
       databaseUrl.pathname = `/${name}`;

@@ -8,6 +8,7 @@ import { PAUSE_CHANNEL } from "../../src/service/pause.ts";
 import { PLAN_CHANNEL } from "../../src/service/plan-signals.ts";
 import { openDatabase, sql } from "../../src/store/db.ts";
 import { startCli } from "../support/cli.ts";
+import { crmTargetYaml } from "../support/crm-target-yaml.ts";
 import { READ_TOKEN, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
 import { privatePostgresAvailable, startPrivatePostgres, type PrivatePostgres } from "../support/private-postgres.ts";
 import { SlackEmulator } from "../support/slack-emulator.ts";
@@ -93,13 +94,7 @@ describe.skipIf(!available)("a PostgreSQL restart is not an outage", () => {
       `slack: { reviewChannel: ${REVIEW}, decisionRetrySeconds: ${DECISION_RETRY_SECONDS} }`,
       "defaults: { approvers: [U0ALICE, U0BOB] }",
       "executor: { leaseSeconds: 6 }",
-      "targets:",
-      "  crm:",
-      "    adapter: http.json",
-      `    baseUrl: ${target.url}`,
-      '    read: { headers: { Authorization: "Bearer ${CRM_READ}" } }',
-      '    write: { headers: { Authorization: "Bearer ${CRM_WRITE}" } }',
-      "    allow: { ops: [merge], paths: [\"/contacts/*\"] }",
+      ...crmTargetYaml(target.url, { write: true, allowMerges: true }),
     ].join("\n"));
     const keys = await testGrantKeys();
     const common = { COUNTERSIGN_CONFIG: path.join(dir, "countersign.yml"), COUNTERSIGN_EXECUTOR_TOKEN: EXECUTOR_TOKEN, CRM_READ: READ_TOKEN, LOG_LEVEL: "info" };

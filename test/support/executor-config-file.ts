@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startCli } from "./cli.ts";
+import { crmTargetYaml } from "./crm-target-yaml.ts";
 import { READ_TOKEN, testGrantKeys, WRITE_TOKEN } from "./harness.ts";
 
 /**
@@ -16,12 +17,7 @@ export function writeExecutorConfig(targetUrl: string, options: { approvers: rea
   writeFileSync(file, [
     "environment: test",
     `defaults: { approvers: [${options.approvers.join(", ")}] }`,
-    "targets:",
-    "  crm:",
-    "    adapter: http.json",
-    `    baseUrl: ${targetUrl}`,
-    '    read: { headers: { Authorization: "Bearer ${CRM_READ}" } }',
-    '    write: { headers: { Authorization: "Bearer ${CRM_WRITE}" } }',
+    ...crmTargetYaml(targetUrl, { write: true }),
   ].join("\n"));
   return { dir, file };
 }
