@@ -13,7 +13,8 @@ import type { PlanRow } from "./transition.ts";
  */
 export type NewPlan = Pick<PlanRow, "id" | "hash" | "document" | "preview" | "expiresAt" | "requestDigest" | "callbackUrl" | "createdAt">;
 
-const PLAN_COLUMNS = 12;
+/** Parameters of the plan's INSERT: its columns and the guard's arguments. */
+const PLAN_PARAMS = 14;
 const EVENT_COLUMNS = 6;
 const OUTBOX_COLUMNS = 5;
 
@@ -29,8 +30,8 @@ function textFor(outboxRows: number): string {
   let text = texts.get(outboxRows);
   if (text) return text;
   const p = (i: number) => `$${i}`;
-  const planValues = `${p(1)}::uuid, countersign_admit_plan(${p(2)}::uuid, ${p(3)}::timestamptz, ${p(4)}::int, ${p(5)}::int), ${p(6)}, ${p(7)}, ${p(8)}, 'pending', ${p(9)}::timestamptz, ${p(10)}, ${p(11)}, 0, ${p(12)}::timestamptz, ${p(12)}::timestamptz`;
-  const e = PLAN_COLUMNS + 1;
+  const planValues = `${p(1)}::uuid, countersign_admit_plan(${p(2)}::uuid, ${p(3)}::timestamptz, ${p(4)}::int, ${p(5)}::int, ${p(13)}::int, ${p(14)}::int), ${p(6)}, ${p(7)}, ${p(8)}, 'pending', ${p(9)}::timestamptz, ${p(10)}, ${p(11)}, 0, ${p(12)}::timestamptz, ${p(12)}::timestamptz`;
+  const e = PLAN_PARAMS + 1;
   const eventValues = `${p(1)}::uuid, ${p(e)}, ${p(e + 1)}, ${p(e + 2)}, ${p(e + 3)}::timestamptz, ${p(e + 4)}, ${p(e + 5)}`;
   const o = e + EVENT_COLUMNS;
   const outboxValues = Array.from({ length: outboxRows }, (_, r) => {
@@ -65,7 +66,7 @@ export async function storeNewPlan(
   const payloadText = JSON.stringify(payload);
   const params: (string | number | null)[] = [
     plan.id, guard.agentId, guard.since.toISOString(), guard.plansPerMinute, guard.maxPending,
-    plan.hash, JSON.stringify(plan.document), JSON.stringify(plan.preview), plan.expiresAt.toISOString(), plan.requestDigest, plan.callbackUrl, plan.createdAt.toISOString(),
+    plan.hash, JSON.stringify(plan.document), JSON.stringify(plan.preview), plan.expiresAt.toISOString(), plan.requestDigest, plan.callbackUrl, plan.createdAt.toISOString(), guard.seen.recent, guard.seen.open,
     event.type, JSON.stringify(event.actor), JSON.stringify(event.data), at, prevHash, auditChainHash(prevHash, content),
     PLAN_CHANNEL, `${plan.id} pending`,
   ];
