@@ -209,7 +209,7 @@ export const FileConfig = z.strictObject({
   /** What the background sweep deletes (issue 16): delivered outbox rows after `days`, and with `plans: true` final plans too. */
   retention: z.strictObject({
     days: z.int("must be a whole number of days").min(1, "must be at least 1").max(36_500).default(90),
-    /** Delete final plans (with their decisions and outbox rows; audit events are kept) last changed over `days` ago. */
+    /** Delete final plans last changed over `days` ago, with their decisions, outbox rows and (behind a checkpoint, once sealed) audit events. */
     plans: z.boolean().default(false),
   }).default({ days: 90, plans: false }),
   /** The audit log (issue 16): how often the newest seal is signed with COUNTERSIGN_AUDIT_SEAL_KEY and where it is published besides slack.auditChannel. */
