@@ -151,7 +151,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     const watcher = every(options.watchMs ?? 1000, () => watchTargets(ctx, { replica }), report("target watch"));
     // Sums sealed audit events into metrics_rollup in short steps, so a scrape reads only the newest.
     const metricsRollup = every(options.sealMs ?? 2000, () => rollUpMetrics(ctx, { maxSteps: 20 }), report("metrics rollup"));
-    const retention = every(options.retentionMs ?? 60_000, () => sweepRetention(ctx, { policy: config.retention ?? DEFAULT_RETENTION }), report("retention sweep"));
+    const retention = every(options.retentionMs ?? 60_000, () => sweepRetention(ctx, { policy: config.retention ?? DEFAULT_RETENTION, ...(sealSigning ? { signing: sealSigning } : {}) }), report("retention sweep"));
     // Lanes (slack:<channel>, webhook:<agent>, …) drain in parallel, a bounded number at once.
     const delivery = startOutboxWorker(ctx, {
       handlers,

@@ -2,6 +2,7 @@ import { sql, type SQL } from "drizzle-orm";
 import type { ServiceContext } from "./context.ts";
 import { rollUpMetrics } from "./metrics.ts";
 import { sealAudit } from "./seal-audit.ts";
+import { signSeals, type SealSigning } from "./sign-seals.ts";
 
 export interface RetentionPolicy {
   /** Delivered outbox rows, and with `plans` final plans, older than this are deleted. */
@@ -34,7 +35,7 @@ export interface RetentionSwept {
  */
 export async function sweepRetention(
   ctx: Pick<ServiceContext, "database" | "clock" | "logger">,
-  input: { policy?: RetentionPolicy; batch?: number; maxBatches?: number } = {},
+  input: { policy?: RetentionPolicy; batch?: number; maxBatches?: number; signing?: SealSigning } = {},
 ): Promise<RetentionSwept> {
   const policy = input.policy ?? DEFAULT_RETENTION;
   const batch = input.batch ?? 500;
@@ -65,15 +66,20 @@ export async function sweepRetention(
     loginLinks: await repeat(() => deleted(sql`
       DELETE FROM login_links WHERE token_hash IN (
         SELECT token_hash FROM login_links WHERE expires_at < ${graceCutoff}::timestamptz OR used_at < ${graceCutoff}::timestamptz LIMIT ${batch})`)),
-    plans: policy.plans ? await purgePlans(ctx, () => repeat(() => purgeBatch(ctx, cutoff, batch, policy.days))) : 0,
+    plans: policy.plans ? await purgePlans(ctx, input.signing, () => repeat(() => purgeBatch(ctx, cutoff, batch, policy.days))) : 0,
   };
   if (swept.outbox + swept.sessions + swept.loginLinks + swept.plans > 0) ctx.logger.info({ ...swept, days: policy.days }, "retention sweep deleted old rows");
   return swept;
 }
 
-/** Seals what has committed and rolls it up into the metrics, then purges: the events a purge may prune are those both cover. */
-async function purgePlans(ctx: Pick<ServiceContext, "database" | "clock">, purge: () => Promise<number>): Promise<number> {
+/**
+ * Seals what has committed, signs the newest seal when one is due (with a seal key: the first
+ * signature is due at once, so no event is pruned before any seal was signed), and rolls the seals
+ * up into the metrics; then purges, which prunes only events all of that covers.
+ */
+async function purgePlans(ctx: Pick<ServiceContext, "database" | "clock">, signing: SealSigning | undefined, purge: () => Promise<number>): Promise<number> {
   await sealAudit(ctx);
+  if (signing) await signSeals(ctx, signing);
   await rollUpMetrics(ctx, { maxSteps: 20 });
   return purge();
 }

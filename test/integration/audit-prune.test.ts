@@ -161,7 +161,7 @@ describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kin
     expect(exported.filter((e) => !("pruned" in e) && e.planId === approved).length).toBeGreaterThanOrEqual(3);
   });
 
-  it("takes a final plan only once its events are sealed and rolled up, and, since seals are signed, under a signed seal", async () => {
+  it("takes a final plan only once its events are sealed and rolled up, and, since seals are signed, under a signed seal (the sweep signs first when due)", async () => {
     // A plan that ended long ago (in business time), but after the signature.
     h.clock.time = new Date(Date.now() - 2 * DAY * 1000);
     const late = await submit("ends after the signature");
@@ -178,9 +178,12 @@ describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kin
     expect(await count(sql`SELECT count(*) AS n FROM purges`)).toBe(purges);
     expect(await count(sql`SELECT count(*) AS n FROM audit_events WHERE plan_id = ${late.id}`)).toBe(2);
 
-    h.clock.advance(4 * DAY); // past the signature's, so a new one is due
-    expect(await signSeals(h.ctx, signing)).toBeDefined();
-    expect(await purge()).toBe(1);
+    // The sweep, given the server's signing, signs the newest seal first when one is due, then purges.
+    h.clock.advance(4 * DAY); // past the last signature, so a new one is due
+    expect(await sweepRetention(h.ctx, { policy: RETENTION, signing })).toMatchObject({ plans: 1 });
+    expect(await count(sql`SELECT count(*) AS n FROM audit_seal_signatures`)).toBe(2);
+    expect(await publish()).toBe(1);
+    expect(await checkPublished()).toMatchObject({ ok: true, checked: 2 });
     expect(await count(sql`SELECT count(*) AS n FROM audit_pruned WHERE plan_id = ${late.id}`)).toBe(2);
     expect(await verifyAudit(h.ctx)).toMatchObject({ ok: true });
   });
