@@ -1,7 +1,7 @@
 import { TargetConfig } from "../config/schema.ts";
 import { currentVersion, driftOf } from "../plan/drift.ts";
 import { afterApplyMismatches, holdsChange } from "../plan/holds-change.ts";
-import { HttpJsonAction, PlannedAction } from "../plan/schema.ts";
+import { HttpJsonAction, HttpJsonPlanned as PlannedAction } from "../plan/schema.ts";
 import { refusalsFor } from "../policy/allowlist.ts";
 import { AdapterError, type Revalidation, NOTHING_ALLOWED, type Adapter, type AdapterApplyResult, type ErrorClass, type TargetState } from "./adapter.ts";
 import { previewHttpJson, readResource, TargetReadError, type ResourceState } from "./http-json.ts";

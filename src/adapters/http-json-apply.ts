@@ -1,5 +1,5 @@
 import type { TargetConfig } from "../config/schema.ts";
-import type { PlannedAction } from "../plan/schema.ts";
+import type { HttpJsonPlanned as PlannedAction } from "../plan/schema.ts";
 import { targetUrl } from "./target-url.ts";
 
 export type ApplyResult =

@@ -4,9 +4,11 @@ import { fingerprint } from "../plan/fingerprint.ts";
 import type { Json } from "../plan/json.ts";
 import { parseHashableJson } from "../plan/faithful-json.ts";
 import { applyMergePatch } from "../plan/merge-patch.ts";
-import type { ActionPreview, ActionRequest, PlannedAction, Precondition } from "../plan/schema.ts";
+import type { ActionPreview, HttpJsonAction, HttpJsonPlanned as PlannedAction, Precondition } from "../plan/schema.ts";
 import type { HttpAnswer, ReadOnlyHttp } from "./read-only-http.ts";
 import { targetUrl } from "./target-url.ts";
+
+type ActionRequest = import("zod").output<typeof HttpJsonAction>;
 
 /** Why a target could not be previewed, with what the target answered, for the agent to act on. */
 export class TargetReadError extends Error {

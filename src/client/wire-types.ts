@@ -61,13 +61,36 @@ export type PlanDocument = {
   supersedes?: string;
 };
 
-export type PlannedAction = {
+export type PlannedAction = HttpJsonPlanned | PostgresRowPlanned;
+
+export type HttpJsonPlanned = {
   kind: "http.json";
   target: string;
   path: string;
   op: "merge" | "replace" | "delete" | "create";
   body?: JsonValue;
   precondition: Precondition;
+  beforeDigest: string;
+  afterDigest: string;
+};
+
+export type PostgresRowPlanned = {
+  kind: "postgres.row";
+  target: string;
+  path: string;
+  table: string;
+  op: "update" | "insert" | "delete";
+  key: {
+    [key: string]: JsonValue;
+  };
+  values?: {
+    [key: string]: JsonValue;
+  };
+  precondition: {
+    version: string;
+  } | {
+    absent: true;
+  };
   beforeDigest: string;
   afterDigest: string;
 };
@@ -94,17 +117,18 @@ export type AppliedPolicy = {
 export type ActionPreview = {
   target: string;
   path: string;
-  op: "merge" | "replace" | "delete" | "create";
-  /** The resource as the preview read it; null for `create` (nothing there yet) */
+  /** The action's op in its adapter's terms: `merge`, `replace`, `create`, `delete` (http.json); `update`, `insert`, `delete` (postgres.row) */
+  op: string;
+  /** The resource as the preview read it (for postgres.row, the row's columns); null when nothing exists yet (`create`, `insert`) */
   before: JsonValue | null;
   /** The resource as it will be once applied; null for `delete` */
   after: JsonValue | null;
-  /** The target's ETag at preview time; null when nothing exists or the target gives none */
+  /** The version read at preview time (an ETag, or a postgres.row version column or xmin, as text); null when nothing exists or the target gives none */
   version: string | null;
   /** Field-by-field difference between `before` and `after`, as reviewers see it */
   changes: Change[];
-  /** How the executor detects a change since the preview; `digest` (re-read and compare) is weaker than `etag` (If-Match) */
-  precondition?: "etag" | "digest" | "absent";
+  /** How the executor detects a change since the preview: `etag` (If-Match), `digest` (re-read and compare; weaker), `version` (a version column), `xmin` (the row's xmin; weaker across dump and restore) or `absent` (nothing may exist yet) */
+  precondition?: string;
 };
 
 export type Change = {
@@ -221,7 +245,7 @@ export type ErrorBody = {
   };
 };
 
-export type ErrorCode = "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "idempotency_conflict" | "conflict" | "lease_lost" | "approver_check_failed" | "already_decided" | "already_voted" | "hash_mismatch" | "plan_expired" | "not_supersedable" | "target_changed" | "self_approval" | "not_an_approver" | "not_a_reader" | "not_a_revoker" | "not_an_admin" | "not_revocable" | "payload_too_large" | "unsupported_media_type" | "unknown_target" | "preview_failed" | "policy_denied" | "rate_limited" | "database_unavailable" | "internal";
+export type ErrorCode = "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "idempotency_conflict" | "conflict" | "lease_lost" | "approver_check_failed" | "already_decided" | "already_voted" | "hash_mismatch" | "plan_expired" | "not_supersedable" | "target_changed" | "self_approval" | "not_an_approver" | "not_a_reader" | "not_a_revoker" | "not_an_admin" | "not_revocable" | "payload_too_large" | "unsupported_media_type" | "unknown_target" | "unknown_kind" | "preview_failed" | "policy_denied" | "rate_limited" | "database_unavailable" | "internal";
 
 export type Issue = {
   /** JSON Pointer into the request; "" for the whole of it */
@@ -245,13 +269,13 @@ export type JsonValue = string | number | boolean | null | JsonValue[] | {
   [key: string]: JsonValue;
 };
 
-/** A plan an agent proposes. Beyond this schema the server also refuses (400 `invalid_request`) a plan with two actions on the same target and path (merge them into one), a `ttlSeconds` above the policy's maximum, and bodies nested deeper than 32 levels; the whole request may be at most 256 KiB (413). */
+/** A plan an agent proposes. Beyond this schema the server also refuses (400 `invalid_request`) a plan with two actions on the same resource (one target and path, or one target, table and key: merge them into one), a `ttlSeconds` above the policy's maximum, and bodies nested deeper than 32 levels; the whole request may be at most 256 KiB (413). */
 export type PlanRequest = {
   /** Shown to reviewers; surrounding whitespace is trimmed */
   title: string;
   /** Why the agent proposes this; shown to reviewers */
   reason?: string;
-  actions: HttpJsonAction[];
+  actions: (HttpJsonAction | PostgresRowAction)[];
   /** Seconds the plan may wait for decisions: at least 10, at most the policy's maximum; the policy's default when absent */
   ttlSeconds?: number;
   /** The Slack user the agent acts for; they cannot approve their own request */
@@ -271,4 +295,21 @@ export type HttpJsonAction = {
   path: string;
   op: "merge" | "replace" | "delete" | "create";
   body?: JsonValue;
+};
+
+/** One row of a configured PostgreSQL table (a target with `adapter: postgres.row`). `update` needs `values` (the columns it sets); `insert` gives the key and the columns it sets (NOT NULL columns without a default included); `delete` takes no values. Values are JSON in each column type's one form (int8/numeric as decimal strings, timestamptz as ISO-8601, bytea as base64) and are checked against the column types at preview (422 `preview_failed` naming the column). No SQL is ever taken from an action. */
+export type PostgresRowAction = {
+  kind: "postgres.row";
+  /** A target name from the server's configuration, one with `adapter: postgres.row` */
+  target: string;
+  /** A table the target's config lists and allows (`allow.tables`) */
+  table: string;
+  /** The row's key: exactly the table's configured key columns, each a string or number */
+  key: {
+    [key: string]: string | number;
+  };
+  op: "update" | "insert" | "delete";
+  values?: {
+    [key: string]: JsonValue;
+  };
 };

@@ -3,7 +3,7 @@ import { listChanges, type Change } from "./changes.ts";
 import { fingerprint } from "./fingerprint.ts";
 import type { Json } from "./json.ts";
 import type { ActionOutcome } from "./outcome.ts";
-import type { PlannedAction, Precondition } from "./schema.ts";
+import type { HttpJsonPlanned as PlannedAction, Precondition } from "./schema.ts";
 
 /**
  * The one rule for "has the world moved past this action?" for http.json, which its adapter's

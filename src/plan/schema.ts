@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { PostgresRowAction, PostgresRowPlanned } from "../adapters/postgres-row/schema.ts";
 import { SHA256_PATTERN } from "./fingerprint.ts";
 import { canonicalPath, whyUnsafePath } from "./target-path.ts";
 import type { Json } from "./json.ts";
@@ -55,9 +56,34 @@ export const HttpJsonAction = z
     }
   });
 
-/** Every action kind Countersign knows. A discriminated union so later kinds only add. */
-export const ActionRequest = z.discriminatedUnion("kind", [HttpJsonAction]);
+/** The kinds of action there are: one per registered adapter (src/adapters/registry.ts, defaultRegistry). */
+export const ACTION_KINDS = ["http.json", "postgres.row"] as const;
+
+/** An unknown or missing `kind` names the kinds there are. */
+const unknownKind = (issue: { code?: string; input?: unknown }) => {
+  if (issue.code !== "invalid_union") return undefined;
+  const kind = typeof issue.input === "object" && issue.input !== null ? (issue.input as { kind?: unknown }).kind : undefined;
+  const known = ACTION_KINDS.map((k) => `'${k}'`).join(", ");
+  return kind === undefined ? `kind is missing; known kinds: ${known}` : `no adapter of kind ${JSON.stringify(kind).slice(0, 60)}; known kinds: ${known}`;
+};
+
+/**
+ * Every action kind Countersign knows: a discriminated union over the registered adapters'
+ * action schemas, so a new adapter only adds its own.
+ */
+export const ActionRequest = z.discriminatedUnion("kind", [HttpJsonAction, PostgresRowAction], { error: unknownKind });
 export type ActionRequest = z.infer<typeof ActionRequest>;
+
+/**
+ * What an action changes, for finding two actions of one plan on the same resource: the target
+ * and, per kind, the path (canonical) or the table and key (key columns in name order; the
+ * adapter's path orders them by config, which is not known here, but the identity is the same).
+ */
+function resourceOf(action: ActionRequest): string | undefined {
+  if (action.kind === "http.json") return whyUnsafePath(action.path) ? undefined : `${action.target}\u0000${canonicalPath(action.path)}`;
+  const key = Object.entries(action.key).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `${action.target}\u0000${action.table}\u0000${JSON.stringify(key)}`;
+}
 
 /** What an agent sends to `POST /v1/plans`. */
 export const PlanRequest = z
@@ -77,14 +103,15 @@ export const PlanRequest = z
     // The first write to a resource would make a second action on it stale.
     const seen = new Map<string, number>();
     plan.actions.forEach((action, i) => {
-      if (whyUnsafePath(action.path)) return;
-      const key = `${action.target}\u0000${canonicalPath(action.path)}`;
+      const key = resourceOf(action);
+      if (key === undefined) return;
       const first = seen.get(key);
       if (first !== undefined) {
+        const what = action.kind === "http.json" ? action.path : `${action.table} ${JSON.stringify(action.key).slice(0, 200)}`;
         ctx.addIssue({
           code: "custom",
-          path: ["actions", i, "path"],
-          message: `action ${i} writes ${action.target} ${action.path} again (action ${first} already does); merge them into one action`,
+          path: ["actions", i, action.kind === "http.json" ? "path" : "key"],
+          message: `action ${i} writes ${action.target} ${what} again (action ${first} already does); merge them into one action`,
         });
       } else seen.set(key, i);
     });
@@ -100,7 +127,8 @@ export const Precondition = z.union([
 ]);
 export type Precondition = z.infer<typeof Precondition>;
 
-export const PlannedAction = z.strictObject({
+/** An http.json action as the preview fixed it: the body and the precondition the executor insists on. */
+export const HttpJsonPlanned = z.strictObject({
   kind: z.literal("http.json"),
   target: z.string(),
   path: z.string(),
@@ -110,6 +138,14 @@ export const PlannedAction = z.strictObject({
   beforeDigest: z.string().regex(SHA256_PATTERN),
   afterDigest: z.string().regex(SHA256_PATTERN),
 });
+export type HttpJsonPlanned = z.infer<typeof HttpJsonPlanned>;
+
+/**
+ * One action of a plan document, as its adapter's preview fixed it: the union of the registered
+ * adapters' planned schemas. Hashed as it is, so an http.json action hashes exactly as it did
+ * before there were other kinds.
+ */
+export const PlannedAction = z.discriminatedUnion("kind", [HttpJsonPlanned, PostgresRowPlanned]);
 export type PlannedAction = z.infer<typeof PlannedAction>;
 
 export const AppliedPolicy = z.strictObject({

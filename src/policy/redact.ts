@@ -1,5 +1,6 @@
 import type { Change } from "../plan/changes.ts";
 import type { Json } from "../plan/json.ts";
+import type { PlannedAction } from "../plan/schema.ts";
 
 /** What a masked value shows instead. The diff still lists the field, so a reviewer sees that it changes. */
 export const MASK = "•••••• (secret)";
@@ -71,3 +72,13 @@ export function redactChange(change: Change, rules: RedactionRules): Change {
   if (to !== undefined) out.to = to;
   return out;
 }
+
+/**
+ * A planned action with what an agent wrote into it masked, for reviewers: an http.json body,
+ * a postgres.row row's values (by column name, as fields are). Path, key and precondition stay:
+ * they say where, not what.
+ */
+export const redactPlanned = (rules: RedactionRules) => (action: PlannedAction): PlannedAction => {
+  if (action.kind === "http.json") return action.body === undefined ? action : { ...action, body: redactJson(action.body, rules) };
+  return action.values === undefined ? action : { ...action, values: redactJson(action.values, rules) as Record<string, Json> };
+};

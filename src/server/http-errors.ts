@@ -29,6 +29,7 @@ export const HTTP_STATUS_OF: Record<ErrorCode, ContentfulStatusCode> = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   unknown_target: 422,
+  unknown_kind: 422,
   preview_failed: 422,
   policy_denied: 422,
   rate_limited: 429,

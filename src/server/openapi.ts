@@ -47,6 +47,18 @@ const planIdParameter = {
 };
 const planResponse = (description: string) => ({ description, content: json(ref("PlanView")) });
 
+/** One plan request per kind of action, as an agent would send it. */
+const SUBMIT_EXAMPLES = {
+  httpJson: {
+    summary: "http.json: merge a field into a JSON resource",
+    value: { title: "Update Ana's email", reason: "Customer asked by phone, ticket 4411", actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: "ana@new.example" } }] },
+  },
+  postgresRow: {
+    summary: "postgres.row: update one row of a configured table, found by its key",
+    value: { title: "Update Ada's email", actions: [{ kind: "postgres.row", target: "crmdb", table: "contacts", key: { id: 42 }, op: "update", values: { email: "ada@example.com" } }] },
+  },
+};
+
 function build(publicUrl: string): object {
   const { request, response } = wireJsonSchemas();
   const { $schema: _s, ...timeout } = z.toJSONSchema(z.number().min(0).max(MAX_WAIT_SECONDS).default(30), { target: "draft-2020-12", io: "input" });
@@ -71,8 +83,9 @@ function build(publicUrl: string): object {
           summary: "Propose a plan",
           description:
             "Validates the plan, previews every action against its target with read-only credentials, and stores it `pending` for review. Nothing is stored when anything fails. " +
+            "Each action's `kind` is the adapter that reaches its target: `http.json` (a JSON resource over HTTP: a GET with the target's read headers) or `postgres.row` (one row of a configured PostgreSQL table: a SELECT with a read-only role; the preview shows the row's columns before and after and the version read). " +
             "A re-plan names the version it replaces in `supersedes` (one of this agent's plans that is `pending`, `approved` but not yet claimed, or `stale`): in the same transaction that version becomes `superseded` (a `stale` one stays `stale` and gains `supersededBy`); approvals never carry over, and reviewers see what changed since it.",
-          requestBody: { required: true, content: json(ref("PlanRequest")) },
+          requestBody: { required: true, content: { "application/json": { schema: ref("PlanRequest"), examples: SUBMIT_EXAMPLES } } },
           responses: {
             201: planResponse("The plan was created and awaits review"),
             200: planResponse("A retry with the same `idempotencyKey` and body: the plan created earlier"),
@@ -82,7 +95,7 @@ function build(publicUrl: string): object {
             ...errors(409, ["idempotency_conflict", "not_supersedable"], "The `idempotencyKey` was used for a different plan (`details.planId`), or the plan named in `supersedes` can no longer be replaced: final, claimed by an executor, or already superseded (`details.status`, `details.supersededBy`)"),
             ...errors(413, ["payload_too_large"], `The body is over ${LIMITS.maxBodyBytes / 1024} KiB`),
             ...errors(415, ["unsupported_media_type"], "The body is not sent as `Content-Type: application/json`"),
-            ...errors(422, ["unknown_target", "preview_failed", "policy_denied"], "The plan is well-formed but cannot be proposed"),
+            ...errors(422, ["unknown_kind", "unknown_target", "preview_failed", "policy_denied"], "The plan is well-formed but cannot be proposed: an action `kind` this server has no adapter for (`details.kinds` lists those it has), a target that is not configured or is of another kind, a preview the target refused (`details.target`, `details.path`; for postgres.row the message names the column, e.g. a value of the wrong type), or an action outside the target's `allow` block (`details.rules` names the config keys)"),
             ...withRetryAfter(errors(429, ["rate_limited"], "The agent is at one of its limits (`limits.plansPerMinute`, `limits.maxPending`, or its own under `limits.agents.<name>`); nothing was stored (and no target read, unless this submission raced others of the agent past the first check). `details.limit` names the config key, `details.value` its value; retry after `Retry-After` seconds. A retry with an existing plan's `idempotencyKey` is never limited")),
           },
         },

@@ -11,6 +11,8 @@ export type ErrorCode =
   | "payload_too_large"
   | "unsupported_media_type"
   | "unknown_target"
+  /** An action's `kind` names no adapter this server has. */
+  | "unknown_kind"
   | "preview_failed"
   | "policy_denied"
   | "plan_expired"

@@ -2,7 +2,7 @@ import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import { neutralizeBidiJson } from "../plan/bidi.ts";
 import type { Change } from "../plan/changes.ts";
 import type { Json } from "../plan/json.ts";
-import { redactChange, redactJson, redactText, type RedactionRules } from "../policy/redact.ts";
+import { redactChange, redactJson, redactPlanned, redactText, type RedactionRules } from "../policy/redact.ts";
 import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
 import { decisions, plans, targetWatches, watchedActions } from "../store/schema.ts";
 import type { Queryable } from "../store/db.ts";
@@ -84,7 +84,7 @@ function redactView(view: PlanView, audience: Audience, rules: RedactionRules): 
       ...(a.driftAfterApply ? { driftAfterApply: a.driftAfterApply.map((d) => redactMismatch(d, rules)) } : {}),
     })),
   };
-  const plan = audience === "agent" ? view.plan : { ...view.plan, actions: view.plan.actions.map((a) => (a.body === undefined ? a : { ...a, body: redactJson(a.body, rules) })) };
+  const plan = audience === "agent" ? view.plan : { ...view.plan, actions: view.plan.actions.map(redactPlanned(rules)) };
   const redacted: PlanView = { ...view, plan, preview: { actions }, ...(outcome ? { outcome } : {}) };
   // This is the one place bidi controls are neutralized: every reviewer display (Slack messages,
   // browser pages and streams) reads a plan through this view, and the agent's view must keep its

@@ -8,16 +8,17 @@ import { z } from "zod";
 import type { Change as DomainChange } from "../plan/changes.ts";
 import { SHA256_PATTERN } from "../plan/fingerprint.ts";
 import { ActionOutcome, Outcome } from "../plan/outcome.ts";
-import { AppliedPolicy, HttpJsonAction, OPS, PLAN_STATUSES, PlanDocument, PlannedAction, PlanRequest, Precondition } from "../plan/schema.ts";
+import { PostgresRowAction, PostgresRowPlanned } from "../adapters/postgres-row/schema.ts";
+import { AppliedPolicy, HttpJsonAction, HttpJsonPlanned, PLAN_STATUSES, PlanDocument, PlannedAction, PlanRequest, Precondition } from "../plan/schema.ts";
 import { HTTP_STATUS_OF } from "../server/http-errors.ts";
 import type { Actor as DomainActor } from "../service/audit.ts";
 import type { ErrorCode as ServiceErrorCode } from "../service/errors.ts";
 import { DATABASE_UNAVAILABLE } from "../store/database-errors.ts";
 
-export { ActionOutcome, AppliedPolicy, HttpJsonAction, Outcome, PlanDocument, PlannedAction, PlanRequest, Precondition };
+export { ActionOutcome, AppliedPolicy, HttpJsonAction, HttpJsonPlanned, Outcome, PlanDocument, PlannedAction, PlanRequest, PostgresRowAction, PostgresRowPlanned, Precondition };
 
 /** The one JSON-value schema of src/plan/schema.ts (`z.json()`), shared by every body and state. */
-export const JsonValue = PlannedAction.shape.body.unwrap();
+export const JsonValue = HttpJsonPlanned.shape.body.unwrap();
 export type JsonValue = z.output<typeof JsonValue>;
 const IsoDateTime = z.iso.datetime();
 const Via = z.enum(["slack", "web"]);
@@ -33,12 +34,12 @@ export type Change = z.output<typeof Change>;
 export const ActionPreview = z.strictObject({
   target: z.string(),
   path: z.string(),
-  op: z.enum(OPS),
-  before: JsonValue.nullable().describe("The resource as the preview read it; null for `create` (nothing there yet)"),
+  op: z.string().describe("The action's op in its adapter's terms: `merge`, `replace`, `create`, `delete` (http.json); `update`, `insert`, `delete` (postgres.row)"),
+  before: JsonValue.nullable().describe("The resource as the preview read it (for postgres.row, the row's columns); null when nothing exists yet (`create`, `insert`)"),
   after: JsonValue.nullable().describe("The resource as it will be once applied; null for `delete`"),
-  version: z.string().nullable().describe("The target's ETag at preview time; null when nothing exists or the target gives none"),
+  version: z.string().nullable().describe("The version read at preview time (an ETag, or a postgres.row version column or xmin, as text); null when nothing exists or the target gives none"),
   changes: z.array(Change).describe("Field-by-field difference between `before` and `after`, as reviewers see it"),
-  precondition: z.enum(["etag", "digest", "absent"]).optional().describe("How the executor detects a change since the preview; `digest` (re-read and compare) is weaker than `etag` (If-Match)"),
+  precondition: z.string().optional().describe("How the executor detects a change since the preview: `etag` (If-Match), `digest` (re-read and compare; weaker), `version` (a version column), `xmin` (the row's xmin; weaker across dump and restore) or `absent` (nothing may exist yet)"),
 });
 export type ActionPreview = z.output<typeof ActionPreview>;
 
@@ -165,13 +166,15 @@ export const WebhookPayload = z.strictObject({
 export type WebhookPayload = z.output<typeof WebhookPayload>;
 
 /** Named components of the contract, in the order they are listed. Request bodies are described as input. */
-export const REQUEST_COMPONENTS = { PlanRequest, HttpJsonAction, JsonValue } as const;
+export const REQUEST_COMPONENTS = { PlanRequest, HttpJsonAction, PostgresRowAction, JsonValue } as const;
 export const RESPONSE_COMPONENTS = {
   PlanView,
   PlanStatus,
   VersionLink,
   PlanDocument,
   PlannedAction,
+  HttpJsonPlanned,
+  PostgresRowPlanned,
   Precondition,
   AppliedPolicy,
   ActionPreview,

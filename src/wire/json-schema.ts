@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from "node:util";
 import { z } from "zod";
+import { PostgresRowAction } from "../adapters/postgres-row/schema.ts";
 import { HttpJsonAction, LIMITS, PlanRequest } from "../plan/schema.ts";
 import { REQUEST_COMPONENTS, RESPONSE_COMPONENTS } from "./agent-api.ts";
 
@@ -18,7 +19,7 @@ const TARGET_PATH_PATTERN = "^/([A-Za-z0-9\\-._~!$&'()*+,;=:@%][A-Za-z0-9\\-._~!
 const REQUEST_EXTRAS = new Map<z.core.$ZodType, JsonSchema>([
   [PlanRequest, {
     description:
-      "A plan an agent proposes. Beyond this schema the server also refuses (400 `invalid_request`) a plan with two actions on the same target and path (merge them into one), a `ttlSeconds` above the policy's maximum, and bodies nested deeper than " +
+      "A plan an agent proposes. Beyond this schema the server also refuses (400 `invalid_request`) a plan with two actions on the same resource (one target and path, or one target, table and key: merge them into one), a `ttlSeconds` above the policy's maximum, and bodies nested deeper than " +
       `${LIMITS.maxDepth} levels; the whole request may be at most ${LIMITS.maxBodyBytes / 1024} KiB (413).`,
   }],
   [PlanRequest.shape.title, { pattern: "\\S", description: "Shown to reviewers; surrounding whitespace is trimmed" }],
@@ -45,6 +46,18 @@ const REQUEST_EXTRAS = new Map<z.core.$ZodType, JsonSchema>([
     ],
   }],
   [HttpJsonAction.shape.target, { description: "A target name from the server's configuration" }],
+  [PostgresRowAction, {
+    description:
+      "One row of a configured PostgreSQL table (a target with `adapter: postgres.row`). `update` needs `values` (the columns it sets); `insert` gives the key and the columns it sets (NOT NULL columns without a default included); `delete` takes no values. " +
+      "Values are JSON in each column type's one form (int8/numeric as decimal strings, timestamptz as ISO-8601, bytea as base64) and are checked against the column types at preview (422 `preview_failed` naming the column). No SQL is ever taken from an action.",
+    allOf: [
+      { if: { properties: { op: { const: "delete" } }, required: ["op"] }, then: { not: { required: ["values"] } } },
+      { if: { properties: { op: { const: "update" } }, required: ["op"] }, then: { required: ["values"], properties: { values: { type: "object", minProperties: 1 } } } },
+    ],
+  }],
+  [PostgresRowAction.shape.target, { description: "A target name from the server's configuration, one with `adapter: postgres.row`" }],
+  [PostgresRowAction.shape.table, { description: "A table the target's config lists and allows (`allow.tables`)" }],
+  [PostgresRowAction.shape.key, { description: "The row's key: exactly the table's configured key columns, each a string or number" }],
   [HttpJsonAction.shape.path, {
     pattern: TARGET_PATH_PATTERN,
     description:

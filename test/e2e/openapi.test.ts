@@ -76,7 +76,7 @@ describe("OpenAPI document of the agent API", () => {
     const res = await call(method.toUpperCase(), actualPath, init);
     const body: unknown = await res.json();
     expectConforms(responseSchema(docPath, method, res.status), body);
-    return { status: res.status, body: body as { id: string; status: string; error: { code: string; issues?: { path: string }[]; details?: Record<string, unknown> } } };
+    return { status: res.status, body: body as { id: string; status: string; error: { code: string; message?: string; issues?: { path: string }[]; details?: Record<string, unknown> } } };
   };
   const mergeAction = (path = "/contacts/1") => ({ kind: "http.json", target: "crm", path, op: "merge", body: { email: "ana@new.example" } });
 
@@ -266,7 +266,6 @@ describe("OpenAPI document of the agent API", () => {
       ["an unknown field", { title: "x", actions: [mergeAction()], priority: "high" }],
       ["no actions", { title: "x", actions: [] }],
       ["21 actions", { title: "x", actions: twentyOne }],
-      ["an unknown action kind", { title: "x", actions: [{ ...mergeAction(), kind: "http.xml" }] }],
       ["an unknown op", { title: "x", actions: [{ ...mergeAction(), op: "patch" }] }],
       ["an unknown action field", { title: "x", actions: [{ ...mergeAction(), method: "PUT" }] }],
       ["a merge without a body", { title: "x", actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge" }] }],
@@ -290,6 +289,36 @@ describe("OpenAPI document of the agent API", () => {
       expect({ status: res.status, code: res.body.error.code }).toEqual({ status: 400, code: "invalid_request" });
     });
 
+    it("refuses an unknown action kind, and the server answers 422 unknown_kind naming it and the kinds it has", async () => {
+      const body = { title: "x", actions: [{ ...mergeAction(), kind: "http.xml" }] };
+      expect(validRequest(body)).toBe(false);
+      const res = await exchange("/v1/plans", "post", "/v1/plans", { body });
+      expect({ status: res.status, code: res.body.error.code }).toEqual({ status: 422, code: "unknown_kind" });
+      expect(res.body.error.message).toBe("actions[0]: no adapter of kind 'http.xml'; known kinds: http.json, postgres.row");
+      expect(res.body.error.issues).toEqual([{ path: "/actions/0/kind", message: "no adapter of kind 'http.xml'; known kinds: http.json, postgres.row" }]);
+    });
+
+    const row = (fields: object = {}) => ({ kind: "postgres.row", target: "crmdb", table: "contacts", key: { id: 42 }, op: "update", values: { email: "ada@example.com" }, ...fields });
+    it.each<[string, object, boolean]>([
+      ["a postgres.row update", row(), true],
+      ["a postgres.row insert with a composite key", row({ op: "insert", key: { id: "7", region: "eu" } }), true],
+      ["a postgres.row delete", { ...row({ op: "delete" }), values: undefined }, true],
+      ["a postgres.row update without values", { ...row(), values: undefined }, false],
+      ["a postgres.row update with empty values", row({ values: {} }), false],
+      ["a postgres.row delete with values", row({ op: "delete" }), false],
+      ["a postgres.row http.json op", row({ op: "merge" }), false],
+      ["a postgres.row key value that is an object", row({ key: { id: { $gt: 1 } } }), false],
+      ["a postgres.row action with a path", row({ path: "/contacts/42" }), false],
+    ])("the schema describes postgres.row actions too: %s", (_name, action, ok) => {
+      expect(validRequest(JSON.parse(JSON.stringify({ title: "x", actions: [action] })))).toBe(ok);
+    });
+
+    it("documents an example of each kind, and each is a valid PlanRequest", () => {
+      const examples = (doc.paths["/v1/plans"]!.post!.requestBody!.content["application/json"] as { examples?: Record<string, { value: unknown }> }).examples!;
+      expect(Object.keys(examples).sort()).toEqual(["httpJson", "postgresRow"]);
+      for (const { value } of Object.values(examples)) expectConforms(validRequest, value);
+    });
+
     // What the server checks in code and the schema can only describe: it accepts these, the server does not.
     let deep: unknown = "bottom";
     for (let i = 0; i < 40; i++) deep = { down: deep };
@@ -297,7 +326,7 @@ describe("OpenAPI document of the agent API", () => {
     const targetPath = (d: OpenApiDoc) => d.components.schemas.HttpJsonAction!.properties!.path!.description!;
     const ttl = (d: OpenApiDoc) => d.components.schemas.PlanRequest!.properties!.ttlSeconds!.description!;
     const described: [string, object, string, (d: OpenApiDoc) => string, RegExp][] = [
-      ["two actions on the same resource", { title: "x", actions: [mergeAction(), { ...mergeAction(), body: { name: "Ana" } }] }, "/actions/1/path", planRequest, /two actions on the same target and path/],
+      ["two actions on the same resource", { title: "x", actions: [mergeAction(), { ...mergeAction(), body: { name: "Ana" } }] }, "/actions/1/path", planRequest, /two actions on the same resource/],
       ["a '..' segment", { title: "x", actions: [mergeAction("/contacts/../1")] }, "/actions/0/path", targetPath, /no '\.' or '\.\.' segments/],
       ["an encoded '/'", { title: "x", actions: [mergeAction("/contacts/a%2Fb")] }, "/actions/0/path", targetPath, /no encoded '\/'/],
       ["a ttlSeconds over the policy's maximum", { title: "x", actions: [mergeAction()], ttlSeconds: 10 * 86_400 }, "/ttlSeconds", ttl, /at most the policy's maximum/],

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { driftOf, preconditionHolds } from "../../../src/plan/drift.ts";
 import { fingerprint } from "../../../src/plan/fingerprint.ts";
-import type { PlannedAction } from "../../../src/plan/schema.ts";
+import type { HttpJsonPlanned as PlannedAction } from "../../../src/plan/schema.ts";
 
 const before = { name: "Ada", email: "a@example.com" };
 const action = (precondition: PlannedAction["precondition"]): PlannedAction => ({

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { canonicalJson, fingerprint, SHA256_PATTERN, shortHash } from "../../../src/plan/fingerprint.ts";
-import { PlanDocument } from "../../../src/plan/schema.ts";
+import { PlanDocument, type HttpJsonPlanned } from "../../../src/plan/schema.ts";
 
 const sha256Hex = (text: string): string => createHash("sha256").update(Buffer.from(text, "utf8")).digest("hex");
 
@@ -33,7 +33,10 @@ const DIGEST_A = `sha256:${"a".repeat(64)}`;
 const DIGEST_B = `sha256:${"b".repeat(64)}`;
 const DIGEST_C = `sha256:${"c".repeat(64)}`;
 
-function planDocument(): PlanDocument {
+/** A plan document of http.json actions only, as every stored plan was before postgres.row. */
+type HttpJsonDocument = Omit<PlanDocument, "actions"> & { actions: HttpJsonPlanned[] };
+
+function planDocument(): HttpJsonDocument {
   return {
     v: 1,
     id: "6f1c1b1e-8a4b-4c39-9f2e-2d9a7c3e5b10",
@@ -68,7 +71,7 @@ function planDocument(): PlanDocument {
   };
 }
 
-type Mutation = [name: string, mutate: (doc: PlanDocument) => void];
+type Mutation = [name: string, mutate: (doc: HttpJsonDocument) => void];
 
 // `kind` is a literal in the type; the fingerprint must still see a different value.
 const loose = (x: object): Record<string, unknown> => x as Record<string, unknown>;
@@ -295,6 +298,14 @@ describe("fingerprint", () => {
       expect(fingerprint(parsed)).toBe(baseHash);
     });
 
+    it("an http.json plan hashes exactly as before actions became a union over adapters (issue 17)", () => {
+      // Computed with src/plan/schema.ts at 4c2a13e, when PlannedAction was http.json's alone: a
+      // plan stored (and approved, and granted) then must verify against the same hash now.
+      const before = "sha256:c1c68ad58ccb81acbaecf36b26fd43b2d5a23cc62816f3d5f83f0e4e742c71dd";
+      expect(baseHash).toBe(before);
+      expect(fingerprint(PlanDocument.parse(base))).toBe(before);
+    });
+
     it("is deterministic across copies", () => {
       expect(fingerprint(structuredClone(base))).toBe(baseHash);
       expect(fingerprint(JSON.parse(JSON.stringify(base)))).toBe(baseHash);
@@ -324,7 +335,7 @@ describe("fingerprint", () => {
       const shuffled = shuffle(base);
       // The shuffle really reordered keys, deep inside the action body too.
       expect(JSON.stringify(shuffled)).not.toBe(JSON.stringify(base));
-      const body = (shuffled as PlanDocument).actions[0]!.body as Record<string, unknown>;
+      const body = (shuffled as HttpJsonDocument).actions[0]!.body as Record<string, unknown>;
       expect(Object.keys(body)).not.toEqual(Object.keys(base.actions[0]!.body as object));
       expect(Object.keys(shuffled as object)).not.toEqual(Object.keys(base));
       expect(fingerprint(shuffled)).toBe(baseHash);

@@ -31,8 +31,10 @@ const contract: [
   // The request as parsed: its schema has no default or transform that changes a type, and
   // z.input would say `unknown` for a JSON body that the schema (and the client) say is JSON.
   Alike<Client.PlanRequest, Wire.PlanRequest>,
-  Alike<Client.HttpJsonAction, Wire.PlanRequest["actions"][number]>,
-] = [true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true];
+  Alike<Client.HttpJsonAction, Extract<Wire.PlanRequest["actions"][number], { kind: "http.json" }>>,
+  Alike<Client.PostgresRowAction, Extract<Wire.PlanRequest["actions"][number], { kind: "postgres.row" }>>,
+  Alike<Client.PlannedAction, Wire.PlannedAction>,
+] = [true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true];
 
 describe("the client's wire types", () => {
   it("are what `npm run gen:wire` makes from the contract now", () => {
