@@ -1,4 +1,3 @@
-import type { Op } from "../plan/schema.ts";
 import type { TargetPolicy } from "./effective-policy.ts";
 
 export const RISK_LEVELS = ["low", "medium", "high"] as const;
@@ -7,12 +6,12 @@ export type RiskLevel = (typeof RISK_LEVELS)[number];
 export interface RiskRules {
   /** The target's (or the defaults') level, and the config key it came from. */
   risk: { level: RiskLevel; rule: string };
-  /** Levels per op, overriding the target's, with their config keys. */
-  byOp: Partial<Record<Op, { level: RiskLevel; rule: string }>>;
+  /** Levels per op (in the target's adapter's terms), overriding the target's, with their config keys. */
+  byOp: Partial<Record<string, { level: RiskLevel; rule: string }>>;
 }
 
 /** How risky a plan is: its riskiest action, and the rule that made it so (shown to reviewers). */
-export function assessRisk(actions: readonly { op: Op; rules: RiskRules }[]): { level: RiskLevel; rule: string } {
+export function assessRisk(actions: readonly { op: string; rules: RiskRules }[]): { level: RiskLevel; rule: string } {
   const found = actions.map(({ op, rules }) => rules.byOp[op] ?? rules.risk);
   if (found.length === 0) return { level: "low", rule: "defaults.risk" };
   return found.reduce((worst, r) => (RISK_LEVELS.indexOf(r.level) > RISK_LEVELS.indexOf(worst.level) ? r : worst));

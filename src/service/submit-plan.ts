@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { and, eq } from "drizzle-orm";
 import type { PgInsertValue } from "drizzle-orm/pg-core";
-import { previewHttpJson, TargetReadError } from "../adapters/http-json.ts";
+import { AdapterError, type Adapter } from "../adapters/adapter.ts";
+import { TargetReadError } from "../adapters/http-json.ts";
 import { fingerprint } from "../plan/fingerprint.ts";
-import { PlanDocument, PlanRequest, type ActionPreview, type PlannedAction } from "../plan/schema.ts";
+import { PlanDocument, PlanRequest, type ActionPreview, type ActionRequest, type PlannedAction } from "../plan/schema.ts";
 import { isUserGroup } from "../policy/approvers.ts";
 import { effectivePolicy } from "../policy/effective-policy.ts";
-import { refusalsFor } from "../policy/allowlist.ts";
 import { applyRisk, assessRisk, type RiskRules } from "../policy/risk.ts";
 import type { PolicyDefaultsConfig, PolicyOverrideConfig } from "../policy/effective-policy.ts";
 import { redactText } from "../policy/redact.ts";
@@ -38,6 +38,7 @@ export interface SubmitPlanInput {
  */
 export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): Promise<{ created: boolean; plan: PlanView }> {
   const { agent } = input;
+  refuseUnknownKinds(ctx, input.request);
   const request = validate(PlanRequest, input.request, "plan request");
   const requestDigest = fingerprint(request);
 
@@ -61,30 +62,32 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
     throw err;
   }
 
-  const targets = request.actions.map((action, i) => {
-    const target = ctx.config.targets[action.target];
-    if (!target) {
-      const known = Object.keys(ctx.config.targets);
-      throw new ServiceError("unknown_target", `actions[${i}] names target '${action.target}', which is not configured; known targets: ${known.length ? known.join(", ") : "(none)"}`, {
-        issues: [{ path: `/actions/${i}/target`, message: `unknown target '${action.target}'` }],
-      });
-    }
-    return target;
-  });
+  const targets = request.actions.map((action, i) => targetOf(ctx, action, i));
 
-  // What may be proposed is checked before any request reaches a target.
-  const refusals = [...new Set(request.actions.map((a) => a.target))].flatMap((name) =>
-    refusalsFor(name, ctx.config.targets[name]!.allow, request.actions.flatMap((a, index) => (a.target === name ? [{ index, op: a.op, path: a.path, body: a.body }] : []))),
-  );
+  // What may be proposed is checked before any request reaches a target: each target's adapter
+  // answers for its own allow block, naming the config key of every refusal.
+  const refusals = [...new Set(request.actions.map((a) => a.target))].flatMap((name) => {
+    const on = request.actions.flatMap((action, index) => (action.target === name ? [{ index, action }] : []));
+    const { adapter, config } = targets[on[0]!.index]!;
+    return adapter.refusals(name, config, on);
+  });
   if (refusals.length > 0) {
     throw new ServiceError("policy_denied", `the plan is outside what its targets allow: ${refusals.map((r) => `${r.message} (rule ${r.rule})`).join("; ")}`, {
       issues: refusals.map((r) => ({ path: r.path, message: `${r.message} (rule ${r.rule})` })),
       details: { rules: [...new Set(refusals.map((r) => r.rule))] },
     });
   }
+  // The op and path allowlists, risk rules and outcomes see, from each adapter (before any read).
+  const addresses = request.actions.map((action, i) => {
+    try {
+      return targets[i]!.adapter.address(action.target, targets[i]!.config, action);
+    } catch (err) {
+      throw previewFailure(err, i);
+    }
+  });
 
-  const risk = assessRisk(request.actions.map((a) => ({ op: a.op, rules: riskRulesOf(ctx.config.defaults, a.target, ctx.config.targets[a.target]!.policy) })));
-  const policy = applyRisk(effectivePolicy(ctx.config.defaults, targets.map((t) => t.policy)), risk.level, ctx.config.defaults.highRisk);
+  const risk = assessRisk(request.actions.map((a, i) => ({ op: addresses[i]!.op, rules: riskRulesOf(ctx.config.defaults, a.target, targets[i]!.config.policy) })));
+  const policy = applyRisk(effectivePolicy(ctx.config.defaults, targets.map((t) => t.config.policy)), risk.level, ctx.config.defaults.highRisk);
   const eligible = policy.approvers.filter((a) => a !== request.onBehalfOf);
   if (!eligible.some(isUserGroup) && eligible.length < policy.requiredApprovals) {
     throw new ServiceError("policy_denied", `this plan needs ${policy.requiredApprovals} approval(s) from people who may approve every target it touches and are not the requester, but only ${eligible.length} such approver(s) exist (${eligible.join(", ") || "none"})`);
@@ -95,12 +98,13 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
   const ttl = resolveTtl(request.ttlSeconds, policy.ttl);
   if ("error" in ttl) throw new ServiceError("invalid_request", ttl.error, { issues: [{ path: "/ttlSeconds", message: ttl.error }] });
 
-  const previews = await Promise.allSettled(request.actions.map((action, i) => previewHttpJson(ctx.http, targets[i]!, action)));
+  // Each target's reader holds its read credential only (opened at start: ctx.targets).
+  const previews = await Promise.allSettled(request.actions.map((action) => ctx.targets.readerFor(action.target).preview(action)));
   const actions: PlannedAction[] = [];
   const shown: ActionPreview[] = [];
   for (const [i, result] of previews.entries()) {
     if (result.status === "rejected") throw previewFailure(result.reason, i);
-    actions.push(result.value.planned);
+    actions.push(result.value.planned as PlannedAction);
     shown.push(result.value.preview);
   }
 
@@ -212,11 +216,59 @@ async function findByIdempotencyKey(ctx: ServiceContext, agentId: string, key: s
   return planView(ctx.database.db, ctx.config.publicUrl, row, "agent", ctx.redaction);
 }
 
+/**
+ * An action's kind is the adapter it goes through: a kind this server has no adapter for is
+ * refused (422) naming it and the kinds there are, before the request is validated against
+ * the kinds' schemas (which would only say the discriminator is wrong).
+ */
+function refuseUnknownKinds(ctx: ServiceContext, request: unknown): void {
+  const actions = (request as { actions?: unknown } | null)?.actions;
+  if (!Array.isArray(actions)) return;
+  const known = ctx.targets.registry.kinds();
+  const unknown = actions.flatMap((action, i) => {
+    const kind = (action as { kind?: unknown } | null)?.kind;
+    return typeof kind === "string" && !known.includes(kind) ? [{ i, kind }] : [];
+  });
+  if (unknown.length === 0) return;
+  const message = (kind: string) => `no adapter of kind '${kind.slice(0, 60)}'; known kinds: ${known.join(", ")}`;
+  throw new ServiceError("unknown_kind", unknown.map(({ i, kind }) => `actions[${i}]: ${message(kind)}`).join("; "), {
+    issues: unknown.map(({ i, kind }) => ({ path: `/actions/${i}/kind`, message: message(kind) })),
+    details: { kinds: known },
+  });
+}
+
+/** The configured target an action names, and the adapter of its kind; the target must be of that kind. */
+function targetOf(ctx: ServiceContext, action: ActionRequest, i: number): { adapter: Adapter<any, any, any>; config: ServiceContext["config"]["targets"][string] } {
+  const config = ctx.config.targets[action.target];
+  if (!config) {
+    const known = Object.keys(ctx.config.targets);
+    throw new ServiceError("unknown_target", `actions[${i}] names target '${action.target}', which is not configured; known targets: ${known.length ? known.join(", ") : "(none)"}`, {
+      issues: [{ path: `/actions/${i}/target`, message: `unknown target '${action.target}'` }],
+    });
+  }
+  if (config.adapter !== action.kind) {
+    const same = Object.entries(ctx.config.targets).filter(([, t]) => t.adapter === action.kind).map(([name]) => name);
+    throw new ServiceError("unknown_target", `actions[${i}] is a ${action.kind} action, but target '${action.target}' is a ${config.adapter} target; ${action.kind} targets: ${same.length ? same.join(", ") : "(none)"}`, {
+      issues: [{ path: `/actions/${i}/target`, message: `target '${action.target}' takes ${config.adapter} actions, not ${action.kind}` }],
+    });
+  }
+  return { adapter: ctx.targets.adapterFor(action.kind), config };
+}
+
+/** An adapter's refusal to preview (or address) an action: 422 preview_failed naming the target, path and what is wrong. */
 function previewFailure(err: unknown, index: number): ServiceError {
-  if (err instanceof TargetReadError) {
-    return new ServiceError("preview_failed", `preview of actions[${index}] failed: ${err.message}`, {
-      issues: [{ path: `/actions/${index}`, message: err.message }],
-      details: { target: err.target, path: err.path, ...(err.answer ? { targetAnswer: { status: err.answer.status, body: redactText(err.answer.body) } } : {}) },
+  const read = err instanceof TargetReadError ? err : err instanceof AdapterError && err.cause instanceof TargetReadError ? err.cause : undefined;
+  if (read) {
+    return new ServiceError("preview_failed", `preview of actions[${index}] failed: ${read.message}`, {
+      issues: [{ path: `/actions/${index}`, message: read.message }],
+      details: { target: read.target, path: read.path, ...(read.answer ? { targetAnswer: { status: read.answer.status, body: redactText(read.answer.body) } } : {}) },
+    });
+  }
+  if (err instanceof AdapterError) {
+    const message = redactText(err.message);
+    return new ServiceError("preview_failed", `preview of actions[${index}] failed: ${message}`, {
+      issues: [{ path: `/actions/${index}`, message }],
+      details: { target: err.target, ...(err.path !== undefined ? { path: err.path } : {}), errorClass: err.errorClass },
     });
   }
   throw err;
@@ -226,7 +278,7 @@ function previewFailure(err: unknown, index: number): ServiceError {
 function riskRulesOf(defaults: PolicyDefaultsConfig, target: string, override: PolicyOverrideConfig | undefined): RiskRules {
   const byOp: RiskRules["byOp"] = {};
   for (const [source, ops] of [["defaults.riskByOp", defaults.riskByOp], [`targets.${target}.policy.riskByOp`, override?.riskByOp]] as const) {
-    for (const [op, level] of Object.entries(ops ?? {})) if (level) byOp[op as keyof RiskRules["byOp"]] = { level, rule: `${source}.${op}` };
+    for (const [op, level] of Object.entries(ops ?? {})) if (level) byOp[op] = { level, rule: `${source}.${op}` };
   }
   return {
     risk: override?.risk ? { level: override.risk, rule: `targets.${target}.policy.risk` } : { level: defaults.risk, rule: "defaults.risk" },

@@ -11,7 +11,8 @@ import { auditEvents, plans } from "../../src/store/schema.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { refusal } from "../support/refusal.ts";
 import { useHarness } from "../support/use-harness.ts";
-import { APPROVERS, mergeRequest, READ_TOKEN, targetConfig, WRITE_TOKEN } from "../support/harness.ts";
+import type { HttpJsonServerTarget } from "../../src/config/load.ts";
+import { APPROVERS, mergeRequest, READ_TOKEN, targetConfig, withTargets, WRITE_TOKEN } from "../support/harness.ts";
 
 describe.each(databaseKinds)("submitPlan on $name", (kind) => {
   const h = useHarness(kind);
@@ -463,17 +464,16 @@ describe.each(databaseKinds)("submitPlan refuses what cannot be hashed or stored
 
   it("a target number spelled differently but with the same value (1.0, 1e2) is accepted and shown as that value", async () => {
     // The raw answer carries no ETag, so this test's target compares digests instead.
-    const crm = h.ctx.config.targets.crm!;
-    h.ctx.config.targets.crm = { ...crm, precondition: "digest" };
+    const ctx = withTargets(h.ctx, { crm: { ...(h.ctx.config.targets.crm as HttpJsonServerTarget), precondition: "digest" } });
     h.target.beforeHandle = (r) => {
       if (r.method === "GET" && r.path === "/contacts/2") h.target.failWith = { status: 200, body: '{"id": 2.0, "score": 1e2, "tiny": 0.10}' };
     };
     try {
-      const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { score: 101 } }] }) });
+      const { plan } = await submitPlan(ctx, { agent: h.agent, request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { score: 101 } }] }) });
       expect(plan.preview.actions[0]!.before).toEqual({ id: 2, score: 100, tiny: 0.1 });
       expect(plan.preview.actions[0]!.changes).toEqual([{ path: "/score", from: 100, to: 101 }]);
     } finally {
-      h.ctx.config.targets.crm = crm;
+      await ctx.close();
       h.target.beforeHandle = undefined;
       h.target.failWith = undefined;
     }

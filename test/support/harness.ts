@@ -128,6 +128,16 @@ export async function openHarness(
   };
 }
 
+/**
+ * The harness's context with other targets, and readers opened for them (a server opens its
+ * readers once, from its config, so changing `ctx.config.targets` alone reaches no target).
+ * Close it when done.
+ */
+export function withTargets(ctx: ServiceContext, targets: ServiceContext["config"]["targets"]): ServiceContext & { close(): Promise<void> } {
+  const readers = openTargetReaders(targets, defaultRegistry({ http: ctx.http }));
+  return { ...ctx, config: { ...ctx.config, targets }, targets: readers, close: () => readers.close() };
+}
+
 /** A minimal valid plan request for the seeded target. */
 export function mergeRequest(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return {
