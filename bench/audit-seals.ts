@@ -8,8 +8,7 @@
  * Seals stop below the server's xmin: run it where no long transaction is open.
  * Run: node --import tsx bench/audit-seals.ts [EVENTS]   (EVENTS default 20000)
  */
-import { generateKeyPairSync, randomBytes } from "node:crypto";
-import postgres from "postgres";
+import { generateKeyPairSync } from "node:crypto";
 import { sql } from "drizzle-orm";
 import { appendAudit } from "../src/service/audit.ts";
 import { sealAudit } from "../src/service/seal-audit.ts";
@@ -17,17 +16,12 @@ import { loadSealKey } from "../src/service/seal-signature.ts";
 import { signSeals } from "../src/service/sign-seals.ts";
 import { verifyAudit } from "../src/service/verify-audit.ts";
 import { verifySeals } from "../src/service/verify-seals.ts";
-import { openDatabase } from "../src/store/db.ts";
+import { openThrowawayPostgres } from "../test/support/throwaway-postgres.ts";
 
 const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
 if (!adminUrl) throw new Error("set TEST_DATABASE_URL or BENCH_DATABASE_URL to a server this bench may create a database on");
 const events = Number(process.argv.find((a) => /^\d+$/.test(a)) ?? 20_000);
-const admin = postgres(adminUrl, { onnotice: () => {}, max: 1 });
-const name = `countersign_bench_seals_${randomBytes(4).toString("hex")}`;
-await admin.unsafe(`CREATE DATABASE ${name}`);
-const url = new URL(adminUrl);
-url.pathname = `/${name}`;
-const database = await openDatabase({ kind: "postgres", url: url.toString() });
+const database = await openThrowawayPostgres(adminUrl, { prefix: "countersign_bench_seals" });
 const ms = (t: bigint) => Number(process.hrtime.bigint() - t) / 1e6;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 try {
@@ -74,6 +68,4 @@ try {
   console.log(`verifySeals: ${sealed.map((x) => x.toFixed(0)).join(", ")} ms; ratio to baseline ${(median(sealed) / median(plain)).toFixed(2)}x`);
 } finally {
   await database.close();
-  await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin.end({ timeout: 5 });
 }

@@ -6,9 +6,7 @@
  *   node --import tsx bench/home-tab.ts [PLANS]        (default 500; TEST_DATABASE_URL names the server)
  * A database of its own is created next to the one the URL names and dropped at the end.
  */
-import { randomBytes } from "node:crypto";
 import os from "node:os";
-import postgres from "postgres";
 import { sql } from "drizzle-orm";
 import { coveredLater, decidersOf, HOME_SINK, homeTabFor } from "../src/service/home-tab.ts";
 import { HOME_SHOWN } from "../src/slack/home-view.ts";
@@ -16,20 +14,15 @@ import { deliverDue } from "../src/service/outbox.ts";
 import { submitPlan } from "../src/service/submit-plan.ts";
 import { deliveryClient } from "../src/slack/deliver.ts";
 import { homeSink } from "../src/slack/home-publish.ts";
-import { openDatabase } from "../src/store/db.ts";
 import { mergeRequest, openHarness } from "../test/support/harness.ts";
 import { SlackEmulator } from "../test/support/slack-emulator.ts";
+import { openThrowawayPostgres } from "../test/support/throwaway-postgres.ts";
 
 const PLANS = Number(process.argv[2] ?? 500);
 if (!Number.isInteger(PLANS) || PLANS < 1) throw new Error(`PLANS must be a positive whole number, got '${process.argv[2]}'`);
 const serverUrl = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
-const admin = postgres(serverUrl, { onnotice: () => {}, max: 1 });
-const name = `cs_bench_home_${randomBytes(4).toString("hex")}`;
-await admin.unsafe(`CREATE DATABASE ${name}`);
-const url = new URL(serverUrl);
-url.pathname = `/${name}`;
-const database = await openDatabase({ kind: "postgres", url: url.toString() });
+const database = await openThrowawayPostgres(serverUrl, { prefix: "cs_bench_home" });
 const slack = new SlackEmulator({ teamId: "T0TEST" });
 try {
   await database.migrate();
@@ -65,6 +58,4 @@ try {
 } finally {
   await slack.stop();
   await database.close();
-  await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin.end({ timeout: 5 });
 }

@@ -7,19 +7,17 @@
  *   node --import tsx bench/lanes.ts [BACKLOG] [PLANS]     (defaults 5000, 50; TEST_DATABASE_URL names the server)
  * A database of its own is created next to the one the URL names and dropped at the end.
  */
-import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
-import postgres from "postgres";
 import { sql } from "drizzle-orm";
 import type { Config } from "../src/config/load.ts";
 import type { ServiceContext } from "../src/service/context.ts";
 import { startOutboxWorker } from "../src/service/outbox-worker.ts";
 import { submitPlan } from "../src/service/submit-plan.ts";
-import { openDatabase } from "../src/store/db.ts";
 import { webhookSink } from "../src/webhooks/webhook-sink.ts";
 import { mergeRequest, openHarness, targetConfig } from "../test/support/harness.ts";
+import { openThrowawayPostgres } from "../test/support/throwaway-postgres.ts";
 
 const BACKLOG = Number(process.argv[2] ?? 5000);
 const PLANS = Number(process.argv[3] ?? 50);
@@ -27,12 +25,7 @@ for (const [what, n] of [["BACKLOG", BACKLOG], ["PLANS", PLANS]] as const) {
   if (!Number.isInteger(n) || n < 1) throw new Error(`${what} must be a positive whole number, got '${n}'`);
 }
 const serverUrl = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
-const admin = postgres(serverUrl, { onnotice: () => {}, max: 1 });
-const name = `cs_bench_lanes_${randomBytes(4).toString("hex")}`;
-await admin.unsafe(`CREATE DATABASE ${name}`);
-const url = new URL(serverUrl);
-url.pathname = `/${name}`;
-const database = await openDatabase({ kind: "postgres", url: url.toString() });
+const database = await openThrowawayPostgres(serverUrl, { prefix: "cs_bench_lanes" });
 
 const arrived = new Map<string, number>();
 const receiver = createServer((req, res) => {
@@ -84,6 +77,4 @@ try {
 } finally {
   receiver.close();
   await database.close();
-  await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin.end({ timeout: 5 });
 }

@@ -7,12 +7,10 @@
  *   node --import tsx bench/watch.ts [PLANS] [PATHS]     (defaults 2000, 200; TEST_DATABASE_URL names the server)
  * A database of its own is created next to the one the URL names and dropped at the end.
  */
-import { randomBytes } from "node:crypto";
-import postgres from "postgres";
 import { submitPlan } from "../src/service/submit-plan.ts";
 import { watchTargets } from "../src/service/watch-targets.ts";
-import { openDatabase } from "../src/store/db.ts";
 import { mergeRequest, openHarness, targetConfig } from "../test/support/harness.ts";
+import { openThrowawayPostgres } from "../test/support/throwaway-postgres.ts";
 
 const PLANS = Number(process.argv[2] ?? 2000);
 const PATHS = Number(process.argv[3] ?? 200);
@@ -21,12 +19,7 @@ for (const [what, n] of [["PLANS", PLANS], ["PATHS", PATHS]] as const) {
 }
 const INTERVAL = 30;
 const serverUrl = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
-const admin = postgres(serverUrl, { onnotice: () => {}, max: 1 });
-const name = `cs_bench_watch_${randomBytes(4).toString("hex")}`;
-await admin.unsafe(`CREATE DATABASE ${name}`);
-const url = new URL(serverUrl);
-url.pathname = `/${name}`;
-const database = await openDatabase({ kind: "postgres", url: url.toString() });
+const database = await openThrowawayPostgres(serverUrl, { prefix: "cs_bench_watch" });
 try {
   await database.migrate();
   const h = await openHarness(database, { targets: (u) => ({ crm: targetConfig(u, { watch: { intervalSeconds: INTERVAL } }) }) });
@@ -69,6 +62,4 @@ try {
   await h.close();
 } finally {
   await database.close();
-  await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin.end({ timeout: 5 });
 }

@@ -1,8 +1,9 @@
-import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
-import postgres from "postgres";
 import { inject } from "vitest";
 import { openDatabase, type Database } from "../../src/store/db.ts";
+import { openThrowawayPostgres } from "./throwaway-postgres.ts";
+
+export { openThrowawayPostgres };
 
 /** A migrated database of one kind, private to the test file that opened it. */
 export interface TestDatabaseKind {
@@ -21,29 +22,6 @@ export const pglite: TestDatabaseKind = {
 const testDatabaseUrl = process.env.TEST_DATABASE_URL;
 
 /**
- * A new database created next to the one `adminUrl` names, dropped when it is closed: empty, or
- * a copy of `template` (a database on the same server nobody is connected to). `url` is its
- * connection string, for the processes a test spawns on it.
- */
-export async function openThrowawayPostgres(adminUrl: string, template?: string): Promise<Database & { url: string }> {
-  const admin = postgres(adminUrl, { onnotice: () => {}, max: 1 });
-  const name = `cs_test_${randomBytes(6).toString("hex")}`;
-  await admin.unsafe(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ""}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const database = await openDatabase({ kind: "postgres", url: url.toString() });
-  return {
-    ...database,
-    url: url.toString(),
-    async close() {
-      await database.close();
-      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end({ timeout: 5 });
-    },
-  };
-}
-
-/**
  * PostgreSQL when TEST_DATABASE_URL is set: each test file gets a database of its own, created
  * next to the one the URL names and dropped at close. It is copied from the run's migrated
  * template (test/support/global-setup.ts): copying took 0.5-0.7 s where migrating an empty one
@@ -54,7 +32,7 @@ export const postgresKind: TestDatabaseKind | undefined = testDatabaseUrl
   ? {
       name: "postgres",
       async open() {
-        const database = await openThrowawayPostgres(testDatabaseUrl, inject("postgresTemplate"));
+        const database = await openThrowawayPostgres(testDatabaseUrl, { template: inject("postgresTemplate") });
         await database.migrate();
         return database;
       },

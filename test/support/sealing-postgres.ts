@@ -63,7 +63,7 @@ export function useSealingPostgres(): SealingPostgres | undefined {
     name: "postgres",
     openUnmigrated: async () => openThrowawayPostgres(adminUrl()),
     async open() {
-      const database = await openThrowawayPostgres(adminUrl(), await migratedTemplate());
+      const database = await openThrowawayPostgres(adminUrl(), { template: await migratedTemplate() });
       await database.migrate();
       return database;
     },
