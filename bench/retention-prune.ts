@@ -10,28 +10,21 @@
  * Run: node --import tsx bench/retention-prune.ts [PLANS] [BATCH]   (1000, 50)
  */
 import { readFileSync } from "node:fs";
-import { randomBytes } from "node:crypto";
-import postgres from "postgres";
 import { sql } from "drizzle-orm";
 import { cancelPlan } from "../src/service/cancel-plan.ts";
 import { decide } from "../src/service/decide.ts";
 import { rollUpMetrics } from "../src/service/metrics.ts";
 import { submitPlan } from "../src/service/submit-plan.ts";
 import { verifyAudit } from "../src/service/verify-audit.ts";
-import { openDatabase } from "../src/store/db.ts";
 import { packagePath } from "../src/package-path.ts";
+import { openThrowawayPostgres } from "../test/support/databases.ts";
 import { mergeRequest, openHarness } from "../test/support/harness.ts";
 import { sealAll } from "../test/support/seal-all.ts";
 
 const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
 if (!adminUrl) throw new Error("set TEST_DATABASE_URL or BENCH_DATABASE_URL to a server this bench may create a database on");
 const [plans = 1000, batch = 50] = process.argv.slice(2).filter((a) => /^\d+$/.test(a)).map(Number);
-const admin = postgres(adminUrl, { onnotice: () => {}, max: 1 });
-const name = `countersign_bench_prune_${randomBytes(4).toString("hex")}`;
-await admin.unsafe(`CREATE DATABASE ${name}`);
-const url = new URL(adminUrl);
-url.pathname = `/${name}`;
-const database = await openDatabase({ kind: "postgres", url: url.toString() });
+const database = await openThrowawayPostgres(adminUrl); // dropped at close
 const ms = (t: bigint) => Number(process.hrtime.bigint() - t) / 1e6;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 try {
@@ -70,6 +63,4 @@ try {
   await h.close();
 } finally {
   await database.close();
-  await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin.end({ timeout: 5 });
 }
