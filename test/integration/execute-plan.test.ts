@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { z } from "zod";
 import { previewHttpJson } from "../../src/adapters/http-json.ts";
 import { createReadOnlyHttp } from "../../src/adapters/read-only-http.ts";
 import type { TargetConfig } from "../../src/config/schema.ts";
@@ -10,7 +11,7 @@ import { generateGrantKeys, loadSigningKey, type SigningKey, type VerifyingKeys 
 import { fingerprint } from "../../src/plan/fingerprint.ts";
 import type { Json } from "../../src/plan/json.ts";
 import { Outcome } from "../../src/plan/outcome.ts";
-import { PlanDocument, type ActionPreview, type ActionRequest } from "../../src/plan/schema.ts";
+import { PlanDocument, type ActionPreview, type HttpJsonAction, type HttpJsonPlanned } from "../../src/plan/schema.ts";
 import { runExecutor } from "../../src/executor/run-executor.ts";
 import { ReportRefused, type ExecutorServer } from "../../src/executor/server-client.ts";
 import { executionPorts } from "../support/execution-ports.ts";
@@ -43,6 +44,8 @@ beforeEach(() => {
 
 /** A path of its own for each test: the target lives for the whole file. */
 let counter = 0;
+type HttpJsonRequest = z.output<typeof HttpJsonAction>;
+
 const fresh = (name = "contacts"): string => `/t${++counter}/${name}`;
 
 /** Seeds a resource and returns its path. */
@@ -52,12 +55,12 @@ function seed(body: Json, name?: string): string {
   return path;
 }
 
-function merge(path: string, body: Json): ActionRequest {
+function merge(path: string, body: Json): HttpJsonRequest {
   return { kind: "http.json", target: "crm", path, op: "merge", body };
 }
 
 /** Builds the plan document and preview the way the server does: preview with read-only HTTP. */
-async function propose(actions: ActionRequest[], previewTargets: Record<string, TargetConfig> = targets): Promise<{ doc: PlanDocument; preview: { actions: ActionPreview[] } }> {
+async function propose(actions: HttpJsonRequest[], previewTargets: Record<string, TargetConfig> = targets): Promise<{ doc: PlanDocument; preview: { actions: ActionPreview[] } }> {
   const previews = [];
   for (const action of actions) previews.push(await previewHttpJson(http, previewTargets[action.target]!, action));
   const doc = PlanDocument.parse({
@@ -442,7 +445,7 @@ describe("executePlan writes nothing on a bad grant or a plan that is not the on
       /signature verification failed/,
       async (s) => {
         const altered = structuredClone(s.doc);
-        altered.actions[0]!.body = { email: "mallory@evil.example" };
+        (altered.actions[0] as HttpJsonPlanned).body = { email: "mallory@evil.example" };
         const [h, p, sig] = (await grantFor(s.doc)).split(".");
         const payload = JSON.parse(Buffer.from(p!, "base64url").toString()) as Record<string, unknown>;
         payload.planHash = fingerprint(altered);
@@ -455,7 +458,7 @@ describe("executePlan writes nothing on a bad grant or a plan that is not the on
       async (s) => {
         const grant = await grantFor(s.doc);
         const altered = structuredClone(s.doc);
-        altered.actions[0]!.body = { email: "mallory@evil.example" };
+        (altered.actions[0] as HttpJsonPlanned).body = { email: "mallory@evil.example" };
         return claimOf(altered, s.preview, grant);
       },
     ],

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { z } from "zod";
 import { previewHttpJson } from "../../src/adapters/http-json.ts";
 import { createReadOnlyHttp } from "../../src/adapters/read-only-http.ts";
 import type { TargetConfig } from "../../src/config/schema.ts";
@@ -11,7 +12,7 @@ import { issueGrant } from "../../src/grant/grant.ts";
 import { fingerprint } from "../../src/plan/fingerprint.ts";
 import type { Json } from "../../src/plan/json.ts";
 import { Outcome } from "../../src/plan/outcome.ts";
-import { PlanDocument, type ActionRequest } from "../../src/plan/schema.ts";
+import { PlanDocument, type HttpJsonAction } from "../../src/plan/schema.ts";
 import { executionPorts } from "../support/execution-ports.ts";
 import { READ_TOKEN, targetConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
 
@@ -90,10 +91,10 @@ function seed(body: Json): string {
   return path;
 }
 
-const merge = (path: string, body: Json, on = "crm"): ActionRequest => ({ kind: "http.json", target: on, path, op: "merge", body });
+const merge = (path: string, body: Json, on = "crm"): z.output<typeof HttpJsonAction> => ({ kind: "http.json", target: on, path, op: "merge", body });
 
 /** Previews as the server does, grants as an approval does, and executes as the executor does. */
-async function run(actions: ActionRequest[]): Promise<Outcome> {
+async function run(actions: z.output<typeof HttpJsonAction>[]): Promise<Outcome> {
   const previews = [];
   for (const action of actions) previews.push(await previewHttpJson(http, targets[action.target]!, action));
   const doc = PlanDocument.parse({

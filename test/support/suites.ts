@@ -34,6 +34,7 @@ export const LONGEST_FIRST = [
   "test/integration/audit-seal-signatures.test.ts", // 46–55 s run alone at load 14–19 (not yet timed in a whole run)
   "test/integration/audit-prune.test.ts", // 58–63 s run alone at load 14–16 (PGlite 42 s of it: a fresh database per test)
   "test/e2e/executor.test.ts", // 30 s (90 s)
+  "test/e2e/postgres-row-executor.test.ts", // 21 s run alone at load ~8 (three executor processes, a 5 s lease waited out)
   "test/e2e/slack-socket-mode.test.ts", // 29 s (12 s)
   "test/integration/audit-upgrade.test.ts", // 28 s (62 s)
   "test/e2e/client-package.test.ts", // 25 s (97 s)
