@@ -4,7 +4,7 @@ import { createReadOnlyHttp } from "../../src/adapters/read-only-http.ts";
 import { defaultRegistry } from "../../src/adapters/registry.ts";
 import { openTargetReaders } from "../../src/adapters/target-readers.ts";
 import type { Config } from "../../src/config/load.ts";
-import { TargetConfig } from "../../src/config/schema.ts";
+import { TargetConfig, type AnyTargetConfig } from "../../src/config/schema.ts";
 import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
 import type { AgentIdentity } from "../../src/service/authenticate-agent.ts";
@@ -46,7 +46,7 @@ export function targetConfig(baseUrl: string, overrides: Partial<Record<keyof Ta
   return TargetConfig.parse({ adapter: "http.json", baseUrl, read: { headers: { Authorization: `Bearer ${READ_TOKEN}` } }, allow: { ops: ["merge", "replace", "delete", "create"], paths: ["/**"] }, watch: { intervalSeconds: 0 }, ...overrides });
 }
 
-export function testConfig(targets: Record<string, TargetConfig>, defaults: Partial<Config["defaults"]> = {}): Config {
+export function testConfig(targets: Record<string, AnyTargetConfig>, defaults: Partial<Config["defaults"]> = {}): Config {
   return {
     environment: "test",
     port: 0,
