@@ -1,10 +1,7 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import type { KeyObject } from "node:crypto";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { sql, type SQL } from "drizzle-orm";
-import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
-import { generateGrantKeys } from "../../src/grant/keys.ts";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { cancelPlan } from "../../src/service/cancel-plan.ts";
 import { decide } from "../../src/service/decide.ts";
 import { exportAudit, type ExportedEvent, type ExportedPrunedEvent } from "../../src/service/export-audit.ts";
@@ -12,26 +9,20 @@ import { readMetrics, rollUpMetrics } from "../../src/service/metrics.ts";
 import { deliverDue } from "../../src/service/outbox.ts";
 import { sweepRetention } from "../../src/service/retention.ts";
 import { sealFileSink } from "../../src/service/seal-sinks.ts";
-import { loadSealKey, type SealKey } from "../../src/service/seal-signature.ts";
 import { SEAL_SINKS, signSeals, type SealSigning } from "../../src/service/sign-seals.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { verifyAudit } from "../../src/service/verify-audit.ts";
 import { parseSealsFile, verifySeals } from "../../src/service/verify-seals.ts";
 import type { Database } from "../../src/store/db.ts";
 import { pglite } from "../support/databases.ts";
-import { mergeRequest, openHarness, type Harness } from "../support/harness.ts";
+import { mergeRequest, type Harness } from "../support/harness.ts";
 import { sealAll } from "../support/seal-all.ts";
+import { openSignedSeals, type SignedSeals } from "../support/signed-seals.ts";
 import { useSealingPostgres } from "../support/sealing-postgres.ts";
 
 /** Seals wait for the whole server's oldest transaction: PostgreSQL on a private cluster (see sealing-postgres.ts). */
 const sealingPostgres = useSealingPostgres();
 const databaseKinds = sealingPostgres ? [pglite, sealingPostgres] : [pglite];
-
-const dir = mkdtempSync(path.join(tmpdir(), "countersign-prune-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-let keyPair: Promise<{ key: SealKey }> | undefined;
-const sealKeyPair = () => (keyPair ??= generateGrantKeys().then(async (k) => ({ key: await loadSealKey(k.privatePem) })));
 
 const DAY = 86_400;
 const RETENTION = { days: 1, plans: true };
@@ -42,6 +33,7 @@ const RETENTION = { days: 1, plans: true };
  * the purge, while deletions, edits and forged checkpoints are still named.
  */
 describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kind) => {
+  let fixture: SignedSeals | undefined;
   let database: Database;
   let h: Harness;
   let signing: SealSigning;
@@ -72,12 +64,8 @@ describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kin
   }
 
   beforeEach(async () => {
-    database = await kind.open();
-    h = await openHarness(database);
-    const pair = await sealKeyPair();
-    publicKeys = [pair.key.publicKey];
-    file = path.join(dir, `${kind.name}-${Math.random().toString(36).slice(2)}`, "seals.jsonl");
-    signing = { key: pair.key, policy: { everyEvents: 1000, everySeconds: 60, file } };
+    fixture = await openSignedSeals(kind, { everyEvents: 1000, everySeconds: 60 });
+    ({ database, h, signing, file, publicKeys } = fixture);
 
     ended = [];
     for (let i = 0; i < 3; i++) {
@@ -106,8 +94,7 @@ describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kin
     expect(await sweepRetention(h.ctx, { policy: RETENTION })).toMatchObject({ plans: 4 });
   });
   afterEach(async () => {
-    await h?.close();
-    await database?.close();
+    await fixture?.close();
   });
 
   it("deletes the final plans' audit events behind a checkpoint, never an open plan's; the log verifies, also against seals published before, and the metrics still count them", async () => {

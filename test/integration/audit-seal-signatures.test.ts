@@ -1,8 +1,6 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
+import { readFileSync } from "node:fs";
 import { sql, type SQL } from "drizzle-orm";
-import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { auditChainHash, auditContentDigest, type Actor } from "../../src/service/audit.ts";
 import { cancelPlan } from "../../src/service/cancel-plan.ts";
 import { decide } from "../../src/service/decide.ts";
@@ -15,29 +13,23 @@ import { SlackEmulator } from "../support/slack-emulator.ts";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { sealHash, sealFromRow, SEAL_COLUMNS } from "../../src/service/seal-audit.ts";
-import { loadSealKey, type SealKey } from "../../src/service/seal-signature.ts";
 import { SEAL_SINKS, signSeals, type SealSigning } from "../../src/service/sign-seals.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { verifyAudit } from "../../src/service/verify-audit.ts";
 import { parseSealsFile, verifySeals, type SealsVerdict } from "../../src/service/verify-seals.ts";
-import { generateGrantKeys } from "../../src/grant/keys.ts";
 import type { Database } from "../../src/store/db.ts";
 import { pglite } from "../support/databases.ts";
 import { mergeRequest, openHarness, type Harness } from "../support/harness.ts";
 import { sealAll } from "../support/seal-all.ts";
+import { openSignedSeals, sealKeyPair, type SignedSeals } from "../support/signed-seals.ts";
 import { useSealingPostgres } from "../support/sealing-postgres.ts";
 
 const sealingPostgres = useSealingPostgres();
 const databaseKinds = sealingPostgres ? [pglite, sealingPostgres] : [pglite];
 
-const dir = mkdtempSync(path.join(tmpdir(), "countersign-seals-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-let keyPair: Promise<{ key: SealKey; publicPem: string }> | undefined;
-const sealKeyPair = () => (keyPair ??= generateGrantKeys().then(async (k) => ({ key: await loadSealKey(k.privatePem), publicPem: k.publicPem })));
-
 /** Issue 16: signed seals published outside the database, and the attacks plain `audit verify` cannot see. */
 describe.each(databaseKinds)("signed audit seals on $name", (kind) => {
+  let fixture: SignedSeals | undefined;
   let database: Database;
   let h: Harness;
   let signing: SealSigning;
@@ -54,12 +46,8 @@ describe.each(databaseKinds)("signed audit seals on $name", (kind) => {
   const check = async (): Promise<SealsVerdict> => verifySeals(h.ctx, published(), publicKeys);
 
   beforeEach(async () => {
-    database = await kind.open();
-    h = await openHarness(database);
-    const pair = await sealKeyPair();
-    publicKeys = [pair.key.publicKey];
-    file = path.join(dir, `${kind.name}-${Math.random().toString(36).slice(2)}`, "seals.jsonl");
-    signing = { key: pair.key, policy: { everyEvents: 100, everySeconds: 60, file } };
+    fixture = await openSignedSeals(kind, { everyEvents: 100, everySeconds: 60 });
+    ({ database, h, signing, file, publicKeys } = fixture);
     plans = [];
     for (let i = 0; i < 3; i++) {
       const plan = await submit(`signed ${i}`);
@@ -81,8 +69,7 @@ describe.each(databaseKinds)("signed audit seals on $name", (kind) => {
     expect(await publish()).toBe(2);
   });
   afterEach(async () => {
-    await h?.close();
-    await database?.close();
+    await fixture?.close();
   });
 
   /** What an attacker with superuser SQL does: switch the append-only guards off around the change. */
