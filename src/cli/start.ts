@@ -3,8 +3,11 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { stringify as stringifyYaml } from "yaml";
-import { ConfigError, loadConfig } from "../config/load.ts";
+import { ConfigError, loadConfig, type ServerConfig } from "../config/load.ts";
 import { demoAgentKey, demoConfig, demoCurl, demoLookCurl, DEMO_REVIEWER, startDemoTarget } from "../demo/demo.ts";
+import type { JsonResourceServer } from "../demo/json-resource-server.ts";
+import { PG_DEMO_ENV, PG_DEMO_HINT, PG_DEMO_TARGET, postgresRowDemoCurl, postgresRowLookCommand } from "../demo/postgres-row-demo.ts";
+import type { ProvisionResult } from "../demo/provision-postgres-row-demo.ts";
 import { createLogger } from "../logger.ts";
 import { resolveGrantKey } from "../server/grant-key.ts";
 import { runServer } from "../server/run-server.ts";
@@ -13,31 +16,55 @@ import { untilStopped } from "./until-stopped.ts";
 
 /**
  * `countersign start`: the whole flow on one machine with nothing configured: the server on
- * PGlite, a demo target, and one executor child process, the only holder of the write token.
+ * PGlite (or DATABASE_URL), demo targets (a JSON API; with PostgreSQL also a database of its own,
+ * for postgres.row), and one executor child process, the only holder of the write credentials.
  * If the executor dies, so does `start` (exit 1, naming why): approved plans would otherwise wait
  * for an executor that is not coming, while the banner above still says it runs. A restart loop
  * would hide a config the executor cannot run on behind the same message every few seconds.
  */
 export async function start(out: (line: string) => void): Promise<number> {
   const probe = loadConfig({ env: process.env, role: "server" });
-  const demo = probe.configPath === null ? await startDemoTarget(probe.dataDir) : undefined;
-  let env: NodeJS.ProcessEnv = process.env;
-  if (demo) {
-    // The demo config is a file, so the executor child reads the same one.
+  if (probe.configPath !== null) return run(out, process.env, undefined);
+  const demo = await startDemo(probe.dataDir, probe.database);
+  try {
+    // The demo config is a file, so the executor child reads the same one. Credentials stay in
+    // the environment: the server's gets the read ones, only the executor's the write ones.
     mkdirSync(probe.dataDir, { recursive: true });
     const file = path.join(probe.dataDir, "demo-config.yml");
-    writeFileSync(file, "# Written by `countersign start` for its demo target; rewritten at every start.\n" + stringifyYaml(demoConfig(demo.target.url)));
-    env = { ...process.env, COUNTERSIGN_CONFIG: file, COUNTERSIGN_DEMO_READ_TOKEN: demo.readToken };
-  }
-  try {
+    writeFileSync(file, "# Written by `countersign start` for its demo targets; rewritten at every start.\n" + stringifyYaml(demoConfig(demo.target.url, { rows: demo.rows?.ok })));
+    const rows = demo.rows?.ok ? demo.rows.demo : undefined;
+    const env = { ...process.env, COUNTERSIGN_CONFIG: file, COUNTERSIGN_DEMO_READ_TOKEN: demo.readToken, ...(rows ? { [PG_DEMO_ENV.read]: rows.readUrl } : {}) };
     return await run(out, env, demo);
   } catch (err) {
-    await demo?.target.stop();
+    await demo.target.stop();
     throw err;
   }
 }
 
-async function run(out: (line: string) => void, env: NodeJS.ProcessEnv, demo: Awaited<ReturnType<typeof startDemoTarget>> | undefined): Promise<number> {
+interface Demo {
+  target: JsonResourceServer;
+  readToken: string;
+  writeToken: string;
+  /** The postgres.row demo: provisioned, or why not; undefined on the embedded database. */
+  rows: ProvisionResult | undefined;
+}
+
+/** The http.json demo target, and with PostgreSQL the postgres.row demo database beside it (set up meanwhile). */
+async function startDemo(dataDir: string, database: ServerConfig["database"]): Promise<Demo> {
+  const rows =
+    database.kind === "postgres"
+      ? import("../demo/provision-postgres-row-demo.ts").then(({ provisionPostgresRowDemo }) => provisionPostgresRowDemo(database.url, dataDir))
+      : Promise.resolve(undefined);
+  const [http, provisioned] = await Promise.allSettled([startDemoTarget(dataDir), rows]);
+  if (http.status === "rejected") throw http.reason;
+  if (provisioned.status === "rejected") {
+    await http.value.target.stop();
+    throw provisioned.reason;
+  }
+  return { ...http.value, rows: provisioned.value };
+}
+
+async function run(out: (line: string) => void, env: NodeJS.ProcessEnv, demo: Demo | undefined): Promise<number> {
   const executorToken = process.env.COUNTERSIGN_EXECUTOR_TOKEN || randomBytes(32).toString("base64url");
   const config = loadConfig({ env: { ...env, COUNTERSIGN_EXECUTOR_TOKEN: executorToken }, role: "server" });
   const childLogLevel = config.logLevel === "info" ? "warn" : config.logLevel;
@@ -48,6 +75,7 @@ async function run(out: (line: string) => void, env: NodeJS.ProcessEnv, demo: Aw
     ? {
         ...env,
         ...(demo ? { COUNTERSIGN_DEMO_WRITE_TOKEN: demo.writeToken } : {}),
+        ...(demo?.rows?.ok ? { [PG_DEMO_ENV.write]: demo.rows.demo.writeUrl } : {}),
         COUNTERSIGN_EXECUTOR_TOKEN: executorToken,
         COUNTERSIGN_GRANT_PUBLIC_KEY: publicKey,
         LOG_LEVEL: childLogLevel,
@@ -75,8 +103,12 @@ async function run(out: (line: string) => void, env: NodeJS.ProcessEnv, demo: Aw
   out(executor ? `  executor: pid ${executor.child.pid} (the only process with the write credential)` : "  executor: not started — set COUNTERSIGN_GRANT_PUBLIC_KEY to the public half of COUNTERSIGN_GRANT_PRIVATE_KEY");
   if (demo) {
     const key = await demoAgentKey(server.ctx, config.dataDir);
+    const rows = demo.rows?.ok ? demo.rows.demo : undefined;
     out(`  demo target: contacts at ${demo.target.url} (a JSON contacts API with ETags; kept in ${config.dataDir})`);
-    out(`  demo reviewer: ${DEMO_REVIEWER} (may approve plans for 'contacts')`);
+    if (rows) out(`  demo target: ${PG_DEMO_TARGET}, table contacts of the PostgreSQL database "${rows.database}" (postgres.row; previews read as ${rows.readRole}, which may only SELECT; the executor writes as ${rows.writeRole})`);
+    else if (demo.rows?.ok === false) out(`  postgres.row demo: not set up, ${demo.rows.reason}; only the http.json demo runs`);
+    else out(`  ${PG_DEMO_HINT}`);
+    out(`  demo reviewer: ${DEMO_REVIEWER} (may approve plans for ${Object.keys(config.targets).map((t) => `'${t}'`).join(" and ")})`);
     if (config.browser.loginLinks) {
       const link = await createLoginLink(server.ctx, { userId: DEMO_REVIEWER, name: "Demo Reviewer", via: "cli" });
       out(`  review in the browser: ${config.publicUrl}/plans — sign in as the demo reviewer (one-time, 5 min):`);
@@ -86,6 +118,10 @@ async function run(out: (line: string) => void, env: NodeJS.ProcessEnv, demo: Aw
     if (key) {
       out("Propose a change as the demo agent:");
       out(`  ${demoCurl(config.publicUrl, key)}`);
+      if (rows) {
+        out(`Or a change to a database row (postgres.row, target '${PG_DEMO_TARGET}'):`);
+        out(`  ${postgresRowDemoCurl(config.publicUrl, key)}`);
+      }
       out("Then follow it (replace ID with the plan id from the answer):");
       out(`  curl -s '${config.publicUrl}/v1/plans/ID/wait?timeout=30' -H 'Authorization: Bearer ${key}'`);
     } else {
@@ -93,6 +129,7 @@ async function run(out: (line: string) => void, env: NodeJS.ProcessEnv, demo: Aw
     }
     out("Look at the target itself (read-only), before and after the change is applied:");
     out(`  ${demoLookCurl(demo.target.url, demo.readToken)}`);
+    if (rows) out(`  ${postgresRowLookCommand(rows.readUrl)}`);
   }
   out("");
   out("Ctrl-C stops everything.");

@@ -6,6 +6,7 @@ import { authenticateAgent } from "../service/authenticate-agent.ts";
 import type { ServiceContext } from "../service/context.ts";
 import type { Json } from "../plan/json.ts";
 import { JsonResourceServer } from "./json-resource-server.ts";
+import { PG_DEMO_TARGET, postgresRowDemoTarget } from "./postgres-row-demo.ts";
 
 export const DEMO_REVIEWER = "U0DEMOREVIEW";
 export const DEMO_AGENT = "demo-agent";
@@ -66,8 +67,11 @@ export function demoLookCurl(targetUrl: string, readToken: string, resource = "/
   return `curl -s ${targetUrl}${resource} -H 'Authorization: Bearer ${readToken}'`;
 }
 
-/** The config `countersign start` runs on when there is no countersign.yml. */
-export function demoConfig(targetUrl: string): Record<string, unknown> {
+/**
+ * The config `countersign start` runs on when there is no countersign.yml: the http.json
+ * `contacts` target, and the postgres.row `crm` target when its database was provisioned.
+ */
+export function demoConfig(targetUrl: string, options: { rows?: boolean } = {}): Record<string, unknown> {
   return {
     environment: "demo",
     defaults: { approvers: [DEMO_REVIEWER], requiredApprovals: 1, ttl: { default: 900, max: 86_400 } },
@@ -79,6 +83,7 @@ export function demoConfig(targetUrl: string): Record<string, unknown> {
         write: { headers: { Authorization: "Bearer ${COUNTERSIGN_DEMO_WRITE_TOKEN}" } },
         allow: { ops: ["merge", "create"], paths: ["/contacts/*"], maxActions: 5, maxBodyBytes: 4096 },
       },
+      ...(options.rows ? { [PG_DEMO_TARGET]: postgresRowDemoTarget() } : {}),
     },
   };
 }

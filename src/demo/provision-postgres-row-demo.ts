@@ -73,9 +73,12 @@ export async function provisionPostgresRowDemo(databaseUrl: string, dataDir: str
   }
 }
 
+/** `start` never waits on the demo for long: a lock someone holds (a person's open transaction on contacts) is an answer, not a hang. */
+const SESSION = { max: 1, onnotice: () => {}, connect_timeout: 10, connection: { lock_timeout: 10_000, statement_timeout: 30_000 } } satisfies postgres.Options<Record<string, never>>;
+
 /** A session on the demo database as DATABASE_URL's user, creating the database first when it does not exist. */
 async function connectOrCreate(databaseUrl: string, database: string, creating: () => void): Promise<postgres.Sql> {
-  const open = () => postgres(roleUrl(databaseUrl, database)!, { max: 1, onnotice: () => {}, connect_timeout: 10 });
+  const open = () => postgres(roleUrl(databaseUrl, database)!, SESSION);
   const sql = open();
   try {
     await sql`SELECT 1`;
@@ -85,7 +88,7 @@ async function connectOrCreate(databaseUrl: string, database: string, creating: 
     if (codeOf(err) !== "3D000") throw err;
   }
   creating();
-  const server = postgres(databaseUrl, { max: 1, onnotice: () => {}, connect_timeout: 10 });
+  const server = postgres(databaseUrl, SESSION);
   try {
     await server.unsafe(`CREATE DATABASE ${quoteIdent(database)}`).catch((err: unknown) => {
       if (codeOf(err) !== "42P04") throw err; // another start made it meanwhile

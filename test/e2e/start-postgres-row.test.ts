@@ -1,0 +1,182 @@
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import postgres from "postgres";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { demoDatabaseNames, PG_DEMO_HINT } from "../../src/demo/postgres-row-demo.ts";
+import { startCli } from "../support/cli.ts";
+import { postgresKind } from "../support/databases.ts";
+import { freePort } from "../support/free-port.ts";
+import { testGrantKeys } from "../support/harness.ts";
+
+/**
+ * Issue 17: `countersign start` adds a postgres.row demo target (its own database, a read role
+ * and a write role) when DATABASE_URL is set, and says how to enable it otherwise. The real built
+ * CLI, on the local PostgreSQL; each test's Countersign database has a random name, and the demo
+ * database and roles are derived from it, so parallel runs never share them.
+ */
+const READY = /Ctrl-C stops everything/;
+const START_MS = 120_000;
+
+describe("countersign start: the postgres.row demo", () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "countersign-start-pg-"));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("without DATABASE_URL (embedded PGlite) prints one line saying how to enable it, and runs the http.json demo", async () => {
+    const cwd = mkdtempSync(path.join(dir, "embedded-"));
+    const app = await startCli(["start"], { cwd, env: { PORT: String(await freePort()) }, ready: READY, timeoutMs: START_MS });
+    try {
+      const output = app.output();
+      expect(output.split("\n").filter((line) => line.includes("postgres.row demo"))).toEqual([`  ${PG_DEMO_HINT}`]);
+      expect(output).toMatch(/targets: contacts$/m);
+      expect(output).not.toContain('"kind":"postgres.row"');
+    } finally {
+      expect(await app.stop()).toBe(0);
+    }
+  }, START_MS);
+
+  describe.skipIf(!postgresKind)("with DATABASE_URL", () => {
+    const base = process.env.TEST_DATABASE_URL ?? "postgres://unset";
+    const suffix = randomBytes(5).toString("hex");
+    const databaseUrl = (database: string, user?: string) => {
+      const url = new URL(base);
+      url.pathname = `/${database}`;
+      if (user) url.username = user;
+      return url.toString();
+    };
+    const full = databaseUrl(`cs_start_${suffix}`);
+    const flow = databaseUrl(`cs_start_${suffix}_flow`);
+    /** A user who owns its database but may create neither databases nor roles. */
+    const plainUser = `cs_start_${suffix}_plain`;
+    const plain = databaseUrl(`cs_start_${suffix}_plain`, plainUser);
+    let admin: postgres.Sql;
+    let grantEnv: Record<string, string>;
+
+    beforeAll(async () => {
+      admin = postgres(base, { onnotice: () => {}, max: 1 });
+      await admin.unsafe(`CREATE DATABASE cs_start_${suffix}`);
+      await admin.unsafe(`CREATE DATABASE cs_start_${suffix}_flow`);
+      await admin.unsafe(`CREATE ROLE ${plainUser} LOGIN NOCREATEDB NOCREATEROLE`);
+      await admin.unsafe(`CREATE DATABASE cs_start_${suffix}_plain OWNER ${plainUser}`);
+      const keys = await testGrantKeys();
+      grantEnv = { COUNTERSIGN_GRANT_PRIVATE_KEY: keys.privatePem, COUNTERSIGN_GRANT_PUBLIC_KEY: keys.publicPem };
+    });
+    afterAll(async () => {
+      for (const url of [full, flow, plain]) {
+        const demo = demoDatabaseNames(url);
+        await admin.unsafe(`DROP DATABASE IF EXISTS ${demo.database} WITH (FORCE)`);
+        await admin.unsafe(`DROP ROLE IF EXISTS ${demo.readRole}`);
+        await admin.unsafe(`DROP ROLE IF EXISTS ${demo.writeRole}`);
+      }
+      await admin.unsafe(`DROP DATABASE IF EXISTS cs_start_${suffix} WITH (FORCE)`);
+      await admin.unsafe(`DROP DATABASE IF EXISTS cs_start_${suffix}_flow WITH (FORCE)`);
+      await admin.unsafe(`DROP DATABASE IF EXISTS cs_start_${suffix}_plain WITH (FORCE)`);
+      await admin.unsafe(`DROP ROLE IF EXISTS ${plainUser}`);
+      await admin.end({ timeout: 5 });
+    });
+
+    const startOn = async (cwd: string, url: string) => {
+      const port = await freePort();
+      const app = await startCli(["start"], { cwd, env: { ...grantEnv, DATABASE_URL: url, PORT: String(port) }, ready: READY, timeoutMs: START_MS });
+      return { app, port };
+    };
+    const readUrlIn = (output: string) => /psql '(postgres:\/\/[^']+)'/.exec(output)?.[1];
+
+    it("provisions its own database with a SELECT-only read role and a write role, idempotently on every start; the read role really cannot write", async () => {
+      const cwd = mkdtempSync(path.join(dir, "provision-"));
+      const names = demoDatabaseNames(full);
+      expect(names.database).toBe(`cs_start_${suffix}_demo`);
+      const first = await startOn(cwd, full);
+      let readUrl: string | undefined;
+      try {
+        const output = first.app.output();
+        expect(output).toMatch(/targets: contacts, crm$/m);
+        expect(output).toContain(`demo target: crm, table contacts of the PostgreSQL database "${names.database}"`);
+        expect(output).toContain("may approve plans for 'contacts' and 'crm'");
+        readUrl = readUrlIn(output);
+        expect(readUrl).toBeDefined();
+        expect(new URL(readUrl!).username).toBe(names.readRole);
+        // The write credential is the executor's: the server's config file and banner never hold it.
+        expect(output).not.toContain(names.writeRole + ":");
+      } finally {
+        expect(await first.app.stop()).toBe(0);
+      }
+
+      // The roles: log-in roles without any power of their own.
+      const roles = await admin<{ rolname: string; rolsuper: boolean; rolcreaterole: boolean; rolcreatedb: boolean; rolbypassrls: boolean }[]>`
+        SELECT rolname, rolsuper, rolcreaterole, rolcreatedb, rolbypassrls FROM pg_roles WHERE rolname IN (${names.readRole}, ${names.writeRole}) ORDER BY rolname`;
+      expect(roles.map((r) => r.rolname)).toEqual([names.readRole, names.writeRole]);
+      for (const role of roles) expect([role.rolsuper, role.rolcreaterole, role.rolcreatedb, role.rolbypassrls]).toEqual([false, false, false, false]);
+
+      // The read role reads, and every way of writing is refused by PostgreSQL itself.
+      const reader = postgres(readUrl!, { onnotice: () => {}, max: 1 });
+      try {
+        const rows = await reader<{ id: number; name: string }[]>`SELECT id, name FROM contacts ORDER BY id`;
+        expect(rows.map((r) => r.name)).toEqual(["Ana Lima", "Bruno Costa", "Carla Dias"]);
+        for (const statement of [
+          "UPDATE contacts SET email = 'x@example.com' WHERE id = 1",
+          "INSERT INTO contacts (id, name) VALUES (99, 'Nobody')",
+          "DELETE FROM contacts WHERE id = 3",
+          "TRUNCATE contacts",
+          "CREATE TABLE sneaky (x int)",
+        ]) {
+          await expect(reader.unsafe(statement), statement).rejects.toMatchObject({ code: "42501" });
+        }
+      } finally {
+        await reader.end({ timeout: 5 });
+      }
+      const demoDb = postgres(databaseUrl(names.database), { onnotice: () => {}, max: 1 });
+      try {
+        const [grants] = await demoDb<{ read_write: boolean; write_update: boolean; write_truncate: boolean; public_connect: boolean }[]>`
+          SELECT has_table_privilege(${names.readRole}, 'contacts', 'INSERT, UPDATE, DELETE, TRUNCATE') AS read_write,
+                 has_table_privilege(${names.writeRole}, 'contacts', 'SELECT, INSERT, UPDATE, DELETE') AS write_update,
+                 has_table_privilege(${names.writeRole}, 'contacts', 'TRUNCATE') AS write_truncate,
+                 has_database_privilege('public', ${names.database}, 'CONNECT') AS public_connect`;
+        expect(grants).toEqual({ read_write: false, write_update: true, write_truncate: false, public_connect: false });
+        // Someone widens the read role and changes a row; the next start takes the grant back and keeps the row.
+        await demoDb.unsafe(`GRANT UPDATE ON contacts TO ${names.readRole}`);
+        await demoDb`UPDATE contacts SET email = 'ana@kept.example' WHERE id = 1`;
+      } finally {
+        await demoDb.end({ timeout: 5 });
+      }
+
+      const again = await startOn(cwd, full);
+      try {
+        // The same credentials as before (kept in the data dir), so printed lines stay valid.
+        expect(readUrlIn(again.app.output())).toBe(readUrl);
+        const reader = postgres(readUrl!, { onnotice: () => {}, max: 1 });
+        try {
+          await expect(reader.unsafe("UPDATE contacts SET email = 'x@example.com' WHERE id = 1")).rejects.toMatchObject({ code: "42501" });
+          const [ana] = await reader<{ email: string }[]>`SELECT email FROM contacts WHERE id = 1`;
+          expect(ana!.email).toBe("ana@kept.example");
+        } finally {
+          await reader.end({ timeout: 5 });
+        }
+      } finally {
+        expect(await again.app.stop()).toBe(0);
+      }
+      expect(existsSync(path.join(cwd, ".countersign", "demo-postgres.json"))).toBe(true);
+    }, 3 * START_MS);
+
+    it("when the DATABASE_URL user may not create databases, says why and carries on with the http.json demo only", async () => {
+      const cwd = mkdtempSync(path.join(dir, "plain-"));
+      const { app, port } = await startOn(cwd, plain);
+      try {
+        const output = app.output();
+        expect(output).toMatch(/targets: contacts$/m);
+        expect(output).toMatch(new RegExp(`postgres\\.row demo: not set up, could not create the database "${demoDatabaseNames(plain).database}" as user "${plainUser}": permission denied to create database \\(the demo needs a DATABASE_URL user with CREATEDB and CREATEROLE\\); only the http\\.json demo runs`));
+        // The http.json demo works as ever.
+        const key = /Bearer (csk_[A-Za-z0-9_-]+)/.exec(output)![1]!;
+        const body = /-d '(\{.*\})'$/m.exec(output)![1]!;
+        const res = await fetch(`http://127.0.0.1:${port}/v1/plans`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body });
+        expect(res.status).toBe(201);
+      } finally {
+        expect(await app.stop()).toBe(0);
+      }
+    }, START_MS);
+  });
+});
