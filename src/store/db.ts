@@ -29,6 +29,8 @@ export interface Database {
    * Named on PostgreSQL like every statement. Errors are the driver's own (not wrapped by drizzle).
    */
   query<T = Record<string, unknown>>(text: string, params: readonly (string | number | null)[]): Promise<T[]>;
+  /** NOTIFY on a channel, as a statement of its own (outside any transaction). */
+  notify(channel: string, payload: string): Promise<void>;
   /** LISTEN on a channel; the returned function stops listening. postgres.js re-listens after reconnects. */
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
   migrate(): Promise<void>;
@@ -65,6 +67,9 @@ async function openPglite(target: Exclude<DatabaseTarget, { kind: "postgres" }>)
     kind: "pglite",
     rows: async <T>(query: SQL, on: Queryable = db) => ((await on.execute(query)) as unknown as { rows: T[] }).rows,
     query: async <T>(text: string, params: readonly (string | number | null)[]) => (await client.query<T>(text, [...params])).rows,
+    notify: async (channel, payload) => {
+      await client.query("SELECT pg_notify($1, $2)", [channel, payload]);
+    },
     listen: async (channel, onNotify) => {
       const stop = await client.listen(channel, onNotify);
       return async () => {
@@ -99,6 +104,9 @@ async function openPostgres(url: string): Promise<Database> {
     kind: "postgres",
     rows: async <T>(query: SQL, on: Queryable = db) => (await on.execute(query)) as unknown as T[],
     query: async <T>(text: string, params: readonly (string | number | null)[]) => (await named.unsafe(text, [...params])) as unknown as T[],
+    notify: async (channel, payload) => {
+      await client.notify(channel, payload);
+    },
     listen: async (channel, onNotify) => {
       const { unlisten } = await client.listen(channel, onNotify);
       return unlisten;

@@ -35,6 +35,9 @@ export async function openCountingPostgres(adminUrl: string): Promise<CountingPo
     kind: "postgres",
     rows: async <T>(query: Parameters<Database["rows"]>[0], on: Parameters<Database["rows"]>[1] = db) => (await on.execute(query)) as unknown as T[],
     query: async <T>(text: string, params: Parameters<Database["query"]>[1]) => (await named.unsafe(text, [...params])) as unknown as T[],
+    // Not a verb's statement: a new plan's announcement is sent after its commit, coalesced with
+    // others into at most one per ANNOUNCE_MS (store-new-plan.ts), on a connection not counted.
+    notify: (channel, payload) => listening.notify(channel, payload),
     listen: (channel, onNotify) => listening.listen(channel, onNotify),
     migrate: async () => {},
     take() {
