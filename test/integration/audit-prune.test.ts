@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import type { KeyObject } from "node:crypto";
 import { sql, type SQL } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { auditVerdictLines } from "../../src/cli/agents.ts";
 import { cancelPlan } from "../../src/service/cancel-plan.ts";
 import { decide } from "../../src/service/decide.ts";
 import { exportAudit, type ExportedEvent, type ExportedPrunedEvent } from "../../src/service/export-audit.ts";
@@ -119,6 +120,7 @@ describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kin
     const verdict = await verifyAudit(h.ctx);
     expect(verdict.problems).toEqual([]);
     expect(verdict).toMatchObject({ ok: true, pruned: endedEvents.length, unsealed: 0 });
+    expect(auditVerdictLines(verdict)[0]).toContain(`(${endedEvents.length} of them pruned by retention, checked through the purge's checkpoint)`);
     expect(await checkPublished()).toMatchObject({ ok: true, checked: 1 });
 
     // The counters were rolled up before the events left.
