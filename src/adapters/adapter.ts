@@ -12,9 +12,7 @@ import type { Refusal } from "../policy/allowlist.ts";
  * `openWriter` (the executor alone) gets the write credential and can only apply. So "preview
  * has no write capability" is a property of the types, and the conformance kit
  * (test/support/adapter-conformance.ts) proves it against a credential that cannot write.
- *
- * Not wired yet: submit, the executor and watch still call the http.json functions directly
- * (docs/adapters.md, "What is not wired yet").
+ * docs/adapters.md, "How the service reaches targets", says where each is used.
  */
 export interface Adapter<Action extends AdapterAction = AdapterAction, Planned extends AdapterPlanned = AdapterPlanned, Target = unknown> {
   readonly kind: string;
