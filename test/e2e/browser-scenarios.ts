@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { createServer } from "node:net";
 import { sql } from "drizzle-orm";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
@@ -14,6 +13,7 @@ import type { PlanView } from "../../src/service/plan-view.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { launchChromium, screenshotPath } from "../support/chromium.ts";
 import type { TestDatabaseKind } from "../support/databases.ts";
+import { freePort } from "../support/free-port.ts";
 import { useServer } from "../support/use-harness.ts";
 import { silentLogger, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
 import { SlackEmulator } from "../support/slack-emulator.ts";
@@ -25,15 +25,6 @@ const EXECUTOR_TOKEN = "executor-token-0123456789abcdef";
 const VIEWPORTS = { desktop: { width: 1280, height: 900 }, phone: { width: 390, height: 844 } } as const;
 const ARCHIVED = "C0ARCHIVED";
 const HOSTILE = `<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2"> "quotes" & <!channel>`;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * The browser door in Chromium against the whole server on one database: call inside a describe.

@@ -1,4 +1,3 @@
-import { createServer } from "node:net";
 import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { addAgent } from "../../src/service/add-agent.ts";
@@ -6,18 +5,10 @@ import { createLoginLink } from "../../src/service/login-links.ts";
 import { DeliveryError } from "../../src/service/outbox.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { pglite } from "../support/databases.ts";
+import { freePort } from "../support/free-port.ts";
 import { targetConfig, testConfig } from "../support/harness.ts";
 import { useServer } from "../support/use-harness.ts";
 import { waitFor } from "../support/wait-for.ts";
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * The delivery lanes page over real HTTP, with the server's own outbox worker: a sink that

@@ -1,4 +1,3 @@
-import { createServer } from "node:net";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../src/config/load.ts";
@@ -9,6 +8,7 @@ import { slackSignIn } from "../../src/service/oidc-sign-in.ts";
 import { oidcRoutes } from "../../src/web/oidc-routes.tsx";
 import { chromiumAvailable, launchChromium, screenshotPath } from "../support/chromium.ts";
 import { databaseKinds } from "../support/databases.ts";
+import { freePort } from "../support/free-port.ts";
 import { useServer } from "../support/use-harness.ts";
 import { silentLogger, targetConfig, testConfig, testGrantKeys } from "../support/harness.ts";
 import { OidcEmulator } from "../support/oidc-emulator.ts";
@@ -16,15 +16,6 @@ import { SlackEmulator } from "../support/slack-emulator.ts";
 
 const CLIENT = { clientId: "1234.5678", clientSecret: "oidc-client-secret-for-tests" };
 const ALICE = { userId: "U0ALICE", teamId: "T0TEST", name: "Alice Reviewer", email: "alice@example.com" };
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /** A browser's cookie handling, just enough of it: per-path cookies, deletion, HttpOnly kept as seen. */
 class CookieJar {

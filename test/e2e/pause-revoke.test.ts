@@ -1,5 +1,5 @@
 import { createServer as createHttpServer, type Server } from "node:http";
-import { createServer, type AddressInfo } from "node:net";
+import type { AddressInfo } from "node:net";
 import { sql } from "drizzle-orm";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
@@ -19,6 +19,7 @@ import type { PlanView } from "../../src/service/plan-view.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import type { Database } from "../../src/store/db.ts";
 import { pglite } from "../support/databases.ts";
+import { freePort } from "../support/free-port.ts";
 import { READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
 import { SlackEmulator, type SlackMessage } from "../support/slack-emulator.ts";
 import { httpInteractions, SlackRequests, type SlackInteractions } from "../support/slack-requests.ts";
@@ -27,15 +28,6 @@ import { waitFor } from "../support/wait-for.ts";
 const SIGNING_SECRET = "slack-signing-secret-for-tests";
 const REVIEW = "C0REVIEW";
 const ADMIN = "U0ADMIN";
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * The kill switch and revoke (issue 16) through the doors people and agents use, over real HTTP:

@@ -1,4 +1,3 @@
-import { createServer } from "node:net";
 import { beforeAll, describe, expect, it } from "vitest";
 import { addAgent } from "../../src/service/add-agent.ts";
 import { createLoginLink } from "../../src/service/login-links.ts";
@@ -6,17 +5,9 @@ import type { PlanView } from "../../src/service/plan-view.ts";
 import { pendingCursorText } from "../../src/service/review-plan.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { databaseKinds } from "../support/databases.ts";
+import { freePort } from "../support/free-port.ts";
 import { targetConfig, testConfig } from "../support/harness.ts";
 import { useServer } from "../support/use-harness.ts";
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /** The plan list over real HTTP: its pending section, the page after it, and a cursor it never gave. */
 describe.each(databaseKinds)("the browser's plan list pages through pending plans, on $name", (kind) => {

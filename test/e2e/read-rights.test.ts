@@ -1,21 +1,12 @@
-import { createServer } from "node:net";
 import { beforeAll, describe, expect, it } from "vitest";
 import { addAgent } from "../../src/service/add-agent.ts";
 import { createLoginLink } from "../../src/service/login-links.ts";
 import type { PlanView } from "../../src/service/plan-view.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { databaseKinds } from "../support/databases.ts";
+import { freePort } from "../support/free-port.ts";
 import { useServer } from "../support/use-harness.ts";
 import { targetConfig, testConfig } from "../support/harness.ts";
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /** browser.readers and admins through the browser door over real HTTP: what each person's pages show. */
 describe.each(databaseKinds)("who may read, in the browser, on $name", (kind) => {

@@ -15,6 +15,7 @@ import { createLoginLink } from "../../src/service/login-links.ts";
 import type { PlanView } from "../../src/service/plan-view.ts";
 import { chromiumAvailable, launchChromium, screenshotPath } from "../support/chromium.ts";
 import { databaseKinds } from "../support/databases.ts";
+import { freePort } from "../support/free-port.ts";
 import { targetConfig, testConfig } from "../support/harness.ts";
 import { SlackEmulator } from "../support/slack-emulator.ts";
 import { useServer } from "../support/use-harness.ts";
@@ -183,12 +184,3 @@ describe.each(databaseKinds)("verify after apply with a spawned executor on $nam
     for (const shown of [text, JSON.stringify(waited.structuredContent), JSON.stringify(hooks), JSON.stringify(slack.messagesIn(REVIEW)), page]) expect(shown).not.toContain(SECRET);
   }, 240_000);
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
