@@ -7,7 +7,8 @@ import { ServiceError } from "./errors.ts";
 /**
  * Approval health (issue 16, `GET /metrics`), computed from the database at scrape time so every
  * replica answers the same and a restart loses nothing. The counters and histograms are counted
- * from the audit log, which is append-only and outlives retention's purges: each event is one
+ * from the audit log, which is append-only (a retention purge prunes only events this rollup has
+ * already summed, so purged plans stay counted unless the rollup starts over): each event is one
  * fact (a plan reached a status, a person decided, a plan expired, so many seconds passed). To
  * keep a scrape cheap however long the log grows, the facts of events up to the newest seal are
  * summed into metrics_rollup once (seals cover only committed events, so nothing sealed can still
