@@ -10,9 +10,10 @@ const BASE = "defaults: { approvers: [U0ALICE] }\ntargets:\n  crm: { adapter: ht
  * Config files for one test file, each a valid minimal config (one approver, one http.json
  * target) followed by the YAML a test adds: `file` writes one and names it (for commands that
  * take a path), `load` loads it as the server does, `problems` answers what loadConfig refuses
- * it with, and fails the test when it loads.
+ * it with, and fails the test when it loads. `base` replaces the minimal config the YAML follows
+ * (ending inside `targets:` so a test's YAML may add targets).
  */
-export function useConfigFiles(prefix: string): {
+export function useConfigFiles(prefix: string, base = BASE): {
   file(yaml: string): string;
   load(yaml: string): Config;
   problems(yaml: string): { key: string; message: string }[];
@@ -22,7 +23,7 @@ export function useConfigFiles(prefix: string): {
   let n = 0;
   const file = (yaml: string): string => {
     const named = path.join(dir, `c${++n}.yml`);
-    writeFileSync(named, BASE + yaml);
+    writeFileSync(named, base + yaml);
     return named;
   };
   const load = (yaml: string): Config => loadConfig({ env: { COUNTERSIGN_CONFIG: file(yaml) }, role: "server", cwd: dir });

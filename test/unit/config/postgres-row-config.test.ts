@@ -1,19 +1,10 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { policyCheck } from "../../../src/cli/policy-check.ts";
-import { ConfigError, loadConfig, type Role } from "../../../src/config/load.ts";
+import { ConfigError, loadConfig, type ExecutorConfig, type Role } from "../../../src/config/load.ts";
+import { useConfigFiles } from "../../support/config-files.ts";
 
-const dir = mkdtempSync(path.join(os.tmpdir(), "countersign-postgres-row-config-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-let n = 0;
-function file(targets: string): string {
-  const p = path.join(dir, `c${++n}.yml`);
-  writeFileSync(p, `defaults: { approvers: [U0ALICE] }\ntargets:\n${targets}`);
-  return p;
-}
+// Each file is one approver and the targets a test gives.
+const { file } = useConfigFiles("countersign-postgres-row-config-", "defaults: { approvers: [U0ALICE] }\ntargets:\n");
 
 const EXECUTOR_ENV = {
   COUNTERSIGN_URL: "http://127.0.0.1:3000",
@@ -23,7 +14,7 @@ const EXECUTOR_ENV = {
 const ENV = { CRMDB_READ_URL: "postgres://reader:r-secret@db/crm", CRMDB_WRITE_URL: "postgres://writer:w-secret@db/crm" };
 
 function load(targets: string, role: Role = "server", env: Record<string, string> = ENV) {
-  return loadConfig({ env: { ...(role === "executor" ? EXECUTOR_ENV : {}), ...env, COUNTERSIGN_CONFIG: file(targets) }, role, cwd: dir });
+  return loadConfig({ env: { ...(role === "executor" ? EXECUTOR_ENV : {}), ...env, COUNTERSIGN_CONFIG: file(targets) }, role });
 }
 
 function problems(run: () => unknown): { key: string; message: string }[] {
@@ -53,7 +44,7 @@ describe("targets.<name> with adapter: postgres.row", () => {
     expect(server.targets.crmdb).toMatchObject({ adapter: "postgres.row", read: { url: ENV.CRMDB_READ_URL }, tables: { contacts: { key: ["id"], version: "updated_at", versionSetBy: "countersign", schema: "public" } }, watch: { intervalSeconds: 30 } });
     expect(server.targets.crmdb).not.toHaveProperty("write");
     expect(JSON.stringify(server)).not.toContain("w-secret");
-    const executor = load(CRMDB, "executor");
+    const executor = load(CRMDB, "executor") as ExecutorConfig;
     expect(executor.targets.crmdb!.write).toStrictEqual({ url: ENV.CRMDB_WRITE_URL });
   });
 
