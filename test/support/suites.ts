@@ -40,7 +40,7 @@ export const LONGEST_FIRST = [
   "test/e2e/client-package.test.ts", // 25 s (97 s)
   "test/e2e/lazy-commands.test.ts", // 25 s (36 s)
   "test/integration/pglite-template.test.ts", // 24 s (14 s)
-  "test/e2e/postgres-row-submit.test.ts", // 19 s run alone at load ~8 (a database with roles, the server, the first catalogue reads)
+  "test/e2e/postgres-row-submit.test.ts", // 19 s run alone at load ~15 (a database with roles, the server, the first catalogue reads)
   "test/e2e/startup-errors.test.ts", // 10 s (95 s)
   "test/slow/fuzz-requests.test.ts",
   "test/slow/browser-postgres.test.ts",
