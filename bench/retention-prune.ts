@@ -17,14 +17,14 @@ import { rollUpMetrics } from "../src/service/metrics.ts";
 import { submitPlan } from "../src/service/submit-plan.ts";
 import { verifyAudit } from "../src/service/verify-audit.ts";
 import { packagePath } from "../src/package-path.ts";
-import { openThrowawayPostgres } from "../test/support/databases.ts";
+import { openThrowawayPostgres } from "../test/support/throwaway-postgres.ts";
 import { mergeRequest, openHarness } from "../test/support/harness.ts";
 import { sealAll } from "../test/support/seal-all.ts";
 
 const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
 if (!adminUrl) throw new Error("set TEST_DATABASE_URL or BENCH_DATABASE_URL to a server this bench may create a database on");
 const [plans = 1000, batch = 50] = process.argv.slice(2).filter((a) => /^\d+$/.test(a)).map(Number);
-const database = await openThrowawayPostgres(adminUrl); // dropped at close
+const database = await openThrowawayPostgres(adminUrl, { prefix: "countersign_bench_prune" }); // dropped at close
 const ms = (t: bigint) => Number(process.hrtime.bigint() - t) / 1e6;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 try {
