@@ -87,6 +87,24 @@ describe.each(databaseKinds)("the Approve re-check ($name)", (kind) => {
     expect(await h.database.db.$count(decisions, eq(decisions.planId, two.id))).toBe(1);
   });
 
+  it("a target that already holds the plan's change (made by someone else) is not a change: approved, and the executor reconciles with zero writes", async () => {
+    h.target.set("/contacts/12", { id: 12, name: "Joana", email: "joana@old.example" });
+    const plan = await submit(h, "/contacts/12", { email: "joana@new.example" });
+    // The same change, under a new ETag, with a field of its own.
+    h.target.set("/contacts/12", { id: 12, name: "Joana", email: "joana@new.example", touchedBy: "crm-ui" });
+    const result = await approve(h, plan);
+    expect(result.status).toBe("approved");
+    expect(result.recheckFailed).toBeUndefined();
+
+    let claim = (await claimApproved(h.ctx))!;
+    while (claim.plan.id !== plan.id) claim = (await claimApproved(h.ctx))!;
+    const writes = h.target.writes().length;
+    const write = targetConfig(h.target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } });
+    const outcome = await executePlan(claim, executionPorts(await loadVerifyingKeys((await testGrantKeys()).publicPem), { crm: write }, h.clock.now));
+    expect(outcome).toMatchObject({ status: "applied", reconciled: true });
+    expect(h.target.writes().length).toBe(writes);
+  });
+
   it("a target that cannot be re-read: the approval is recorded, marked could not re-check", async () => {
     h.target.set("/contacts/9", { id: 9, name: "Ines", email: "ines@old.example" });
     const plan = await submit(h, "/contacts/9");

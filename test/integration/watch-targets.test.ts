@@ -79,6 +79,24 @@ describe.each(databaseKinds)("watching targets while plans are open ($name)", (k
     expect(await h.database.db.$count(targetWatches, eq(targetWatches.path, "/contacts/3"))).toBe(0);
   });
 
+  it("a resource that already holds an open plan's change (someone made it) is not drift: the plan stays open", async () => {
+    h.target.set("/contacts/13", { id: 13, name: "Lia", email: "lia@old.example" });
+    const plan = await submit(h, "/contacts/13");
+    const change = plan.preview.actions[0]!.after as Record<string, unknown>;
+    await watch(h.ctx);
+    h.target.set("/contacts/13", { ...change, updatedBy: "crm-ui" });
+    h.clock.advance(INTERVAL);
+    const before = readsOf(h, "/contacts/13");
+    const pass = await watch(h.ctx);
+    expect(readsOf(h, "/contacts/13") - before).toBe(1);
+    expect(pass.stale).not.toContain(plan.id);
+    expect(await statusOf(h, plan.id)).toBe("pending");
+    // Moved past it, to something else: stale.
+    h.target.set("/contacts/13", { ...change, email: "lia@third.example" });
+    h.clock.advance(INTERVAL);
+    expect((await watch(h.ctx)).stale).toContain(plan.id);
+  });
+
   it("a read that fails keeps the plan pending and records since when; the next good read clears it", async () => {
     h.target.set("/contacts/4", { id: 4, name: "Dora", email: "dora@old.example" });
     const plan = await submit(h, "/contacts/4");
