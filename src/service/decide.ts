@@ -12,7 +12,7 @@ import { decisionTermsOf } from "./decision-terms.ts";
 import { approverCheckFailed, approverMembershipOf, type Membership } from "./approver-groups.ts";
 import { recheckBeforeApprove } from "./approve-recheck.ts";
 import { refusalError } from "./refusal-error.ts";
-import { planEventStatement, transition, transitionLocked, type PlanRow } from "./transition.ts";
+import { planEventStatement, transitionLocked, type PlanRow } from "./transition.ts";
 
 
 export interface DecideInput {
@@ -104,9 +104,9 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
     });
 
     if (input.verdict === "reject") {
-      await decision;
-      const rejected = await transition(ctx, tx, { planId: plan.id, transition: "reject", actor, data: { reason }, set: { rejectReason: reason ?? null } });
-      return { status: rejected!.status, approvals: approvers, requiredApprovals: policy.requiredApprovals };
+      // Read under the row lock as for an approval: the decision, the UPDATE and its event go together.
+      const status = await transitionLocked(ctx, tx, plan, { transition: "reject", actor, data: { reason }, set: { rejectReason: reason ?? null } }, [decision.getSQL()]);
+      return { status, approvals: approvers, requiredApprovals: policy.requiredApprovals };
     }
 
     const after = [...approvers, input.actor.userId];

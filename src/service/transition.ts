@@ -45,19 +45,20 @@ export async function transition(
 
 /**
  * transition() for a caller that holds the plan's row lock and has read, under it, a status the
- * transition leaves (decide's quorum): the UPDATE cannot miss, so the event is not held back for
- * its answer. `before` (the caller's own statements, e.g. a vote and its event), the UPDATE and
- * the event go to the database together, pipelined on the transaction's connection: one round
- * trip instead of one per statement. PostgreSQL still runs them one at a time in the order they
- * were sent, in the caller's transaction: `before` and then the event, which go through the same
- * tx.execute path (the UPDATE writes no audit row, so its place among them changes nothing). An
- * UPDATE that missed after all throws, and the transaction rolls back with the event.
+ * transition leaves (decide: an approval at quorum, a rejection): the UPDATE cannot miss, so the
+ * event is not held back for its answer. `before` (the caller's own statements: a vote and its
+ * event, a decision), the UPDATE and the event go to the database together, pipelined on the
+ * transaction's connection: one round trip instead of one per statement. PostgreSQL still runs
+ * them one at a time in the order they were sent, in the caller's transaction: `before` and then
+ * the event, which go through the same tx.execute path (the UPDATE writes no audit row, so its
+ * place among them changes nothing). An UPDATE that missed after all throws, and the
+ * transaction rolls back with the event.
  */
 export async function transitionLocked(
   ctx: Pick<ServiceContext, "clock" | "sinks" | "config">,
   tx: Tx,
   plan: Pick<PlanRow, "id" | "status" | "hash" | "callbackUrl" | "document">,
-  input: { transition: Transition; actor: Actor; data?: Record<string, unknown>; set?: Partial<Pick<PlanRow, "grant" | "grantExpiresAt">> },
+  input: { transition: Transition; actor: Actor; data?: Record<string, unknown>; set?: Partial<Pick<PlanRow, "rejectReason" | "grant" | "grantExpiresAt">> },
   before: SQL[] = [],
 ): Promise<PlanRow["status"]> {
   const { from, to } = TRANSITIONS[input.transition];
