@@ -162,6 +162,58 @@ describe("countersign start: the postgres.row demo", () => {
       expect(existsSync(path.join(cwd, ".countersign", "demo-postgres.json"))).toBe(true);
     }, 3 * START_MS);
 
+    it("the printed postgres.row curl line proposes a row change previewed with the read role (nothing written); approved over HTTP, the executor applies it", async () => {
+      const cwd = mkdtempSync(path.join(dir, "flow-"));
+      const { app, port } = await startOn(cwd, flow);
+      const origin = `http://localhost:${port}`;
+      const reader = postgres(readUrlIn(app.output())!, { onnotice: () => {}, max: 1, connection: { TimeZone: "UTC", DateStyle: "ISO" } });
+      try {
+        const output = app.output();
+        const key = /Bearer (csk_[A-Za-z0-9_-]+)/.exec(output)![1]!;
+        const body = [...output.matchAll(/-d '(\{.*\})'$/gm)].map((m) => m[1]!).find((b) => b.includes('"postgres.row"'));
+        expect(body).toBeDefined();
+        const row = async () => (await reader<{ email: string; updated_at: string }[]>`SELECT email, updated_at::text FROM contacts WHERE id = 2`)[0]!;
+        const before = await row();
+
+        const res = await fetch(`${origin}/v1/plans`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body });
+        const plan = (await res.json()) as { id: string; hash: string; status: string; preview: { actions: { target: string; path: string; op: string; before: { email: string }; after: { email: string }; version: string | null; changes: { path: string; from: unknown; to: unknown }[] }[] } };
+        expect(res.status, JSON.stringify(plan)).toBe(201);
+        expect(plan.status).toBe("pending");
+        const [action] = plan.preview.actions;
+        expect(action).toMatchObject({ target: "crm", path: "/contacts/2", op: "update", before: { email: "bruno@example.com" }, after: { email: "bruno@new.example" } });
+        expect(action!.changes).toEqual([{ path: "/email", from: "bruno@example.com", to: "bruno@new.example" }]);
+        expect(action!.version).toBe(before.updated_at); // the version column as text, as the adapter compares it
+        // The preview read; it wrote nothing (a write would have moved updated_at through the trigger).
+        expect(await row()).toEqual(before);
+
+        // The demo reviewer approves through the browser door, without a browser: the printed login link, then the plan page's form.
+        const loginUrl = /^\s+(http:\/\/\S+\/login\/\S+)$/m.exec(output)![1]!;
+        const login = await fetch(loginUrl, { method: "POST", redirect: "manual", headers: { origin } });
+        expect(login.status).toBe(303);
+        const cookie = `cs_session=${/cs_session=([^;]+)/.exec(login.headers.get("set-cookie") ?? "")![1]}`;
+        const page = await (await fetch(`${origin}/plans/${plan.id}`, { headers: { cookie } })).text();
+        const csrf = /name="_csrf" value="([^"]+)"/.exec(page)![1]!;
+        const approve = await fetch(`${origin}/plans/${plan.id}/approve`, {
+          method: "POST",
+          redirect: "manual",
+          headers: { cookie, origin, "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({ hash: plan.hash, _csrf: csrf }).toString(),
+        });
+        expect(approve.status).toBe(303);
+
+        const waited = await fetch(`${origin}/v1/plans/${plan.id}/wait?timeout=60`, { headers: { authorization: `Bearer ${key}` } });
+        const done = (await waited.json()) as { status: string; outcome: { actions: { status: string; verified?: boolean | null }[] } };
+        expect(done.status, JSON.stringify(done)).toBe("applied");
+        expect(done.outcome.actions[0]).toMatchObject({ status: "applied", verified: true });
+        const after = await row();
+        expect(after.email).toBe("bruno@new.example");
+        expect(after.updated_at > before.updated_at).toBe(true);
+      } finally {
+        await reader.end({ timeout: 5 });
+        expect(await app.stop()).toBe(0);
+      }
+    }, START_MS);
+
     it("when the DATABASE_URL user may not create databases, says why and carries on with the http.json demo only", async () => {
       const cwd = mkdtempSync(path.join(dir, "plain-"));
       const { app, port } = await startOn(cwd, plain);
