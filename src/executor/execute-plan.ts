@@ -23,8 +23,23 @@ export interface ExecutionPorts {
   now(): Date;
   /** The opened target an action names (./open-targets.ts); throws when it is not configured. */
   target(name: string): OpenTarget;
-  /** Waits between attempts after a transient error; a timer unless a test says otherwise. */
-  sleep?(ms: number): Promise<void>;
+  /**
+   * Aborted when the executor is stopping: no further attempt after a transient error is waited
+   * for, and executePlan throws LeftToLease instead of reporting (never in the middle of a write).
+   */
+  stopping?: AbortSignal;
+}
+
+/**
+ * The executor stopped while waiting to try a transient failure again: nothing is reported, so
+ * the plan stays `executing` until its lease runs out and the next executor takes it over,
+ * revalidating first (it finds the change held, or writes it), as after a crash.
+ */
+export class LeftToLease extends Error {
+  constructor(planId: string) {
+    super(`stopped while retrying plan ${planId}; it is left to its lease`);
+    this.name = "LeftToLease";
+  }
 }
 
 /** First wait after a transient error, doubled per attempt up to the last. */
@@ -175,13 +190,15 @@ function retrier(claim: Claim, ports: ExecutionPorts, grantExpiresAt: number): R
   const leaseEnd = Date.parse(claim.leaseExpiresAt);
   const budget = Math.min(Number.isNaN(leaseEnd) ? 0 : (leaseEnd - now) / 2, grantExpiresAt - now);
   const deadline = performance.now() + budget;
-  const sleep = ports.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const { stopping } = ports;
   let waits = 0;
   const next = async () => {
     const delay = Math.min(FIRST_RETRY_MS * 2 ** waits, MAX_RETRY_MS);
+    if (stopping?.aborted) throw new LeftToLease(claim.plan.id);
     if (performance.now() + delay > deadline) return false;
     waits++;
-    await sleep(delay);
+    await wait(delay, stopping);
+    if (stopping?.aborted) throw new LeftToLease(claim.plan.id);
     return true;
   };
   return {
@@ -195,6 +212,19 @@ function retrier(claim: Claim, ports: ExecutionPorts, grantExpiresAt: number): R
     },
     next,
   };
+}
+
+/** `ms` on a timer, or until `signal` aborts. */
+function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }
 
 /** The opened target of action `i`, or why it cannot be used: not configured, another kind, or a planned action its adapter does not accept. */

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import { defaultRegistry, type AdapterRegistry } from "../adapters/registry.ts";
 import type { VerifyingKeys } from "../grant/keys.ts";
-import { executePlan, type Claim, type ExecutionPorts } from "./execute-plan.ts";
+import { executePlan, LeftToLease, type Claim, type ExecutionPorts } from "./execute-plan.ts";
 import { openTargets } from "./open-targets.ts";
 import type { Outcome } from "../plan/outcome.ts";
 import { minimalOutcome, reportableOutcome } from "./reportable-outcome.ts";
@@ -29,14 +29,15 @@ export interface ExecutorOptions {
  * `countersign executor`: claims approved plans one at a time, executes each, and reports.
  * Every target is opened once here, through its adapter (a reader with the read credential, a
  * writer with the write one), and closed when the loop ends. Returns a handle whose stop()
- * finishes the plan in hand (never abandons a write half-way) and stops claiming.
+ * finishes the plan in hand (never abandons a write half-way; a plan waiting to retry a
+ * transient error is left to its lease, unreported) and stops claiming.
  */
 export function runExecutor(options: ExecutorOptions): { stop(): Promise<void>; done: Promise<void> } {
   const { server, logger } = options;
   const now = options.now ?? (() => new Date());
   const stopping = new AbortController();
   const targets = openTargets(options.registry ?? defaultRegistry(options.fetch ? { fetch: options.fetch } : {}), options.targets);
-  const ports: ExecutionPorts = { keys: options.keys, environment: options.environment, now, target: targets.get };
+  const ports: ExecutionPorts = { keys: options.keys, environment: options.environment, now, target: targets.get, stopping: stopping.signal };
 
   /**
    * Reports until the server has the outcome: a transient failure (network, 5xx) is retried
@@ -79,7 +80,14 @@ export function runExecutor(options: ExecutorOptions): { stop(): Promise<void>; 
       );
     }, options.heartbeatMs ?? Math.max(1000, (Date.parse(claim.leaseExpiresAt) - Date.now()) / 3));
     try {
-      const outcome = await executePlan(claim, ports);
+      let outcome: Outcome;
+      try {
+        outcome = await executePlan(claim, ports);
+      } catch (err) {
+        if (!(err instanceof LeftToLease)) throw err;
+        log.info(err.message);
+        return;
+      }
       const accepted = await deliverReport(claim.claimToken, outcome, log);
       log.info({ status: outcome.status, reconciled: outcome.reconciled, partial: outcome.partial, accepted }, accepted ? "plan executed" : "report refused: lease lost");
     } finally {

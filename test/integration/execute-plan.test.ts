@@ -822,6 +822,27 @@ describe("runExecutor: a report the server refuses for good is not resent foreve
     expect(fake.reports).toHaveLength(2);
   });
 
+  it("stopped while waiting to retry a transient failure: stop returns at once, nothing is reported or written, the plan is left to its lease", async () => {
+    const path = seed({ v: 1 });
+    const { doc, preview } = await propose([merge(path, { v: 2 })]);
+    const fake = oneClaimServer(claimOf(doc, preview, await grantFor(doc)), () => true);
+    const m = mark();
+    target.beforeHandle = (r) => {
+      target.failWith = r.method === "GET" && r.path === path ? { status: 503, body: "maintenance" } : undefined;
+    };
+    const executor = runExecutor({ server: fake.server, keys: keys.verifying, environment: "test", targets, logger: silentLogger });
+    try {
+      await waitFor("the executor to retry the re-read", () => target.requests.slice(m).filter((r) => r.path === path).length >= 2);
+    } finally {
+      const stopping = performance.now();
+      await executor.stop();
+      // The lease (60 s) leaves 30 s of retries; stopping does not wait them out.
+      expect(performance.now() - stopping).toBeLessThan(20_000);
+    }
+    expect(fake.reports).toStrictEqual([]);
+    expect(writesTo([path], m)).toHaveLength(0);
+  });
+
   it("a transient failure (5xx, network) is retried until the server takes the report", async () => {
     const fake = oneClaimServer(await claimFor(), (n) => (n < 3 ? new Error("server answered HTTP 503") : true));
     const executor = runExecutor({ server: fake.server, keys: keys.verifying, environment: "test", targets, logger: silentLogger });
