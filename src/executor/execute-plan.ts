@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { AdapterApplyResult, AdapterPlanned, ErrorClass } from "../adapters/adapter.ts";
 import { verifyGrant } from "../grant/grant.ts";
 import type { VerifyingKeys } from "../grant/keys.ts";
@@ -197,7 +198,8 @@ function retrier(claim: Claim, ports: ExecutionPorts, grantExpiresAt: number): R
     if (stopping?.aborted) throw new LeftToLease(claim.plan.id);
     if (performance.now() + delay > deadline) return false;
     waits++;
-    await wait(delay, stopping);
+    // An abort ends the wait early (node's timer rejects then; the check below says why).
+    await sleep(delay, undefined, stopping ? { signal: stopping } : {}).catch(() => undefined);
     if (stopping?.aborted) throw new LeftToLease(claim.plan.id);
     return true;
   };
@@ -212,19 +214,6 @@ function retrier(claim: Claim, ports: ExecutionPorts, grantExpiresAt: number): R
     },
     next,
   };
-}
-
-/** `ms` on a timer, or until `signal` aborts. */
-function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }
 
 /** The opened target of action `i`, or why it cannot be used: not configured, another kind, or a planned action its adapter does not accept. */
