@@ -9,6 +9,11 @@ import type { AuditEvent, ErrorBody, ErrorCode, Issue, Outcome, PlanRequest, Pla
 export type * from "./wire-types.js";
 /** What `submitPlan` takes: the plan request as sent, before the server trims and fills in defaults. */
 export type PlanRequestInput = PlanRequest;
+/**
+ * One action of a plan, discriminated by `kind`: `HttpJsonAction` (a JSON resource over HTTP)
+ * or `PostgresRowAction` (one row of a configured PostgreSQL table). A plan may mix kinds.
+ */
+export type ActionRequestInput = PlanRequest["actions"][number];
 /** An audit event as `events()` returns it. */
 export type AuditEventView = AuditEvent;
 export { verifyWebhook } from "./webhook-signature.js";
@@ -87,7 +92,11 @@ export class Countersign {
     this.fetchImpl = options.fetch ?? fetch;
   }
 
-  /** Proposes a plan. Resolves once it is previewed and pending review. */
+  /**
+   * Proposes a plan. Resolves once it is previewed and pending review: `preview.actions[i]` is
+   * what reviewers see of `plan.actions[i]` (for a postgres.row action, the row's columns
+   * before and after and the version read).
+   */
   submitPlan(request: PlanRequestInput, options: { signal?: AbortSignal } = {}): Promise<PlanView> {
     return this.call("POST", "/v1/plans", request, options.signal);
   }

@@ -5,7 +5,7 @@
  * `countersignTool` turns a zod-typed action into an SDK `tool()` that does not do the action:
  * it proposes it as a plan, waits for people to decide and for the executor to apply it, and
  * tells the model how it ended in a few words the model can act on. The agent never holds a
- * credential for the target.
+ * credential for the target (an HTTP API's token, a database's write role).
  */
 import { tool, type FunctionTool } from "@openai/agents";
 import type { z } from "zod";
@@ -23,7 +23,11 @@ export interface CountersignToolOptions<P extends z.ZodObject> {
    * must be required (use `.nullable()` rather than `.optional()`).
    */
   parameters: P;
-  /** Builds the plan from the model's (already validated) arguments. */
+  /**
+   * Builds the plan from the model's (already validated) arguments. Its actions are of any kind
+   * the server has: `http.json` (`{ kind, target, path, op, body }`) or `postgres.row`
+   * (`{ kind, target, table, key, op, values }`), typed by `kind`.
+   */
   toPlan: (args: z.output<P>) => PlanRequestInput;
   /**
    * How long to wait for an outcome before telling the model the plan is still pending. Default:

@@ -9,6 +9,7 @@
  * client's stream, so everything human goes to stderr.
  */
 import { readFileSync } from "node:fs";
+import { isDeepStrictEqual } from "node:util";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
@@ -16,7 +17,7 @@ import { z } from "zod";
 import { Countersign, CountersignError, FINAL_STATUSES, RateLimitedError, type FinalOutcome, type PlanView } from "../client/index.ts";
 import { ConfigError } from "../config/load.ts";
 import { packagePath } from "../package-path.ts";
-import { HttpJsonAction, LIMITS, PlanRequest } from "../plan/schema.ts";
+import { ActionRequest, LIMITS, PlanRequest } from "../plan/schema.ts";
 import type { Json } from "../plan/json.ts";
 
 /** The longest wait_for_outcome blocks; an agent that needs longer calls it again. */
@@ -31,25 +32,50 @@ const PROGRESS_EVERY_MS = 10_000;
 
 /*
  * The input schema of propose_plan is the server's own PlanRequest, with a description on each
- * field for the model. `safeExtend` keeps PlanRequest's and HttpJsonAction's refinements
- * (body per op, one action per resource), and any field added to PlanRequest later is carried
- * along as it is. The server validates again and answers with its own codes.
+ * field for the model. The action kinds are ActionRequest's (one per registered adapter), each
+ * with its own fields described below: `safeExtend` keeps their refinements (values per op,
+ * one action per resource) and the union keeps ActionRequest's answer to an unknown kind. Any
+ * field added to PlanRequest later is carried along as it is. The server validates again and
+ * answers with its own codes.
  */
-const describedAction = HttpJsonAction.safeExtend({
-  kind: HttpJsonAction.shape.kind.describe('Always "http.json": a JSON resource reached over HTTP.'),
-  target: HttpJsonAction.shape.target.describe(
-    'Name of a target configured in Countersign, e.g. "contacts". An unknown name is refused with unknown_target.',
-  ),
-  path: HttpJsonAction.shape.path.describe('Path of the resource on the target, starting with "/", e.g. "/contacts/1".'),
-  op: HttpJsonAction.shape.op.describe(
-    "merge: JSON Merge Patch into the existing resource (only the fields in body change; null removes a field). " +
+
+/** What the model reads about every field of every action kind; a kind or field without it does not compile. */
+const ACTION_FIELD_HELP: { [K in ActionRequest["kind"]]: { [F in keyof Extract<ActionRequest, { kind: K }>]-?: string } } = {
+  "http.json": {
+    kind: 'Always "http.json": a JSON resource reached over HTTP.',
+    target:
+      'Name of an http.json target configured in Countersign, e.g. "contacts". A name that is not configured, or a target of another kind, is refused with unknown_target.',
+    path: 'Path of the resource on the target, starting with "/", e.g. "/contacts/1".',
+    op:
+      "merge: JSON Merge Patch into the existing resource (only the fields in body change; null removes a field). " +
       "replace: the whole resource becomes body. create: a new resource at path, which must not exist yet. " +
       "delete: remove the resource (no body).",
-  ),
-  body: HttpJsonAction.shape.body.describe(
-    "The JSON to write: for merge, an object with just the fields to change; for replace and create, the complete object or array. Omit for delete.",
-  ),
-});
+    body: "The JSON to write: for merge, an object with just the fields to change; for replace and create, the complete object or array. Omit for delete.",
+  },
+  "postgres.row": {
+    kind: 'Always "postgres.row": one row of a PostgreSQL table that the target\'s config lists. No SQL is taken from you: only this description of the row.',
+    target:
+      'Name of a postgres.row target configured in Countersign, e.g. "crm". A name that is not configured, or a target of another kind, is refused with unknown_target.',
+    table: 'A table the target lets agents change, e.g. "contacts". Any other table is refused with policy_denied.',
+    key:
+      'The row\'s key: exactly the table\'s key columns and their values, e.g. {"id": 42}. Each a number or a string (int8 and numeric keys as decimal strings, e.g. "9007199254740993").',
+    op:
+      "update: set the columns in values on the existing row (applied only if the row still has the version read now). " +
+      "insert: a new row with this key, which must not exist yet; values gives the other columns (NOT NULL columns without a default included). " +
+      "delete: remove the row (no values).",
+    values:
+      'Column name → new value, each in its column type\'s JSON form: numbers for int2/int4, decimal strings for int8 and numeric ("12.50"), ' +
+      'strings for text/varchar/uuid, "2026-12-03" for date, ISO-8601 for timestamptz ("2026-12-03T10:00:00.000000Z"), true/false for bool, base64 for bytea, any JSON for jsonb. ' +
+      "Key and version columns cannot be set. Required for update, omitted for delete. A value its column cannot hold as given is refused with preview_failed naming the column.",
+  },
+};
+
+/** ActionRequest's kinds with every field described; the schemas themselves are the plan schema's. */
+const describedActions = ActionRequest.options.map((action) => {
+  const help: Record<string, string> = ACTION_FIELD_HELP[action.shape.kind.value];
+  const shape: Record<string, z.ZodType> = action.shape;
+  return action.safeExtend(Object.fromEntries(Object.entries(shape).map(([field, type]) => [field, type.describe(help[field]!)])));
+}) as unknown as typeof ActionRequest.options;
 
 export const ProposePlanInput = PlanRequest.safeExtend({
   title: PlanRequest.shape.title.describe("One line a reviewer reads first: what changes, where, for whom. E.g. \"Update Ana Lima's email\"."),
@@ -57,12 +83,12 @@ export const ProposePlanInput = PlanRequest.safeExtend({
     "Why this change is needed: the request, ticket or evidence behind it. Reviewers see it verbatim; a clear reason gets a faster decision.",
   ),
   actions: z
-    .array(z.discriminatedUnion("kind", [describedAction]))
+    .array(ActionRequest.clone({ ...ActionRequest.def, options: describedActions }))
     .min(1)
     .max(LIMITS.maxActions)
     .describe(
       `The changes, 1 to ${LIMITS.maxActions}, applied in this order by a separate executor only after people approve. ` +
-        "Each resource (target + path) at most once.",
+        "Each resource (target + path, or target + table + key) at most once.",
     ),
   ttlSeconds: PlanRequest.shape.ttlSeconds.describe(
     "Seconds reviewers have to decide before the plan expires by itself. Omit for the target's default; above its maximum is refused.",
@@ -112,7 +138,7 @@ export function createMcpServer(client: Countersign, version = packageVersion())
           status: plan.status,
           expiresAt: plan.expiresAt,
           reviewUrl: plan.reviewUrl,
-          preview: plan.preview.actions.map((a) => ({ target: a.target, path: a.path, op: a.op, changes: a.changes })),
+          preview: structuredActions(plan),
         });
       }),
   );
@@ -270,16 +296,77 @@ function short(value: Json | undefined, max = 120): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-/** The preview's changes, one line each: what a reviewer will see, in short. */
+type Previewed = PlanView["preview"]["actions"][number];
+type Planned = PlanView["plan"]["actions"][number];
+
+/** Each action's preview, what a reviewer will see, in short: the kind decides how (a row per column, a document per field). */
 function changesText(plan: PlanView): string {
   return plan.preview.actions
     .map((action, i) => {
-      const changes = action.changes.slice(0, MAX_CHANGES_SHOWN).map((c) => `\n    ${c.path || "(whole resource)"}: ${short(c.from)} → ${short(c.to)}`);
-      const more = action.changes.length > MAX_CHANGES_SHOWN ? `\n    … and ${action.changes.length - MAX_CHANGES_SHOWN} more` : "";
-      const none = action.changes.length === 0 ? "\n    (no change: the target already holds this)" : "";
-      return `  ${i}. ${action.op} ${action.target} ${action.path} (version read: ${action.version ?? "none"})${changes.join("")}${more}${none}`;
+      const planned = plan.plan.actions[i];
+      return `  ${i}. ${planned?.kind === "postgres.row" ? rowText(action, planned) : documentText(action)}`;
     })
     .join("\n");
+}
+
+/** http.json: the fields the merge, replace, create or delete changes, one line each. */
+function documentText(action: Previewed): string {
+  const changes = action.changes.slice(0, MAX_CHANGES_SHOWN).map((c) => `\n    ${c.path || "(whole resource)"}: ${short(c.from)} → ${short(c.to)}`);
+  const more = action.changes.length > MAX_CHANGES_SHOWN ? `\n    … and ${action.changes.length - MAX_CHANGES_SHOWN} more` : "";
+  const none = action.changes.length === 0 ? "\n    (no change: the target already holds this)" : "";
+  return `${action.op} ${action.target} ${action.path} (version read: ${action.version ?? "none"})${changes.join("")}${more}${none}`;
+}
+
+const MAX_UNCHANGED_NAMED = 12;
+
+/**
+ * postgres.row: the row's columns before → after (an insert's from no row, a delete's to
+ * none), the columns left as they are by name, and the version the executor will insist on.
+ */
+function rowText(action: Previewed, planned: Extract<Planned, { kind: "postgres.row" }>): string {
+  const before = isRow(action.before) ? action.before : undefined;
+  const after = isRow(action.after) ? action.after : undefined;
+  const columns = [...new Set([...Object.keys(before ?? {}), ...Object.keys(after ?? {})])];
+  // Own columns only: a column may be called "constructor".
+  const value = (row: Record<string, Json>, column: string) => (Object.hasOwn(row, column) ? row[column] : undefined);
+  const cell = (row: Record<string, Json> | undefined, column: string) => (row === undefined ? "(no row)" : short(value(row, column)));
+  const changed = columns.filter((c) => before === undefined || after === undefined || !isDeepStrictEqual(value(before, c), value(after, c)));
+  const unchanged = columns.filter((c) => !changed.includes(c));
+  const version =
+    action.version === null
+      ? "no row there now: written only if it is still absent"
+      : `version read: ${action.version} (${action.precondition === "xmin" ? "the row's xmin" : "its version column"}); written only if the row still has it`;
+  const lines = [
+    `${action.op} ${action.target} table ${planned.table} key ${short(planned.key)} (${action.path}; ${version})`,
+    ...changed.slice(0, MAX_CHANGES_SHOWN).map((c) => `    ${c}: ${cell(before, c)} → ${cell(after, c)}`),
+    ...(changed.length > MAX_CHANGES_SHOWN ? [`    … and ${changed.length - MAX_CHANGES_SHOWN} more changed columns`] : []),
+    ...(changed.length === 0 ? ["    (no change: the row already holds this)"] : []),
+    ...(unchanged.length > 0
+      ? [`    unchanged: ${unchanged.slice(0, MAX_UNCHANGED_NAMED).join(", ")}${unchanged.length > MAX_UNCHANGED_NAMED ? `, and ${unchanged.length - MAX_UNCHANGED_NAMED} more` : ""}`]
+      : []),
+  ];
+  return lines.join("\n");
+}
+
+function isRow(value: Json | null): value is Record<string, Json> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** What the structured answers say of each action: where, what, the version read and, for a row, its columns before and after. */
+function structuredActions(plan: PlanView): Record<string, unknown>[] {
+  return plan.preview.actions.map((a, i) => {
+    const planned = plan.plan.actions[i];
+    return {
+      ...(planned ? { kind: planned.kind } : {}),
+      target: a.target,
+      path: a.path,
+      op: a.op,
+      ...(planned?.kind === "postgres.row" ? { table: planned.table, key: planned.key, before: a.before, after: a.after } : {}),
+      version: a.version,
+      ...(a.precondition !== undefined ? { precondition: a.precondition } : {}),
+      changes: a.changes,
+    };
+  });
 }
 
 function proposedText(plan: PlanView): string {
@@ -305,6 +392,9 @@ function actionResultsText(outcome: FinalOutcome["outcome"]): string[] {
     ...outcome.actions.flatMap((a) => [
       `  ${a.index}. ${a.target} ${a.path}: ${a.status}${a.reconciled ? " (already held the change)" : ""}${VERIFIED_TEXT[String(a.verified)] ?? ""}${a.detail ? ` — ${a.detail}` : ""}`,
       ...(a.driftAfterApply ?? []).map((d) => `     ${d.path || "(whole document)"}: approved ${short(d.expected as Json | undefined)}, target has ${short(d.actual as Json | undefined)}`),
+      // Stale: what moved on the target since the preview, for the re-plan.
+      ...(a.status === "stale" && (a.expected !== undefined || a.now !== undefined) ? [`     version expected ${a.expected ?? "(none)"}, found ${a.now ?? "(none)"}`] : []),
+      ...(a.changedSincePreview ?? []).slice(0, MAX_CHANGES_SHOWN).map((c) => `     changed since the preview: ${c.path || "(whole resource)"}: ${short(c.from as Json | undefined)} → ${short(c.to as Json | undefined)}`),
     ]),
     ...(outcome.partial ? ["  (partial: some actions were written and a later one was not)"] : []),
   ];
@@ -387,7 +477,7 @@ function structuredPlan(plan: PlanView): Record<string, unknown> {
     approvals: plan.approvals,
     ...(reason !== undefined ? { reason } : {}),
     ...(plan.held ? { held: plan.held } : {}),
-    actions: plan.preview.actions.map((a) => ({ target: a.target, path: a.path, op: a.op, changes: a.changes })),
+    actions: structuredActions(plan),
     ...(plan.outcome ? { results: plan.outcome.actions } : {}),
   };
 }

@@ -3,6 +3,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ACTION_KINDS } from "../../src/plan/schema.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
 import { decide } from "../../src/service/decide.ts";
 import type { PlanView } from "../../src/service/plan-view.ts";
@@ -72,9 +73,17 @@ describe("countersign mcp over stdio", () => {
     for (const field of ["title", "reason", "actions", "ttlSeconds", "onBehalfOf", "idempotencyKey"]) {
       expect(schema.properties[field]?.description, field).toBeTruthy();
     }
-    const action = schema.properties.actions!.items!.oneOf![0]!.properties;
-    expect(action.op!.enum).toEqual(["merge", "replace", "delete", "create"]);
-    for (const field of ["kind", "target", "path", "op", "body"]) expect(action[field]?.description, field).toBeTruthy();
+    // One entry per action kind the plan schema has, each with every field described for the model.
+    const kinds = schema.properties.actions!.items!.oneOf!.map((o) => o.properties);
+    expect(kinds.map((k) => (k.kind as { const?: string }).const)).toEqual([...ACTION_KINDS]);
+    const [http, row] = kinds;
+    expect(http!.op!.enum).toEqual(["merge", "replace", "delete", "create"]);
+    expect(Object.keys(http!).sort()).toEqual(["body", "kind", "op", "path", "target"]);
+    expect(row!.op!.enum).toEqual(["update", "insert", "delete"]);
+    expect(Object.keys(row!).sort()).toEqual(["key", "kind", "op", "table", "target", "values"]);
+    for (const action of kinds) {
+      for (const [field, property] of Object.entries(action)) expect(property.description, field).toBeTruthy();
+    }
 
     for (const name of ["get_plan", "wait_for_outcome"]) {
       expect(byName[name]!.annotations).toEqual({ readOnlyHint: true, openWorldHint: false });
