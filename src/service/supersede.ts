@@ -61,7 +61,14 @@ export async function supersedeIn(
   }
   // Someone got there first (another re-plan, a claim, a decision, the sweeper): say what.
   const [now] = await tx.select().from(plans).where(eq(plans.id, oldId));
-  throw whyNotSupersedable(now!) ?? new ServiceError("conflict", `plan ${oldId} changed while this version was stored; retry`);
+  // A purge (retention) removed it meanwhile: there is nothing left to replace.
+  if (!now) {
+    throw new ServiceError("not_supersedable", `plan ${oldId} was removed (purged) while this version was stored; submit it without 'supersedes'`, {
+      details: { planId: oldId },
+      issues: [{ path: "/supersedes", message: "the plan no longer exists" }],
+    });
+  }
+  throw whyNotSupersedable(now) ?? new ServiceError("conflict", `plan ${oldId} changed while this version was stored; retry`);
 }
 
 function whyNotSupersedable(row: PlanRow): ServiceError | undefined {
