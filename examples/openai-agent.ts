@@ -1,6 +1,8 @@
 /**
- * An OpenAI Agents SDK agent whose only way to change the CRM is to ask people. Its tool
- * proposes a plan to Countersign and returns how it ended ("applied", "rejected: …", "stale: …").
+ * An OpenAI Agents SDK agent whose only way to change the CRM is to ask people. Each tool
+ * proposes a plan to Countersign and returns how it ended ("applied", "rejected: …", "stale: …"):
+ * one changes a JSON resource over HTTP (the demo's `contacts` target), the other a row of the
+ * CRM database (the `crm` target, there when `npm start` ran with DATABASE_URL).
  *
  *   npm install @openai/agents@0.14     # optional peer dependency (0.15+ needs Node 22)
  *   OPENAI_API_KEY=sk-… COUNTERSIGN_AGENT_KEY=$(cat .countersign/demo-agent.key) npx tsx examples/openai-agent.ts ["request"]
@@ -37,13 +39,33 @@ const updateContactEmail = countersignTool({
   timeoutMs: 10 * 60_000,
 });
 
+// The same kind of tool over a postgres.row action: one row of the `contacts` table, found by its
+// key; the values are the columns it sets. The agent writes no SQL, and holds no database role.
+const updateContactTier = countersignTool({
+  client,
+  name: "update_contact_tier",
+  description: "Change a contact's support tier in the CRM database (the demo's `crm` target, table `contacts`).",
+  parameters: z.object({
+    contactId: z.int().positive().describe("The contact's numeric id, e.g. 2 for Bruno Costa."),
+    tier: z.enum(["gold", "silver", "bronze"]).describe("The new tier."),
+    reason: z.string().describe("Why: who asked, and where (ticket, call, email)."),
+  }),
+  toPlan: ({ contactId, tier, reason }) => ({
+    title: `Set the tier of contact ${contactId} to ${tier}`,
+    reason,
+    onBehalfOf: "U0REQUESTER",
+    actions: [{ kind: "postgres.row", target: "crm", table: "contacts", key: { id: contactId }, op: "update", values: { tier } }],
+  }),
+  timeoutMs: 10 * 60_000,
+});
+
 const agent = new Agent({
   name: "CRM assistant",
   instructions:
-    "You keep the CRM up to date. Changes go through update_contact_email, which asks a person to approve. " +
+    "You keep the CRM up to date. Changes go through update_contact_email and update_contact_tier, which ask a person to approve. " +
     "Report how each change ended. If it was rejected, say why and do not retry the same change. " +
     "If it is stale, the contact changed meanwhile: tell the user rather than guessing.",
-  tools: [updateContactEmail],
+  tools: [updateContactEmail, updateContactTier],
   ...(process.env.OPENAI_MODEL ? { model: process.env.OPENAI_MODEL } : {}),
 });
 
