@@ -84,6 +84,8 @@ import { z } from "zod";
 
 const client = new Countersign({ url: "http://localhost:3000", key: "csk_x" });
 export const plan: Promise<PlanView> = client.submitPlan({ title: "t", actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "delete" }] });
+export const row: Promise<PlanView> = client.submitPlan({ title: "t", actions: [{ kind: "postgres.row", target: "crmdb", table: "contacts", key: { id: 42 }, op: "update", values: { email: "ada@new.example" } }] });
+export const rowTable = (p: PlanView) => p.plan.actions.map((a) => (a.kind === "postgres.row" ? a.table : a.path));
 export const code: ErrorCode = "database_unavailable";
 export const ok: Promise<boolean> = verifyWebhook("secret", "t=1,v1=00", "{}");
 export const status = (p: WebhookPayload) => p.status satisfies PlanView["status"];
@@ -92,6 +94,8 @@ export const tool = countersignTool({ client, name: "t", description: "d", param
 // Each line below must be a type error; were the types any or missing, tsc would call the directive unused.
 // @ts-expect-error an op the contract does not have
 client.submitPlan({ title: "t", actions: [{ kind: "http.json", target: "crm", path: "/", op: "patch" }] });
+// @ts-expect-error a postgres.row action names a table and key, not a path
+client.submitPlan({ title: "t", actions: [{ kind: "postgres.row", target: "crmdb", path: "/contacts/42", op: "update" }] });
 // @ts-expect-error a code the contract does not have
 export const wrong: ErrorCode = "no_such_code";
 // @ts-expect-error PlanView has no such field

@@ -40,7 +40,7 @@ export const LONGEST_FIRST = [
   "test/e2e/client-package.test.ts", // 25 s (97 s)
   "test/e2e/lazy-commands.test.ts", // 25 s (36 s)
   "test/integration/pglite-template.test.ts", // 24 s (14 s)
-  "test/e2e/agent-doors-postgres-row.test.ts", // 15 s alone at load ~5-8 (a database with roles, the server, an MCP child, the executor)
+  "test/e2e/agent-doors-postgres-row.test.ts", // 6-15 s alone at load 5-8 (a database with roles, the server, an MCP child, the executor)
   "test/e2e/postgres-row-submit.test.ts", // 19 s run alone at load ~15 (a database with roles, the server, the first catalogue reads)
   "test/e2e/start-postgres-row.test.ts", // 12 s alone at load 11, 21-42 s at load 15-18 (five `start`s, one on PGlite)
   "test/e2e/startup-errors.test.ts", // 10 s (95 s)
