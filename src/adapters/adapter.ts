@@ -130,6 +130,11 @@ export interface TargetReader<Action, Planned> {
 }
 
 export interface TargetWriter<Planned> {
+  /**
+   * The longest a write may still land after `apply` is called (the target's timeout): the
+   * executor starts a write only while at least this much of the grant is left.
+   */
+  readonly timeoutMs: number;
   /** Conditional on the planned precondition, and safe to repeat with the same key. Never throws. */
   apply(planned: Planned, idempotencyKey: string): Promise<AdapterApplyResult>;
   close(): Promise<void>;

@@ -48,6 +48,7 @@ export function httpJsonAdapter(deps: { fetch?: typeof fetch; http?: ReadOnlyHtt
     },
     openWriter(name, target) {
       return {
+        timeoutMs: target.timeoutMs,
         async apply(planned, idempotencyKey): Promise<AdapterApplyResult> {
           const result = await applyHttpJson(fetchImpl, name, target, planned, idempotencyKey);
           switch (result.status) {

@@ -64,6 +64,10 @@ type Check =
  * with back-off for the first half of the lease (never past the grant's expiry); a permanent
  * one is reported at once. A write is retried only after revalidating again: the failed attempt
  * may have landed, and then the change is held and nothing more is written.
+ *
+ * Every write (a retry, a later action) starts only while more than the target's timeout is left
+ * before the grant expires, so none can land after it: otherwise the plan stops there, `expired`
+ * (with `partial` when earlier actions were written).
  */
 export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<Outcome> {
   const { plan } = claim;
@@ -127,6 +131,7 @@ export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<
   // Apply in order; stop at the first action that does not apply.
   const results: ActionOutcome[] = [];
   let stopped: ActionOutcome | undefined;
+  let expired = false;
   for (const [i, action] of actions.entries()) {
     if (stopped) {
       results.push(skipped(action, i));
@@ -137,12 +142,20 @@ export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<
       continue;
     }
     const result = await applyOne(targets[i] as OpenTarget, action, i, `${plan.id}:${i}`, states[i]!, retry, revalidate);
-    results.push(result);
-    if (result.status !== "applied") stopped = result;
+    results.push(result.outcome);
+    if (result.outcome.status !== "applied") {
+      stopped = result.outcome;
+      expired = result.expired === true;
+    }
   }
   const wrote = results.some((r) => r.status === "applied");
   if (!stopped) return { status: "applied", actions: results };
-  return { status: stopped.status === "stale" ? "stale" : "failed", ...(wrote ? { partial: true } : {}), reason: stopped.detail ?? "", actions: results };
+  const partial = wrote ? { partial: true } : {};
+  if (expired) {
+    const what = wrote ? "the actions before it were written, it and the rest were not" : "nothing was written";
+    return { status: "expired", ...partial, reason: `the grant expired before action ${stopped.index} could be written: ${stopped.detail}; ${what}`, actions: results };
+  }
+  return { status: stopped.status === "stale" ? "stale" : "failed", ...partial, reason: stopped.detail ?? "", actions: results };
 }
 
 /**
@@ -150,26 +163,35 @@ export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<
  * lost). A transient failure is retried after revalidating: held means the failed attempt
  * landed after all, stale that someone else moved the target meanwhile; only ready writes again.
  */
-async function applyOne(target: OpenTarget, action: AdapterPlanned, index: number, idempotencyKey: string, seen: Seen, retry: Retrier, revalidate: (i: number) => Promise<Check>): Promise<ActionOutcome> {
+async function applyOne(target: OpenTarget, action: AdapterPlanned, index: number, idempotencyKey: string, seen: Seen, retry: Retrier, revalidate: (i: number) => Promise<Check>): Promise<{ outcome: ActionOutcome; expired?: true }> {
   const where = base(action, index);
+  // Checked right before every write, first and retries alike: a re-read or a wait before it may have used up the grant.
+  const tooLate = (before?: string): { outcome: ActionOutcome; expired: true } | undefined => {
+    const why = retry.tooLateToWrite(target.writer.timeoutMs);
+    return why === undefined ? undefined : { outcome: { ...where, status: "skipped", detail: before ? `${before}; not tried again: ${why}` : why }, expired: true };
+  };
+  const first = tooLate();
+  if (first) return first;
   let result: AdapterApplyResult = await target.writer.apply(action, idempotencyKey);
   let attempts = 1;
   let failedBefore: string | undefined;
   while (result.status === "failed" && result.errorClass === "transient" && (await retry.next())) {
     failedBefore = result.detail;
     const check = await revalidate(index);
-    if (check.kind === "held") return { ...where, status: "applied", verified: true, detail: `${result.detail}; re-read before trying again: the target holds the change` };
-    if (check.kind === "stale") return { ...check.outcome, detail: `${result.detail}; re-read before trying again: ${check.outcome.detail}` };
+    if (check.kind === "held") return { outcome: { ...where, status: "applied", verified: true, detail: `${result.detail}; re-read before trying again: the target holds the change` } };
+    if (check.kind === "stale") return { outcome: { ...check.outcome, detail: `${result.detail}; re-read before trying again: ${check.outcome.detail}` } };
     if (check.kind === "unreadable") {
       if (check.errorClass === "transient") continue;
-      return { ...where, status: "failed", detail: `${result.detail}; re-read before trying again: ${check.detail}` };
+      return { outcome: { ...where, status: "failed", detail: `${result.detail}; re-read before trying again: ${check.detail}` } };
     }
+    const late = tooLate(`${result.detail}${attempts > 1 ? ` (after ${attempts} attempts)` : ""}`);
+    if (late) return late;
     attempts++;
     result = await target.writer.apply(action, idempotencyKey);
   }
-  if (result.status === "failed") return { ...where, status: "failed", detail: attempts > 1 ? `${result.detail} (after ${attempts} attempts)` : result.detail };
+  if (result.status === "failed") return { outcome: { ...where, status: "failed", detail: attempts > 1 ? `${result.detail} (after ${attempts} attempts)` : result.detail } };
   const outcome = await settleWrite(where, result, () => target.reader.verify(action, seen));
-  return failedBefore !== undefined && outcome.status === "applied" && outcome.detail === undefined ? { ...outcome, detail: `written after a failed attempt (${failedBefore})` } : outcome;
+  return { outcome: failedBefore !== undefined && outcome.status === "applied" && outcome.detail === undefined ? { ...outcome, detail: `written after a failed attempt (${failedBefore})` } : outcome };
 }
 
 interface Retrier {
@@ -177,6 +199,8 @@ interface Retrier {
   until(attempt: () => Promise<Check>, again: (result: Check) => boolean): Promise<Check>;
   /** Waits before the next attempt; false (without waiting) when that would pass the deadline. */
   next(): Promise<boolean>;
+  /** Why a write that may take `timeoutMs` to land must not start now (it could land after the grant expires), or undefined. */
+  tooLateToWrite(timeoutMs: number): string | undefined;
 }
 
 /**
@@ -191,6 +215,7 @@ function retrier(claim: Claim, ports: ExecutionPorts, grantExpiresAt: number): R
   const leaseEnd = Date.parse(claim.leaseExpiresAt);
   const budget = Math.min(Number.isNaN(leaseEnd) ? 0 : (leaseEnd - now) / 2, grantExpiresAt - now);
   const deadline = performance.now() + budget;
+  const grantEnd = performance.now() + (grantExpiresAt - now);
   const { stopping } = ports;
   let waits = 0;
   const next = async () => {
@@ -213,6 +238,11 @@ function retrier(claim: Claim, ports: ExecutionPorts, grantExpiresAt: number): R
       }
     },
     next,
+    tooLateToWrite(timeoutMs) {
+      const left = Math.floor(grantEnd - performance.now());
+      if (left > timeoutMs) return undefined;
+      return left <= 0 ? "the grant has expired" : `the grant expires in ${left} ms, within the target's timeout (${timeoutMs} ms), so a write started now could land after it`;
+    },
   };
 }
 

@@ -614,6 +614,73 @@ describe("executePlan on an expired grant only reconciles", () => {
   });
 });
 
+describe("executePlan starts a write only while the grant outlasts the target's timeout", () => {
+  // A slow target: its timeout is long, and the test holds answers until given moments around the grant's expiry.
+  const TIMEOUT_MS = 3000;
+  const slow = (): Record<string, TargetConfig> => ({ crm: targetConfig(target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } }, timeoutMs: TIMEOUT_MS }) });
+  const holdUntil = (at: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())));
+  /** Write requests to these paths that arrived at or after `at`. */
+  const writesFrom = (paths: string[], m: number, arrived: Map<RecordedRequest, number>, at: number) => writesTo(paths, m).filter((w) => arrived.get(w)! >= at);
+
+  it("a grant that expires during retries: no write after the re-read that used up the time, expired, nothing written", async () => {
+    const a = seed({ v: 1 }, "a");
+    const configured = slow();
+    const { doc, preview } = await propose([merge(a, { v: 2 })], configured);
+    const expiresAt = Date.now() + TIMEOUT_MS + 1000;
+    const arrived = new Map<RecordedRequest, number>();
+    let failedWrites = 0;
+    target.beforeHandle = async (r) => {
+      arrived.set(r, Date.now());
+      target.failWith = undefined;
+      if (r.method === "PATCH") {
+        failedWrites++;
+        target.failWith = { status: 503, body: "busy" };
+      } else if (failedWrites > 0) {
+        // The re-read before a retry answers late: first when less than the target's timeout is left, then after expiry.
+        await holdUntil(failedWrites === 1 ? expiresAt - TIMEOUT_MS + 300 : expiresAt + 100);
+      }
+    };
+    const m = mark();
+
+    const outcome = await execute(claimOf(doc, preview, await grantFor(doc, { expiresAt: new Date(expiresAt) })), ports({}, configured));
+
+    expect(writesFrom([a], m, arrived, expiresAt)).toStrictEqual([]);
+    expect(outcome.status).toBe("expired");
+    expect(outcome.partial).toBeUndefined();
+    expect(outcome.reason).toMatch(/grant expired before action 0 could be written.*nothing was written/);
+    expect(outcome.actions).toStrictEqual([{ index: 0, target: "crm", path: a, status: "skipped", detail: expect.stringMatching(/HTTP 503.*not tried again: the grant expires in \d+ ms, within the target's timeout \(3000 ms\)/) }]);
+    expect(target.get(a)).toStrictEqual({ v: 1 });
+  });
+
+  it("a later action of a plan is checked too: an earlier write that used up the time stops the plan, expired and partial", async () => {
+    const a = seed({ v: 1 }, "a");
+    const b = seed({ v: 1 }, "b");
+    const c = seed({ v: 1 }, "c");
+    const configured = slow();
+    const { doc, preview } = await propose([merge(a, { v: 2 }), merge(b, { v: 2 }), merge(c, { v: 2 })], configured);
+    const expiresAt = Date.now() + TIMEOUT_MS + 1000;
+    const arrived = new Map<RecordedRequest, number>();
+    target.beforeHandle = async (r) => {
+      arrived.set(r, Date.now());
+      // a answers when less than the target's timeout is left; b (if sent) answers after expiry.
+      if (r.method === "PATCH" && r.path === a) await holdUntil(expiresAt - TIMEOUT_MS + 300);
+      if (r.method === "PATCH" && r.path === b) await holdUntil(expiresAt + 100);
+    };
+    const m = mark();
+
+    const outcome = await execute(claimOf(doc, preview, await grantFor(doc, { expiresAt: new Date(expiresAt) })), ports({}, configured));
+
+    expect(writesFrom([a, b, c], m, arrived, expiresAt)).toStrictEqual([]);
+    expect(writesTo([a, b, c], m).map((w) => w.path)).toStrictEqual([a]);
+    expect(outcome.status).toBe("expired");
+    expect(outcome.partial).toBe(true);
+    expect(outcome.reason).toMatch(/grant expired before action 1 could be written.*the actions before it were written/);
+    expect(outcome.actions.map((x) => x.status)).toStrictEqual(["applied", "skipped", "skipped"]);
+    expect(outcome.actions[1]!.detail).toMatch(/^the grant expires in \d+ ms, within the target's timeout/);
+    expect([target.get(a), target.get(b), target.get(c)]).toStrictEqual([{ v: 2 }, { v: 1 }, { v: 1 }]);
+  });
+});
+
 describe("executePlan stops at the first write that does not apply", () => {
   it("the target answers 412 to the second write → stale, partial, [applied, stale, skipped], third never sent", async () => {
     const a = seed({ id: "a", v: 1 }, "a");

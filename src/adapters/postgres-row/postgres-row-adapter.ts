@@ -43,6 +43,7 @@ export function postgresRowAdapter(): Adapter<PostgresRowAction, PostgresRowPlan
     openWriter(name, target) {
       if (!target.write) {
         return {
+          timeoutMs: target.timeoutMs,
           apply: async () => ({ status: "failed", errorClass: "permanent", detail: `target '${name}' has no write connection configured` }),
           close: async () => {},
         };
@@ -50,6 +51,7 @@ export function postgresRowAdapter(): Adapter<PostgresRowAction, PostgresRowPlan
       const sql = connect(target.write.url, target.timeoutMs, false);
       const tables = new TableCache(sql, name, target);
       return {
+        timeoutMs: target.timeoutMs,
         apply: (planned) => apply(sql, name, tables, planned),
         close: () => sql.end({ timeout: 5 }),
       };

@@ -28,7 +28,7 @@ function recordingAdapter(log: string[]): Adapter<any, AdapterPlanned, { adapter
     },
     openWriter(name) {
       log.push(`open writer ${name}`);
-      return { apply: async () => ({ status: "failed", errorClass: "permanent", detail: "not written in this test" }), close: async () => void log.push(`close writer ${name}`) };
+      return { timeoutMs: 1000, apply: async () => ({ status: "failed", errorClass: "permanent", detail: "not written in this test" }), close: async () => void log.push(`close writer ${name}`) };
     },
   };
 }
