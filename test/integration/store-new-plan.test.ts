@@ -41,7 +41,9 @@ describe.each(databaseKinds)("storing a new plan on $name", (kind) => {
   it("announces new plans after their commit, at most one announcement per plan (coalesced when they come together), naming them pending", async () => {
     const heard: string[] = [];
     stops.push(await h.ctx.database.listen(PLAN_CHANNEL, (payload) => void heard.push(payload)));
-    const woken = h.ctx.signals.waitAny(LONG_MS);
+    const aborted = new AbortController();
+    stops.push(async () => aborted.abort());
+    const woken = h.ctx.signals.waitAny(LONG_MS, aborted.signal);
     const submitted = await Promise.all(Array.from({ length: 12 }, (_, i) => submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: `burst ${i}` }) })));
     await woken;
     const ids = new Set(submitted.map((s) => s.plan.id));
