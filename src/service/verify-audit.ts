@@ -13,6 +13,8 @@ export interface AuditProblem {
   planId?: string;
   eventId?: number;
   seal?: number;
+  /** The purge (a `purges` id) a checkpoint line names. */
+  purge?: number;
   message: string;
 }
 
@@ -46,9 +48,11 @@ const inputOf = (e: EventRow): AuditInput => ({ planId: e.plan_id, type: e.type,
  * plan's events deleted whole, no longer match their seal); a reordered one links to an event
  * that comes after it. Events committed since the newest seal are counted, not judged: only their
  * chain protects them until the next seal. Plans a retention purge took left a checkpoint line per
- * event (audit_pruned): each pruned chain must still link from its genesis, nothing of it may
- * remain in the log, and every seal is recomputed over the events that remain plus those lines,
- * so an event deleted any other way, or a checkpoint line altered, still breaks its seal.
+ * event (audit_pruned): each pruned chain must still link from its genesis, and every seal is
+ * recomputed over the events that remain plus those lines, so an event deleted any other way, or a
+ * checkpoint line altered, still breaks its seal. The seals see only (id, hash), so the lines must
+ * also be what a purge writes (checkpointAccounts): whole chains of plans that are gone, under a
+ * recorded purge, as many as it counted.
  */
 export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: { batch?: number } = {}): Promise<AuditVerdict> {
   const { database } = ctx;
@@ -164,6 +168,8 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
     if (rows.length < batch) break;
   }
 
+  if (!full()) problems.push(...(await checkpointAccounts(ctx, MAX_PROBLEMS - problems.length)));
+
   // The seals, each against the events it covers (seal 0: the legacy chain's head).
   const seals = (await database.rows<Parameters<typeof sealFromRow>[0]>(sql`SELECT ${SEAL_COLUMNS} FROM audit_seals ORDER BY seq`)).map(sealFromRow);
   let previous: Seal | undefined;
@@ -209,4 +215,54 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
     ...(problems[0] ? { problem: problems[0] } : {}),
     problems,
   };
+}
+
+/**
+ * What only a purge writes, checked against what it records: a pruned plan's row is gone, none of
+ * its chain remains in the log (legacy events stay: they are links of the legacy chain), every
+ * line names a `purges` row, and each purge's lines are as many events, of at most as many plans,
+ * as it counted. A whole sealed chain moved into the checkpoint by hand matches every seal; this
+ * is what names it. Each check is one statement, so a purge committing meanwhile (its lines and its
+ * record in one transaction) is seen whole or not at all.
+ */
+async function checkpointAccounts(ctx: Pick<ServiceContext, "database">, limit: number): Promise<AuditProblem[]> {
+  const { database } = ctx;
+  const problems: AuditProblem[] = [];
+  const livePlans = await database.rows<{ plan_id: string; purge_id: number | string; n: number | string }>(sql`
+    SELECT a.plan_id, min(a.purge_id) AS purge_id, count(*) AS n FROM audit_pruned a
+     WHERE EXISTS (SELECT 1 FROM plans p WHERE p.id = a.plan_id)
+     GROUP BY a.plan_id ORDER BY a.plan_id LIMIT ${limit}`);
+  for (const r of livePlans) {
+    problems.push({ chain: "pruned", kind: "deleted", planId: r.plan_id, purge: Number(r.purge_id), message: `plan ${r.plan_id}'s chain is in the checkpoint (${r.n} event(s), naming purge ${r.purge_id}), but the plan is still there: a purge deletes a plan with its events, so these events were deleted some other way` });
+  }
+  const remaining = await database.rows<{ plan_id: string; first: number | string; n: number | string; purge_id: number | string }>(sql`
+    SELECT e.plan_id, min(e.id) AS first, count(*) AS n, (SELECT min(a.purge_id) FROM audit_pruned a WHERE a.plan_id = e.plan_id) AS purge_id
+      FROM audit_events e
+     WHERE e.xid IS NOT NULL AND EXISTS (SELECT 1 FROM audit_pruned a WHERE a.plan_id = e.plan_id)
+     GROUP BY e.plan_id ORDER BY min(e.id) LIMIT ${limit}`);
+  for (const r of remaining) {
+    problems.push({ chain: "pruned", kind: "added", planId: r.plan_id, eventId: Number(r.first), purge: Number(r.purge_id), message: `${r.n} event(s) of plan ${r.plan_id}, from event ${r.first}, are still in the log, but purge ${r.purge_id} pruned that plan's chain: a purge takes a whole chain, so its checkpoint lines or these events were added by hand` });
+  }
+  const purges = await database.rows<{ purge_id: number | string; recorded: boolean; lines: number | string; plans: number | string; counted_events: number | string | null; counted_plans: number | string | null }>(sql`
+    SELECT coalesce(r.id, a.purge_id) AS purge_id, r.id IS NOT NULL AS recorded, coalesce(a.lines, 0) AS lines, coalesce(a.plans, 0) AS plans,
+           r.audit_events AS counted_events, r.plans AS counted_plans
+      FROM (SELECT purge_id, count(*) AS lines, count(DISTINCT plan_id) AS plans FROM audit_pruned GROUP BY purge_id) a
+      FULL JOIN purges r ON r.id = a.purge_id
+     WHERE r.id IS NULL OR coalesce(a.lines, 0) <> r.audit_events OR coalesce(a.plans, 0) > r.plans
+     ORDER BY 1 LIMIT ${limit}`);
+  for (const r of purges) {
+    const at = { chain: "pruned" as const, purge: Number(r.purge_id) };
+    const lines = Number(r.lines);
+    const counted = Number(r.counted_events);
+    if (!r.recorded) {
+      problems.push({ ...at, kind: "added", message: `${lines} checkpoint line(s) of ${r.plans} plan(s) name purge ${r.purge_id}, which purges does not record: a purge records itself in the transaction that writes its lines, so no purge wrote these` });
+    } else if (lines > counted) {
+      problems.push({ ...at, kind: "added", message: `purge ${r.purge_id} recorded ${counted} pruned event(s), but ${lines} checkpoint lines name it: ${lines - counted} were added by hand` });
+    } else if (lines < counted) {
+      problems.push({ ...at, kind: "deleted", message: `purge ${r.purge_id} recorded ${counted} pruned event(s), but only ${lines} checkpoint lines name it: ${counted - lines} were deleted` });
+    } else {
+      problems.push({ ...at, kind: "added", message: `purge ${r.purge_id} took ${r.counted_plans} plan(s), but checkpoint lines of ${r.plans} plans name it: lines of other plans were added by hand` });
+    }
+  }
+  return problems.slice(0, limit);
 }

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import type { KeyObject } from "node:crypto";
+import { randomUUID, type KeyObject } from "node:crypto";
 import { sql, type SQL } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { auditVerdictLines } from "../../src/cli/agents.ts";
@@ -54,15 +54,20 @@ describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kin
   const publish = () => deliverDue(h.ctx, { handlers: { [SEAL_SINKS.file]: sealFileSink(file) } });
   const checkPublished = () => verifySeals(h.ctx, parseSealsFile(readFileSync(file, "utf8")), publicKeys);
 
-  /** What an attacker with superuser SQL does: switch the guards off around the change. */
+  /** What an attacker with superuser SQL does: switch every trigger off (the guards, and foreign keys) for the change. */
   async function asAttacker(statements: SQL[]): Promise<void> {
-    const triggers = [["audit_events", "audit_events_append_only"], ["audit_pruned", "audit_pruned_guard"]] as const;
     await database.db.transaction(async (tx) => {
-      for (const [table, trigger] of triggers) await tx.execute(sql.raw(`ALTER TABLE ${table} DISABLE TRIGGER ${trigger}`));
+      await tx.execute(sql`SET LOCAL session_replication_role = replica`);
       for (const s of statements) await tx.execute(s);
-      for (const [table, trigger] of triggers) await tx.execute(sql.raw(`ALTER TABLE ${table} ENABLE TRIGGER ${trigger}`));
     });
   }
+  /** A plan's events moved into the checkpoint as a purge would have written them, naming `purge`, and deleted. */
+  const passOffAsPruned = (planId: string, purge: SQL, { keepEvents = false } = {}): SQL[] => [
+    sql`INSERT INTO audit_pruned (id, plan_id, xid, at, prev_hash, hash, purge_id)
+        SELECT id, plan_id, xid, at, prev_hash, hash, ${purge} FROM audit_events WHERE plan_id = ${planId} AND xid IS NOT NULL`,
+    ...(keepEvents ? [] : [sql`DELETE FROM audit_events WHERE plan_id = ${planId}`]),
+  ];
+  const lastPurge = sql`(SELECT max(id) FROM purges)`;
 
   beforeEach(async () => {
     fixture = await openSignedSeals(kind, { everyEvents: 1000, everySeconds: 60 });
@@ -189,6 +194,44 @@ describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kin
     expect(await count(sql`SELECT count(*) AS n FROM audit_pruned`)).toBe(endedEvents.length);
   });
 
+  it("countersign.purge opens the guards only inside countersign_purge_plans(): a role that may write every table and sets it by hand is refused, and the same role purges through the function", async () => {
+    const role = `cs_writer_${randomUUID().slice(0, 8)}`;
+    await database.rows(sql.raw(`CREATE ROLE ${role}`));
+    try {
+      await database.rows(sql.raw(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}`));
+      await database.rows(sql.raw(`GRANT EXECUTE ON FUNCTION countersign_purge_plans(timestamptz, text) TO ${role}`));
+      const asRole = <T,>(statement: SQL, { flag = true } = {}) => database.db.transaction(async (tx) => {
+        await database.rows(sql.raw(`SET LOCAL ROLE ${role}`), tx);
+        if (flag) await database.rows(sql`SELECT set_config('countersign.purge', 'on', true)`, tx);
+        return database.rows<T>(statement, tx);
+      });
+      const refused = (statement: SQL) => asRole(statement).then(() => "accepted", (err: Error) => String((err.cause as Error | undefined)?.message ?? err.message));
+      const byHand = (table: string, op: string) =>
+        new RegExp(`^${table}: ${op} refused: countersign\\.purge opens the append-only guards only inside countersign_purge_plans\\(\\), which runs as its owner \\(\\w+\\), not for ${role}`);
+      expect(await refused(sql`DELETE FROM audit_events WHERE plan_id = ${approved}`)).toMatch(byHand("audit_events", "DELETE"));
+      expect(await refused(sql`DELETE FROM decisions WHERE plan_id = ${approved}`)).toMatch(byHand("decisions", "DELETE"));
+      expect(await refused(sql`DELETE FROM plans WHERE id = ${pending}`)).toMatch(byHand("plans", "DELETE"));
+      expect(await refused(sql`INSERT INTO audit_pruned (id, plan_id, xid, at, prev_hash, hash, purge_id) VALUES (999999, ${pending}, '1', now(), 'x', 'y', 1)`)).toMatch(byHand("audit_pruned", "INSERT"));
+      expect(await count(sql`SELECT count(*) AS n FROM audit_events WHERE plan_id = ${approved}`)).toBeGreaterThanOrEqual(3);
+
+      // A plan that becomes purgeable (sealed, rolled up, under a signed seal), purged by that role through the function.
+      h.clock.time = new Date(Date.now() - 2 * DAY * 1000);
+      const late = await submit("ends, then purged by a granted role");
+      await cancelPlan(h.ctx, { agent: h.agent, planId: late.id });
+      await sealAll(h.ctx);
+      await rollUpMetrics(h.ctx, { maxSteps: 20 });
+      h.clock.advance(4 * DAY);
+      expect(await signSeals(h.ctx, signing)).toBeDefined();
+      const [purged] = await asRole<{ n: number | string }>(sql`SELECT countersign_purge_plans(now(), 'test: by a granted role') AS n`, { flag: false });
+      expect(Number(purged!.n)).toBe(1);
+      expect(await count(sql`SELECT count(*) AS n FROM audit_pruned WHERE plan_id = ${late.id}`)).toBe(2);
+      expect(await verifyAudit(h.ctx)).toMatchObject({ ok: true, problems: [] });
+    } finally {
+      await database.rows(sql.raw(`DROP OWNED BY ${role}`));
+      await database.rows(sql.raw(`DROP ROLE ${role}`));
+    }
+  });
+
   it("after a purge, an event deleted any other way is still named, by verify and against the published seal", async () => {
     const [victim] = await database.rows<{ id: number | string }>(sql`SELECT max(id) AS id FROM audit_events WHERE plan_id = ${approved}`);
     await asAttacker([sql`DELETE FROM audit_events WHERE id = ${victim!.id}`]);
@@ -226,6 +269,45 @@ describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kin
     expect(await checkPublished()).toMatchObject({ ok: true }); // the seal only ever saw (id, hash)
     const verdict = await verifyAudit(h.ctx);
     expect(verdict.problem).toMatchObject({ chain: "plan", planId: approved, kind: "deleted", message: expect.stringContaining("a purge takes a plan's whole chain") });
+  });
+
+  it("the reviewer's forgery: a sealed chain of a plan that is still there, moved into the checkpoint under a purge nobody ran, is named though every seal still matches", async () => {
+    const chain = await count(sql`SELECT count(*) AS n FROM audit_events WHERE plan_id = ${approved}`);
+    expect(chain).toBeGreaterThanOrEqual(3);
+    await asAttacker(passOffAsPruned(approved, sql`999999`));
+    // The seals only ever saw (id, hash), and the chain still links from its genesis.
+    const published = await checkPublished();
+    expect(published).toMatchObject({ ok: true });
+    const verdict = await verifyAudit(h.ctx);
+    expect(verdict.ok).toBe(false);
+    expect(verdict.problem).toMatchObject({ chain: "pruned", kind: "deleted", planId: approved, purge: 999999, message: expect.stringContaining("the plan is still there") });
+    expect(verdict.problems).toContainEqual(expect.objectContaining({ chain: "pruned", kind: "added", purge: 999999, message: expect.stringContaining(`${chain} checkpoint line(s) of 1 plan(s) name purge 999999, which purges does not record`) }));
+    expect(verdict.problems.filter((p) => p.chain !== "pruned")).toEqual([]);
+    // `audit verify --seals` runs both, and fails on the verdict.
+    expect(published.ok && verdict.ok).toBe(false);
+    expect(auditVerdictLines(verdict)[0]).toBe(`Audit log BROKEN at the purge checkpoint (deleted): ${verdict.problem!.message}`);
+  });
+
+  it("a forger who also deletes the plan and names the real purge is caught by the purge's own record", async () => {
+    const chain = await count(sql`SELECT count(*) AS n FROM audit_events WHERE plan_id = ${pending}`);
+    const [purge] = await database.rows<{ id: number | string }>(sql`SELECT max(id) AS id FROM purges`);
+    await asAttacker([...passOffAsPruned(pending, lastPurge), sql`DELETE FROM plans WHERE id = ${pending}`]);
+    expect(await checkPublished()).toMatchObject({ ok: true });
+    const verdict = await verifyAudit(h.ctx);
+    expect(verdict.problems).toEqual([
+      expect.objectContaining({ chain: "pruned", kind: "added", purge: Number(purge!.id), message: expect.stringContaining(`purge ${purge!.id} recorded ${endedEvents.length} pruned event(s), but ${endedEvents.length + chain} checkpoint lines name it`) }),
+    ]);
+  });
+
+  it("a pruned plan's events still in the log, or checkpoint lines gone from a purge, are named", async () => {
+    await asAttacker(passOffAsPruned(approved, lastPurge, { keepEvents: true }));
+    const [first] = await database.rows<{ id: number | string }>(sql`SELECT min(id) AS id FROM audit_events WHERE plan_id = ${approved}`);
+    expect((await verifyAudit(h.ctx)).problems).toContainEqual(expect.objectContaining({ chain: "pruned", kind: "added", planId: approved, eventId: Number(first!.id), message: expect.stringContaining("are still in the log, but purge") }));
+
+    await asAttacker([sql`DELETE FROM audit_pruned WHERE plan_id = ${approved}`, sql`DELETE FROM audit_pruned WHERE plan_id = ${ended[0]!}`]);
+    const verdict = await verifyAudit(h.ctx);
+    expect(verdict.problems).toContainEqual(expect.objectContaining({ chain: "pruned", kind: "deleted", message: expect.stringMatching(/recorded \d+ pruned event\(s\), but only \d+ checkpoint lines name it/) }));
+    expect(verdict.problems).toContainEqual(expect.objectContaining({ chain: "seals", kind: "deleted" }));
   });
 
   it("a checkpoint line no seal covers was not written by a purge", async () => {
