@@ -66,7 +66,10 @@ const short = (hash: string) => hash.slice(0, 19) + "…";
  * one before it), so an attacker who edits an event and re-hashes and re-seals everything after
  * it, or deletes the newest events and seals, still contradicts what was published before.
  * Events a retention purge pruned count by the (id, hash) its checkpoint kept, since their content
- * is gone: a checkpoint forged after the seal was published contradicts it just the same.
+ * is gone: a checkpoint forged after the seal was published contradicts it just the same. A whole
+ * sealed chain moved into the checkpoint by hand keeps those (id, hash) lines and contradicts no
+ * seal; whether the checkpoint is what purges wrote (plan gone, purge recorded, counts) is
+ * verifyAudit's check, which `audit verify --seals` runs beside this one and fails on too.
  * Stops at the first contradiction, in seq order.
  */
 export async function verifySeals(ctx: Pick<ServiceContext, "database">, entries: readonly PublishedEntry[], keys: readonly KeyObject[]): Promise<SealsVerdict> {
