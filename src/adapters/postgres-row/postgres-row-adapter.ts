@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import postgres from "postgres";
 import { listChanges } from "../../plan/changes.ts";
 import { fingerprint } from "../../plan/fingerprint.ts";
@@ -52,7 +53,7 @@ export function postgresRowAdapter(): Adapter<PostgresRowAction, PostgresRowPlan
       const tables = new TableCache(sql, name, target);
       return {
         timeoutMs: target.timeoutMs,
-        apply: (planned) => apply(sql, name, tables, planned),
+        apply: (planned) => apply(sql, name, tables, planned, target.timeoutMs),
         close: () => sql.end({ timeout: 5 }),
       };
     },
@@ -94,6 +95,28 @@ function connect(url: string, timeoutMs: number, readOnly: boolean): Sql {
       ...(readOnly ? { default_transaction_read_only: true } : {}),
     },
   });
+}
+
+/**
+ * How long past the session's statement_timeout a statement whose connection dropped is given
+ * before the row is re-read: the timer runs from when the server started it, which is before the
+ * drop was seen, plus the moment a cancelled statement takes to roll back.
+ */
+const ORPHAN_MARGIN_MS = 1000;
+
+/**
+ * Why a key value sent is not the one form the database reads back for it (`canonical`, from the
+ * preview's SELECT): "-0" for 0, "1" for a numeric(10,2)'s "1.00", a T24:00 time, base64 with
+ * stray bits. Unconstrained numeric keeps the scale it is given ("1.0" is "1.0"), so there
+ * trailing zeros are refused too. Each row then has one path, and two actions on it are caught.
+ */
+function whyNotStandardKey(column: Column, sent: Json, canonical: Json): string | undefined {
+  const text = toText(column, sent);
+  const want = toText(column, canonical);
+  const unconstrained = column.type === "numeric" && column.declared === "numeric" && typeof want === "string" && /\.\d*0$/.test(want);
+  if (text === want && !unconstrained) return undefined;
+  const standard = unconstrained ? want!.replace(/0+$/, "").replace(/\.$/, "") : want;
+  return `key column '${column.name}' (${column.declared}): ${JSON.stringify(sent).slice(0, 60)} is written ${JSON.stringify(standard)} there; send a key in that one form, so one row has one path`;
 }
 
 /** `/<table>/<key values in key order>`, each value percent-encoded: what allowlists, risk and outcomes see. */
@@ -160,15 +183,19 @@ async function describeTable(sql: Sql, name: string, table: string, config: Post
     return found;
   };
   const keyColumns = config.key.map((k) => find(k, "key"));
-  for (const column of keyColumns) if (!formOf(column)) throw new AdapterError("permanent", name, `target '${name}': key column '${column.name}' has type ${column.declared}, which postgres.row does not support`);
+  for (const column of keyColumns) {
+    if (!formOf(column)) throw new AdapterError("permanent", name, `target '${name}': key column '${column.name}' has type ${column.declared}, which postgres.row does not support`);
+    // One row must have one path: jsonb has no single text per value (1 and "1" would share a path, key order and spacing vary).
+    if (formOf(column) === "json") throw new AdapterError("permanent", name, `target '${name}': key column '${column.name}' of ${config.schema}.${table} is ${column.declared}, which cannot be a postgres.row key (one row could be named in several ways); key it by another unique column`);
+  }
   const unique = await sql.unsafe<{ ok: boolean }[]>(
     `SELECT EXISTS (
        SELECT 1 FROM pg_index i
-        WHERE i.indrelid = to_regclass(format('%I.%I', $1::text, $2::text)) AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
+        WHERE i.indrelid = to_regclass(format('%I.%I', $1::text, $2::text)) AND i.indisunique AND i.indimmediate AND i.indpred IS NULL AND i.indexprs IS NULL
           AND (SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_attribute a WHERE a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)) = $3::text[]) AS ok`,
     [config.schema, table, [...config.key].sort()],
   );
-  if (!unique[0]?.ok) throw new AdapterError("permanent", name, `target '${name}': the key (${config.key.join(", ")}) of ${config.schema}.${table} is not a primary key or unique index, so it may find more than one row`);
+  if (!unique[0]?.ok) throw new AdapterError("permanent", name, `target '${name}': the key (${config.key.join(", ")}) of ${config.schema}.${table} is not a primary key or unique index (not deferrable), so it may find more than one row`);
   let version: Table["version"];
   if (config.version) {
     const column = find(config.version, "version");
@@ -259,6 +286,12 @@ async function preview(sql: Sql, name: string, target: PostgresRowTarget, tables
   const both = await canonical(sql, name, [...table.keyColumns, ...valueColumns], { ...values, ...action.key });
   const key = Object.fromEntries(table.keyColumns.map((c) => [c.name, both[c.name]!]));
   const set = Object.fromEntries(valueColumns.map((c) => [c.name, both[c.name]!]));
+  // The path (allowlists, risk, duplicate actions, outcomes) is built from the key as sent: only the one form the database reads back is taken.
+  for (const c of table.keyColumns) {
+    const sent = action.key[c.name]!;
+    const why = whyNotStandardKey(c, sent, key[c.name]!);
+    if (why) throw fail(why);
+  }
   if (action.op === "insert") {
     const given = new Set([...Object.keys(key), ...Object.keys(set), ...(table.version && table.config.versionSetBy === "countersign" ? [table.version.column.name] : [])]);
     const missing = [...table.columns.values()].filter((c) => c.notNull && !c.hasDefault && !c.databaseSet && !given.has(c.name)).map((c) => c.name);
@@ -268,6 +301,9 @@ async function preview(sql: Sql, name: string, target: PostgresRowTarget, tables
   const state = await readState(sql, table, key);
   if (action.op === "insert" && state.exists) throw fail(`'insert' expects no row at ${path} on '${name}', but one exists (version ${state.version}); use 'update'`);
   if (action.op !== "insert" && !state.exists) throw fail(`target '${name}' has no row at ${path}; use op 'insert' to make it`);
+  if (state.exists && state.version === null) {
+    throw fail(`the row at ${path} on '${name}' has NULL in its version column '${table.version!.column.name}', so a later write could not be told from this state; give the row a version (or make the column NOT NULL with a default)`);
+  }
   const before = state.exists ? state.body : null;
   const after: Json | null = action.op === "delete" ? null : action.op === "insert" ? { ...key, ...set } : { ...(before as JsonObject), ...set };
   const planned: PostgresRowPlanned = {
@@ -317,8 +353,10 @@ function applyStatement(name: string, table: Table, planned: PostgresRowPlanned)
       names.push(quoteIdent(setsVersion.column.name));
       exprs.push(setsVersion.kind === "counter" ? "1" : "clock_timestamp()");
     }
-    // Still absent: a row with this key (or any unique value) makes it insert nothing.
-    return { text: `INSERT INTO ${table.qualified} (${names.join(", ")}) VALUES (${exprs.join(", ")}) ON CONFLICT DO NOTHING RETURNING 1`, params: columns.map((c) => toText(c.column, c.value)) };
+    // Still absent: a row with this key makes it insert nothing. Another unique constraint is not
+    // the precondition: it fails the statement, naming the constraint (permanent, as a write refused).
+    const conflict = table.keyColumns.map((c) => quoteIdent(c.name)).join(", ");
+    return { text: `INSERT INTO ${table.qualified} (${names.join(", ")}) VALUES (${exprs.join(", ")}) ON CONFLICT (${conflict}) DO NOTHING RETURNING 1`, params: columns.map((c) => toText(c.column, c.value)) };
   }
   const version = "version" in planned.precondition ? planned.precondition.version : "";
   if (planned.op === "delete") {
@@ -336,7 +374,7 @@ function applyStatement(name: string, table: Table, planned: PostgresRowPlanned)
   return { text: `UPDATE ${table.qualified} SET ${sets.join(", ")} WHERE ${where.sql} AND ${versionExpr(table)} = $${params.length}::text RETURNING 1`, params };
 }
 
-async function apply(sql: Sql, name: string, tables: TableCache, planned: PostgresRowPlanned): Promise<AdapterApplyResult> {
+async function apply(sql: Sql, name: string, tables: TableCache, planned: PostgresRowPlanned, timeoutMs: number): Promise<AdapterApplyResult> {
   let table: Table;
   try {
     table = await tables.get(planned.table);
@@ -354,8 +392,15 @@ async function apply(sql: Sql, name: string, tables: TableCache, planned: Postgr
     // One statement outside BEGIN is its own transaction: one round trip instead of three.
     written = (await sql.unsafe(statement.text, statement.params)).length;
   } catch (err) {
-    if (isServerError(err)) return { status: "failed", errorClass: classifyPostgresError(err), detail: `${planned.op} ${planned.path} on '${name}' was refused: ${err.message}` };
-    return { status: "uncertain", detail: `${planned.op} ${planned.path} on '${name}' got no answer (${(err as Error).message}); the write may or may not have happened` };
+    if (isServerError(err)) {
+      const constraint = (err as { constraint_name?: unknown }).constraint_name;
+      const names = typeof constraint === "string" && !err.message.includes(constraint) ? ` (constraint ${constraint})` : "";
+      return { status: "failed", errorClass: classifyPostgresError(err), detail: `${planned.op} ${planned.path} on '${name}' was refused: ${err.message}${names}` };
+    }
+    // The server may still be running the statement (waiting on a row lock) with nobody to answer:
+    // it ends by the session's statement_timeout at the latest, so the re-read waits that out.
+    await sleep(timeoutMs + ORPHAN_MARGIN_MS);
+    return { status: "uncertain", detail: `${planned.op} ${planned.path} on '${name}' got no answer (${(err as Error).message}); the write may or may not have happened, and cannot still be running after the session's statement_timeout (${timeoutMs} ms), which was waited out` };
   }
   if (written > 0) return { status: "applied" };
   // Nothing matched: someone moved the row, or an earlier attempt (a crash, a retry) already wrote it.
