@@ -78,6 +78,9 @@ export type ActionRequest = z.infer<typeof ActionRequest>;
  * What an action changes, for finding two actions of one plan on the same resource: the target
  * and, per kind, the path (canonical) or the table and key (key columns in name order; the
  * adapter's path orders them by config, which is not known here, but the identity is the same).
+ * A postgres.row key is compared as sent: column types are not known here, so the preview takes
+ * each key value only in the one form the database reads back ("0", not "-0") and refuses jsonb
+ * key columns; equal rows then have equal keys here.
  */
 function resourceOf(action: ActionRequest): string | undefined {
   if (action.kind === "http.json") return whyUnsafePath(action.path) ? undefined : `${action.target}\u0000${canonicalPath(action.path)}`;
