@@ -212,6 +212,10 @@ describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kin
       expect(await refused(sql`DELETE FROM decisions WHERE plan_id = ${approved}`)).toMatch(byHand("decisions", "DELETE"));
       expect(await refused(sql`DELETE FROM plans WHERE id = ${pending}`)).toMatch(byHand("plans", "DELETE"));
       expect(await refused(sql`INSERT INTO audit_pruned (id, plan_id, xid, at, prev_hash, hash, purge_id) VALUES (999999, ${pending}, '1', now(), 'x', 'y', 1)`)).toMatch(byHand("audit_pruned", "INSERT"));
+      // Nor can it put a function of its own where the guards look (as every role could in public before PostgreSQL 15).
+      await database.rows(sql.raw(`GRANT CREATE ON SCHEMA public TO ${role}`));
+      expect(await refused(sql`CREATE FUNCTION public.countersign_purge_open(guarded_table name, guarded_op text) RETURNS boolean LANGUAGE sql AS 'SELECT true'`))
+        .toMatch(/function "countersign_purge_open" already exists with same argument types/);
       expect(await count(sql`SELECT count(*) AS n FROM audit_events WHERE plan_id = ${approved}`)).toBeGreaterThanOrEqual(3);
 
       // A plan that becomes purgeable (sealed, rolled up, under a signed seal), purged by that role through the function.
