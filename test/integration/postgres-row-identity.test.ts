@@ -4,7 +4,7 @@ import type { AdapterError, TargetReader, TargetWriter } from "../../src/adapter
 import { postgresRowAdapter } from "../../src/adapters/postgres-row/postgres-row-adapter.ts";
 import { PostgresRowTarget, type PostgresRowAction, type PostgresRowPlanned } from "../../src/adapters/postgres-row/schema.ts";
 import { PlanRequest } from "../../src/plan/schema.ts";
-import { openRowDatabase, type RowDatabase } from "../support/adapters-postgres.ts";
+import { openRowDatabase, openRowTarget, type RowDatabase } from "../support/adapters-postgres.ts";
 import { postgresKind } from "../support/databases.ts";
 import { waitFor } from "../support/wait-for.ts";
 
@@ -48,6 +48,7 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row: one row, one path; ve
   let target: PostgresRowTarget;
   let reader: TargetReader<PostgresRowAction, PostgresRowPlanned>;
   let writer: TargetWriter<PostgresRowPlanned>;
+  let closeTarget: (() => Promise<void>) | undefined;
   const writeRole = () => decodeURIComponent(new URL(db.writeUrl).username);
   const action = (a: Omit<PostgresRowAction, "kind" | "target">): PostgresRowAction => ({ kind: "postgres.row", target: "crmdb", ...a });
   const refusal = (a: Omit<PostgresRowAction, "kind" | "target">) => reader.preview(action(a)).then(() => "previewed", (err: AdapterError) => err);
@@ -64,20 +65,10 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row: one row, one path; ve
       CREATE TABLE people (id int4 PRIMARY KEY, email text CONSTRAINT people_email_unique UNIQUE, name text, version int4);
       GRANT SELECT ON ledger, prices, scaled, stamps, docs, people TO ${readRole};
       GRANT SELECT, INSERT, UPDATE, DELETE ON ledger, prices, scaled, stamps, docs, people TO ${writeRole()};`);
-    target = PostgresRowTarget.parse({
-      adapter: "postgres.row",
-      read: { url: db.readUrl },
-      write: { url: db.writeUrl },
-      tables: { ledger: { key: ["id"] }, prices: { key: ["amount"] }, scaled: { key: ["amount"] }, stamps: { key: ["at"] }, docs: { key: ["doc"] }, people: { key: ["id"], version: "version" } },
-      allow: { ops: ["update", "insert", "delete"], tables: ["ledger", "prices", "scaled", "stamps", "docs", "people"] },
-      timeoutMs: 2000,
-    });
-    reader = adapter.openReader("crmdb", target);
-    writer = adapter.openWriter("crmdb", target);
+    ({ target, reader, writer, close: closeTarget } = openRowTarget(db, { ledger: { key: ["id"] }, prices: { key: ["amount"] }, scaled: { key: ["amount"] }, stamps: { key: ["at"] }, docs: { key: ["doc"] }, people: { key: ["id"], version: "version" } }, 2000));
   });
   afterAll(async () => {
-    await reader?.close();
-    await writer?.close();
+    await closeTarget?.();
     await db?.close();
   });
   beforeEach(async () => {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { AdapterError, type TargetReader, type TargetWriter } from "../../src/adapters/adapter.ts";
 import { postgresRowAdapter } from "../../src/adapters/postgres-row/postgres-row-adapter.ts";
 import { PostgresRowTarget, type PostgresRowAction, type PostgresRowPlanned } from "../../src/adapters/postgres-row/schema.ts";
-import { openRowDatabase, type RowDatabase } from "../support/adapters-postgres.ts";
+import { openRowDatabase, openRowTarget, type RowDatabase } from "../support/adapters-postgres.ts";
 import { postgresKind } from "../support/databases.ts";
 
 const adminUrl = process.env.TEST_DATABASE_URL;
@@ -14,25 +14,16 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row on PostgreSQL with rea
   let target: PostgresRowTarget;
   let reader: TargetReader<PostgresRowAction, PostgresRowPlanned>;
   let writer: TargetWriter<PostgresRowPlanned>;
+  let closeTarget: (() => Promise<void>) | undefined;
   const action = (a: Omit<PostgresRowAction, "kind" | "target">): PostgresRowAction => ({ kind: "postgres.row", target: "crmdb", ...a });
   const refusal = (a: Omit<PostgresRowAction, "kind" | "target">) => reader.preview(action(a)).then(() => "previewed", (err: AdapterError) => err);
 
   beforeAll(async () => {
     db = await openRowDatabase(adminUrl!);
-    target = PostgresRowTarget.parse({
-      adapter: "postgres.row",
-      read: { url: db.readUrl },
-      write: { url: db.writeUrl },
-      tables: { contacts: { key: ["id"], version: "updated_at" }, accounts: { key: ["id", "region"], version: "version" }, notes: { key: ["id"] }, tasks: { key: ["id"], version: "updated_at", versionSetBy: "trigger" } },
-      allow: { ops: ["update", "insert", "delete"], tables: ["contacts", "accounts", "notes", "tasks"] },
-      timeoutMs: 10_000,
-    });
-    reader = adapter.openReader("crmdb", target);
-    writer = adapter.openWriter("crmdb", target);
+    ({ target, reader, writer, close: closeTarget } = openRowTarget(db, { contacts: { key: ["id"], version: "updated_at" }, accounts: { key: ["id", "region"], version: "version" }, notes: { key: ["id"] }, tasks: { key: ["id"], version: "updated_at", versionSetBy: "trigger" } }, 10_000));
   });
   afterAll(async () => {
-    await reader?.close();
-    await writer?.close();
+    await closeTarget?.();
     await db?.close();
   });
   beforeEach(async () => {

@@ -1,5 +1,8 @@
 import { randomBytes } from "node:crypto";
 import postgres from "postgres";
+import type { TargetReader, TargetWriter } from "../../src/adapters/adapter.ts";
+import { postgresRowAdapter } from "../../src/adapters/postgres-row/postgres-row-adapter.ts";
+import { PostgresRowTarget, type PostgresRowAction, type PostgresRowPlanned } from "../../src/adapters/postgres-row/schema.ts";
 
 /**
  * A database of its own (prefix `adapters_`) on TEST_DATABASE_URL's server, with the tables the
@@ -70,4 +73,23 @@ export async function openRowDatabase(adminUrl: string): Promise<RowDatabase> {
       await server.end({ timeout: 5 });
     },
   };
+}
+
+/**
+ * A postgres.row target 'crmdb' on `db` addressing `tables` (agents allowed every op on all of
+ * them), with its reader and writer opened as the executor opens them; close() closes both.
+ */
+export function openRowTarget(db: RowDatabase, tables: Record<string, unknown>, timeoutMs: number): { target: PostgresRowTarget; reader: TargetReader<PostgresRowAction, PostgresRowPlanned>; writer: TargetWriter<PostgresRowPlanned>; close(): Promise<void> } {
+  const target = PostgresRowTarget.parse({
+    adapter: "postgres.row",
+    read: { url: db.readUrl },
+    write: { url: db.writeUrl },
+    tables,
+    allow: { ops: ["update", "insert", "delete"], tables: Object.keys(tables) },
+    timeoutMs,
+  });
+  const adapter = postgresRowAdapter();
+  const reader = adapter.openReader("crmdb", target);
+  const writer = adapter.openWriter("crmdb", target);
+  return { target, reader, writer, close: async () => void (await Promise.all([reader.close(), writer.close()])) };
 }
