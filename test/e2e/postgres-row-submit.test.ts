@@ -152,6 +152,21 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row plans over the agent A
     expect(unknown.body.error.details).toEqual({ kinds: ["http.json", "postgres.row"] });
   });
 
+  it("a row whose version column is NULL is 422 preview_failed naming the column (not a 500), and a key not in its one form is 422 naming the form", async () => {
+    await db.admin.unsafe(`ALTER TABLE accounts ALTER version DROP NOT NULL; UPDATE accounts SET version = NULL`);
+    try {
+      const { status, body } = await submit([row({ table: "accounts", key: { id: "7", region: "eu" }, values: { balance: "1" } })]);
+      expect({ status, code: body.error.code }).toEqual({ status: 422, code: "preview_failed" });
+      expect(body.error.message).toContain("has NULL in its version column 'version'");
+      expect(body.error.details).toMatchObject({ target: "crmdb", path: "/accounts/7/eu", errorClass: "permanent" });
+    } finally {
+      await db.admin.unsafe(`UPDATE accounts SET version = 1; ALTER TABLE accounts ALTER version SET NOT NULL`);
+    }
+    const negativeZero = await submit([row({ table: "accounts", key: { id: "-0", region: "eu" }, values: { balance: "1" } })]);
+    expect({ status: negativeZero.status, code: negativeZero.body.error.code }).toEqual({ status: 422, code: "preview_failed" });
+    expect(negativeZero.body.error.message).toContain(`key column 'id' (bigint): "-0" is written "0" there`);
+  });
+
   it("two actions on one row are refused (400) like two on one path", async () => {
     const { status, body } = await submit([row(), row({ values: { name: "Ada L." } })]);
     expect({ status, code: body.error.code }).toEqual({ status: 400, code: "invalid_request" });
