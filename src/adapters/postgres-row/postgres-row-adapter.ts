@@ -99,8 +99,9 @@ function connect(url: string, timeoutMs: number, readOnly: boolean): Sql {
 
 /**
  * How long past the session's statement_timeout a statement whose connection dropped is given
- * before the row is re-read: the timer runs from when the server started it, which is before the
- * drop was seen, plus the moment a cancelled statement takes to roll back.
+ * before the row is re-read. The server's timer started when the statement reached it, before the
+ * drop was seen here, so statement_timeout counted from the drop already errs long; the margin is
+ * for a cancelled statement's rollback (or a commit under way) and timer slack.
  */
 const ORPHAN_MARGIN_MS = 1000;
 
