@@ -3,6 +3,7 @@
 import { mkdirSync } from "node:fs";
 import type { PGliteOptions } from "@electric-sql/pglite";
 import { sql, type ExtractTablesWithRelations, type SQL } from "drizzle-orm";
+import { DrizzleQueryError } from "drizzle-orm/errors";
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from "drizzle-orm/pg-core";
 import { packagePath } from "../package-path.ts";
 import { namedStatements, PLAN_PER_EXECUTION } from "./named-statements.ts";
@@ -66,7 +67,7 @@ async function openPglite(target: Exclude<DatabaseTarget, { kind: "postgres" }>)
     db,
     kind: "pglite",
     rows: async <T>(query: SQL, on: Queryable = db) => ((await on.execute(query)) as unknown as { rows: T[] }).rows,
-    query: async <T>(text: string, params: readonly (string | number | null)[]) => (await client.query<T>(text, [...params])).rows,
+    query: async <T>(text: string, params: readonly (string | number | null)[]) => (await failedQueryNamed(text, params, () => client.query<T>(text, [...params]))).rows,
     notify: async (channel, payload) => {
       await client.query("SELECT pg_notify($1, $2)", [channel, payload]);
     },
@@ -103,7 +104,7 @@ async function openPostgres(url: string): Promise<Database> {
     db,
     kind: "postgres",
     rows: async <T>(query: SQL, on: Queryable = db) => (await on.execute(query)) as unknown as T[],
-    query: async <T>(text: string, params: readonly (string | number | null)[]) => (await named.unsafe(text, [...params])) as unknown as T[],
+    query: async <T>(text: string, params: readonly (string | number | null)[]) => (await failedQueryNamed(text, params, () => named.unsafe(text, [...params]))) as unknown as T[],
     notify: async (channel, payload) => {
       await client.notify(channel, payload);
     },
@@ -124,6 +125,19 @@ async function openPostgres(url: string): Promise<Database> {
     },
     close: () => client.end({ timeout: 5 }),
   };
+}
+
+/**
+ * A statement sent past the query builder fails the way drizzle's do: a DrizzleQueryError naming
+ * the statement, the driver's error as its cause. So the log line of a failed hot statement says
+ * what failed (log-redaction.ts drops the parameters) and database-errors.ts classifies it as any other.
+ */
+async function failedQueryNamed<T>(text: string, params: readonly (string | number | null)[], run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    throw new DrizzleQueryError(text, [...params], err instanceof Error ? err : new Error(String(err)));
+  }
 }
 
 export { sql };
