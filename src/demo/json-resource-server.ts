@@ -22,6 +22,11 @@ export interface JsonResourceServerOptions {
   writeToken?: string;
   /** Resources with their versions, as `snapshot()` gave them; wins over `seed` for the same path. */
   state?: Record<string, { body: Json; version: number }>;
+  /**
+   * How long an idle connection is kept open (node:http's `keepAliveTimeout`, announced to
+   * clients in `Keep-Alive: timeout=…`); node's default, 5 s, when unset.
+   */
+  keepAliveTimeoutMs?: number;
 }
 
 /**
@@ -66,6 +71,7 @@ export class JsonResourceServer {
       });
     });
     const server = this.server;
+    if (this.options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = this.options.keepAliveTimeoutMs;
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(port, hostname, () => {
