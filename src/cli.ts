@@ -5,8 +5,10 @@
 const HELP = `countersign — agents propose, people countersign, a separate executor applies.
 
 Usage:
-  countersign start                 the embedded default: server on PGlite (./.countersign), a demo target
-                                    and one executor child process
+  countersign start                 everything on one machine: the server (on PGlite in ./.countersign, or
+                                    DATABASE_URL) and one executor child process; without a config file,
+                                    on demo targets: an http.json API and, with DATABASE_URL, a postgres.row
+                                    database of its own (the user needs CREATEDB and CREATEROLE)
   countersign serve                 the server: agent API, executor API, expiry sweeper, outbox
   countersign executor              the executor: claims approved plans, verifies, revalidates, applies
   countersign keys generate [--audit-seal]
@@ -37,11 +39,17 @@ COUNTERSIGN_DATA_DIR, default ./.countersign), COUNTERSIGN_CONFIG (default ./cou
 LOG_LEVEL, COUNTERSIGN_GRANT_PRIVATE_KEY, COUNTERSIGN_EXECUTOR_TOKEN and COUNTERSIGN_AUDIT_SEAL_KEY (server);
 COUNTERSIGN_URL, COUNTERSIGN_EXECUTOR_TOKEN and COUNTERSIGN_GRANT_PUBLIC_KEY (executor).
 serve and executor need a config file (COUNTERSIGN_CONFIG, or ./countersign.yml); see
-countersign.example.yml. Only start runs without one (on its demo target).`;
+countersign.example.yml. Only start runs without one (on its demo targets).
+countersign COMMAND --help prints this and runs nothing.`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
   const out = (line: string) => process.stdout.write(line + "\n");
+  // `start --help` must print help, not start the demo (a later `--help`, e.g. a pause reason, is an argument).
+  if (args[0] === "--help" || args[0] === "-h") {
+    out(HELP);
+    return 0;
+  }
   const { env } = process;
   const loadConfig = async () => (await import("./config/load.ts")).loadConfig;
   switch (command) {
