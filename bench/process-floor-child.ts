@@ -1,0 +1,78 @@
+/**
+ * One process of the approve → PATCH process floor (bench/process-floor.ts): the least the
+ * product's process layout costs, with the product's drivers (postgres.js max 10, node's fetch and
+ * node:http) and no product code. Run over IPC by process-floor.ts:
+ *   node --import tsx bench/process-floor-child.ts decider DATABASE_URL TARGET_URL CHANNEL
+ *   node --import tsx bench/process-floor-child.ts executor DATABASE_URL TARGET_URL CHANNEL
+ * - decider: a bare node:http server. `POST /` with `{ planId, contact }` is answered at once (as
+ *   the product acks a click before deciding), then: GET the target (the approval-time re-check),
+ *   then one statement: UPDATE the floor plan pending → approved and NOTIFY `planId contact`.
+ *   Sends { url } once listening.
+ * - executor: LISTENs; per notification: UPDATE approved → executing (the claim), GET the target
+ *   (revalidation), PATCH with If-Match, then UPDATE executing → applied. Sends { ready } once
+ *   listening, then { applied: planId } or { failed: planId, error } per plan.
+ * Both exit when the IPC channel closes.
+ */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import postgres from "postgres";
+
+const [role, databaseUrl, targetUrl, channel, readToken, writeToken] = process.argv.slice(2);
+if ((role !== "decider" && role !== "executor") || !databaseUrl || !targetUrl || !channel || !readToken || !writeToken || !process.send) {
+  console.error("usage (from process-floor.ts, with an IPC channel): process-floor-child.ts decider|executor DATABASE_URL TARGET_URL CHANNEL READ_TOKEN WRITE_TOKEN");
+  process.exit(2);
+}
+const send = (message: Record<string, unknown>) => process.send!(message);
+const sql = postgres(databaseUrl, { onnotice: () => {}, max: 10 });
+
+async function get(contact: number): Promise<string> {
+  const res = await fetch(`${targetUrl}/contacts/${contact}`, { headers: { authorization: `Bearer ${readToken}` } });
+  await res.json();
+  if (res.status !== 200) throw new Error(`GET /contacts/${contact} answered ${res.status}`);
+  return res.headers.get("etag") ?? "";
+}
+
+let stop: () => Promise<void>;
+if (role === "decider") {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+      const { planId, contact } = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { planId: string; contact: number };
+      void (async () => {
+        await get(contact);
+        const [moved] = await sql`WITH moved AS (UPDATE bench_floor.plans SET status = 'approved', updated_at = now() WHERE id = ${planId} AND status = 'pending' RETURNING id)
+          SELECT pg_notify(${channel}, id::text || ' ' || ${String(contact)}) AS notified FROM moved`;
+        if (!moved) throw new Error(`plan ${planId} was not pending`);
+      })().catch((err: unknown) => send({ failed: planId, error: String(err) }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  send({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+  stop = async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  };
+} else {
+  const { unlisten } = await sql.listen(channel, (payload) => {
+    const [planId, contact] = payload.split(" ") as [string, string];
+    void (async () => {
+      const [claimed] = await sql`UPDATE bench_floor.plans SET status = 'executing', updated_at = now() WHERE id = ${planId} AND status = 'approved' RETURNING id`;
+      if (!claimed) throw new Error(`plan ${planId} was not approved`);
+      const etag = await get(Number(contact));
+      const res = await fetch(`${targetUrl}/contacts/${contact}`, {
+        method: "PATCH",
+        headers: { authorization: `Bearer ${writeToken}`, "content-type": "application/merge-patch+json", "if-match": etag },
+        body: JSON.stringify({ email: `pfloor-${planId.slice(0, 8)}@new.example` }),
+      });
+      await res.arrayBuffer();
+      if (res.status !== 200) throw new Error(`PATCH /contacts/${contact} answered ${res.status}`);
+      await sql`UPDATE bench_floor.plans SET status = 'applied', updated_at = now() WHERE id = ${planId} AND status = 'executing'`;
+      send({ applied: planId });
+    })().catch((err: unknown) => send({ failed: planId, error: String(err) }));
+  });
+  send({ ready: true });
+  stop = unlisten;
+}
+process.on("disconnect", () => void stop().finally(() => sql.end({ timeout: 5 })).then(() => process.exit(0)));
