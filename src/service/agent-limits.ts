@@ -28,22 +28,41 @@ export function rateLimited(agentName: string, refusals: LimitRefusal[]): Servic
   });
 }
 
+/** The guard's slots (migration 0016): at most this many submissions of an agent are in flight unseen. */
+const SLOTS = 8;
+
 /**
  * One statement: the agent's usage, each count stopped at its limit. The per-minute window is
- * served by plans_agent_created_at, the open plans and their expiry by plans_agent_open.
+ * served by plans_agent_created_at, the open plans and their expiry by plans_agent_open. First it
+ * reads how many plans the agent has ever stored (agent_admissions, migration 0027), a bound on
+ * both counts: when that is 2 x 8 or more below both limits, the counts are not made (each would
+ * walk every plan of the agent in the minute, or every open one) and the bound stands for both;
+ * the guard then admits under its slot by the bound too. Nearer, the counts are made as before.
  */
 export async function readAgentUsage(database: Database, agentId: string, limits: AgentLimits, nowMs: number): Promise<AgentUsage> {
   const since = new Date(nowMs - WINDOW_MS).toISOString();
   const now = new Date(nowMs).toISOString();
-  const [row] = await database.rows<{ recent: number; oldest: number | null; open: number; soonest: number | null }>(sql`
-    SELECT w.recent, w.oldest,
-      (SELECT count(*)::int FROM (SELECT 1 FROM plans WHERE agent_id = ${agentId} AND status IN ('pending', 'approved') LIMIT ${limits.maxPending}) o) AS open,
-      (SELECT (extract(epoch FROM expires_at) * 1000)::float8 FROM plans WHERE agent_id = ${agentId} AND status = 'pending' AND expires_at > ${now}::timestamptz ORDER BY expires_at LIMIT 1) AS soonest
+  const margin = 2 * SLOTS;
+  // Each count's subquery is gated on `near`, a one-time filter: when the bound is far from both
+  // limits, PostgreSQL does not run them.
+  const [row] = await database.rows<{ admitted: number | string; near: boolean; recent: number; oldest: number | null; open: number; soonest: number | null }>(sql`
+    SELECT a.admitted, a.near, w.recent, w.oldest,
+      (SELECT count(*)::int FROM (SELECT 1 FROM plans WHERE a.near AND agent_id = ${agentId} AND status IN ('pending', 'approved') LIMIT ${limits.maxPending}) o) AS open,
+      (SELECT (extract(epoch FROM expires_at) * 1000)::float8 FROM plans WHERE a.near AND agent_id = ${agentId} AND status = 'pending' AND expires_at > ${now}::timestamptz ORDER BY expires_at LIMIT 1) AS soonest
     FROM (
+      SELECT b.admitted, NOT (b.admitted + ${margin}::int <= ${limits.plansPerMinute}::int AND b.admitted + ${margin}::int <= ${limits.maxPending}::int) AS near
+      FROM (SELECT coalesce(sum(admitted), 0)::bigint AS admitted FROM agent_admissions WHERE agent_id = ${agentId}) b
+    ) a,
+    LATERAL (
       SELECT count(*)::int AS recent, (extract(epoch FROM min(created_at)) * 1000)::float8 AS oldest
-      FROM (SELECT created_at FROM plans WHERE agent_id = ${agentId} AND created_at > ${since}::timestamptz ORDER BY created_at DESC LIMIT ${limits.plansPerMinute}) r
+      FROM (SELECT created_at FROM plans WHERE a.near AND agent_id = ${agentId} AND created_at > ${since}::timestamptz ORDER BY created_at DESC LIMIT ${limits.plansPerMinute}) r
     ) w`);
   if (!row) throw new Error("the agent usage query returned no row");
+  if (!row.near) {
+    // Far from both limits: nothing to refuse, so no retry times are needed.
+    const bound = Number(row.admitted);
+    return { recent: bound, oldestRecentMs: null, open: bound, soonestExpiryMs: null };
+  }
   return { recent: Number(row.recent), oldestRecentMs: row.oldest === null ? null : Number(row.oldest), open: Number(row.open), soonestExpiryMs: row.soonest === null ? null : Number(row.soonest) };
 }
 

@@ -31,6 +31,23 @@ export const agents = pgTable("agents", {
   revokedAt: at("revoked_at"),
 });
 
+/**
+ * How many plans each agent has ever stored (migration 0027): one row per admission slot of the
+ * guard (0..7, the one its submission holds; 8 for a plan inserted without the guard), kept by the
+ * plans INSERT trigger. Their sum is at least any count the agent limits make (plans in the
+ * minute, plans open), so while it stays 8 or more below both limits the guard admits without
+ * counting. Rows are only ever incremented; a purged plan stays counted (a bound, not a count).
+ */
+export const agentAdmissions = pgTable(
+  "agent_admissions",
+  {
+    agentId: uuid("agent_id").notNull(),
+    slot: smallint("slot").notNull(),
+    admitted: bigint("admitted", { mode: "number" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.slot] })],
+);
+
 export const plans = pgTable(
   "plans",
   {
