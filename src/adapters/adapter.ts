@@ -103,13 +103,16 @@ export type ErrorClass = "permanent" | "transient";
  * One apply: `applied` (with `reconciled` when the target already held the after-state and
  * nothing was written), `stale` (the precondition failed; nothing written), `failed` (the
  * target refused for another reason, classified), or `uncertain` (the write may or may not
- * have happened; the executor settles it by `verify`).
+ * have happened; the executor settles it by `verify`), or `expired` (nothing was sent: too little
+ * was left before the deadline `apply` was given when the write could be sent; the executor
+ * reports the plan expired).
  */
 export type AdapterApplyResult =
   | { status: "applied"; reconciled?: boolean; detail?: string }
   | { status: "stale"; detail: string }
   | { status: "failed"; errorClass: ErrorClass; detail: string }
-  | { status: "uncertain"; detail: string };
+  | { status: "uncertain"; detail: string }
+  | { status: "expired"; detail: string };
 
 /** The re-read after apply: holds the previewed after-state over the changed fields, or where it does not. */
 export type Verification = { verified: true } | { verified: false; mismatches: AfterApplyMismatch[] };
@@ -135,8 +138,15 @@ export interface TargetWriter<Planned> {
    * executor starts a write only while at least this much of the grant is left.
    */
   readonly timeoutMs: number;
-  /** Conditional on the planned precondition, and safe to repeat with the same key. Never throws. */
-  apply(planned: Planned, idempotencyKey: string): Promise<AdapterApplyResult>;
+  /**
+   * Conditional on the planned precondition, and safe to repeat with the same key. Never throws.
+   * `deadline` (a `performance.now()` instant: the grant's expiry on the executor's monotonic
+   * clock; none when omitted) is when the write must have landed or be over: what comes before
+   * the write itself (a reconnect, a catalogue read) counts against it, so the adapter checks the
+   * time left again right before it sends the write, bounds the write by it, and answers
+   * `expired` without writing when too little is left.
+   */
+  apply(planned: Planned, idempotencyKey: string, deadline?: number): Promise<AdapterApplyResult>;
   close(): Promise<void>;
 }
 

@@ -49,8 +49,9 @@ export function httpJsonAdapter(deps: { fetch?: typeof fetch; http?: ReadOnlyHtt
     openWriter(name, target) {
       return {
         timeoutMs: target.timeoutMs,
-        async apply(planned, idempotencyKey): Promise<AdapterApplyResult> {
-          const result = await applyHttpJson(fetchImpl, name, target, planned, idempotencyKey);
+        async apply(planned, idempotencyKey, deadline): Promise<AdapterApplyResult> {
+          if (deadline !== undefined && deadline - performance.now() < 1) return { status: "expired", detail: `${planned.op} ${planned.path} on '${name}' was not sent: the deadline had passed` };
+          const result = await applyHttpJson(fetchImpl, name, target, planned, idempotencyKey, deadline);
           switch (result.status) {
             case "applied": return { status: "applied" };
             case "stale": return { status: "stale", detail: result.detail };

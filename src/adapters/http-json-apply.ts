@@ -16,7 +16,9 @@ export type ApplyResult =
 /**
  * Writes one `http.json` action with the target's own precondition, so that a write based on a
  * state that has since moved is refused by the target itself: If-Match with the version the
- * preview read, If-None-Match: * for a create. Only the executor calls this.
+ * preview read, If-None-Match: * for a create. Only the executor calls this. The request's
+ * timeout is the target's `timeoutMs`, cut to what is left before `deadline` (a
+ * `performance.now()` instant, the grant's expiry) when that is less.
  */
 export async function applyHttpJson(
   fetchImpl: typeof fetch,
@@ -24,6 +26,7 @@ export async function applyHttpJson(
   target: TargetConfig,
   action: PlannedAction,
   idempotencyKey: string,
+  deadline = Number.POSITIVE_INFINITY,
 ): Promise<ApplyResult> {
   if (!target.write) return { status: "failed", detail: `target '${name}' has no write credential configured` };
   const url = targetUrl(target.baseUrl, action.path);
@@ -49,17 +52,18 @@ export async function applyHttpJson(
       method = "DELETE";
       break;
   }
+  const timeoutMs = Math.max(1, Math.min(target.timeoutMs, Math.floor(deadline - performance.now())));
   let response: Response;
   try {
-    response = await fetchImpl(url, { method, headers, redirect: "manual", signal: AbortSignal.timeout(target.timeoutMs), ...(body !== undefined ? { body } : {}) });
+    response = await fetchImpl(url, { method, headers, redirect: "manual", signal: AbortSignal.timeout(timeoutMs), ...(body !== undefined ? { body } : {}) });
   } catch (err) {
-    return { status: "uncertain", detail: `${method} ${action.path} on '${name}' got no answer (${describe(err, target.timeoutMs)}); the write may or may not have happened` };
+    return { status: "uncertain", detail: `${method} ${action.path} on '${name}' got no answer (${describe(err, timeoutMs)}); the write may or may not have happened` };
   }
   let whole: string;
   try {
     whole = await response.text();
   } catch (err) {
-    if (response.ok) return { status: "uncertain", httpStatus: response.status, detail: `${method} ${action.path} on '${name}' answered HTTP ${response.status}, but the answer broke off (${describe(err, target.timeoutMs)})` };
+    if (response.ok) return { status: "uncertain", httpStatus: response.status, detail: `${method} ${action.path} on '${name}' answered HTTP ${response.status}, but the answer broke off (${describe(err, timeoutMs)})` };
     whole = "";
   }
   const text = whole.slice(0, 500);

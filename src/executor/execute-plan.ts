@@ -185,7 +185,7 @@ async function applyOne(target: OpenTarget, action: AdapterPlanned, index: numbe
   };
   const first = tooLate();
   if (first) return first;
-  let result: AdapterApplyResult = await target.writer.apply(action, idempotencyKey);
+  let result: AdapterApplyResult = await target.writer.apply(action, idempotencyKey, retry.grantEnd);
   let attempts = 1;
   let failedBefore: string | undefined;
   while (result.status === "failed" && result.errorClass === "transient" && (await retry.next())) {
@@ -200,9 +200,11 @@ async function applyOne(target: OpenTarget, action: AdapterPlanned, index: numbe
     const late = tooLate(`${result.detail}${attempts > 1 ? ` (after ${attempts} attempts)` : ""}`);
     if (late) return late;
     attempts++;
-    result = await target.writer.apply(action, idempotencyKey);
+    result = await target.writer.apply(action, idempotencyKey, retry.grantEnd);
   }
   if (result.status === "failed") return { outcome: { ...where, status: "failed", detail: attempts > 1 ? `${result.detail} (after ${attempts} attempts)` : result.detail } };
+  // What came before the write (a reconnect, a catalogue read) used up the grant: nothing was sent.
+  if (result.status === "expired") return { outcome: { ...where, status: "skipped", detail: failedBefore !== undefined ? `${failedBefore}; not tried again: ${result.detail}` : result.detail }, expired: true };
   const outcome = await settleWrite(where, result, () => target.reader.verify(action, seen));
   return { outcome: failedBefore !== undefined && outcome.status === "applied" && outcome.detail === undefined ? { ...outcome, detail: `written after a failed attempt (${failedBefore})` } : outcome };
 }
@@ -212,6 +214,8 @@ interface Retrier {
   until(attempt: () => Promise<Check>, again: (result: Check) => boolean): Promise<Check>;
   /** Waits before the next attempt; false (without waiting) when that would pass the deadline. */
   next(): Promise<boolean>;
+  /** The grant's expiry on the monotonic clock (`performance.now()`): the deadline every write is given. */
+  readonly grantEnd: number;
   /** Why a write that may take `timeoutMs` to land must not start now (it could land after the grant expires), or undefined. */
   tooLateToWrite(timeoutMs: number): string | undefined;
 }
@@ -242,6 +246,7 @@ function retrier(claim: Claim, ports: ExecutionPorts, grantExpiresAt: number): R
     return true;
   };
   return {
+    grantEnd,
     async until(attempt, again) {
       for (let attempts = 1; ; attempts++) {
         const result = await attempt();

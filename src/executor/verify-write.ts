@@ -19,7 +19,7 @@ export type Seen = Pick<ActionPreview, "before" | "after">;
  *   holds the change, else failed, with what the re-read saw.
  * Any other answer (stale, failed) is the target's word and is returned as it is.
  */
-export async function settleWrite(where: Where, result: AdapterApplyResult, verify: () => Promise<Verification>): Promise<ActionOutcome> {
+export async function settleWrite(where: Where, result: Exclude<AdapterApplyResult, { status: "expired" }>, verify: () => Promise<Verification>): Promise<ActionOutcome> {
   if (result.status === "stale" || result.status === "failed") return { ...where, status: result.status, detail: result.detail };
   // An apply that found the change already there (a retry after a crash) wrote nothing and says so.
   const applied = { ...where, status: "applied" as const, ...(result.status === "applied" && result.reconciled ? { reconciled: true, ...(result.detail ? { detail: result.detail } : {}) } : {}) };
