@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+
 /**
  * The `postgres.row` demo of `countersign start` (issue 17), the part without a database driver:
  * its names, its config block and what `start` prints. Provisioning (which loads postgres.js) is
@@ -9,15 +11,20 @@ export const PG_DEMO_TARGET = "crm";
 /** Variables the demo config reads the two connection URLs from: the server gets the first, the executor both. */
 export const PG_DEMO_ENV = { read: "COUNTERSIGN_DEMO_CRM_READ_URL", write: "COUNTERSIGN_DEMO_CRM_WRITE_URL" } as const;
 /**
- * The names are derived from DATABASE_URL's database (`<db>_demo`, `<db>_demo_read`,
- * `<db>_demo_write`), so two Countersigns on different databases of one server (parallel test
- * runs, staging beside a trial) never share a demo; roles are server-wide, hence the prefix.
+ * The names are derived from DATABASE_URL's database, exactly as PostgreSQL spells it: a readable
+ * prefix and a short hash of the exact name (`<db>_demo_<hash>`, `…_read`, `…_write`), so two
+ * Countersigns on different databases of one server (parallel test runs, staging beside a trial)
+ * never share a demo, not even `a-b`, `a_b` and `A_B`, whose prefixes are alike; roles are
+ * server-wide, hence the prefix. Throws on a URL it cannot read (several `host:port`s, a bad %-escape).
  */
 export function demoDatabaseNames(databaseUrl: string): { database: string; readRole: string; writeRole: string } {
   const url = new URL(databaseUrl);
+  // No database in the URL: PostgreSQL connects to the one named like the user.
   const own = decodeURIComponent(url.pathname.replace(/^\//, "")) || decodeURIComponent(url.username) || "postgres";
+  const hash = createHash("sha256").update(own).digest("hex").slice(0, 8);
   // Plain lower-case identifiers, short enough that the longest suffix still fits in 63 bytes.
-  const database = `${own.toLowerCase().replace(/[^a-z0-9_]/g, "_").slice(0, 63 - "_demo_write".length)}_demo`;
+  const prefix = own.toLowerCase().replace(/[^a-z0-9_]/g, "_").slice(0, 63 - `_demo_${hash}_write`.length);
+  const database = `${prefix}_demo_${hash}`;
   return { database, readRole: `${database}_read`, writeRole: `${database}_write` };
 }
 

@@ -6,15 +6,23 @@ import { quoteIdent } from "../adapters/postgres-row/column-types.ts";
 import { databaseStartupError } from "../config/startup-errors.ts";
 import { isDatabaseUnreachable } from "../store/database-errors.ts";
 import { demoDatabaseNames } from "./postgres-row-demo.ts";
+import { scramSha256Verifier } from "./scram-verifier.ts";
 
 /**
  * The `postgres.row` demo of `countersign start` (issue 17): when DATABASE_URL is set, a database
  * of its own on the same server with a `contacts` table, a role that may only SELECT it and a
  * role that may write it, so a newcomer sees an agent's change to a database row previewed with
- * a credential that cannot write and applied by the executor alone.
+ * a credential that cannot write and applied by the executor.
  */
 
 export const PG_DEMO_FILE = "demo-postgres.json";
+
+/**
+ * The comment that marks a database or role as the demo's own. Only what carries it is changed:
+ * a database or role that merely has the demo's name (someone's, or a crash's leftover) is left
+ * alone, and the demo turns off saying so.
+ */
+export const DEMO_MARKER = "made by countersign start for its postgres.row demo; safe to drop";
 
 export interface PostgresRowDemo {
   database: string;
@@ -34,18 +42,27 @@ const SEED = [
 
 /**
  * Creates what is missing and resets what may have drifted, on every start: database, roles
- * (their passwords from the data dir), table, trigger, rows that are not there yet (a change that
- * landed stays), and grants. Answers why not when the server's user may not do it (no CREATEDB or
- * CREATEROLE, a role of that name with more rights than a demo role should have); a DATABASE_URL
- * that does not work at all throws the StartupError the server itself would.
+ * (the read role's password kept in the data dir, the write role's new at each start), table,
+ * trigger, rows that are not there yet (a change that landed stays), and grants. Answers why not
+ * when DATABASE_URL cannot name the demo, when the server's user may not do it (no CREATEDB or
+ * CREATEROLE), when a database or role of the demo's name is not marked as the demo's, or when
+ * a demo role has gained more than a demo role may have; a DATABASE_URL that does not work at
+ * all throws the StartupError the server itself would.
  */
 export async function provisionPostgresRowDemo(databaseUrl: string, dataDir: string): Promise<ProvisionResult> {
-  const names = demoDatabaseNames(databaseUrl);
-  const passwords = demoPasswords(dataDir);
+  let names: ReturnType<typeof demoDatabaseNames>;
+  let user: string;
+  try {
+    names = demoDatabaseNames(databaseUrl);
+    user = decodeURIComponent(new URL(databaseUrl).username) || "(the default user)";
+  } catch (err) {
+    // The server itself may run on a URL this cannot read: postgres.js takes several host:port pairs.
+    return { ok: false, reason: `cannot derive the demo's database and roles from DATABASE_URL (${messageOf(err)}); the demo needs a URL with one host and valid %-escapes` };
+  }
+  const passwords = { read: demoReadPassword(dataDir), write: randomBytes(16).toString("hex") };
   const readUrl = roleUrl(databaseUrl, names.database, names.readRole, passwords.read);
   const writeUrl = roleUrl(databaseUrl, names.database, names.writeRole, passwords.write);
   if (!readUrl || !writeUrl) return { ok: false, reason: "DATABASE_URL names no host, so no URL can name the demo's own roles" };
-  const user = decodeURIComponent(new URL(databaseUrl).username) || "(the default user)";
   let step = `connect to "${names.database}"`;
   try {
     // On a restart the demo database is there: one connection does everything (each costs ~50 ms).
@@ -53,13 +70,14 @@ export async function provisionPostgresRowDemo(databaseUrl: string, dataDir: str
     try {
       // One start provisions at a time: the role checks below are check-then-create.
       await sql`SELECT pg_advisory_lock(hashtext('countersign postgres.row demo'))`;
-      for (const [role, password] of [[names.readRole, passwords.read], [names.writeRole, passwords.write]] as const) {
-        step = `create the role "${role}"`;
-        const [found] = await sql<{ powerful: boolean }[]>`
-          SELECT rolsuper OR rolcreaterole OR rolcreatedb OR rolbypassrls OR rolreplication AS powerful FROM pg_roles WHERE rolname = ${role}`;
-        if (found?.powerful) return { ok: false, reason: `a role "${role}" already exists with more rights than a demo role may have (superuser, CREATEROLE, CREATEDB, BYPASSRLS or REPLICATION); drop it or take those away` };
-        await sql.unsafe(`${found ? "ALTER" : "CREATE"} ROLE ${quoteIdent(role)} WITH LOGIN ${found ? "" : "NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT "}PASSWORD ${literal(password)}`);
-      }
+      step = `check the database "${names.database}"`;
+      const [database] = await sql<{ marked: boolean }[]>`
+        SELECT coalesce(shobj_description(oid, 'pg_database') = ${DEMO_MARKER}, false) AS marked FROM pg_database WHERE datname = current_database()`;
+      // Two first starts at once: the one that did not create it may look before it is marked, and says so; the next start finds it marked.
+      if (!database?.marked) return { ok: false, reason: `a database "${names.database}" exists that this demo did not make (it lacks the demo's marker comment), so it is left as it is; drop it if it is a leftover of the demo` };
+      step = "set up the demo roles";
+      const refused = await setUpRoles(sql, names, passwords);
+      if (refused) return { ok: false, reason: refused };
       step = `set up the contacts table and its grants in "${names.database}"`;
       await setUpDatabase(sql, names);
     } finally {
@@ -76,7 +94,7 @@ export async function provisionPostgresRowDemo(databaseUrl: string, dataDir: str
 /** `start` never waits on the demo for long: a lock someone holds (a person's open transaction on contacts) is an answer, not a hang. */
 const SESSION = { max: 1, onnotice: () => {}, connect_timeout: 10, connection: { lock_timeout: 10_000, statement_timeout: 30_000 } } satisfies postgres.Options<Record<string, never>>;
 
-/** A session on the demo database as DATABASE_URL's user, creating the database first when it does not exist. */
+/** A session on the demo database as DATABASE_URL's user, creating (and marking) the database first when it does not exist. */
 async function connectOrCreate(databaseUrl: string, database: string, creating: () => void): Promise<postgres.Sql> {
   const open = () => postgres(roleUrl(databaseUrl, database)!, SESSION);
   const sql = open();
@@ -90,13 +108,77 @@ async function connectOrCreate(databaseUrl: string, database: string, creating: 
   creating();
   const server = postgres(databaseUrl, SESSION);
   try {
-    await server.unsafe(`CREATE DATABASE ${quoteIdent(database)}`).catch((err: unknown) => {
-      if (codeOf(err) !== "42P04") throw err; // another start made it meanwhile
-    });
+    const created = await server.unsafe(`CREATE DATABASE ${quoteIdent(database)}`).then(
+      () => true,
+      (err: unknown) => {
+        if (codeOf(err) !== "42P04") throw err; // another start made it meanwhile, and marks it
+        return false;
+      },
+    );
+    // CREATE DATABASE cannot share a transaction: a crash before this line leaves an unmarked database, which later starts refuse.
+    if (created) await server.unsafe(`COMMENT ON DATABASE ${quoteIdent(database)} IS ${literal(DEMO_MARKER)}`);
   } finally {
     await server.end({ timeout: 5 });
   }
   return open();
+}
+
+/** What is known of an existing role of a demo role's name. */
+interface RoleFacts {
+  rolname: string;
+  marked: boolean;
+  powerful: boolean;
+  member_of: string;
+  members: string;
+  owns: number;
+  granted_elsewhere: number;
+}
+
+/**
+ * The two demo roles: created marked, with a SCRAM verifier for a password; when they exist,
+ * checked and reset (LOGIN, NOINHERIT, the new verifier). Answers why not (the demo goes off)
+ * when a role of that name is not marked, has an attribute a demo role must not have, belongs to
+ * a role or has members (a membership such as pg_write_all_data carries its rights along), owns
+ * anything, or holds privileges outside the demo database: each would let the demo's credentials
+ * reach further than `contacts`, or someone else's credentials reach it.
+ */
+async function setUpRoles(sql: postgres.Sql, names: { readRole: string; writeRole: string }, passwords: { read: string; write: string }): Promise<string | undefined> {
+  // current_user is not counted among the members: PostgreSQL 16 makes a CREATEROLE user that is not a superuser a member of each role it creates.
+  const found = await sql<RoleFacts[]>`
+    SELECT r.rolname,
+           coalesce(shobj_description(r.oid, 'pg_authid') = ${DEMO_MARKER}, false) AS marked,
+           r.rolsuper OR r.rolcreaterole OR r.rolcreatedb OR r.rolbypassrls OR r.rolreplication AS powerful,
+           array_to_string(ARRAY(SELECT g.rolname FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid WHERE m.member = r.oid ORDER BY 1), ', ') AS member_of,
+           array_to_string(ARRAY(SELECT u.rolname FROM pg_auth_members m JOIN pg_roles u ON u.oid = m.member WHERE m.roleid = r.oid AND u.rolname <> current_user ORDER BY 1), ', ') AS members,
+           (SELECT count(*) FROM pg_shdepend d WHERE d.refclassid = 'pg_authid'::regclass AND d.refobjid = r.oid AND d.deptype = 'o')::int AS owns,
+           (SELECT count(*) FROM pg_shdepend d, pg_database here
+             WHERE here.datname = current_database() AND d.refclassid = 'pg_authid'::regclass AND d.refobjid = r.oid AND d.deptype = 'a'
+               AND d.dbid <> here.oid AND NOT (d.classid = 'pg_database'::regclass AND d.objid = here.oid))::int AS granted_elsewhere
+      FROM pg_roles r WHERE r.rolname IN (${names.readRole}, ${names.writeRole}) ORDER BY r.rolname`;
+  for (const role of found) {
+    const why = refusedRole(role);
+    if (why) return `a role "${role.rolname}" exists ${why}; it is left as it is, and the demo stays off until it is dropped or fixed`;
+  }
+  for (const [role, password] of [[names.readRole, passwords.read], [names.writeRole, passwords.write]] as const) {
+    const verifier = literal(scramSha256Verifier(password));
+    // A simple query of several statements is one transaction: a role is never there without its marker.
+    await sql.unsafe(
+      found.some((r) => r.rolname === role)
+        ? `ALTER ROLE ${quoteIdent(role)} WITH LOGIN NOINHERIT CONNECTION LIMIT -1 VALID UNTIL 'infinity' PASSWORD ${verifier}`
+        : `CREATE ROLE ${quoteIdent(role)} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT PASSWORD ${verifier}; COMMENT ON ROLE ${quoteIdent(role)} IS ${literal(DEMO_MARKER)}`,
+    );
+  }
+  return undefined;
+}
+
+function refusedRole(role: RoleFacts): string | undefined {
+  if (!role.marked) return "that this demo did not make (it lacks the demo's marker comment)";
+  if (role.powerful) return "with more rights than a demo role may have (superuser, CREATEROLE, CREATEDB, BYPASSRLS or REPLICATION)";
+  if (role.member_of) return `as a member of ${role.member_of}, whose rights it would carry`;
+  if (role.members) return `with members (${role.members}), who would carry its rights`;
+  if (role.owns > 0) return `owning ${role.owns} object(s) (a demo role owns nothing)`;
+  if (role.granted_elsewhere > 0) return `holding privileges on ${role.granted_elsewhere} object(s) outside the demo database`;
+  return undefined;
 }
 
 async function setUpDatabase(sql: postgres.Sql, names: { database: string; readRole: string; writeRole: string }): Promise<void> {
@@ -124,21 +206,32 @@ async function setUpDatabase(sql: postgres.Sql, names: { database: string; readR
     DO $$ BEGIN REVOKE CREATE ON SCHEMA public FROM PUBLIC; EXCEPTION WHEN insufficient_privilege THEN NULL; END $$;`);
 }
 
-/** The demo roles' passwords, made once and kept in the data dir, so the URLs `start` prints stay valid across restarts. */
-function demoPasswords(dataDir: string): { read: string; write: string } {
+/**
+ * The read role's password, made once and kept in the data dir, so the `psql` line `start` prints
+ * stays valid across restarts. The write role's is never written down: a new one at each start
+ * goes to the executor's environment.
+ */
+function demoReadPassword(dataDir: string): string {
   const file = path.join(dataDir, PG_DEMO_FILE);
   if (existsSync(file)) {
     try {
       const saved = JSON.parse(readFileSync(file, "utf8")) as { readPassword?: unknown; writePassword?: unknown };
-      if (typeof saved.readPassword === "string" && typeof saved.writePassword === "string") return { read: saved.readPassword, write: saved.writePassword };
+      if (typeof saved.readPassword === "string") {
+        // A file from before the write password left it is rewritten without it.
+        if (saved.writePassword !== undefined) keepReadPassword(file, saved.readPassword);
+        return saved.readPassword;
+      }
     } catch {
-      // a damaged file: new passwords, set on the roles below
+      // a damaged file: a new password, set on the role
     }
   }
-  const passwords = { read: randomBytes(16).toString("hex"), write: randomBytes(16).toString("hex") };
   mkdirSync(dataDir, { recursive: true });
-  writeFileSync(file, JSON.stringify({ readPassword: passwords.read, writePassword: passwords.write }, null, 2) + "\n", { mode: 0o600 });
-  return passwords;
+  return keepReadPassword(file, randomBytes(16).toString("hex"));
+}
+
+function keepReadPassword(file: string, readPassword: string): string {
+  writeFileSync(file, JSON.stringify({ readPassword }, null, 2) + "\n", { mode: 0o600 });
+  return readPassword;
 }
 
 /** DATABASE_URL pointed at another database, as another role; undefined when the URL cannot carry a user (no host). */
