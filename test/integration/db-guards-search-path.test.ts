@@ -4,7 +4,7 @@ import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { decide } from "../../src/service/decide.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
-import { databaseKinds, openThrowawayPostgres, postgresKind, type TestDatabaseKind } from "../support/databases.ts";
+import { databaseKinds, openThrowawayPostgres, type TestDatabaseKind } from "../support/databases.ts";
 import { mergeRequest } from "../support/harness.ts";
 import { useHarness } from "../support/use-harness.ts";
 
@@ -49,7 +49,8 @@ describe.each(databaseKinds)("guard functions pin their search_path on $name", (
  */
 const testDatabaseUrl = process.env.TEST_DATABASE_URL;
 let databaseUrl = "";
-const postgresWithUrl: TestDatabaseKind | undefined = postgresKind && testDatabaseUrl
+/** As databases.ts's postgresKind, keeping the database's URL for the role's own connection. */
+const postgresWithUrl: TestDatabaseKind | undefined = testDatabaseUrl
   ? {
       name: "postgres",
       async open() {
