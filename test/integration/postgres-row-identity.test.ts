@@ -1,4 +1,3 @@
-import { createServer, connect, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { AdapterError, TargetReader, TargetWriter } from "../../src/adapters/adapter.ts";
 import { postgresRowAdapter } from "../../src/adapters/postgres-row/postgres-row-adapter.ts";
@@ -6,44 +5,11 @@ import { PostgresRowTarget, type PostgresRowAction, type PostgresRowPlanned } fr
 import { PlanRequest } from "../../src/plan/schema.ts";
 import { openRowDatabase, openRowTarget, type RowDatabase } from "../support/adapters-postgres.ts";
 import { postgresKind } from "../support/databases.ts";
-import { waitFor } from "../support/wait-for.ts";
 
 const adminUrl = process.env.TEST_DATABASE_URL;
 const adapter = postgresRowAdapter();
 
-/** A TCP relay to the database whose connections the test can cut, as a network failure would. */
-async function relay(to: URL): Promise<{ url(of: string): string; cut(): void; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((client) => {
-    const upstream = connect(Number(to.port || 5432), to.hostname);
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on("close", () => sockets.delete(s));
-      s.on("error", () => {});
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as { port: number }).port;
-  const cut = () => {
-    for (const s of sockets) s.destroy();
-  };
-  return {
-    url(of) {
-      const u = new URL(of);
-      u.hostname = "127.0.0.1";
-      u.port = String(port);
-      return u.toString();
-    },
-    cut,
-    close: () => {
-      cut();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
-describe.skipIf(!postgresKind || !adminUrl)("postgres.row: one row, one path; versions, constraints and lost answers", () => {
+describe.skipIf(!postgresKind || !adminUrl)("postgres.row: one row, one path; versions and constraints (lost answers: postgres-row-sessions.test.ts)", () => {
   let db: RowDatabase;
   let target: PostgresRowTarget;
   let reader: TargetReader<PostgresRowAction, PostgresRowPlanned>;
@@ -118,68 +84,5 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row: one row, one path; ve
     const other = await reader.preview(action({ table: "people", key: { id: 4 }, op: "insert", values: { email: "eve@example.com" } }));
     await db.admin`INSERT INTO people VALUES (4, 'someone@example.com', 'Someone', 1)`;
     expect(await writer.apply(other.planned, "k")).toMatchObject({ status: "stale" });
-  });
-
-  describe("a write whose connection drops while it waits on a row lock", () => {
-    let cutter: Awaited<ReturnType<typeof relay>>;
-    let cutWriter: TargetWriter<PostgresRowPlanned>;
-    beforeAll(async () => {
-      cutter = await relay(new URL(db.writeUrl));
-      cutWriter = adapter.openWriter("crmdb", { ...target, write: { url: cutter.url(db.writeUrl) } });
-    });
-    afterAll(async () => {
-      await cutWriter?.close();
-      await cutter?.close();
-    });
-
-    /** Holds row `id` of people in an admin transaction until `release` resolves; `writing` starts once the lock is held. */
-    async function underLock(id: number, writing: () => Promise<unknown>, release: (applying: () => Promise<unknown>) => Promise<unknown>) {
-      let locked!: () => void;
-      const held = new Promise<void>((resolve) => (locked = resolve));
-      let applying!: Promise<unknown>;
-      const tx = db.admin.begin(async (sql) => {
-        await sql`SELECT 1 FROM people WHERE id = ${id} FOR UPDATE`;
-        locked();
-        await release(() => applying);
-      });
-      await held;
-      applying = writing();
-      await tx;
-      return applying;
-    }
-    const waitingOnLock = () =>
-      waitFor("the write to wait on the row lock", async () => (await db.admin`SELECT 1 FROM pg_stat_activity WHERE usename = ${writeRole()} AND wait_event_type = 'Lock'`).length > 0);
-    const stillRunning = async () => (await db.admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = ${writeRole()} AND state = 'active'`)[0]!.n as number;
-
-    /** The write's answer, and the row and the write role's running statements at the moment it answered. */
-    const applyAndLook = (planned: PostgresRowPlanned) => async () => {
-      const result = await cutWriter.apply(planned, "k");
-      return { result, running: await stillRunning(), row: await db.admin`SELECT name, version FROM people WHERE id = 1` };
-    };
-
-    it("the lock is released after the drop and the orphaned statement commits: the apply answers only after it, and the re-read finds it", async () => {
-      const { planned, preview } = await reader.preview(action({ table: "people", key: { id: 1 }, op: "update", values: { name: "Ada Lovelace" } }));
-      const answered = await underLock(1, applyAndLook(planned), async () => {
-        await waitingOnLock();
-        cutter.cut();
-        // The other transaction goes on a moment after the drop, then commits and lets the orphan through.
-        await new Promise((resolve) => setTimeout(resolve, 500));
-      });
-      expect(answered).toMatchObject({ result: { status: "uncertain", detail: expect.stringMatching(/statement_timeout \(2000 ms\), which was waited out/) }, running: 0, row: [{ name: "Ada Lovelace", version: 2 }] });
-      expect(await reader.verify(planned, preview)).toEqual({ verified: true });
-    });
-
-    it("the lock outlasts the statement_timeout: the orphan is cancelled before the apply answers, and nothing lands later", async () => {
-      const { planned, preview } = await reader.preview(action({ table: "people", key: { id: 1 }, op: "update", values: { name: "Ada Lovelace" } }));
-      const answered = await underLock(1, applyAndLook(planned), async (applying) => {
-        await waitingOnLock();
-        cutter.cut();
-        await applying(); // the lock is held until the write has answered
-      });
-      expect(answered).toMatchObject({ result: { status: "uncertain" }, running: 0, row: [{ name: "Ada", version: 1 }] });
-      expect(await stillRunning()).toBe(0);
-      expect(await reader.verify(planned, preview)).toMatchObject({ verified: false });
-      expect(await db.admin`SELECT name, version FROM people WHERE id = 1`).toEqual([{ name: "Ada", version: 1 }]);
-    });
   });
 });

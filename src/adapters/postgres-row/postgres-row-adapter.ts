@@ -6,7 +6,7 @@ import { afterApplyMismatches } from "../../plan/holds-change.ts";
 import type { Json, JsonObject } from "../../plan/json.ts";
 import { AdapterError, type Revalidation, NOTHING_ALLOWED, type Adapter, type AdapterApplyResult, type ErrorClass, type TargetState } from "../adapter.ts";
 import { formOf, fromText, quoteIdent, readExpr, toText, whyNotForm, writeExpr, type Column } from "./column-types.ts";
-import { postgresRowRefusals, PostgresRowAction, PostgresRowPlanned, PostgresRowTarget, type PostgresRowTable } from "./schema.ts";
+import { postgresRowRefusals, PostgresRowAction, PostgresRowPlanned, PostgresRowTarget, urlQueryProblems, type PostgresRowTable } from "./schema.ts";
 
 type Sql = postgres.Sql;
 
@@ -25,7 +25,7 @@ export function postgresRowAdapter(): Adapter<PostgresRowAction, PostgresRowPlan
     refusals: postgresRowRefusals,
     openReader(name, target) {
       // A read-only session as well as a read-only role: a misconfigured role still cannot write here.
-      const sql = connect(target.read.url, target.timeoutMs, true);
+      const sql = connect(name, target.read.url, target.timeoutMs, true);
       const tables = new TableCache(sql, name, target);
       const readRow = async (planned: PostgresRowPlanned) => readState(sql, await tables.get(planned.table), planned.key);
       const seenRow = (state: TargetState) => (state.exists ? state.body : undefined);
@@ -49,11 +49,11 @@ export function postgresRowAdapter(): Adapter<PostgresRowAction, PostgresRowPlan
           close: async () => {},
         };
       }
-      const sql = connect(target.write.url, target.timeoutMs, false);
-      const tables = new TableCache(sql, name, target);
+      const sql = connect(name, target.write.url, target.timeoutMs, false);
+      const writer: Writer = { sql, name, timeoutMs: target.timeoutMs, tables: new TableCache(sql, name, target), pidsTrusted: undefined };
       return {
         timeoutMs: target.timeoutMs,
-        apply: (planned) => apply(sql, name, tables, planned, target.timeoutMs),
+        apply: (planned, _key, deadline) => apply(writer, planned, deadline ?? Number.POSITIVE_INFINITY),
         close: () => sql.end({ timeout: 5 }),
       };
     },
@@ -80,7 +80,10 @@ function judgeRow(planned: PostgresRowPlanned, seen: { before: Json | null; afte
   return { state: "stale", expected, now, changedSincePreview: listChanges(seen.before ?? undefined, row).slice(0, 200) };
 }
 
-function connect(url: string, timeoutMs: number, readOnly: boolean): Sql {
+function connect(name: string, url: string, timeoutMs: number, readOnly: boolean): Sql {
+  // The config schema refuses these at load; a target built another way is refused here too.
+  const problems = urlQueryProblems(url);
+  if (problems.length > 0) throw new AdapterError("permanent", name, `target '${name}': ${problems.join("; ")}`);
   return postgres(url, {
     max: 2,
     onnotice: () => {},
@@ -98,12 +101,27 @@ function connect(url: string, timeoutMs: number, readOnly: boolean): Sql {
 }
 
 /**
- * How long past the session's statement_timeout a statement whose connection dropped is given
- * before the row is re-read. The server's timer started when the statement reached it, before the
- * drop was seen here, so statement_timeout counted from the drop already errs long; the margin is
- * for a cancelled statement's rollback (or a commit under way) and timer slack.
+ * A write whose answer is lost is settled only once its session has ended (docs/adapters.md, "A
+ * write whose answer is lost"): its statement is bounded by statement_timeout, but its commit is
+ * not (PostgreSQL stops the timer before committing; a synchronous standby or a slow disk can
+ * hold a commit up). The session is waited for this long past the target's timeoutMs, then
+ * ended with pg_terminate_backend; after that, this long again for it to go.
+ */
+const ORPHAN_LIMIT_MS = 5000;
+/** How often pg_stat_activity is looked at while the session of a lost write is waited for. */
+const ORPHAN_POLL_MS = 100;
+/**
+ * Without a backend to wait for (a pooler between, which announces a pid that is not the
+ * server's), how long past statement_timeout a lost write is given: the old bound, which covers the
+ * statement and not a commit held up.
  */
 const ORPHAN_MARGIN_MS = 1000;
+/**
+ * Kept between the end of a write bounded by the time left and the deadline (the answer's and the
+ * commit's way back). A write with less than LANDING_MARGIN_MS + MIN_WRITE_MS left is not sent.
+ */
+const LANDING_MARGIN_MS = 100;
+const MIN_WRITE_MS = 50;
 
 /**
  * Why a key value sent is not the one form the database reads back for it (`canonical`, from the
@@ -375,7 +393,19 @@ function applyStatement(name: string, table: Table, planned: PostgresRowPlanned)
   return { text: `UPDATE ${table.qualified} SET ${sets.join(", ")} WHERE ${where.sql} AND ${versionExpr(table)} = $${params.length}::text RETURNING 1`, params };
 }
 
-async function apply(sql: Sql, name: string, tables: TableCache, planned: PostgresRowPlanned, timeoutMs: number): Promise<AdapterApplyResult> {
+/** A target's write side: its pool, and whether its connections' announced pids are the server's. */
+interface Writer {
+  sql: Sql;
+  name: string;
+  timeoutMs: number;
+  tables: TableCache;
+  /** Checked once, on the first write: a pooler in between announces pids of its own. */
+  pidsTrusted: Promise<boolean> | undefined;
+}
+
+async function apply(writer: Writer, planned: PostgresRowPlanned, deadline: number): Promise<AdapterApplyResult> {
+  const { sql, name, tables, timeoutMs } = writer;
+  const what = `${planned.op} ${planned.path} on '${name}'`;
   let table: Table;
   try {
     table = await tables.get(planned.table);
@@ -386,30 +416,54 @@ async function apply(sql: Sql, name: string, tables: TableCache, planned: Postgr
   try {
     statement = applyStatement(name, table, planned);
   } catch (err) {
-    return { status: "failed", errorClass: "permanent", detail: `${planned.op} ${planned.path} on '${name}' was not sent: ${(err as Error).message}` };
+    return { status: "failed", errorClass: "permanent", detail: `${what} was not sent: ${(err as Error).message}` };
   }
-  let written: number;
+  // The connection is opened (or found open) before the time left is read: a reconnect
+  // (connect_timeout is about timeoutMs) and the catalogue reads above can use up the grant.
+  let conn: postgres.ReservedSql;
   try {
-    // One statement outside BEGIN is its own transaction: one round trip instead of three.
-    written = (await sql.unsafe(statement.text, statement.params)).length;
+    conn = await sql.reserve();
   } catch (err) {
+    return { status: "failed", errorClass: classifyPostgresError(err), detail: `${what} was not sent: could not connect (${(err as Error).message})` };
+  }
+  // Given back to the pool only while it still works: postgres.js would take a connection
+  // released after it closed for an open one.
+  const release = (err?: unknown) => (err === undefined || isServerError(err)) && conn.release();
+  let trusted: boolean;
+  try {
+    trusted = await (writer.pidsTrusted ??= pidsAreTheServers(conn).catch((err: unknown) => {
+      writer.pidsTrusted = undefined;
+      throw err;
+    }));
+  } catch (err) {
+    release(err);
+    return { status: "failed", errorClass: classifyPostgresError(err), detail: `${what} was not sent: ${(err as Error).message}` };
+  }
+  const left = Math.floor(deadline - performance.now());
+  const limit = left - LANDING_MARGIN_MS;
+  if (limit < MIN_WRITE_MS) {
+    release();
+    return { status: "expired", detail: `${what} was not sent: ${left <= 0 ? "the deadline had passed" : `${left} ms were left before the deadline`} when the connection was ready, too little for the write to land before it` };
+  }
+  const sent: Sent & { capped?: number } = limit < timeoutMs ? { ...(await writeCapped(conn, statement, limit)), capped: limit } : await writeOnce(conn, statement);
+  release("err" in sent ? sent.err : undefined);
+  if ("err" in sent) {
+    const { err } = sent;
     if (isServerError(err)) {
       const constraint = (err as { constraint_name?: unknown }).constraint_name;
       const names = typeof constraint === "string" && !err.message.includes(constraint) ? ` (constraint ${constraint})` : "";
-      return { status: "failed", errorClass: classifyPostgresError(err), detail: `${planned.op} ${planned.path} on '${name}' was refused: ${err.message}${names}` };
+      const bound = sent.capped !== undefined && err.code === "57014" ? ` (its statement_timeout was cut to ${sent.capped} ms, the time left before the deadline; nothing was written)` : "";
+      return { status: "failed", errorClass: classifyPostgresError(err), detail: `${what} was refused: ${err.message}${names}${bound}` };
     }
-    // The server may still be running the statement (waiting on a row lock) with nobody to answer:
-    // it ends by the session's statement_timeout at the latest, so the re-read waits that out.
-    await sleep(timeoutMs + ORPHAN_MARGIN_MS);
-    return { status: "uncertain", detail: `${planned.op} ${planned.path} on '${name}' got no answer (${(err as Error).message}); the write may or may not have happened, and cannot still be running after the session's statement_timeout (${timeoutMs} ms), which was waited out` };
+    return { status: "uncertain", detail: `${what} got no answer (${(err as Error).message}); the write may or may not have happened, and ${await orphanSettled(writer, trusted ? sent.pid : null)}` };
   }
-  if (written > 0) return { status: "applied" };
+  if (sent.rows > 0) return { status: "applied" };
   // Nothing matched: someone moved the row, or an earlier attempt (a crash, a retry) already wrote it.
   let current: TargetState;
   try {
     current = await readState(sql, table, planned.key);
   } catch (err) {
-    return { status: "uncertain", detail: `${planned.op} ${planned.path} on '${name}' matched no row, and the row could not be re-read: ${(err as Error).message}` };
+    return { status: "uncertain", detail: `${what} matched no row, and the row could not be re-read: ${(err as Error).message}` };
   }
   const after: Json | null = planned.op === "delete" ? null : { ...planned.key, ...(planned.values ?? {}) };
   if (afterApplyMismatches(null, after, current.exists ? current.body : undefined).length === 0) {
@@ -418,6 +472,96 @@ async function apply(sql: Sql, name: string, tables: TableCache, planned: Postgr
   const now = current.exists ? `version ${current.version}` : "no row";
   const expected = "version" in planned.precondition ? `version ${planned.precondition.version}` : "no row";
   return { status: "stale", detail: `target '${name}' refused ${planned.op} ${planned.path}: it changed since the preview (expected ${expected}, found ${now})` };
+}
+
+type Statement = ReturnType<typeof applyStatement>;
+type Sent = { rows: number } | { err: unknown; pid: number | null };
+
+/**
+ * The pid the server announced when the query's connection opened (BackendKeyData, what
+ * pg_backend_pid() answers there). Read as soon as the query settles: postgres.js reuses the
+ * object for the slot's next connection.
+ */
+function announcedPid(query: object): number | null {
+  const pid = ((query as { state?: unknown }).state as { pid?: unknown } | null | undefined)?.pid;
+  return typeof pid === "number" ? pid : null;
+}
+
+/** Whether the pid a connection announces is its server backend's; a pooler between announces its own. */
+async function pidsAreTheServers(conn: postgres.ReservedSql): Promise<boolean> {
+  const query = conn.unsafe<{ pid: number }[]>("SELECT pg_backend_pid() AS pid");
+  const rows = await query;
+  return rows[0]?.pid === announcedPid(query);
+}
+
+/** One statement outside BEGIN is its own transaction: one round trip instead of three. */
+async function writeOnce(conn: postgres.ReservedSql, statement: Statement): Promise<Sent> {
+  const query = conn.unsafe(statement.text, statement.params);
+  try {
+    return { rows: (await query).length };
+  } catch (err) {
+    return { err, pid: announcedPid(query) };
+  }
+}
+
+/**
+ * The write with less than the target's timeoutMs left before the deadline: BEGIN, SET LOCAL
+ * statement_timeout to what is left, the statement, COMMIT, sent together (one round trip, and a
+ * second when the statement is new on the connection). An error in the statement makes the COMMIT
+ * a rollback.
+ */
+async function writeCapped(conn: postgres.ReservedSql, statement: Statement, limitMs: number): Promise<Sent> {
+  const queries = [conn.unsafe("BEGIN"), conn.unsafe(`SET LOCAL statement_timeout = ${Math.floor(limitMs)}`), conn.unsafe(statement.text, statement.params), conn.unsafe("COMMIT")];
+  for (const query of queries) query.execute();
+  const settled = await Promise.allSettled(queries);
+  const failed = settled.find((s) => s.status === "rejected");
+  if (failed) return { err: failed.reason, pid: announcedPid(queries[0]!) };
+  return { rows: (settled[2] as PromiseFulfilledResult<unknown[]>).value.length };
+}
+
+/**
+ * After a write lost its answer: waits until its session is gone from pg_stat_activity, so the
+ * executor's re-read sees the write's final result (committed or not), and says how that went.
+ * The session is told apart from a later one given the same pid by its backend_start. Past
+ * timeoutMs + ORPHAN_LIMIT_MS it is ended with pg_terminate_backend (the write role may end its
+ * own sessions); if it cannot be, the answer says the write may still land.
+ */
+async function orphanSettled(writer: Writer, pid: number | null): Promise<string> {
+  const { sql, timeoutMs } = writer;
+  const started = performance.now();
+  const waited = () => Math.round(performance.now() - started);
+  if (pid === null) {
+    await sleep(timeoutMs + ORPHAN_MARGIN_MS);
+    return `its server session could not be found (a connection pooler between announces pids of its own), so the session's statement_timeout (${timeoutMs} ms) was waited out and ${ORPHAN_MARGIN_MS} ms more; a commit held up longer (a synchronous standby, a slow disk) could still land after the re-read`;
+  }
+  let backendStart: string | undefined;
+  let lastError: unknown;
+  const gone = async (until: number): Promise<boolean> => {
+    for (;;) {
+      try {
+        const rows = await sql.unsafe<{ started: string }[]>("SELECT backend_start::text AS started FROM pg_stat_activity WHERE pid = $1", [pid]);
+        if (!rows[0] || (backendStart !== undefined && rows[0].started !== backendStart)) return true;
+        backendStart = rows[0].started;
+      } catch (err) {
+        lastError = err;
+      }
+      if (performance.now() + ORPHAN_POLL_MS > until) return false;
+      await sleep(ORPHAN_POLL_MS);
+    }
+  };
+  if (await gone(started + timeoutMs + ORPHAN_LIMIT_MS)) return `its session (backend pid ${pid}) was waited for until it ended (${waited()} ms), so the re-read sees whether it was written`;
+  const stillThere = `its session (backend pid ${pid}) was still there after ${waited()} ms`;
+  if (backendStart === undefined) return `its session (backend pid ${pid}) could not be looked up for ${waited()} ms (${(lastError as Error | undefined)?.message ?? "no answer"}); the write may still land after the re-read`;
+  let why: string;
+  try {
+    const rows = await sql.unsafe<{ ended: boolean }[]>("SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE pid = $1 AND backend_start::text = $2", [pid, backendStart]);
+    if (!rows[0]) return `its session (backend pid ${pid}) ended after ${waited()} ms, so the re-read sees whether it was written`;
+    why = rows[0].ended ? "" : "pg_terminate_backend answered false";
+  } catch (err) {
+    why = `pg_terminate_backend was refused: ${(err as Error).message}`;
+  }
+  if (why === "" && (await gone(performance.now() + ORPHAN_LIMIT_MS))) return `${stillThere} and was ended (pg_terminate_backend), after ${waited()} ms in all, so the re-read sees whether it was written`;
+  return `${stillThere}${why ? ` and could not be ended (${why})` : ", was told to end and had not"}; the write may still land after the re-read`;
 }
 
 async function guard<T>(name: string, run: () => Promise<T>): Promise<T> {

@@ -9,7 +9,38 @@ const Identifier = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, "must be a 
 export const POSTGRES_ROW_OPS = ["update", "insert", "delete"] as const;
 const Op = z.enum(POSTGRES_ROW_OPS);
 
-const Connection = z.strictObject({ url: z.string().regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL") });
+/**
+ * What a connection URL's query may say: how to reach the server (TLS, which host of several).
+ * postgres.js sends every other query parameter as a session setting that wins over the
+ * adapter's own (`?statement_timeout=0` would lift the bound the lost-answer wait and the
+ * grant-expiry limit rely on; `TimeZone`, `DateStyle`, `search_path`, `options` change how rows
+ * and versions read), or takes it over the adapter's pool settings (`prepare`, `max_lifetime` …).
+ */
+const URL_QUERY_ALLOWED = new Set(["sslmode", "ssl", "sslrootcert", "sslnegotiation", "target_session_attrs", "application_name"]);
+
+/** Why the query of a postgres:// URL is refused, one message per parameter (never the URL itself: it may hold a password). */
+export function urlQueryProblems(url: string): string[] {
+  const at = url.indexOf("?");
+  if (at < 0) return [];
+  const problems: string[] = [];
+  for (const [key, value] of new URLSearchParams(url.slice(at + 1).split("#")[0])) {
+    const name = JSON.stringify(key.slice(0, 63));
+    if (key === "sslrootcert" && value !== "system") problems.push(`the URL's query sets ${name} to a file; postgres.js reads only 'system' there (pass a CA through the environment's trust store instead)`);
+    else if (!URL_QUERY_ALLOWED.has(key)) {
+      problems.push(`the URL's query sets ${name}, which postgres.js would send as a session setting (or a pool option) over postgres.row's own (statement_timeout, lock_timeout, TimeZone, DateStyle, read-only …, which bound and read every write); remove it. The query may set only ${[...URL_QUERY_ALLOWED].join(", ")}; timeouts come from the target's timeoutMs`);
+    }
+  }
+  return problems;
+}
+
+const Connection = z.strictObject({
+  url: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL")
+    .superRefine((url, ctx) => {
+      for (const message of urlQueryProblems(url)) ctx.addIssue({ code: "custom", message });
+    }),
+});
 
 export const PostgresRowTable = z.strictObject({
   /** The columns that find one row: a primary key or a unique index without a predicate (checked when read). */

@@ -68,6 +68,17 @@ describe("targets.<name> with adapter: postgres.row", () => {
     expect(problem!.message).toMatch(message);
   });
 
+  it("refuses a URL whose query would set a session setting over the adapter's own, naming the target, the block and the parameter, never the password", () => {
+    const found = problems(() => load(CRMDB, "executor", { CRMDB_READ_URL: `${ENV.CRMDB_READ_URL}?sslmode=require&TimeZone=Europe%2FParis`, CRMDB_WRITE_URL: `${ENV.CRMDB_WRITE_URL}?statement_timeout=0&options=-c%20lock_timeout%3D0&prepare=false` }));
+    expect(found.map((p) => p.key)).toStrictEqual(["targets.crmdb.read.url", "targets.crmdb.write.url", "targets.crmdb.write.url", "targets.crmdb.write.url"]);
+    expect(found.map((p) => p.message.match(/^the URL's query sets "([^"]+)"/)?.[1])).toStrictEqual(["TimeZone", "statement_timeout", "options", "prepare"]);
+    expect(found[1]!.message).toContain("which postgres.js would send as a session setting (or a pool option) over postgres.row's own");
+    expect(JSON.stringify(found)).not.toMatch(/secret/);
+    // How to reach the server (TLS, which host) may be said there; the server's view never reads the write URL.
+    expect(load(CRMDB, "executor", { CRMDB_READ_URL: `${ENV.CRMDB_READ_URL}?sslmode=verify-full&sslrootcert=system&target_session_attrs=read-write&application_name=crm`, CRMDB_WRITE_URL: `${ENV.CRMDB_WRITE_URL}?sslmode=require` }).targets.crmdb).toBeDefined();
+    expect(load(CRMDB, "server", { ...ENV, CRMDB_WRITE_URL: `${ENV.CRMDB_WRITE_URL}?statement_timeout=0` }).targets.crmdb).toBeDefined();
+  });
+
   it("the executor is told a postgres.row target without a write block needs a write connection", () => {
     const found = problems(() => load(CRMDB.replace(/ +write:.*\n/, ""), "executor"));
     expect(found).toStrictEqual([{ key: "targets.crmdb.write", message: expect.stringContaining("write connection") }]);
