@@ -12,6 +12,7 @@ import { openRowDatabase, type RowDatabase } from "../support/adapters-postgres.
 import { postgresKind } from "../support/databases.ts";
 import { executionPorts } from "../support/execution-ports.ts";
 import { testGrantKeys } from "../support/harness.ts";
+import { tcpRelay } from "../support/tcp-relay.ts";
 import { waitFor } from "../support/wait-for.ts";
 
 const adminUrl = process.env.TEST_DATABASE_URL;
@@ -62,8 +63,8 @@ describe.skipIf(!postgresKind || !adminUrl)("the executor on a postgres.row targ
     const { token } = await issueGrant((await testGrantKeys()).signing, { planId: plan.id, planHash: fingerprint(plan), approvers: [{ user: "U0ALICE", via: "slack", at: now.toISOString() }], environment: "test", issuedAt: now, expiresAt: new Date(now.getTime() + 600_000) });
     return { plan, preview: { actions: [preview] }, grant: token, claimToken: randomUUID(), leaseExpiresAt: new Date(Date.now() + leaseMs).toISOString() };
   }
-  async function execute(claim: Claim, configured: Record<string, PostgresRowTarget> = { crmdb: target }): Promise<Outcome> {
-    const ports = executionPorts((await testGrantKeys()).verifying, configured);
+  async function execute(claim: Claim, configured: Record<string, PostgresRowTarget> = { crmdb: target }, now?: () => Date): Promise<Outcome> {
+    const ports = executionPorts((await testGrantKeys()).verifying, configured, now);
     try {
       const outcome = await executePlan(claim, ports);
       expect(Outcome.parse(outcome)).toStrictEqual(outcome);
@@ -121,6 +122,25 @@ describe.skipIf(!postgresKind || !adminUrl)("the executor on a postgres.row targ
       await db.admin.unsafe(`GRANT UPDATE ON contacts TO ${role}`);
     }
     expect(await db.writes()).toBe(writes);
+  });
+
+  it("more than timeoutMs of the grant is left when the write starts, but its connection takes it all to open: expired, nothing written", async () => {
+    const id = n;
+    const claim = await claimFor(id);
+    const writes = await db.writes();
+    const relay = await tcpRelay(new URL(db.writeUrl));
+    relay.connectDelayMs = TIMEOUT_MS + 200;
+    const expiresAt = JSON.parse(Buffer.from(claim.grant.split(".")[1]!, "base64url").toString()).exp * 1000;
+    try {
+      // The executor's clock says the grant has timeoutMs + 300 ms left: enough to start the write.
+      const outcome = await execute(claim, { crmdb: { ...target, write: { url: relay.url(db.writeUrl) } } }, () => new Date(expiresAt - TIMEOUT_MS - 300));
+      expect(outcome).toMatchObject({ status: "expired", reason: expect.stringMatching(/^the grant expired before action 0 could be written: update \/contacts\/\d+ on 'crmdb' was not sent: .* when the connection was ready, too little for the write to land before it; nothing was written$/) });
+      expect(outcome.actions).toStrictEqual([{ index: 0, target: "crmdb", path: `/contacts/${id}`, status: "skipped", detail: expect.stringContaining("was not sent") }]);
+    } finally {
+      await relay.close();
+    }
+    expect(await db.writes()).toBe(writes);
+    expect(await emailOf(id)).toBe("ada@old.example");
   });
 
   it("a target that cannot be reached at revalidation is transient: retried for half the (short) lease, then failed, nothing written", async () => {

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { z } from "zod";
 import { previewHttpJson } from "../../src/adapters/http-json.ts";
+import { httpJsonAdapter } from "../../src/adapters/http-json-adapter.ts";
 import { createReadOnlyHttp } from "../../src/adapters/read-only-http.ts";
 import type { TargetConfig } from "../../src/config/schema.ts";
 import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
@@ -192,6 +193,25 @@ describe("reconcile: a write whose answer cannot be trusted is settled by the re
       expect(outcome.actions[0]).toMatchObject({ status: "applied", verified: true });
       expect(outcome.actions[0]!.detail).toBe(`PATCH ${path} on 'crm' got no answer (timed out after ${TIMEOUT_MS} ms); the write may or may not have happened; re-read after it: the target holds the change`);
       expect(writesTo(path)).toHaveLength(1);
+    } finally {
+      release();
+    }
+  });
+
+  it("given a deadline closer than timeoutMs, the request's timeout is cut to the time left; past it, nothing is sent (expired)", async () => {
+    const path = seed({ email: "a@old.example" });
+    const { planned } = await previewHttpJson(http, targets.crm!, merge(path, { email: "b@new.example" }));
+    const writer = httpJsonAdapter().openWriter("crm", targets.crm!);
+    expect(await writer.apply(planned, "k", performance.now() - 1)).toStrictEqual({ status: "expired", detail: `merge ${path} on 'crm' was not sent: the deadline had passed` });
+    expect(writesTo(path)).toHaveLength(0);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    target.beforeAnswer = (req) => (req.method === "PATCH" ? held : undefined);
+    try {
+      const started = performance.now();
+      const result = await writer.apply(planned, "k", started + 700);
+      expect(result).toMatchObject({ status: "uncertain", detail: expect.stringMatching(/got no answer \(timed out after (6\d\d|700) ms\)/) });
+      expect(performance.now() - started).toBeLessThan(TIMEOUT_MS);
     } finally {
       release();
     }
