@@ -41,6 +41,7 @@ export const LONGEST_FIRST = [
   "test/e2e/lazy-commands.test.ts", // 25 s (36 s)
   "test/integration/pglite-template.test.ts", // 24 s (14 s)
   "test/e2e/agent-doors-postgres-row.test.ts", // 6-15 s alone at load 5-8 (a database with roles, the server, an MCP child, the executor)
+  "test/integration/postgres-row-sessions.test.ts", // 26 s run alone at load 12 (lost answers waited out, one for timeoutMs + 5 s)
   "test/e2e/postgres-row-submit.test.ts", // 19 s run alone at load ~15 (a database with roles, the server, the first catalogue reads)
   "test/e2e/start-postgres-row.test.ts", // 12 s alone at load 11, 21-42 s at load 15-18 (five `start`s, one on PGlite)
   "test/e2e/startup-errors.test.ts", // 10 s (95 s)
