@@ -4,7 +4,7 @@ import type { Claim } from "../executor/execute-plan.ts";
 import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
 import { pause, plans } from "../store/schema.ts";
 import type { ServiceContext } from "./context.ts";
-import { recordPlanEvent } from "./transition.ts";
+import { planEventStatement } from "./transition.ts";
 
 /** Re-check for claimable plans this often even without a signal: leases run out silently (nothing announces them). */
 const RECHECK_MS = 1000;
@@ -17,10 +17,12 @@ const RECHECK_MS = 1000;
  * heartbeat or report (fencing).
  *
  * The claim is one statement (find, lock and lease the row) plus its event, in one transaction:
- * an executor that finds nothing costs BEGIN, UPDATE, COMMIT.
+ * an executor that finds nothing costs BEGIN, UPDATE, COMMIT. The event is a statement of its own
+ * after the UPDATE (its chain's tail is read after the row lock is held, audit.ts) and is sent
+ * with the COMMIT: three round trips, not four; a failed event rolls the claim back.
  */
 export async function claimApproved(ctx: ServiceContext): Promise<Claim | undefined> {
-  return ctx.database.db.transaction(async (tx) => {
+  return ctx.database.transactionEndingWith(async (tx) => {
     const now = ctx.clock();
     const claimToken = randomBytes(24).toString("base64url");
     const leaseExpiresAt = new Date(now.getTime() + ctx.config.executor.leaseSeconds * 1000);
@@ -56,19 +58,23 @@ export async function claimApproved(ctx: ServiceContext): Promise<Claim | undefi
         claims: plans.claims,
         was: candidate.was,
       });
-    if (!row) return undefined;
+    if (!row) return { result: undefined };
     const takeover = row.was === "executing";
-    await recordPlanEvent(ctx, tx, row, takeover ? "plan.reclaimed" : "plan.executing", { type: "system", process: "executor" }, now, {
-      claim: row.claims,
-      leaseExpiresAt: leaseExpiresAt.toISOString(),
+    const event = planEventStatement(ctx, tx, {
+      plan: row,
+      type: takeover ? "plan.reclaimed" : "plan.executing",
+      actor: { type: "system", process: "executor" },
+      at: now,
+      data: { claim: row.claims, leaseExpiresAt: leaseExpiresAt.toISOString() },
     });
-    return {
+    const claim: Claim = {
       plan: row.document as PlanDocument,
       preview: row.preview as { actions: ActionPreview[] },
       grant: row.grant!,
       claimToken,
       leaseExpiresAt: leaseExpiresAt.toISOString(),
     };
+    return { result: claim, last: event };
   });
 }
 

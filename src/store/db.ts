@@ -4,7 +4,7 @@ import { mkdirSync } from "node:fs";
 import type { PGliteOptions } from "@electric-sql/pglite";
 import { sql, type ExtractTablesWithRelations, type SQL } from "drizzle-orm";
 import { DrizzleQueryError } from "drizzle-orm/errors";
-import type { PgDatabase, PgQueryResultHKT, PgTransaction } from "drizzle-orm/pg-core";
+import { PgDialect, type PgDatabase, type PgQueryResultHKT, type PgTransaction } from "drizzle-orm/pg-core";
 import { packagePath } from "../package-path.ts";
 import { namedStatements, PLAN_PER_EXECUTION } from "./named-statements.ts";
 import * as schema from "./schema.ts";
@@ -16,6 +16,8 @@ export type Tx = PgTransaction<PgQueryResultHKT, Schema, ExtractTablesWithRelati
 export type Queryable = Db | Tx;
 
 export const MIGRATIONS_FOLDER = packagePath("migrations");
+/** Turns drizzle's SQL into text and parameters, for statements sent past drizzle's session. */
+const dialect = new PgDialect();
 /** Serializes migrations across replicas that start together. */
 const MIGRATION_LOCK = 7_280_231_001;
 
@@ -30,6 +32,14 @@ export interface Database {
    * Named on PostgreSQL like every statement. Errors are the driver's own (not wrapped by drizzle).
    */
   query<T = Record<string, unknown>>(text: string, params: readonly (string | number | null)[]): Promise<T[]>;
+  /**
+   * A transaction whose last statement (`last`, made by `body` from what its statements read) is
+   * sent together with the COMMIT, one round trip instead of two: on PostgreSQL the two go out in
+   * this order on the transaction's own connection; a `last` that fails makes PostgreSQL roll the
+   * COMMIT back, and its error is thrown. `body` throwing rolls back. PGlite runs it as a plain
+   * transaction (no network to save).
+   */
+  transactionEndingWith<T>(body: (tx: Tx) => Promise<{ result: T; last?: SQL }>): Promise<T>;
   /** NOTIFY on a channel, as a statement of its own (outside any transaction). */
   notify(channel: string, payload: string): Promise<void>;
   /** LISTEN on a channel; the returned function stops listening. postgres.js re-listens after reconnects. */
@@ -68,6 +78,11 @@ async function openPglite(target: Exclude<DatabaseTarget, { kind: "postgres" }>)
     kind: "pglite",
     rows: async <T>(query: SQL, on: Queryable = db) => ((await on.execute(query)) as unknown as { rows: T[] }).rows,
     query: async <T>(text: string, params: readonly (string | number | null)[]) => (await failedQueryNamed(text, params, () => client.query<T>(text, [...params]))).rows,
+    transactionEndingWith: (body) => db.transaction(async (tx) => {
+      const { result, last } = await body(tx);
+      if (last) await tx.execute(last);
+      return result;
+    }),
     notify: async (channel, payload) => {
       await client.query("SELECT pg_notify($1, $2)", [channel, payload]);
     },
@@ -105,6 +120,7 @@ async function openPostgres(url: string): Promise<Database> {
     kind: "postgres",
     rows: async <T>(query: SQL, on: Queryable = db) => (await on.execute(query)) as unknown as T[],
     query: async <T>(text: string, params: readonly (string | number | null)[]) => (await failedQueryNamed(text, params, () => named.unsafe(text, [...params]))) as unknown as T[],
+    transactionEndingWith: endingWithCommit(client, drizzle),
     notify: async (channel, payload) => {
       await client.notify(channel, payload);
     },
@@ -124,6 +140,46 @@ async function openPostgres(url: string): Promise<Database> {
       }
     },
     close: () => client.end({ timeout: 5 }),
+  };
+}
+
+/**
+ * Database.transactionEndingWith on PostgreSQL: one connection of the pool, held for the
+ * transaction, whose statements go out in the order they are executed here (drizzle's own
+ * transaction sends COMMIT only after its callback has returned). Exported for test databases
+ * built on a client of their own (test/support/counting-postgres.ts).
+ */
+export function endingWithCommit(client: import("postgres").Sql, drizzle: (config: { client: import("postgres").Sql }) => unknown): Database["transactionEndingWith"] {
+  return async (body) => {
+    const reserved = await client.reserve();
+    try {
+      // drizzle reads the client's type parsers from `options`, which a reserved connection lacks.
+      const conn = namedStatements(Object.assign(reserved, { options: client.options }));
+      await conn.unsafe("BEGIN");
+      let done: Awaited<ReturnType<typeof body>>;
+      try {
+        done = await body(drizzle({ client: conn }) as Tx);
+      } catch (err) {
+        await conn.unsafe("ROLLBACK").catch(() => undefined);
+        throw err;
+      }
+      if (!done.last) {
+        await conn.unsafe("COMMIT");
+        return done.result;
+      }
+      const { sql: text, params } = dialect.sqlToQuery(done.last);
+      const last = conn.unsafe(text, params as never[]);
+      const commit = conn.unsafe("COMMIT");
+      // Handed to the connection in this order: each execute() queues its statement at once.
+      last.execute();
+      commit.execute();
+      const [lastDone, commitDone] = await Promise.allSettled([last, commit]);
+      if (lastDone.status === "rejected") throw new DrizzleQueryError(text, params, lastDone.reason instanceof Error ? lastDone.reason : new Error(String(lastDone.reason)));
+      if (commitDone.status === "rejected") throw commitDone.reason;
+      return done.result;
+    } finally {
+      reserved.release();
+    }
   };
 }
 

@@ -1,0 +1,63 @@
+import { eq, sql } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { claimApproved } from "../../src/service/claim-approved.ts";
+import { plans } from "../../src/store/schema.ts";
+import { databaseKinds } from "../support/databases.ts";
+import { useHarness } from "../support/use-harness.ts";
+
+/**
+ * Database.transactionEndingWith sends its last statement with the COMMIT (the claim's event).
+ * What it must keep from a plain transaction: the last statement runs after the body's, in the
+ * same transaction; a last statement that fails leaves nothing of the transaction and throws; a
+ * body that throws rolls back.
+ */
+describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
+  const h = useHarness(kind);
+  const table = `ending_with_${kind.name.replace(/\W/g, "_")}`;
+
+  const rows = async () => (await h.database.rows<{ v: number }>(sql.raw(`SELECT v FROM ${table} ORDER BY v`))).map((r) => r.v);
+  const fresh = async () => {
+    await h.database.rows(sql.raw(`DROP TABLE IF EXISTS ${table}`));
+    await h.database.rows(sql.raw(`CREATE TABLE ${table} (v int PRIMARY KEY)`));
+  };
+
+  it("runs the last statement after the body's, in the same transaction, and returns the body's result", async () => {
+    await fresh();
+    const result = await h.database.transactionEndingWith(async (tx) => {
+      await tx.execute(sql.raw(`INSERT INTO ${table} VALUES (1)`));
+      // Sees the body's row: the same transaction, after it.
+      return { result: "done", last: sql.raw(`INSERT INTO ${table} SELECT v + 1 FROM ${table} WHERE v = 1`) };
+    });
+    expect(result).toBe("done");
+    expect(await rows()).toStrictEqual([1, 2]);
+  });
+
+  it("a last statement that fails rolls the whole transaction back and throws", async () => {
+    await fresh();
+    await expect(h.database.transactionEndingWith(async (tx) => {
+      await tx.execute(sql.raw(`INSERT INTO ${table} VALUES (1)`));
+      return { result: "never", last: sql.raw(`INSERT INTO ${table} VALUES (1)`) }; // duplicate key
+    })).rejects.toThrow(/insert into ending_with/i);
+    expect(await rows()).toStrictEqual([]);
+    // The connection is usable afterwards (not left inside the failed transaction).
+    await h.database.transactionEndingWith(async (tx) => {
+      await tx.execute(sql.raw(`INSERT INTO ${table} VALUES (3)`));
+      return { result: undefined };
+    });
+    expect(await rows()).toStrictEqual([3]);
+  });
+
+  it("a body that throws rolls back", async () => {
+    await fresh();
+    await expect(h.database.transactionEndingWith(async (tx) => {
+      await tx.execute(sql.raw(`INSERT INTO ${table} VALUES (1)`));
+      throw new Error("body failed");
+    })).rejects.toThrow("body failed");
+    expect(await rows()).toStrictEqual([]);
+  });
+
+  it("a claim with nothing to claim ends its transaction without a last statement", async () => {
+    expect(await claimApproved(h.ctx)).toBeUndefined();
+    expect(await h.database.db.select({ id: plans.id }).from(plans).where(eq(plans.status, "executing"))).toStrictEqual([]);
+  });
+});
