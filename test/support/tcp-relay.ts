@@ -10,6 +10,12 @@ export interface TcpRelay {
   url(of: string): string;
   /** Destroys every connection through the relay, both sides. */
   cut(): void;
+  /**
+   * Destroys the client's side of every connection and keeps the server's open, reading and
+   * dropping what it sends: a partition the server does not see (no FIN, no RST), as when a
+   * network between them fails. `close()` ends those too.
+   */
+  partition(): void;
   /** How long each new connection waits before the relay connects it on; 0 at first. */
   connectDelayMs: number;
   close(): Promise<void>;
@@ -17,6 +23,7 @@ export interface TcpRelay {
 
 export async function tcpRelay(to: URL): Promise<TcpRelay> {
   const sockets = new Set<Socket>();
+  const pairs = new Set<{ client: Socket; upstream: Socket }>();
   const timers = new Set<NodeJS.Timeout>();
   const track = (s: Socket) => {
     sockets.add(s);
@@ -30,6 +37,9 @@ export async function tcpRelay(to: URL): Promise<TcpRelay> {
       if (client.destroyed) return;
       const upstream = connect(Number(to.port || 5432), to.hostname);
       track(upstream);
+      const pair = { client, upstream };
+      pairs.add(pair);
+      client.on("close", () => pairs.delete(pair));
       client.pipe(upstream).pipe(client);
       client.resume();
     };
@@ -51,6 +61,14 @@ export async function tcpRelay(to: URL): Promise<TcpRelay> {
     },
     cut() {
       for (const s of sockets) s.destroy();
+    },
+    partition() {
+      for (const { client, upstream } of [...pairs]) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.destroy();
+        upstream.resume();
+      }
     },
     connectDelayMs: 0,
     close() {

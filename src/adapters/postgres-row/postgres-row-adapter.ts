@@ -520,7 +520,7 @@ async function writeCapped(conn: postgres.ReservedSql, statement: Statement, lim
 }
 
 /**
- * After a write lost its answer: waits until its session is gone from pg_stat_activity, so the
+ * After a write lost its answer: waits until its session is gone from pg_stat_activity (or idle), so the
  * executor's re-read sees the write's final result (committed or not), and says how that went.
  * The session is told apart from a later one given the same pid by its backend_start. Past
  * timeoutMs + ORPHAN_LIMIT_MS it is ended with pg_terminate_backend (the write role may end its
@@ -539,8 +539,10 @@ async function orphanSettled(writer: Writer, pid: number | null): Promise<string
   const gone = async (until: number): Promise<boolean> => {
     for (;;) {
       try {
-        const rows = await sql.unsafe<{ started: string }[]>("SELECT backend_start::text AS started FROM pg_stat_activity WHERE pid = $1", [pid]);
-        if (!rows[0] || (backendStart !== undefined && rows[0].started !== backendStart)) return true;
+        // Idle: its transaction is over and it waits for a command that will not come (the drop
+        // unseen by the server, as in a network partition, until TCP keepalives end it).
+        const rows = await sql.unsafe<{ started: string; state: string | null }[]>("SELECT backend_start::text AS started, state FROM pg_stat_activity WHERE pid = $1", [pid]);
+        if (!rows[0] || (backendStart !== undefined && rows[0].started !== backendStart) || rows[0].state === "idle") return true;
         backendStart = rows[0].started;
       } catch (err) {
         lastError = err;
@@ -549,7 +551,7 @@ async function orphanSettled(writer: Writer, pid: number | null): Promise<string
       await sleep(ORPHAN_POLL_MS);
     }
   };
-  if (await gone(started + timeoutMs + ORPHAN_LIMIT_MS)) return `its session (backend pid ${pid}) was waited for until it ended (${waited()} ms), so the re-read sees whether it was written`;
+  if (await gone(started + timeoutMs + ORPHAN_LIMIT_MS)) return `its session (backend pid ${pid}) was waited for until it ended or went idle (${waited()} ms), so the re-read sees whether it was written`;
   const stillThere = `its session (backend pid ${pid}) was still there after ${waited()} ms`;
   if (backendStart === undefined) return `its session (backend pid ${pid}) could not be looked up for ${waited()} ms (${(lastError as Error | undefined)?.message ?? "no answer"}); the write may still land after the re-read`;
   let why: string;
