@@ -455,7 +455,9 @@ async function apply(writer: Writer, planned: PostgresRowPlanned, deadline: numb
       const bound = sent.capped !== undefined && err.code === "57014" ? ` (its statement_timeout was cut to ${sent.capped} ms, the time left before the deadline; nothing was written)` : "";
       return { status: "failed", errorClass: classifyPostgresError(err), detail: `${what} was refused: ${err.message}${names}${bound}` };
     }
-    return { status: "uncertain", detail: `${what} got no answer (${(err as Error).message}); the write may or may not have happened, and ${await orphanSettled(writer, trusted ? sent.pid : null)}` };
+    // postgres.js sets a query's backend when it writes it to a connection: none, it was never sent.
+    if (sent.pid === null) return { status: "failed", errorClass: "transient", detail: `${what} was not sent: its connection closed first (${(err as Error).message})` };
+    return { status: "uncertain", detail: `${what} got no answer (${(err as Error).message}); the write may or may not have happened, and ${await orphanSettled(writer, trusted, sent.pid)}` };
   }
   if (sent.rows > 0) return { status: "applied" };
   // Nothing matched: someone moved the row, or an earlier attempt (a crash, a retry) already wrote it.
@@ -526,11 +528,11 @@ async function writeCapped(conn: postgres.ReservedSql, statement: Statement, lim
  * timeoutMs + ORPHAN_LIMIT_MS it is ended with pg_terminate_backend (the write role may end its
  * own sessions); if it cannot be, the answer says the write may still land.
  */
-async function orphanSettled(writer: Writer, pid: number | null): Promise<string> {
+async function orphanSettled(writer: Writer, trusted: boolean, pid: number): Promise<string> {
   const { sql, timeoutMs } = writer;
   const started = performance.now();
   const waited = () => Math.round(performance.now() - started);
-  if (pid === null) {
+  if (!trusted) {
     await sleep(timeoutMs + ORPHAN_MARGIN_MS);
     return `its server session could not be found (a connection pooler between announces pids of its own), so the session's statement_timeout (${timeoutMs} ms) was waited out and ${ORPHAN_MARGIN_MS} ms more; a commit held up longer (a synchronous standby, a slow disk) could still land after the re-read`;
   }
