@@ -17,7 +17,11 @@ import { untilStopped } from "./until-stopped.ts";
 /**
  * `countersign start`: the whole flow on one machine with nothing configured: the server on
  * PGlite (or DATABASE_URL), demo targets (a JSON API; with PostgreSQL also a database of its own,
- * for postgres.row), and one executor child process, the only holder of the write credentials.
+ * for postgres.row), and one executor child process. The server's config resolves no write
+ * credential and the executor's does, but this one process holds them all the same (it hands the
+ * executor its environment, runs the demo targets and provisions the demo database as
+ * DATABASE_URL's user, who owns it), and the banner says so: the separation holds only when
+ * `serve` and `executor` run apart.
  * If the executor dies, so does `start` (exit 1, naming why): approved plans would otherwise wait
  * for an executor that is not coming, while the banner above still says it runs. A restart loop
  * would hide a config the executor cannot run on behind the same message every few seconds.
@@ -100,7 +104,8 @@ async function run(out: (line: string) => void, env: NodeJS.ProcessEnv, demo: De
   out("");
   out(`Countersign is running — ${config.publicUrl}  (${config.database.kind === "pglite" ? `embedded PGlite in ${config.database.dataDir}` : "PostgreSQL"})`);
   out(`  environment: ${config.environment}   targets: ${Object.keys(config.targets).join(", ") || "(none)"}`);
-  out(executor ? `  executor: pid ${executor.child.pid} (the only process with the write credential)` : "  executor: not started — set COUNTERSIGN_GRANT_PUBLIC_KEY to the public half of COUNTERSIGN_GRANT_PRIVATE_KEY");
+  out(executor ? `  executor: pid ${executor.child.pid} (applies approved plans; the server's config resolves no write credential, the executor's does)` : "  executor: not started — set COUNTERSIGN_GRANT_PUBLIC_KEY to the public half of COUNTERSIGN_GRANT_PRIVATE_KEY");
+  if (executor) out(`  one process: 'start' ${startHolds(demo)}, so it could write too; run 'serve' and 'executor' apart to keep write credentials out of the server`);
   if (demo) {
     const key = await demoAgentKey(server.ctx, config.dataDir);
     const rows = demo.rows?.ok ? demo.rows.demo : undefined;
@@ -138,6 +143,12 @@ async function run(out: (line: string) => void, env: NodeJS.ProcessEnv, demo: De
     await server.close();
     await demo?.target.stop();
   }, executor?.died);
+}
+
+/** What this process holds besides the server's config: the executor's environment, and with the demo its targets. */
+function startHolds(demo: Demo | undefined): string {
+  if (!demo) return "hands the executor its own environment, write credentials included";
+  return `hands the executor the demo's write credentials, runs the http.json demo target${demo.rows?.ok ? " and owns the demo database (as DATABASE_URL's user)" : ""}`;
 }
 
 /** The executor as a child process with an environment of its own; `died` settles if it exits before `stop()`. */
