@@ -44,6 +44,7 @@ export const LONGEST_FIRST = [
   "test/integration/postgres-row-sessions.test.ts", // 26 s run alone at load 12 (lost answers waited out, one for timeoutMs + 5 s)
   "test/e2e/postgres-row-submit.test.ts", // 19 s run alone at load ~15 (a database with roles, the server, the first catalogue reads)
   "test/e2e/start-postgres-row.test.ts", // 12 s alone at load 11, 21-42 s at load 15-18 (five `start`s, one on PGlite)
+  "test/integration/postgres-row-demo-provision.test.ts", // 19 s alone at load ~10 (a private cluster: initdb, start, pg_hba reload)
   "test/e2e/startup-errors.test.ts", // 10 s (95 s)
   "test/slow/fuzz-requests.test.ts",
   "test/slow/browser-postgres.test.ts",
