@@ -1,6 +1,7 @@
 /** How a loop tells the world about its runs: every failure, and the first success after one. */
 export interface LoopReport {
-  failed(err: unknown): void;
+  /** `startedAt` (Date.now() when the failed work began) lets a late failure of work begun before a recovery be told apart. */
+  failed(err: unknown, startedAt?: number): void;
   succeeded?(): void;
 }
 
@@ -45,10 +46,14 @@ export function outageAwareReport(
   log: { error(obj: object, msg: string): void; warn(obj: object, msg: string): void; info(obj: object, msg: string): void },
 ): LoopReport {
   let outageSince: number | undefined;
+  let resumedAt: number | undefined;
   return {
-    failed(err) {
+    failed(err, startedAt) {
       if (!isOutage(err)) return log.error({ err }, `${what} failed; retrying`);
       if (outageSince !== undefined) return;
+      // Work begun before the last recovery (a lane drain stuck on a dead connection) failing
+      // afterwards belongs to the outage already reported, not to a new one.
+      if (startedAt !== undefined && resumedAt !== undefined && startedAt < resumedAt) return;
       outageSince = Date.now();
       log.warn({ code: (err as { code?: unknown }).code ?? (err as { cause?: { code?: unknown } }).cause?.code }, `${what} paused: the database is unreachable; retrying until it returns`);
     },
@@ -56,6 +61,7 @@ export function outageAwareReport(
       if (outageSince === undefined) return;
       log.info({ pausedMs: Date.now() - outageSince }, `${what} resumed: the database is back`);
       outageSince = undefined;
+      resumedAt = Date.now();
     },
   };
 }

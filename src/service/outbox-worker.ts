@@ -22,21 +22,27 @@ export function startOutboxWorker(
   let timer: NodeJS.Timeout | undefined;
   let ticking: Promise<void> = Promise.resolve();
 
-  const tick = async (): Promise<void> => {
+  /** True when it asked the database: only that may end a reported outage. */
+  const tick = async (): Promise<boolean> => {
     const room = lanes - draining.size;
-    if (room <= 0 || kinds.length === 0) return;
+    if (room <= 0 || kinds.length === 0) return false;
     // A token per lease: a lane given back and taken again is a new lease.
     const token = randomUUID();
     const leased = await leaseLanes(ctx.database, { kinds, at: ctx.clock(), leaseMs: policy.leaseMs, max: room, token });
     for (const lane of leased) {
+      const startedAt = Date.now();
       const drain: Promise<unknown> = drainLane(ctx, { ...input, lane, token })
-        .catch((err: unknown) => { if (!stopped) report.failed(err); })
+        .catch((err: unknown) => { if (!stopped) report.failed(err, startedAt); })
         .finally(() => draining.delete(drain));
       draining.add(drain);
     }
+    return true;
   };
   const loop = () => {
-    ticking = tick().then(() => report.succeeded?.(), (err: unknown) => { if (!stopped) report.failed(err); }).finally(() => {
+    // A tick that found every lane slot busy read nothing: calling that a success would log "resumed"
+    // mid-outage while the busy drains still fail, and then "paused" again (the db-restart scenario
+    // counts one line per outage).
+    ticking = tick().then((asked) => { if (asked) report.succeeded?.(); }, (err: unknown) => { if (!stopped) report.failed(err); }).finally(() => {
       if (!stopped) timer = setTimeout(loop, intervalMs);
     });
   };

@@ -28,6 +28,20 @@ describe("outageAwareReport", () => {
     ]);
   });
 
+  it("a failure of work begun before the recovery does not open a second outage; one begun after does", () => {
+    const { lines, log } = recordingLog();
+    const report = outageAwareReport("outbox delivery", isOutage, log);
+    const begunBefore = Date.now() - 1_000;
+    report.failed(outage, begunBefore);
+    report.succeeded!();
+    // A lane drain stuck on the dead connection since before the database came back fails late.
+    report.failed(outage, begunBefore);
+    expect(lines.map((l) => l.level)).toEqual(["warn", "info"]);
+    report.failed(outage, Date.now() + 1);
+    report.failed(outage);
+    expect(lines.map((l) => l.level)).toEqual(["warn", "info", "warn"]);
+  });
+
   it("reports every other failure: it is not expected to cure itself", () => {
     const { lines, log } = recordingLog();
     const report = outageAwareReport("expiry sweep", isOutage, log);
