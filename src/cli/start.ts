@@ -148,7 +148,8 @@ async function run(out: (line: string) => void, env: NodeJS.ProcessEnv, demo: De
 /** What this process holds besides the server's config: the executor's environment, and with the demo its targets. */
 function startHolds(demo: Demo | undefined): string {
   if (!demo) return "hands the executor its own environment, write credentials included";
-  return `hands the executor the demo's write credentials, runs the http.json demo target${demo.rows?.ok ? " and owns the demo database (as DATABASE_URL's user)" : ""}`;
+  const holds = ["hands the executor the demo's write credentials", "runs the http.json demo target", ...(demo.rows?.ok ? ["owns the demo database (as DATABASE_URL's user)"] : [])];
+  return `${holds.slice(0, -1).join(", ")} and ${holds.at(-1)}`;
 }
 
 /** The executor as a child process with an environment of its own; `died` settles if it exits before `stop()`. */

@@ -47,7 +47,7 @@ describe("countersign start: the postgres.row demo", () => {
       expect(output.split("\n").filter((line) => line.includes("postgres.row demo"))).toEqual([`  ${PG_DEMO_HINT}`]);
       expect(output).toMatch(/targets: contacts$/m);
       expect(output).not.toContain('"kind":"postgres.row"');
-      expect(output).toContain("one process: 'start' hands the executor the demo's write credentials, runs the http.json demo target, so it could write too");
+      expect(output).toContain("one process: 'start' hands the executor the demo's write credentials and runs the http.json demo target, so it could write too");
     } finally {
       expect(await stopped(app)).toBe(0);
     }
@@ -116,7 +116,7 @@ describe("countersign start: the postgres.row demo", () => {
         expect(new URL(readUrl!).username).toBe(names.readRole);
         // The write credential goes to the executor: the banner never prints it, and says what else holds the database.
         expect(output).not.toContain(names.writeRole + ":");
-        expect(output).toContain("runs the http.json demo target and owns the demo database (as DATABASE_URL's user), so it could write too");
+        expect(output).toContain("one process: 'start' hands the executor the demo's write credentials, runs the http.json demo target and owns the demo database (as DATABASE_URL's user), so it could write too");
       } finally {
         expect(await stopped(first.app)).toBe(0);
       }
