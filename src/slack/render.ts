@@ -9,6 +9,7 @@
  * the decision buttons and the link to the full plan always fit.
  */
 import type { Change } from "../plan/changes.ts";
+import { weakPrecondition } from "../plan/weak-precondition.ts";
 import { shortHash } from "../plan/fingerprint.ts";
 import type { Json } from "../plan/json.ts";
 import type { ActionOutcome, Outcome } from "../plan/outcome.ts";
@@ -369,7 +370,9 @@ function actionHeading(action: ActionPreview, index: number, total: number, widt
 
 function versionLine(action: Pick<ActionPreview, "version" | "precondition">, widths: Widths): string {
   if (action.precondition === "digest") return "Version read: _none given — checked by digest of the state read (⚠ weaker than an ETag)_";
-  return action.version === null ? "Version read: _none — the resource did not exist_" : `Version read: ${inlineCode(action.version, widths.version)}`;
+  if (action.version === null) return "Version read: _none — the resource did not exist_";
+  const weak = weakPrecondition(action.precondition);
+  return `Version read: ${inlineCode(action.version, widths.version)}${weak ? ` _(⚠ ${weak.label}: ${weak.why})_` : ""}`;
 }
 
 /** As many `path: before → after` lines as fit in `room` JSON characters, then the marker. */

@@ -1,5 +1,6 @@
 /** @jsxRuntime automatic @jsxImportSource hono/jsx */
 import { RevocationLine, RevokeForm } from "./revoke-form.tsx";
+import { weakPrecondition } from "../plan/weak-precondition.ts";
 import { shortHash } from "../plan/fingerprint.ts";
 import type { Json } from "../plan/json.ts";
 import type { ActionPreview } from "../plan/schema.ts";
@@ -204,7 +205,7 @@ function ActionDiff(props: { action: ActionPreview; index: number }) {
       <p>
         <span class="badge s-approved">{action.op}</span> <strong>{action.target}</strong> <code>{action.path}</code>
         <span class="muted"> · version read: {action.version ?? "(absent)"}</span>
-        {action.precondition === "digest" ? <span class="badge risk-medium" title="The target gives no ETag: the executor re-reads and compares a digest, but the target cannot refuse a racing write"> weaker precondition: digest</span> : null}
+        <WeakPreconditionBadge precondition={action.precondition} />
       </p>
       {action.changes.length === 0 ? <p class="muted">No field changes.</p> : (
         <table class="diff stacks">
@@ -264,4 +265,10 @@ function describeActor(actor: unknown): string {
   if (a.type === "user") return `by ${a.userId} via ${a.via}`;
   if (a.type === "agent") return `by agent ${a.name}`;
   return a.process ? `by ${a.process}` : "";
+}
+
+/** The badge for a precondition weaker than the target refusing a racing write (weak-precondition.ts). */
+function WeakPreconditionBadge(props: { precondition: string | undefined }) {
+  const weak = weakPrecondition(props.precondition);
+  return weak ? <span class="badge risk-medium" title={weak.why}> weaker precondition: {weak.label}</span> : null;
 }
