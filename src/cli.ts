@@ -62,8 +62,9 @@ async function main(argv: string[]): Promise<number> {
     case "executor": {
       const { startExecutor } = await import("./cli/executor.ts");
       const { untilStopped } = await import("./cli/until-stopped.ts");
+      const { whenParentGone } = await import("./cli/parent-watch.ts");
       const executor = await startExecutor((await loadConfig())({ env, role: "executor", requireFile: true }));
-      return untilStopped(() => executor.stop());
+      return untilStopped(() => executor.stop(), whenParentGone(env));
     }
     case "keys":
       if (args[0] !== "generate" || (args[1] !== undefined && args[1] !== "--audit-seal") || args.length > 2) return usage("usage: countersign keys generate [--audit-seal]");

@@ -12,6 +12,7 @@ import { createLogger } from "../logger.ts";
 import { resolveGrantKey } from "../server/grant-key.ts";
 import { runServer } from "../server/run-server.ts";
 import { createLoginLink } from "../service/login-links.ts";
+import { PARENT_PID_ENV } from "./parent-watch.ts";
 import { untilStopped } from "./until-stopped.ts";
 
 /**
@@ -156,7 +157,7 @@ function startHolds(demo: Demo | undefined): string {
 function spawnExecutor(env: NodeJS.ProcessEnv): { child: ChildProcess; died: Promise<string>; stop(): Promise<void> } {
   // The same entry point and Node options this process runs with: dist/cli.js when installed,
   // the sources under tsx's loader during development.
-  const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, "executor"], { env, stdio: ["ignore", "inherit", "inherit"] });
+  const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, "executor"], { env: { ...env, [PARENT_PID_ENV]: String(process.pid) }, stdio: ["ignore", "inherit", "inherit"] });
   let stopping = false;
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
   const died = new Promise<string>((resolve) => {
