@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Each command imports what it uses when it runs: `--help`, `keys generate`, `policy check` and
 // `mcp` (started once per agent session) must not pay for Bolt, the database drivers or the server.
+import { catchStopSignals } from "./cli/stop-signals.ts";
 
 const HELP = `countersign — agents propose, people countersign, a separate executor applies.
 
@@ -53,18 +54,23 @@ async function main(argv: string[]): Promise<number> {
   const { env } = process;
   const loadConfig = async () => (await import("./config/load.ts")).loadConfig;
   switch (command) {
-    case "start":
-      return (await import("./cli/start.ts")).start(out);
-    case "serve":
-      return (await import("./cli/serve.ts")).serve((await loadConfig())({ env, role: "server", requireFile: true }));
+    // The long-running commands listen for Ctrl-C before they start anything (see stop-signals.ts).
+    case "start": {
+      const signals = catchStopSignals();
+      return (await import("./cli/start.ts")).start(out, signals);
+    }
+    case "serve": {
+      const signals = catchStopSignals();
+      return (await import("./cli/serve.ts")).serve((await loadConfig())({ env, role: "server", requireFile: true }), signals);
+    }
     case "migrate":
       return (await import("./cli/migrate.ts")).migrate((await loadConfig())({ env, role: "cli" }), out);
     case "executor": {
+      const signals = catchStopSignals();
       const { startExecutor } = await import("./cli/executor.ts");
-      const { untilStopped } = await import("./cli/until-stopped.ts");
       const { whenParentGone } = await import("./cli/parent-watch.ts");
       const executor = await startExecutor((await loadConfig())({ env, role: "executor", requireFile: true }));
-      return untilStopped(() => executor.stop(), whenParentGone(env));
+      return signals.untilStopped(() => executor.stop(), whenParentGone(env));
     }
     case "keys":
       if (args[0] !== "generate" || (args[1] !== undefined && args[1] !== "--audit-seal") || args.length > 2) return usage("usage: countersign keys generate [--audit-seal]");

@@ -13,7 +13,7 @@ import { resolveGrantKey } from "../server/grant-key.ts";
 import { runServer } from "../server/run-server.ts";
 import { createLoginLink } from "../service/login-links.ts";
 import { PARENT_PID_ENV } from "./parent-watch.ts";
-import { untilStopped } from "./until-stopped.ts";
+import type { StopSignals } from "./stop-signals.ts";
 
 /**
  * `countersign start`: the whole flow on one machine with nothing configured: the server on
@@ -27,9 +27,9 @@ import { untilStopped } from "./until-stopped.ts";
  * for an executor that is not coming, while the banner above still says it runs. A restart loop
  * would hide a config the executor cannot run on behind the same message every few seconds.
  */
-export async function start(out: (line: string) => void): Promise<number> {
+export async function start(out: (line: string) => void, signals: StopSignals): Promise<number> {
   const probe = loadConfig({ env: process.env, role: "server" });
-  if (probe.configPath !== null) return run(out, process.env, undefined);
+  if (probe.configPath !== null) return run(out, signals, process.env, undefined);
   const demo = await startDemo(probe.dataDir, probe.database);
   try {
     // The demo config is a file, so the executor child reads the same one. Credentials stay in
@@ -39,7 +39,7 @@ export async function start(out: (line: string) => void): Promise<number> {
     writeFileSync(file, "# Written by `countersign start` for its demo targets; rewritten at every start.\n" + stringifyYaml(demoConfig(demo.target.url, { rows: demo.rows?.ok })));
     const rows = demo.rows?.ok ? demo.rows.demo : undefined;
     const env = { ...process.env, COUNTERSIGN_CONFIG: file, COUNTERSIGN_DEMO_READ_TOKEN: demo.readToken, ...(rows ? { [PG_DEMO_ENV.read]: rows.readUrl } : {}) };
-    return await run(out, env, demo);
+    return await run(out, signals, env, demo);
   } catch (err) {
     await demo.target.stop();
     throw err;
@@ -69,7 +69,7 @@ async function startDemo(dataDir: string, database: ServerConfig["database"]): P
   return { ...http.value, rows: provisioned.value };
 }
 
-async function run(out: (line: string) => void, env: NodeJS.ProcessEnv, demo: Demo | undefined): Promise<number> {
+async function run(out: (line: string) => void, signals: StopSignals, env: NodeJS.ProcessEnv, demo: Demo | undefined): Promise<number> {
   const executorToken = process.env.COUNTERSIGN_EXECUTOR_TOKEN || randomBytes(32).toString("base64url");
   const config = loadConfig({ env: { ...env, COUNTERSIGN_EXECUTOR_TOKEN: executorToken }, role: "server" });
   const childLogLevel = config.logLevel === "info" ? "warn" : config.logLevel;
@@ -139,7 +139,7 @@ async function run(out: (line: string) => void, env: NodeJS.ProcessEnv, demo: De
   }
   out("");
   out("Ctrl-C stops everything.");
-  return untilStopped(async () => {
+  return signals.untilStopped(async () => {
     await executor?.stop();
     await server.close();
     await demo?.target.stop();
