@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 // Each command imports what it uses when it runs: `--help`, `keys generate`, `policy check` and
 // `mcp` (started once per agent session) must not pay for Bolt, the database drivers or the server.
-import { catchStopSignals } from "./cli/stop-signals.ts";
 
 const HELP = `countersign — agents propose, people countersign, a separate executor applies.
 
@@ -53,20 +52,21 @@ async function main(argv: string[]): Promise<number> {
   }
   const { env } = process;
   const loadConfig = async () => (await import("./config/load.ts")).loadConfig;
+  const catchStopSignals = async () => (await import("./cli/stop-signals.ts")).catchStopSignals();
   switch (command) {
     // The long-running commands listen for Ctrl-C before they start anything (see stop-signals.ts).
     case "start": {
-      const signals = catchStopSignals();
+      const signals = await catchStopSignals();
       return (await import("./cli/start.ts")).start(out, signals);
     }
     case "serve": {
-      const signals = catchStopSignals();
+      const signals = await catchStopSignals();
       return (await import("./cli/serve.ts")).serve((await loadConfig())({ env, role: "server", requireFile: true }), signals);
     }
     case "migrate":
       return (await import("./cli/migrate.ts")).migrate((await loadConfig())({ env, role: "cli" }), out);
     case "executor": {
-      const signals = catchStopSignals();
+      const signals = await catchStopSignals();
       const { startExecutor } = await import("./cli/executor.ts");
       const { whenParentGone } = await import("./cli/parent-watch.ts");
       const executor = await startExecutor((await loadConfig())({ env, role: "executor", requireFile: true }));

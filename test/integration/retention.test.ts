@@ -42,6 +42,7 @@ describe.each(databaseKinds)("retention sweep on $name", (kind) => {
     await decide(h.ctx, { planId: rejected.id, hash: rejected.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "reject", reason: "not today" });
     ended.push(rejected);
     const pending = await submit();
+    h.clock.advance(1); // the list below is in submission order: no two plans at the same instant
     const approved = await submit();
     await decide(h.ctx, { planId: approved.id, hash: approved.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
     // Every row so far is delivered now, except each plan's last one.
