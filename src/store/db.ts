@@ -33,13 +33,15 @@ export interface Database {
    */
   query<T = Record<string, unknown>>(text: string, params: readonly (string | number | null)[]): Promise<T[]>;
   /**
-   * A transaction whose last statement (`last`, made by `body` from what its statements read) is
-   * sent together with the COMMIT, one round trip instead of two: on PostgreSQL the two go out in
-   * this order on the transaction's own connection; a `last` that fails makes PostgreSQL roll the
-   * COMMIT back, and its error is thrown. `body` throwing rolls back. PGlite runs it as a plain
+   * A transaction whose last statements (`last`, made by `body` from what its statements read) are
+   * sent together with the COMMIT, one round trip instead of one each: on PostgreSQL they go out
+   * in this order on the transaction's own connection; one that fails makes PostgreSQL roll the
+   * COMMIT back, and its error is thrown. `body` throwing rolls back. `first`, reads only, go out
+   * with the BEGIN (their rows are handed to `body`): had the BEGIN failed, they ran alone and
+   * changed nothing, and its error is thrown before `body` runs. PGlite runs it as a plain
    * transaction (no network to save).
    */
-  transactionEndingWith<T>(body: (tx: Tx) => Promise<{ result: T; last?: SQL }>): Promise<T>;
+  transactionEndingWith<T>(body: (tx: Tx, first: Record<string, unknown>[][]) => Promise<{ result: T; last?: SQL | readonly SQL[] | undefined }>, options?: { first?: readonly SQL[] }): Promise<T>;
   /** NOTIFY on a channel, as a statement of its own (outside any transaction). */
   notify(channel: string, payload: string): Promise<void>;
   /** LISTEN on a channel; the returned function stops listening. postgres.js re-listens after reconnects. */
@@ -78,9 +80,11 @@ async function openPglite(target: Exclude<DatabaseTarget, { kind: "postgres" }>)
     kind: "pglite",
     rows: async <T>(query: SQL, on: Queryable = db) => ((await on.execute(query)) as unknown as { rows: T[] }).rows,
     query: async <T>(text: string, params: readonly (string | number | null)[]) => (await failedQueryNamed(text, params, () => client.query<T>(text, [...params]))).rows,
-    transactionEndingWith: (body) => db.transaction(async (tx) => {
-      const { result, last } = await body(tx);
-      if (last) await tx.execute(last);
+    transactionEndingWith: (body, options) => db.transaction(async (tx) => {
+      const first: Record<string, unknown>[][] = [];
+      for (const statement of options?.first ?? []) first.push(((await tx.execute(statement)) as unknown as { rows: Record<string, unknown>[] }).rows);
+      const { result, last } = await body(tx, first);
+      for (const statement of statementsOf(last)) await tx.execute(statement);
       return result;
     }),
     notify: async (channel, payload) => {
@@ -150,37 +154,56 @@ async function openPostgres(url: string): Promise<Database> {
  * built on a client of their own (test/support/counting-postgres.ts).
  */
 export function endingWithCommit(client: import("postgres").Sql, drizzle: (config: { client: import("postgres").Sql }) => unknown): Database["transactionEndingWith"] {
-  return async (body) => {
+  return async (body, options) => {
     const reserved = await client.reserve();
     try {
       // drizzle reads the client's type parsers from `options`, which a reserved connection lacks.
       const conn = namedStatements(Object.assign(reserved, { options: client.options }));
-      await conn.unsafe("BEGIN");
+      // Each execute() queues its statement on the connection at once, so they go out in this order.
+      const send = (statements: readonly SQL[]) => statements.map((statement) => {
+        const { sql: text, params } = dialect.sqlToQuery(statement);
+        const query = conn.unsafe(text, params as never[]);
+        query.execute();
+        return { text, params, query };
+      });
+      const begin = conn.unsafe("BEGIN");
+      begin.execute();
+      const reads = send(options?.first ?? []);
+      const [began, ...read] = await Promise.allSettled([begin, ...reads.map((r) => r.query)]);
+      if (began!.status === "rejected") throw began!.reason;
+      const readFailed = read.findIndex((r) => r.status === "rejected");
+      if (readFailed >= 0) {
+        await conn.unsafe("ROLLBACK").catch(() => undefined);
+        throw failedStatement(reads[readFailed]!, (read[readFailed] as PromiseRejectedResult).reason);
+      }
       let done: Awaited<ReturnType<typeof body>>;
       try {
-        done = await body(drizzle({ client: conn }) as Tx);
+        done = await body(drizzle({ client: conn }) as Tx, read.map((r) => [...(r as PromiseFulfilledResult<Record<string, unknown>[]>).value]));
       } catch (err) {
         await conn.unsafe("ROLLBACK").catch(() => undefined);
         throw err;
       }
-      if (!done.last) {
-        await conn.unsafe("COMMIT");
-        return done.result;
-      }
-      const { sql: text, params } = dialect.sqlToQuery(done.last);
-      const last = conn.unsafe(text, params as never[]);
+      const last = send(statementsOf(done.last));
       const commit = conn.unsafe("COMMIT");
-      // Handed to the connection in this order: each execute() queues its statement at once.
-      last.execute();
       commit.execute();
-      const [lastDone, commitDone] = await Promise.allSettled([last, commit]);
-      if (lastDone.status === "rejected") throw new DrizzleQueryError(text, params, lastDone.reason instanceof Error ? lastDone.reason : new Error(String(lastDone.reason)));
-      if (commitDone.status === "rejected") throw commitDone.reason;
+      const settled = await Promise.allSettled([...last.map((l) => l.query), commit]);
+      // The first failure is the cause: the statements after it failed because the transaction had.
+      const failed = settled.findIndex((s) => s.status === "rejected");
+      if (failed >= 0 && failed < last.length) throw failedStatement(last[failed]!, (settled[failed] as PromiseRejectedResult).reason);
+      if (failed >= 0) throw (settled[failed] as PromiseRejectedResult).reason;
       return done.result;
     } finally {
       reserved.release();
     }
   };
+}
+
+function statementsOf(last: SQL | readonly SQL[] | undefined): readonly SQL[] {
+  return last === undefined ? [] : Array.isArray(last) ? last : [last as SQL];
+}
+
+function failedStatement(statement: { text: string; params: unknown[] }, reason: unknown): DrizzleQueryError {
+  return new DrizzleQueryError(statement.text, statement.params, reason instanceof Error ? reason : new Error(String(reason)));
 }
 
 /**

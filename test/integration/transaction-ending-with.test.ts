@@ -60,4 +60,37 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
     expect(await claimApproved(h.ctx)).toBeUndefined();
     expect(await h.database.db.select({ id: plans.id }).from(plans).where(eq(plans.status, "executing"))).toStrictEqual([]);
   });
+
+  it("sends `first` with the BEGIN, in the transaction, in order, and hands their rows to the body", async () => {
+    await fresh();
+    await h.database.rows(sql.raw(`INSERT INTO ${table} VALUES (1)`));
+    const result = await h.database.transactionEndingWith(async (_tx, [locked, count, txid]) => {
+      return { result: { locked, count, txid }, last: [sql.raw(`INSERT INTO ${table} VALUES (2)`), sql.raw(`INSERT INTO ${table} SELECT 3 WHERE txid_current() = ${Number(txid![0]!.id)}`)] };
+    }, { first: [sql.raw(`SELECT v FROM ${table} WHERE v = 1 FOR UPDATE`), sql.raw(`SELECT count(*)::int AS n FROM ${table}`), sql.raw("SELECT txid_current()::int8::text AS id")] });
+    expect(result.locked).toStrictEqual([{ v: 1 }]);
+    expect(result.count).toStrictEqual([{ n: 1 }]);
+    // The last statements ran in the transaction the reads began.
+    expect(await rows()).toStrictEqual([1, 2, 3]);
+  });
+
+  it("a `first` read that fails throws before the body runs, and the connection is usable afterwards", async () => {
+    await fresh();
+    let ran = false;
+    await expect(h.database.transactionEndingWith(async () => {
+      ran = true;
+      return { result: undefined };
+    }, { first: [sql.raw(`SELECT 1 FROM ${table}`), sql.raw(`SELECT v / 0 FROM (VALUES (1)) AS t (v)`)] })).rejects.toThrow(/select v \/ 0/i);
+    expect(ran).toBe(false);
+    await h.database.transactionEndingWith(async () => ({ result: undefined, last: sql.raw(`INSERT INTO ${table} VALUES (4)`) }));
+    expect(await rows()).toStrictEqual([4]);
+  });
+
+  it("of several last statements, a failing one rolls back those before it and throws its own error", async () => {
+    await fresh();
+    await expect(h.database.transactionEndingWith(async () => ({
+      result: undefined,
+      last: [sql.raw(`INSERT INTO ${table} VALUES (1)`), sql.raw(`INSERT INTO ${table} VALUES (1)`), sql.raw(`INSERT INTO ${table} VALUES (2)`)],
+    }))).rejects.toMatchObject({ cause: expect.objectContaining({ message: expect.stringMatching(/duplicate key/) }) });
+    expect(await rows()).toStrictEqual([]);
+  });
 });
