@@ -1,34 +1,50 @@
-import { calculateJwkThumbprint, exportJWK, exportPKCS8, exportSPKI, generateKeyPair, importPKCS8, importSPKI, type CryptoKey } from "jose";
+import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from "node:crypto";
+import { calculateJwkThumbprint } from "jose";
 
 export const GRANT_ALG = "EdDSA";
 
+/**
+ * Grant keys are node:crypto KeyObjects, not WebCrypto CryptoKeys: `issueGrant` and `verifyGrant`
+ * sign and verify with synchronous `crypto.sign`/`crypto.verify` (no thread-pool hop inside
+ * decide's row-locked transaction or on the executor's path; DEVELOPERS.md, approve section).
+ */
 export interface SigningKey {
   kid: string;
-  key: CryptoKey;
+  /** Ed25519 private key. */
+  key: KeyObject;
 }
 
 export interface VerifyingKeys {
-  /** By kid, so that a rotated-out key can still verify the grants it signed. */
-  byKid: Map<string, CryptoKey>;
+  /** By kid, so that a rotated-out key can still verify the grants it signed. Ed25519 public keys. */
+  byKid: Map<string, KeyObject>;
 }
 
 /** `kid` is the RFC 7638 thumbprint of the public key: the same key always has the same id. */
-async function kidOf(publicKey: CryptoKey): Promise<string> {
-  return calculateJwkThumbprint(await exportJWK(publicKey));
+async function kidOf(publicKey: KeyObject): Promise<string> {
+  const { kty, crv, x } = publicKey.export({ format: "jwk" });
+  return calculateJwkThumbprint({ kty: kty!, crv: crv!, x: x! });
+}
+
+function ed25519(key: KeyObject, what: string): KeyObject {
+  if (key.asymmetricKeyType !== "ed25519") throw new Error(`${what} is ${key.asymmetricKeyType ?? key.type}, not Ed25519`);
+  return key;
 }
 
 export async function generateGrantKeys(): Promise<{ privatePem: string; publicPem: string; kid: string }> {
-  const { privateKey, publicKey } = await generateKeyPair(GRANT_ALG, { crv: "Ed25519", extractable: true });
-  return { privatePem: await exportPKCS8(privateKey), publicPem: await exportSPKI(publicKey), kid: await kidOf(publicKey) };
+  const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+  return {
+    privatePem: privateKey.export({ type: "pkcs8", format: "pem" }) as string,
+    publicPem: publicKey.export({ type: "spki", format: "pem" }) as string,
+    kid: await kidOf(publicKey),
+  };
 }
 
 /** The server's signing key from a PKCS#8 PEM (COUNTERSIGN_GRANT_PRIVATE_KEY). */
 export async function loadSigningKey(privatePem: string): Promise<SigningKey> {
-  const key = await importPKCS8(privatePem.trim(), GRANT_ALG, { extractable: true });
-  const jwk = await exportJWK(key);
-  // The public half of an OKP key is its `x`; drop `d` to get the public JWK the kid is made of.
-  const publicJwk = { kty: jwk.kty!, crv: jwk.crv!, x: jwk.x! };
-  return { kid: await calculateJwkThumbprint(publicJwk), key };
+  const pem = privatePem.trim();
+  if (!pem.startsWith("-----BEGIN PRIVATE KEY-----")) throw new Error("not a PKCS#8 PEM ('-----BEGIN PRIVATE KEY-----')");
+  const key = ed25519(createPrivateKey({ key: pem, format: "pem" }), "the private key");
+  return { kid: await kidOf(createPublicKey(key)), key };
 }
 
 /**
@@ -38,9 +54,9 @@ export async function loadSigningKey(privatePem: string): Promise<SigningKey> {
 export async function loadVerifyingKeys(publicPems: string): Promise<VerifyingKeys> {
   const blocks = publicPems.match(/-----BEGIN PUBLIC KEY-----[\s\S]+?-----END PUBLIC KEY-----/g) ?? [];
   if (blocks.length === 0) throw new Error("no '-----BEGIN PUBLIC KEY-----' block found");
-  const byKid = new Map<string, CryptoKey>();
+  const byKid = new Map<string, KeyObject>();
   for (const pem of blocks) {
-    const key = await importSPKI(pem, GRANT_ALG, { extractable: true });
+    const key = ed25519(createPublicKey({ key: pem, format: "pem" }), "a public key");
     byKid.set(await kidOf(key), key);
   }
   return { byKid };

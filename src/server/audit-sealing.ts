@@ -1,4 +1,3 @@
-import { KeyObject } from "node:crypto";
 import type { Config } from "../config/load.ts";
 import { AUDIT_KEY_IS_GRANT_KEY } from "../config/load.ts";
 import { StartupError } from "../config/startup-errors.ts";
@@ -24,7 +23,7 @@ export async function auditSealing(config: Pick<Config, "auditSealKey" | "audit"
   const key = await loadSealKey(config.auditSealKey).catch((err: Error) => {
     throw new StartupError("COUNTERSIGN_AUDIT_SEAL_KEY", err.message.replace(/^COUNTERSIGN_AUDIT_SEAL_KEY /, ""));
   });
-  if (samePublicKey(key.privateKey, KeyObject.from(grantKey.key))) throw new StartupError("COUNTERSIGN_AUDIT_SEAL_KEY", AUDIT_KEY_IS_GRANT_KEY);
+  if (samePublicKey(key.privateKey, grantKey.key)) throw new StartupError("COUNTERSIGN_AUDIT_SEAL_KEY", AUDIT_KEY_IS_GRANT_KEY);
   const channel = config.slack.enabled ? config.slack.auditChannel : undefined;
   return { key, policy: config.audit?.seal ?? DEFAULT_SEAL_POLICY, ...(channel ? { slackChannel: channel } : {}) };
 }
