@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { inArray, sql } from "drizzle-orm";
 import { approverGroups, isUserGroup } from "../policy/approvers.ts";
 import type { PlanDocument } from "../plan/schema.ts";
 import { outbox, plans } from "../store/schema.ts";
@@ -35,24 +35,41 @@ export interface Decider {
  * their Home does not change. Undefined when the plan is gone.
  */
 export async function decidersOf(ctx: Pick<ServiceContext, "database" | "directory">, planId: string): Promise<{ deciders: Decider[]; unchecked: Membership["unchecked"] } | undefined> {
-  const [row] = await ctx.database.db.select({ document: plans.document }).from(plans).where(sql`${plans.id} = ${planId}`);
-  if (!row) return undefined;
-  const doc = row.document as PlanDocument;
+  return decidersOfPlans(ctx, [planId]);
+}
+
+/**
+ * decidersOf for several plans at once (a batch of Home rows), read in one statement: everyone
+ * who may decide any of them, each once (named the way the first plan that lists them does), and
+ * each approver group looked up once. Undefined when every plan is gone.
+ */
+export async function decidersOfPlans(ctx: Pick<ServiceContext, "database" | "directory">, planIds: readonly string[]): Promise<{ deciders: Decider[]; unchecked: Membership["unchecked"] } | undefined> {
+  if (planIds.length === 0) return undefined;
+  const rows = await ctx.database.db.select({ document: plans.document }).from(plans).where(inArray(plans.id, [...planIds]));
+  if (rows.length === 0) return undefined;
   const deciders = new Map<string, Decider>();
-  for (const id of doc.policy.approvers) if (!isUserGroup(id)) deciders.set(id, { userId: id, via: id });
   const unchecked: Membership["unchecked"] = [];
-  for (const group of new Set(approverGroups(doc.policy))) {
-    if (!ctx.directory) {
-      unchecked.push({ group, error: "Slack is not connected" });
-      continue;
+  const members = new Map<string, Promise<readonly string[]>>();
+  for (const { document } of rows) {
+    const doc = document as PlanDocument;
+    const own = new Map<string, Decider>();
+    for (const id of doc.policy.approvers) if (!isUserGroup(id)) own.set(id, { userId: id, via: id });
+    for (const group of new Set(approverGroups(doc.policy))) {
+      if (!ctx.directory) {
+        if (!unchecked.some((u) => u.group === group)) unchecked.push({ group, error: "Slack is not connected" });
+        continue;
+      }
+      const looked = members.get(group) ?? ctx.directory.membersOf(group);
+      members.set(group, looked);
+      try {
+        for (const member of await looked) if (!own.has(member)) own.set(member, { userId: member, via: group });
+      } catch (err) {
+        if (!unchecked.some((u) => u.group === group)) unchecked.push({ group, error: (err as Error).message });
+      }
     }
-    try {
-      for (const member of await ctx.directory.membersOf(group)) if (!deciders.has(member)) deciders.set(member, { userId: member, via: group });
-    } catch (err) {
-      unchecked.push({ group, error: (err as Error).message });
-    }
+    if (doc.onBehalfOf !== undefined) own.delete(doc.onBehalfOf);
+    for (const [id, d] of own) if (!deciders.has(id)) deciders.set(id, d);
   }
-  if (doc.onBehalfOf !== undefined) deciders.delete(doc.onBehalfOf);
   return { deciders: [...deciders.values()], unchecked };
 }
 

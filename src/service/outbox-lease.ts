@@ -146,6 +146,27 @@ export async function takeNext(
     .sort((a, b) => a.id - b.id);
 }
 
+/**
+ * Takes a lane's first `max` due rows in lane order, of any plans, with no plan-order probe: for a
+ * sink whose delivery is rebuilt from the database as it is when delivered (App Home), where one
+ * delivery stands for every row it takes and a plan's rows may go in any order. Each row's attempts
+ * count up and its own lease starts, as takeNext's.
+ */
+export async function takeAcrossPlans(database: Database, input: { lane: string; at: Date; leaseMs: number; max: number }): Promise<LaneRow[]> {
+  const { lane, at, leaseMs, max } = input;
+  const rows = await database.rows<{ id: number | string; plan_id: string | null; kind: string; payload: string; attempts: number }>(sql`
+    UPDATE outbox SET available_at = ${new Date(at.getTime() + leaseMs).toISOString()}, attempts = attempts + 1
+    WHERE id IN (
+      SELECT o.id FROM outbox o
+      WHERE o.lane = ${lane} AND o.delivered_at IS NULL AND o.dead_at IS NULL AND o.available_at <= ${at.toISOString()}
+      ORDER BY o.lane, o.priority, o.id
+      LIMIT ${max})
+    RETURNING id, plan_id, kind, payload, attempts`);
+  return rows
+    .map((r) => ({ id: Number(r.id), planId: r.plan_id, kind: r.kind, payload: r.payload, attempts: r.attempts }))
+    .sort((a, b) => a.id - b.id);
+}
+
 /** Marks rows delivered, all in one statement (a coalesced delivery's rows together). */
 export async function markDelivered(database: Database, ids: readonly number[], at: Date): Promise<void> {
   await database.rows(sql`UPDATE outbox SET delivered_at = ${at.toISOString()}, last_error = NULL WHERE id IN (${sql.join(ids.map((id) => sql`${id}`), sql`, `)})`);

@@ -3,7 +3,7 @@ import { outbox } from "../store/schema.ts";
 import type { Queryable } from "../store/db.ts";
 import type { ServiceContext } from "./context.ts";
 import { laneIsOf, priorityOf } from "./outbox-lanes.ts";
-import { leaseLanes, markDelivered, markFailed, releaseLane, takeNext } from "./outbox-lease.ts";
+import { leaseLanes, markDelivered, markFailed, releaseLane, takeAcrossPlans, takeNext } from "./outbox-lease.ts";
 
 /** A side effect of a plan event, for one sink, written in the transaction that caused it. */
 export interface PlanEvent {
@@ -51,6 +51,12 @@ export class DeliveryError extends Error {
 export interface OutboxHandler {
   (payload: PlanEvent, row: { id: number; attempts: number }): Promise<void>;
   many?: (payloads: PlanEvent[], rows: { id: number; attempts: number }[]) => Promise<void>;
+  /**
+   * The sink rebuilds what it delivers from the database as it is then (App Home), so one `many`
+   * call stands for any queued rows of its lane, whatever their plans and order: up to
+   * MAX_ACROSS_PLANS are taken together (a burst of plans costs one delivery, not one per plan).
+   */
+  acrossPlans?: boolean;
 }
 
 export interface DeliveryPolicy {
@@ -71,6 +77,8 @@ export const DEFAULT_DELIVERY: DeliveryPolicy = {
 export const DEFAULT_LANES = 8;
 /** At most this many queued transitions of a plan go in one coalesced delivery. */
 export const MAX_COALESCED = 10;
+/** At most this many rows go in one delivery of a sink that takes rows across plans. */
+export const MAX_ACROSS_PLANS = 100;
 
 export interface DeliverDueInput {
   /** Delivery by outbox kind; only lanes of these kinds are leased. */
@@ -120,7 +128,9 @@ export async function drainLane(
       const kind = Object.keys(handlers).find((k) => laneIsOf(lane, k));
       const handler = kind === undefined ? undefined : handlers[kind];
       if (!handler) break;
-      const rows = await takeNext(database, { lane, at: now(), leaseMs: policy.leaseMs, coalesce: handler.many ? MAX_COALESCED : 1 });
+      const rows = handler.many && handler.acrossPlans
+        ? await takeAcrossPlans(database, { lane, at: now(), leaseMs: policy.leaseMs, max: MAX_ACROSS_PLANS })
+        : await takeNext(database, { lane, at: now(), leaseMs: policy.leaseMs, coalesce: handler.many ? MAX_COALESCED : 1 });
       if (rows.length === 0) break;
       const ids = rows.map((r) => r.id);
       const head = rows[0]!;

@@ -1,8 +1,8 @@
 import type { View } from "@slack/types";
 import { WebAPIPlatformError, WebAPIRateLimitedError, type WebClient } from "@slack/web-api";
 import type { ServiceContext } from "../service/context.ts";
-import { coveredLater, decidersOf, homeTabFor } from "../service/home-tab.ts";
-import { DeliveryError, type OutboxHandler } from "../service/outbox.ts";
+import { coveredLater, decidersOfPlans, homeTabFor } from "../service/home-tab.ts";
+import { DeliveryError, type OutboxHandler, type PlanEvent } from "../service/outbox.ts";
 import { HOME_SHOWN, renderHome } from "./home-view.ts";
 import { slackDirectory } from "./directory.ts";
 import { deliveryErrorOf } from "./slack-errors.ts";
@@ -29,18 +29,22 @@ export async function publishHome(ctx: ServiceContext, client: WebClient, userId
  * The "slack_home" outbox sink: after a plan event, republishes the Home of everyone who may
  * decide the plan (listed users, and group members looked up now), except those a later queued
  * row will republish anyway (coveredLater): a burst of 50 transitions for one approver costs
- * about one views.publish, well inside Slack's per-user limit. Rate limited: the row is retried
+ * about one views.publish, well inside Slack's per-user limit. Queued rows are taken up to 100
+ * at a time, whatever their plans (acrossPlans), and delivered as one. Rate limited: the row is retried
  * after Slack's Retry-After, and republishing those already done is harmless.
  */
 export function homeSink(ctx: ServiceContext, client: WebClient): OutboxHandler {
   // Its own lookup and cache of group members, through the outbox's client: a 429 reaches the
   // outbox, and the Home's lookups neither warm nor spend the cache a click's decision reads.
   const home: ServiceContext = { ...ctx, directory: slackDirectory(client) };
-  return async (event, row) => {
-    if (!HOME_EVENTS.has(event.type)) return;
-    const found = await decidersOf(home, event.planId);
-    if (!found) return; // the plan is gone: nothing of it is on anyone's Home
-    const covered = await coveredLater(home, row.id, found.deciders);
+  // One delivery for a run of rows, of one plan or many (acrossPlans): everyone they concern, each
+  // published once, except those a row queued after the last of them will republish anyway.
+  const deliver = async (events: readonly PlanEvent[], lastRowId: number): Promise<void> => {
+    const concerned = [...new Set(events.filter((e) => HOME_EVENTS.has(e.type)).map((e) => e.planId))];
+    if (concerned.length === 0) return;
+    const found = await decidersOfPlans(home, concerned);
+    if (!found) return; // the plans are gone: nothing of them is on anyone's Home
+    const covered = await coveredLater(home, lastRowId, found.deciders);
     let failed: DeliveryError | undefined;
     for (const { userId } of found.deciders) {
       if (covered.has(userId)) continue;
@@ -61,4 +65,8 @@ export function homeSink(ctx: ServiceContext, client: WebClient): OutboxHandler 
       throw new DeliveryError(`could not look up the members of ${groups} to update their Home`);
     }
   };
+  const sink: OutboxHandler = (event, row) => deliver([event], row.id);
+  sink.many = (events, rows) => deliver(events, Math.max(...rows.map((r) => r.id)));
+  sink.acrossPlans = true;
+  return sink;
 }
