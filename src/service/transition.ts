@@ -63,6 +63,8 @@ export function transitionLocked(
     set?: Partial<Pick<PlanRow, "rejectReason" | "grant" | "grantExpiresAt" | "claimToken" | "leaseExpiresAt">> & { claims?: SQL };
     /** The event's type, when not `plan.<to>` (a takeover's `plan.reclaimed`). */
     type?: string;
+    /** A further condition the row must meet; unmet, the statement fails as a miss does. */
+    guard?: SQL;
     /** The status the event announces (PlanSignals), when the transaction moves the plan on again before it commits. */
     announce?: PlanRow["status"];
     at?: Date;
@@ -73,11 +75,11 @@ export function transitionLocked(
   const update = db
     .update(plans)
     .set({ ...input.set, status: to, updatedAt: at })
-    .where(and(eq(plans.id, plan.id), inArray(plans.status, [...from])))
+    .where(and(eq(plans.id, plan.id), inArray(plans.status, [...from]), input.guard))
     .returning({ id: plans.id })
     .getSQL();
   // The CASE depends on the row count, so it is not folded when planned: only a miss casts the message.
-  const missed = `plan ${plan.id} was not ${from.join(" or ")} under its row lock: the ${input.transition} transition missed`;
+  const missed = `plan ${plan.id} was not ${from.join(" or ")}${input.guard ? " (or did not meet its guard)" : ""} under its row lock: the ${input.transition} transition missed`;
   const guarded = sql`WITH updated AS (${update}) SELECT (CASE WHEN n = 1 THEN '1' ELSE ${missed}::text || ' (' || n || ' rows)' END)::int AS ok FROM (SELECT count(*) AS n FROM updated) AS c`;
   const event = planEventStatement(ctx, db, { plan: { ...plan, status: to }, type: input.type ?? `plan.${to}`, actor: input.actor, at, data: input.data ?? {}, announce: input.announce });
   return { to, statements: [guarded, event] };
