@@ -2,10 +2,14 @@
  * What signing and verifying a grant costs (issue 13, approve latency): jose on WebCrypto (the
  * grant code before 2026-12-03, kept here as the reference) against `issueGrant`/`verifyGrant` as
  * they are in src/, the bare node:crypto Ed25519 sign/verify underneath and the claims schema
- * (zod) that verifying runs either way. Cold = the operation
- * after IDLE_MS of idle (an approve click comes ~5 s after the last); warm = back to back.
+ * (zod) that verifying runs either way. Cold = the operation after IDLE_MS of idle (an approve
+ * click comes ~5 s after the last); warm = back to back. Then the executor's step as in
+ * execute-plan.ts: the first revalidating GET (kept-alive loopback node:http) started before the
+ * grant check and awaited after it, with jose's check (async, off-thread) and with verifyGrant
+ * (synchronous, so it runs before the GET's next tick), and the GET alone.
  *   node --import tsx bench/grant-crypto.ts [ROUNDS] [IDLE_MS]      (default 8 rounds, 2000 ms)
  */
+import http from "node:http";
 import { createPrivateKey, createPublicKey, randomUUID, sign, verify } from "node:crypto";
 import os from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -74,6 +78,33 @@ const ops: Record<string, () => Promise<unknown> | unknown> = {
     if (!GrantClaims.safeParse(payload).success) throw new Error("bad claims");
   },
 };
+
+const target = http.createServer((_req, res) => {
+  res.setHeader("content-type", "application/json");
+  res.end(JSON.stringify({ id: 1, email: "old@example.com", name: "x".repeat(200) }));
+});
+target.keepAliveTimeout = 65_000; // as the bench's target: the GET reuses its connection
+await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
+const url = `http://127.0.0.1:${(target.address() as { port: number }).port}/crm/1`;
+const get = async (): Promise<unknown> => (await fetch(url)).json();
+const steps: Record<string, () => Promise<unknown>> = {
+  "step: GET alone": get,
+  "step: GET + jose check": async () => {
+    const read = get();
+    await joseVerify();
+    return read;
+  },
+  "step: GET + verifyGrant": async () => {
+    const read = get();
+    await ops["src verifyGrant"]!();
+    return read;
+  },
+  "step: verifyGrant, then GET": async () => {
+    await ops["src verifyGrant"]!();
+    return get();
+  },
+};
+Object.assign(ops, steps);
 const names = Object.keys(ops);
 
 // Warm every path once (JIT, lazy imports) before measuring.
@@ -105,9 +136,10 @@ for (const name of names) {
 
 const ms = (v: number): string => v.toFixed(3);
 console.log(`grant crypto, ${ROUNDS} cold rounds after ${IDLE_MS} ms idle, ${WARM} warm; load ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}`);
-console.log(`${"operation".padEnd(30)} ${"cold p50".padStart(9)} ${"cold min".padStart(9)} ${"cold max".padStart(9)} ${"warm p50".padStart(9)} ${"warm p90".padStart(9)}  (ms)`);
+console.log(`${"operation".padEnd(30)} ${"cold p50".padStart(9)} ${"cold p25".padStart(9)} ${"cold min".padStart(9)} ${"cold max".padStart(9)} ${"warm p50".padStart(9)} ${"warm p90".padStart(9)}  (ms)`);
 for (const name of names) {
   const c = [...cold.get(name)!].sort((a, b) => a - b);
   const w = [...warm.get(name)!].sort((a, b) => a - b);
-  console.log(`${name.padEnd(30)} ${ms(percentile(c, 50)).padStart(9)} ${ms(c[0]!).padStart(9)} ${ms(c.at(-1)!).padStart(9)} ${ms(percentile(w, 50)).padStart(9)} ${ms(percentile(w, 90)).padStart(9)}`);
+  console.log(`${name.padEnd(30)} ${ms(percentile(c, 50)).padStart(9)} ${ms(percentile(c, 25)).padStart(9)} ${ms(c[0]!).padStart(9)} ${ms(c.at(-1)!).padStart(9)} ${ms(percentile(w, 50)).padStart(9)} ${ms(percentile(w, 90)).padStart(9)}`);
 }
+target.close();
