@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, inArray, isNotNull, isNull, notExists, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, isNull, notExists, sql, type SQL } from "drizzle-orm";
 import type { TargetState } from "../adapters/adapter.ts";
 import { staleOutcome } from "../plan/drift.ts";
 import type { ActionOutcome, Outcome } from "../plan/outcome.ts";
@@ -192,11 +192,14 @@ async function checkResource(ctx: ServiceContext, row: Leased): Promise<{ read: 
     return { read: true, failed: true, stale: [] };
   }
   const checkedAt = ctx.clock();
-  const recovered = await db.update(targetWatches).set({ checkedAt, failedSince: null, lastError: null, leasedBy: null, leasedUntil: null })
-    .where(and(eq(targetWatches.target, row.target), eq(targetWatches.path, row.path), isNotNull(targetWatches.failedSince))).returning({ target: targetWatches.target });
-  if (recovered.length === 0) {
-    await db.update(targetWatches).set({ checkedAt, leasedBy: null, leasedUntil: null }).where(and(eq(targetWatches.target, row.target), eq(targetWatches.path, row.path)));
-  }
+  // One statement whether or not reads had been failing (a watch read per plan or so in a burst):
+  // the row as it was, locked, says whether this read ends a run of failures.
+  const [done] = await ctx.database.rows<{ recovered: boolean }>(sql`
+    UPDATE target_watches w SET checked_at = ${checkedAt.toISOString()}::timestamptz, failed_since = NULL, last_error = NULL, leased_by = NULL, leased_until = NULL
+      FROM (SELECT target, path, failed_since FROM target_watches WHERE target = ${row.target} AND path = ${row.path} FOR UPDATE) was
+     WHERE w.target = was.target AND w.path = was.path
+    RETURNING was.failed_since IS NOT NULL AS recovered`);
+  const recovered = done?.recovered === true;
 
   // One read judged for every plan on the resource, by the rule the executor and the Approve re-check use.
   const stale: string[] = [];
@@ -206,7 +209,7 @@ async function checkResource(ctx: ServiceContext, row: Leased): Promise<{ read: 
     if (judged.state === "stale" && (await markStale(ctx, w.planId, w.document, [staleOutcome(w.action, w.actionIndex, judged)], "watcher"))) stale.push(w.planId);
   }
   // Plans that stay open show again that they are re-checked (a stale one's transition updates it).
-  if (recovered.length > 0) await showWatchOnSlack(ctx, open.map((o) => o.planId).filter((id) => !stale.includes(id)), checkedAt);
+  if (recovered) await showWatchOnSlack(ctx, open.map((o) => o.planId).filter((id) => !stale.includes(id)), checkedAt);
   return { read: true, failed: false, stale };
 }
 
