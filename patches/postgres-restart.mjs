@@ -38,7 +38,24 @@ export const postgresRestartPatch = {
   ],
 };
 
-export const patches = [postgresRestartPatch];
+export const postgresReleasePatch = {
+  package: "postgres",
+  versions: ["3.4.9"],
+  files: ["src/index.js", "cjs/src/index.js", "cf/src/index.js"],
+  edits: [
+    {
+      // A reserved connection that closes (a restart, a terminated backend) is moved to the
+      // pool's closed list by onclose(); release() then put it on the open list regardless, so
+      // every later reserve() and query handed out the dead connection and failed with
+      // CONNECTION_CLOSED, for good (the pool never reconnected it). Leave a closed connection
+      // where onclose() put it: the pool reconnects closed connections on demand.
+      before: "    sql.release = () => {\n      c.reserved = null\n      onopen(c)\n    }\n",
+      after: `    sql.release = () => {\n      c.reserved = null\n      c.queue === closed || onopen(c) // ${PATCH_MARKER}: a closed connection stays closed\n    }\n`,
+    },
+  ],
+};
+
+export const patches = [postgresRestartPatch, postgresReleasePatch];
 
 /**
  * Applies a patch's edits to one file's text. Idempotent: an edit already present is skipped.
@@ -64,6 +81,7 @@ export function applyEdits(text, edits) {
  * are dropped): the build and its tests check the shipped JavaScript against these.
  */
 export const patchedInBundle = [
+  { edit: "release() leaves a closed reserved connection closed", pattern: /c\.reserved = null;\s*c\.queue === closed\d* \|\| onopen\d*\(c\)/ },
   { edit: "nextWrite returns on a null socket", pattern: /function nextWrite\(fn\) \{\s*if \(!socket\) \{/ },
   { edit: "closed() drops the dead socket's write", pattern: /clearImmediate\(nextWriteTimer\);\s*chunk = nextWriteTimer = null;\s*socket\.removeListener\("data", data\)/ },
 ];

@@ -6,6 +6,7 @@ import { sql, type ExtractTablesWithRelations, type SQL } from "drizzle-orm";
 import { DrizzleQueryError } from "drizzle-orm/errors";
 import { PgDialect, type PgDatabase, type PgQueryResultHKT, type PgTransaction } from "drizzle-orm/pg-core";
 import { packagePath } from "../package-path.ts";
+import { isDatabaseUnreachable } from "./database-errors.ts";
 import { namedStatements, PLAN_PER_EXECUTION } from "./named-statements.ts";
 import * as schema from "./schema.ts";
 
@@ -173,14 +174,15 @@ export function endingWithCommit(client: import("postgres").Sql, drizzle: (confi
       if (began!.status === "rejected") throw began!.reason;
       const readFailed = read.findIndex((r) => r.status === "rejected");
       if (readFailed >= 0) {
-        await conn.unsafe("ROLLBACK").catch(() => undefined);
-        throw failedStatement(reads[readFailed]!, (read[readFailed] as PromiseRejectedResult).reason);
+        const reason = (read[readFailed] as PromiseRejectedResult).reason;
+        await rollbackUnlessLost(conn, reason);
+        throw failedStatement(reads[readFailed]!, reason);
       }
       let done: Awaited<ReturnType<typeof body>>;
       try {
         done = await body(drizzle({ client: conn }) as Tx, read.map((r) => [...(r as PromiseFulfilledResult<Record<string, unknown>[]>).value]));
       } catch (err) {
-        await conn.unsafe("ROLLBACK").catch(() => undefined);
+        await rollbackUnlessLost(conn, err);
         throw err;
       }
       const last = send(statementsOf(done.last));
@@ -196,6 +198,18 @@ export function endingWithCommit(client: import("postgres").Sql, drizzle: (confi
       reserved.release();
     }
   };
+}
+
+/**
+ * Ends a failed transaction on its reserved connection, unless the failure was the connection
+ * itself: postgres.js never answers a query sent on a reserved connection that has closed (it
+ * waits for good), so a ROLLBACK there would hang the caller, and with it a click's decision and
+ * the server's shutdown (a PostgreSQL restart under load showed it). A lost connection ended the
+ * transaction already.
+ */
+async function rollbackUnlessLost(conn: { unsafe(text: string): PromiseLike<unknown> }, err: unknown): Promise<void> {
+  if (isDatabaseUnreachable(err)) return;
+  await Promise.resolve(conn.unsafe("ROLLBACK")).catch(() => undefined);
 }
 
 function statementsOf(last: SQL | readonly SQL[] | undefined): readonly SQL[] {

@@ -93,4 +93,31 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
     }))).rejects.toMatchObject({ cause: expect.objectContaining({ message: expect.stringMatching(/duplicate key/) }) });
     expect(await rows()).toStrictEqual([]);
   });
+
+  // A connection lost mid-transaction (a PostgreSQL restart) must fail the call, never hang it:
+  // postgres.js does not answer a query sent on a reserved connection that has closed, so a
+  // ROLLBACK there waited for good (db-restart.test.ts hung on it). PGlite has no connection to lose.
+  it.skipIf(kind.name !== "postgres")("a connection lost in a `first` read or in the body fails the call at once as unreachable, and the pool works afterwards", async () => {
+    await fresh();
+    const { isDatabaseUnreachable } = await import("../../src/store/database-errors.ts");
+    const lost = (call: Promise<unknown>) => Promise.race([
+      call.then(() => "succeeded", (err: unknown) => (isDatabaseUnreachable(err) ? "unreachable" : `failed otherwise: ${String(err)}`)),
+      new Promise((resolve) => setTimeout(() => resolve("hung"), 60_000)),
+    ]);
+    const killSelf = sql.raw("SELECT pg_terminate_backend(pg_backend_pid())");
+    expect(await lost(h.database.transactionEndingWith(async () => ({ result: undefined }), { first: [killSelf] }))).toBe("unreachable");
+    expect(await lost(h.database.transactionEndingWith(async (tx) => {
+      await tx.execute(killSelf);
+      return { result: undefined };
+    }))).toBe("unreachable");
+    // The pool replaces the lost connections (a retry of the first statement may meet one closing).
+    await expect.poll(async () => {
+      try {
+        await h.database.transactionEndingWith(async () => ({ result: undefined, last: sql.raw(`INSERT INTO ${table} VALUES (5) ON CONFLICT DO NOTHING`) }));
+        return await rows();
+      } catch {
+        return "not yet";
+      }
+    }, { timeout: 60_000, interval: 200 }).toStrictEqual([5]);
+  });
 });

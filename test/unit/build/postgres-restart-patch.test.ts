@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { applyEdits, patchedInBundle, postgresRestartPatch } from "../../../patches/postgres-restart.mjs";
+import { applyEdits, patchedInBundle, postgresReleasePatch, postgresRestartPatch } from "../../../patches/postgres-restart.mjs";
 import { DIST } from "../../../scripts/build.mjs";
 
 // The driver as published (3.4.9), around the two places the patch edits.
@@ -29,6 +29,16 @@ describe("the postgres restart patch", () => {
   it("is in the installed driver the tests run against", () => {
     const installed = readFileSync(path.join(import.meta.dirname, "../../../node_modules/postgres/src/connection.js"), "utf8");
     expect(applyEdits(installed, postgresRestartPatch.edits)).toEqual({ text: installed });
+    const pool = readFileSync(path.join(import.meta.dirname, "../../../node_modules/postgres/src/index.js"), "utf8");
+    expect(pool).toContain("countersign-patch: a closed connection stays closed");
+    expect(applyEdits(pool, postgresReleasePatch.edits)).toEqual({ text: pool });
+  });
+
+  it("release() of a reserved connection that closed leaves it closed instead of handing it out again", () => {
+    const unpatched = "    sql.release = () => {\n      c.reserved = null\n      onopen(c)\n    }\n";
+    const once = applyEdits(unpatched, postgresReleasePatch.edits);
+    expect(once.text).toContain("c.queue === closed || onopen(c)");
+    expect(applyEdits(once.text!, postgresReleasePatch.edits)).toEqual({ text: once.text });
   });
 
   it("is in the bundle the package ships (dist/, built by the global setup)", () => {
