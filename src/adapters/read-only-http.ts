@@ -23,6 +23,14 @@ export interface HttpAnswer {
 export const MAX_READ_BYTES = 1024 * 1024;
 
 /**
+ * What every read asks for, through either client. `identity`: a compressing proxy (nginx gzip,
+ * Apache mod_deflate) weakens or suffixes the ETag of an answer it compresses, and fetch asks
+ * for gzip by itself while node:http does not, so a preview read one way and a re-check read the
+ * other would see two versions of one unchanged document and call every plan stale.
+ */
+const READ_HEADERS = { accept: "application/json", "accept-encoding": "identity" } as const;
+
+/**
  * Without a `fetchImpl`, GETs go through node:http (the server's readers: every submit's preview,
  * the Approve re-check, the watcher). Node's fetch cost about twice the CPU per GET (undici's
  * Request, Response, Headers, AbortSignal wiring and web stream per request: ~420 against ~180 µs
@@ -34,7 +42,7 @@ export function createReadOnlyHttp(fetchImpl?: typeof fetch, maxBytes = MAX_READ
   return {
     async get(url, headers, timeoutMs) {
       const signal = AbortSignal.timeout(timeoutMs);
-      const send = () => fetchImpl(url, { method: "GET", headers: { accept: "application/json", ...headers }, redirect: "manual", signal });
+      const send = () => fetchImpl(url, { method: "GET", headers: { ...READ_HEADERS, ...headers }, redirect: "manual", signal });
       // fetch reuses a kept-alive connection the target may be closing at that moment (undici
       // #3492; a busy client notices the target's idle timeout late): the GET then fails before
       // any answer. A GET changes nothing, so it is sent once more (the closed connection has left
@@ -121,7 +129,7 @@ function nodeReadOnlyHttp(maxBytes: number): ReadOnlyHttp {
       reject(signal.aborted ? signal.reason : new TypeError(`GET ${url.origin} failed`, { cause: err }));
     };
     const onAbort = () => fail(signal.reason);
-    const req = send(url, { method: "GET", agent: pool.agent, headers: { accept: "application/json", ...headers } }, (res) => {
+    const req = send(url, { method: "GET", agent: pool.agent, headers: { ...READ_HEADERS, ...headers } }, (res) => {
       pool.noteAnswer(res);
       const chunks: Buffer[] = [];
       let size = 0;
