@@ -48,9 +48,12 @@ export const postgresReleasePatch = {
       // pool's closed list by onclose(); release() then put it on the open list regardless, so
       // every later reserve() and query handed out the dead connection and failed with
       // CONNECTION_CLOSED, for good (the pool never reconnected it). Leave a closed connection
-      // where onclose() put it: the pool reconnects closed connections on demand.
-      before: "    sql.release = () => {\n      c.reserved = null\n      onopen(c)\n    }\n",
-      after: `    sql.release = () => {\n      c.reserved = null\n      c.queue === closed || onopen(c) // ${PATCH_MARKER}: a closed connection stays closed\n    }\n`,
+      // to the pool, which reconnects closed connections on demand.
+      // Only this reservation's own connection is released: once it closed, onclose() may have
+      // reconnected it for another waiter already (or another reserve() may hold it), and
+      // releasing that would clear their reservation and put a busy connection on the open list.
+      before: "    c.reserved.release = true\n\n    const sql = Sql(handler)\n    sql.release = () => {\n      c.reserved = null\n      onopen(c)\n    }\n",
+      after: `    c.reserved.release = true\n    const mine = c.reserved // ${PATCH_MARKER}\n\n    const sql = Sql(handler)\n    sql.release = () => {\n      if (c.reserved !== mine) return // ${PATCH_MARKER}: closed meanwhile; the pool has it back\n      c.reserved = null\n      onopen(c)\n    }\n`,
     },
   ],
 };
@@ -81,7 +84,7 @@ export function applyEdits(text, edits) {
  * are dropped): the build and its tests check the shipped JavaScript against these.
  */
 export const patchedInBundle = [
-  { edit: "release() leaves a closed reserved connection closed", pattern: /c\.reserved = null;\s*c\.queue === closed\d* \|\| onopen\d*\(c\)/ },
+  { edit: "release() leaves a closed reserved connection to the pool", pattern: /const mine = c\.reserved;[\s\S]{0,200}if \(c\.reserved !== mine\) return;\s*c\.reserved = null;\s*onopen\d*\(c\)/ },
   { edit: "nextWrite returns on a null socket", pattern: /function nextWrite\(fn\) \{\s*if \(!socket\) \{/ },
   { edit: "closed() drops the dead socket's write", pattern: /clearImmediate\(nextWriteTimer\);\s*chunk = nextWriteTimer = null;\s*socket\.removeListener\("data", data\)/ },
 ];

@@ -30,14 +30,15 @@ describe("the postgres restart patch", () => {
     const installed = readFileSync(path.join(import.meta.dirname, "../../../node_modules/postgres/src/connection.js"), "utf8");
     expect(applyEdits(installed, postgresRestartPatch.edits)).toEqual({ text: installed });
     const pool = readFileSync(path.join(import.meta.dirname, "../../../node_modules/postgres/src/index.js"), "utf8");
-    expect(pool).toContain("countersign-patch: a closed connection stays closed");
+    expect(pool).toContain("if (c.reserved !== mine) return // countersign-patch");
     expect(applyEdits(pool, postgresReleasePatch.edits)).toEqual({ text: pool });
   });
 
-  it("release() of a reserved connection that closed leaves it closed instead of handing it out again", () => {
-    const unpatched = "    sql.release = () => {\n      c.reserved = null\n      onopen(c)\n    }\n";
+  it("release() of a reserved connection that closed leaves it to the pool instead of handing it out again or taking it from its next holder", () => {
+    const unpatched = "    c.reserved.release = true\n\n    const sql = Sql(handler)\n    sql.release = () => {\n      c.reserved = null\n      onopen(c)\n    }\n";
     const once = applyEdits(unpatched, postgresReleasePatch.edits);
-    expect(once.text).toContain("c.queue === closed || onopen(c)");
+    expect(once.text).toContain("const mine = c.reserved");
+    expect(once.text).toContain("if (c.reserved !== mine) return");
     expect(applyEdits(once.text!, postgresReleasePatch.edits)).toEqual({ text: once.text });
   });
 
