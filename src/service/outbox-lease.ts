@@ -150,17 +150,21 @@ export async function takeNext(
  * Takes a lane's first `max` due rows in lane order, of any plans, with no plan-order probe: for a
  * sink whose delivery is rebuilt from the database as it is when delivered (App Home), where one
  * delivery stands for every row it takes and a plan's rows may go in any order. Each row's attempts
- * count up and its own lease starts, as takeNext's.
+ * count up and its own lease starts, as takeNext's. Only rows never tried go together: a row that
+ * failed before is taken alone when its turn comes, so a delivery that keeps failing for one plan
+ * (a group Slack cannot resolve) backs off and is dead-lettered by its own attempts, never taking
+ * up to `max` other plans' rows with it.
  */
 export async function takeAcrossPlans(database: Database, input: { lane: string; at: Date; leaseMs: number; max: number }): Promise<LaneRow[]> {
   const { lane, at, leaseMs, max } = input;
   const rows = await database.rows<{ id: number | string; plan_id: string | null; kind: string; payload: string; attempts: number }>(sql`
-    UPDATE outbox SET available_at = ${new Date(at.getTime() + leaseMs).toISOString()}, attempts = attempts + 1
-    WHERE id IN (
-      SELECT o.id FROM outbox o
+    WITH due AS (
+      SELECT o.id, o.attempts, row_number() OVER (ORDER BY o.lane, o.priority, o.id) AS n FROM outbox o
       WHERE o.lane = ${lane} AND o.delivered_at IS NULL AND o.dead_at IS NULL AND o.available_at <= ${at.toISOString()}
       ORDER BY o.lane, o.priority, o.id
       LIMIT ${max})
+    UPDATE outbox SET available_at = ${new Date(at.getTime() + leaseMs).toISOString()}, attempts = attempts + 1
+    WHERE id IN (SELECT id FROM due WHERE CASE WHEN (SELECT attempts FROM due WHERE n = 1) > 0 THEN n = 1 ELSE attempts = 0 END)
     RETURNING id, plan_id, kind, payload, attempts`);
   return rows
     .map((r) => ({ id: Number(r.id), planId: r.plan_id, kind: r.kind, payload: r.payload, attempts: r.attempts }))

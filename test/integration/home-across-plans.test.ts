@@ -86,4 +86,33 @@ describe.each(databaseKinds)("Home rows taken across plans on $name", (kind) => 
     expect(JSON.stringify(slack.homeOf("U0ALICE")!.blocks)).toContain(held.id);
     await h.database.rows(sql`UPDATE outbox SET delivered_at = ${h.clock.now().toISOString()} WHERE kind = ${HOME_SINK} AND delivered_at IS NULL`);
   });
+
+  it("a row tried before goes alone: a delivery that keeps failing for one plan is retried and dead-lettered by its own attempts, and the other plans' rows are delivered", async () => {
+    slack.reset();
+    const failing = await submit();
+    const others = [await submit(), await submit()];
+    const { handlers } = counted();
+    const sink = handlers[HOME_SINK]!;
+    // Fails whenever the failing plan's row is in the delivery (as an unresolvable group would).
+    const fails = (events: { planId: string }[]) => {
+      if (events.some((e) => e.planId === failing.id)) throw new Error(`cannot publish for ${failing.id}`);
+    };
+    const flaky: OutboxHandler = (event, row) => (fails([event]), sink(event, row));
+    flaky.many = (events, rows) => (fails(events), sink.many!(events, rows));
+    flaky.acrossPlans = true;
+    const policy = { leaseMs: 60_000, maxAttempts: 3, backoffMs: () => 1000 };
+    const rowsOf = async () => h.database.rows<{ plan_id: string; attempts: number; delivered: boolean; dead: boolean }>(sql`SELECT plan_id, attempts, delivered_at IS NOT NULL AS delivered, dead_at IS NOT NULL AS dead FROM outbox WHERE kind = ${HOME_SINK} AND plan_id IN (${sql.join([failing, ...others].map((p) => sql`${p.id}`), sql`, `)}) ORDER BY id`);
+    // The first delivery takes all three (none tried yet) and fails as one.
+    await deliverDue(h.ctx, { handlers: { [HOME_SINK]: flaky }, policy });
+    expect((await rowsOf()).map((r) => [r.attempts, r.delivered])).toEqual([[1, false], [1, false], [1, false]]);
+    // From then on each goes alone: the others are delivered, the failing one dies at its own third attempt.
+    for (let i = 0; i < 6; i++) {
+      h.clock.advance(2);
+      await deliverDue(h.ctx, { handlers: { [HOME_SINK]: flaky }, policy });
+    }
+    const after = await rowsOf();
+    expect(after.map((r) => [r.plan_id, r.delivered, r.dead])).toEqual([[failing.id, false, true], [others[0]!.id, true, false], [others[1]!.id, true, false]]);
+    expect(after[0]!.attempts).toBe(3);
+    expect(after[1]!.attempts).toBe(2);
+  });
 });
