@@ -52,7 +52,11 @@ async function main(argv: string[]): Promise<number> {
   }
   const { env } = process;
   const loadConfig = async () => (await import("./config/load.ts")).loadConfig;
-  const catchStopSignals = async () => (await import("./cli/stop-signals.ts")).catchStopSignals();
+  // The long-running commands also outlive a query the database driver abandons when a connection drops.
+  const catchStopSignals = async () => {
+    (await import("./cli/database-disconnects.ts")).surviveDatabaseDisconnects();
+    return (await import("./cli/stop-signals.ts")).catchStopSignals();
+  };
   switch (command) {
     // The long-running commands listen for Ctrl-C before they start anything (see stop-signals.ts).
     case "start": {
