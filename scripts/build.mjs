@@ -7,7 +7,7 @@ import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, wri
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
-import { applyEdits, patchedInBundle, patches, postgresRestartPatch } from "../patches/postgres-restart.mjs";
+import { applyEdits, patchedInBundle, patches } from "../patches/postgres-restart.mjs";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 export const DIST = path.join(ROOT, "dist");
@@ -98,8 +98,8 @@ function postgresRestartPlugin() {
       b.onLoad({ filter: /[\\/]node_modules[\\/]postgres[\\/]src[\\/](connection|index)\.js$/ }, (args) => {
         const patch = patches.find((p) => p.package === "postgres" && p.files.includes(`src/${path.basename(args.path)}`));
         const { version } = JSON.parse(readFileSync(path.join(args.path, "../../package.json"), "utf8"));
-        if (!postgresRestartPatch.versions.includes(version)) {
-          return { errors: [{ text: `postgres@${version} is not a version patches/postgres-restart.mjs was written for (${postgresRestartPatch.versions.join(", ")})` }] };
+        if (!patch.versions.includes(version)) {
+          return { errors: [{ text: `postgres@${version} is not a version patches/postgres-restart.mjs was written for (${patch.versions.join(", ")})` }] };
         }
         const result = applyEdits(readFileSync(args.path, "utf8"), patch.edits);
         if (result.problems) return { errors: result.problems.map((text) => ({ text: `${args.path} ${text}` })) };

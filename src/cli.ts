@@ -52,25 +52,25 @@ async function main(argv: string[]): Promise<number> {
   }
   const { env } = process;
   const loadConfig = async () => (await import("./config/load.ts")).loadConfig;
-  // The long-running commands also outlive a query the database driver abandons when a connection drops.
-  const catchStopSignals = async () => {
+  // What every long-running command sets up before it starts anything: it outlives a query the
+  // database driver abandons when a connection drops, and listens for Ctrl-C (stop-signals.ts).
+  const longRunning = async () => {
     (await import("./cli/database-disconnects.ts")).surviveDatabaseDisconnects();
     return (await import("./cli/stop-signals.ts")).catchStopSignals();
   };
   switch (command) {
-    // The long-running commands listen for Ctrl-C before they start anything (see stop-signals.ts).
     case "start": {
-      const signals = await catchStopSignals();
+      const signals = await longRunning();
       return (await import("./cli/start.ts")).start(out, signals);
     }
     case "serve": {
-      const signals = await catchStopSignals();
+      const signals = await longRunning();
       return (await import("./cli/serve.ts")).serve((await loadConfig())({ env, role: "server", requireFile: true }), signals);
     }
     case "migrate":
       return (await import("./cli/migrate.ts")).migrate((await loadConfig())({ env, role: "cli" }), out);
     case "executor": {
-      const signals = await catchStopSignals();
+      const signals = await longRunning();
       const { startExecutor } = await import("./cli/executor.ts");
       const { whenParentGone } = await import("./cli/parent-watch.ts");
       const executor = await startExecutor((await loadConfig())({ env, role: "executor", requireFile: true }));
