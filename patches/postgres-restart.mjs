@@ -55,6 +55,22 @@ export const postgresReleasePatch = {
       before: "    c.reserved.release = true\n\n    const sql = Sql(handler)\n    sql.release = () => {\n      c.reserved = null\n      onopen(c)\n    }\n",
       after: `    c.reserved.release = true\n    const mine = c.reserved // ${PATCH_MARKER}\n\n    const sql = Sql(handler)\n    sql.release = () => {\n      if (c.reserved !== mine) return // ${PATCH_MARKER}: closed meanwhile; the pool has it back\n      c.reserved = null\n      onopen(c)\n    }\n`,
     },
+    {
+      // A reserved connection that closes left what its holder queued on it waiting for good:
+      // closed() fails the query in flight and those sent, but not the ones the reservation holds
+      // back in its own queue (behind a statement that is described before it runs, as every
+      // named statement is on a new connection), and a query the holder sends after the close
+      // went to the connection object, which the pool may have reconnected for someone else (its
+      // bytes ahead of the new start-up, or outside the holder's transaction). A transaction on a
+      // reserved connection then never ended: under a restart, approvals hung unrecorded. Fail
+      // both with CONNECTION_CLOSED, as closed() fails the rest.
+      before: "    return sql\n\n    function handler(q) {\n      c.queue === full\n        ? queue.push(q)\n        : c.execute(q) || move(c, full)\n    }\n  }\n",
+      after:
+        `    c.onclose = (e) => { while (queue.length) queue.shift().reject(e) } // ${PATCH_MARKER}: queued, never sent\n` +
+        "    return sql\n\n    function handler(q) {\n" +
+        `      if (c.reserved !== mine) return q.reject(Errors.connection('CONNECTION_CLOSED', options)) // ${PATCH_MARKER}: closed meanwhile\n` +
+        "      c.queue === full\n        ? queue.push(q)\n        : c.execute(q) || move(c, full)\n    }\n  }\n",
+    },
   ],
 };
 
@@ -85,6 +101,8 @@ export function applyEdits(text, edits) {
  */
 export const patchedInBundle = [
   { edit: "release() leaves a closed reserved connection to the pool", pattern: /const mine = c\.reserved;[\s\S]{0,200}if \(c\.reserved !== mine\) return;\s*c\.reserved = null;\s*onopen\d*\(c\)/ },
+  { edit: "a reserved connection that closes fails its queued queries", pattern: /c\.onclose = \(e\) => \{\s*while \(queue\d*\.length\)\s*queue\d*\.shift\(\)\.reject\(e\);?\s*\}/ },
+  { edit: "a reserved connection refuses queries once it closed", pattern: /if \(c\.reserved !== mine\)\s*return q\.reject\(Errors\d*\.connection\("CONNECTION_CLOSED", options\d*\)\)/ },
   { edit: "nextWrite returns on a null socket", pattern: /function nextWrite\(fn\) \{\s*if \(!socket\) \{/ },
   { edit: "closed() drops the dead socket's write", pattern: /clearImmediate\(nextWriteTimer\);\s*chunk = nextWriteTimer = null;\s*socket\.removeListener\("data", data\)/ },
 ];

@@ -97,7 +97,7 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
   // A connection lost mid-transaction (a PostgreSQL restart) must fail the call, never hang it:
   // postgres.js does not answer a query sent on a reserved connection that has closed, so a
   // ROLLBACK there waited for good (db-restart.test.ts hung on it). PGlite has no connection to lose.
-  it.skipIf(kind.name !== "postgres")("a connection lost in a `first` read or in the body fails the call at once as unreachable, and the pool works afterwards", async () => {
+  it.skipIf(kind.name !== "postgres")("a connection lost in a `first` read, in the body or between them fails the call at once as unreachable, and the pool works afterwards", async () => {
     await fresh();
     const { isDatabaseUnreachable } = await import("../../src/store/database-errors.ts");
     const lost = (call: Promise<unknown>) => Promise.race([
@@ -110,6 +110,60 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
       await tx.execute(killSelf);
       return { result: undefined };
     }))).toBe("unreachable");
+    // Lost between the reads and the last statements, with nothing in flight, as in a restart:
+    // every connection of the pool closes, and others' queries make the pool reconnect the closed
+    // ones, this transaction's among them. What the body sends next must fail, not go out on the
+    // reconnected connection (ahead of its start-up, or outside any transaction) nor wait for an
+    // answer that never comes (decide's approval hung so under db-restart: its click
+    // acknowledged and never recorded).
+    await h.database.rows(sql.raw(`INSERT INTO ${table} VALUES (6)`));
+    let others: Promise<unknown> | undefined;
+    expect(await lost(h.database.transactionEndingWith(async (_tx, [[me]]) => {
+      const pid = Number(me!.pid);
+      const { default: postgres } = await import("postgres");
+      const admin = postgres(process.env.TEST_DATABASE_URL!, { onnotice: () => {}, max: 1 });
+      try {
+        const ours = `datname = '${String(me!.db)}' AND pid <> pg_backend_pid()`;
+        const gone = async () => (await admin.unsafe(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${ours}`))[0]!.n as number;
+        await admin.unsafe(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE ${ours}`);
+        await expect.poll(gone, { timeout: 30_000, interval: 50 }).toBe(0);
+      } finally {
+        await admin.end({ timeout: 5 });
+      }
+      expect(pid).toBeGreaterThan(0);
+      // Until the client has heard its connections close.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      others = Promise.allSettled(Array.from({ length: 12 }, () => h.database.rows(sql.raw("SELECT 1"))));
+      return { result: undefined, last: [sql.raw(`DELETE FROM ${table} WHERE v = 6`)] };
+    }, { first: [sql.raw("SELECT pg_backend_pid() AS pid, current_database() AS db")] }))).toBe("unreachable");
+    await others;
+    // Nothing of the lost transaction's last statements ran anywhere (not outside a transaction either).
+    await expect.poll(async () => {
+      try {
+        return await rows();
+      } catch {
+        return "not yet";
+      }
+    }, { timeout: 60_000, interval: 200 }).toStrictEqual([6]);
+    await h.database.rows(sql.raw(`DELETE FROM ${table} WHERE v = 6`));
+    // Lost while the last statements are under way: the first of them, new to the connection, is
+    // described before it runs, so the driver holds the others (and the COMMIT) back in the
+    // reservation's own queue; a connection that closes then must fail them too, not leave them
+    // waiting for good.
+    const killer = (async () => {
+      const { default: postgres } = await import("postgres");
+      const admin = postgres(process.env.TEST_DATABASE_URL!, { onnotice: () => {}, max: 1 });
+      try {
+        await expect.poll(async () => (await admin.unsafe("SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE '%held back behind%'")).length, { timeout: 30_000, interval: 20 }).toBe(1);
+      } finally {
+        await admin.end({ timeout: 5 });
+      }
+    })();
+    expect(await lost(h.database.transactionEndingWith(async () => ({
+      result: undefined,
+      last: [sql`SELECT pg_sleep(${30}::float8) /* held back behind ${sql.raw(table)} */`, sql`DELETE FROM ${sql.raw(table)} WHERE v = ${6}`],
+    })))).toBe("unreachable");
+    await killer;
     // The pool replaces the lost connections (a retry of the first statement may meet one closing).
     await expect.poll(async () => {
       try {

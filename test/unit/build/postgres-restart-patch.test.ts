@@ -10,6 +10,9 @@ const UNPATCHED = [
   "  function closed(hadError) {\n    clearImmediate(nextWriteTimer)\n    socket.removeListener('data', data)\n",
 ].join("\n");
 
+/** reserve() of postgres.js 3.4.9 from its release() to the end, as published. */
+const UNPATCHED_RESERVE = "    c.reserved.release = true\n\n    const sql = Sql(handler)\n    sql.release = () => {\n      c.reserved = null\n      onopen(c)\n    }\n\n    return sql\n\n    function handler(q) {\n      c.queue === full\n        ? queue.push(q)\n        : c.execute(q) || move(c, full)\n    }\n  }\n";
+
 describe("the postgres restart patch", () => {
   it("edits the unpatched driver, and applying it again changes nothing", () => {
     const once = applyEdits(UNPATCHED, postgresRestartPatch.edits);
@@ -35,11 +38,18 @@ describe("the postgres restart patch", () => {
   });
 
   it("release() of a reserved connection that closed leaves it to the pool instead of handing it out again or taking it from its next holder", () => {
-    const unpatched = "    c.reserved.release = true\n\n    const sql = Sql(handler)\n    sql.release = () => {\n      c.reserved = null\n      onopen(c)\n    }\n";
-    const once = applyEdits(unpatched, postgresReleasePatch.edits);
+    const once = applyEdits(UNPATCHED_RESERVE, postgresReleasePatch.edits);
     expect(once.text).toContain("const mine = c.reserved");
-    expect(once.text).toContain("if (c.reserved !== mine) return");
+    expect(once.text).toContain("if (c.reserved !== mine) return // ");
     expect(applyEdits(once.text!, postgresReleasePatch.edits)).toEqual({ text: once.text });
+  });
+
+  it("a reserved connection that closed fails what its holder queued and sends afterwards, instead of leaving it waiting", () => {
+    const once = applyEdits(UNPATCHED_RESERVE, postgresReleasePatch.edits);
+    expect(once.text).toContain("c.onclose = (e) => { while (queue.length) queue.shift().reject(e) }");
+    expect(once.text).toContain("if (c.reserved !== mine) return q.reject(Errors.connection('CONNECTION_CLOSED', options))");
+    // The handler refuses before it queues or executes.
+    expect(once.text!.indexOf("return q.reject")).toBeLessThan(once.text!.indexOf("? queue.push(q)"));
   });
 
   it("is in the bundle the package ships (dist/, built by the global setup)", () => {
