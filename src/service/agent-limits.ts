@@ -38,25 +38,31 @@ const SLOTS = 8;
  * both counts: when that is 2 x 8 or more below both limits, the counts are not made (each would
  * walk every plan of the agent in the minute, or every open one) and the bound stands for both;
  * the guard then admits under its slot by the bound too. Nearer, the counts are made as before.
+ * Each count's subquery is gated on `near`, a one-time filter: when the bound is far from both
+ * limits, PostgreSQL does not run them. Every submit sends it, so its text is made once and sent
+ * past the query builder (drizzle built it anew per call).
+ * Parameters: $1 agent, $2 window start, $3 now, $4 margin, $5 plansPerMinute, $6 maxPending.
  */
-export async function readAgentUsage(database: Database, agentId: string, limits: AgentLimits, nowMs: number): Promise<AgentUsage> {
-  const since = new Date(nowMs - WINDOW_MS).toISOString();
-  const now = new Date(nowMs).toISOString();
-  const margin = 2 * SLOTS;
-  // Each count's subquery is gated on `near`, a one-time filter: when the bound is far from both
-  // limits, PostgreSQL does not run them.
-  const [row] = await database.rows<{ admitted: number | string; near: boolean; recent: number; oldest: number | null; open: number; soonest: number | null }>(sql`
+const AGENT_USAGE = `
     SELECT a.admitted, a.near, w.recent, w.oldest,
-      (SELECT count(*)::int FROM (SELECT 1 FROM plans WHERE a.near AND agent_id = ${agentId} AND status IN ('pending', 'approved') LIMIT ${limits.maxPending}) o) AS open,
-      (SELECT (extract(epoch FROM expires_at) * 1000)::float8 FROM plans WHERE a.near AND agent_id = ${agentId} AND status = 'pending' AND expires_at > ${now}::timestamptz ORDER BY expires_at LIMIT 1) AS soonest
+      (SELECT count(*)::int FROM (SELECT 1 FROM plans WHERE a.near AND agent_id = $1 AND status IN ('pending', 'approved') LIMIT $6::int) o) AS open,
+      (SELECT (extract(epoch FROM expires_at) * 1000)::float8 FROM plans WHERE a.near AND agent_id = $1 AND status = 'pending' AND expires_at > $3::timestamptz ORDER BY expires_at LIMIT 1) AS soonest
     FROM (
-      SELECT b.admitted, NOT (b.admitted + ${margin}::int <= ${limits.plansPerMinute}::int AND b.admitted + ${margin}::int <= ${limits.maxPending}::int) AS near
-      FROM (SELECT coalesce(sum(admitted), 0)::bigint AS admitted FROM agent_admissions WHERE agent_id = ${agentId}) b
+      SELECT b.admitted, NOT (b.admitted + $4::int <= $5::int AND b.admitted + $4::int <= $6::int) AS near
+      FROM (SELECT coalesce(sum(admitted), 0)::bigint AS admitted FROM agent_admissions WHERE agent_id = $1) b
     ) a,
     LATERAL (
       SELECT count(*)::int AS recent, (extract(epoch FROM min(created_at)) * 1000)::float8 AS oldest
-      FROM (SELECT created_at FROM plans WHERE a.near AND agent_id = ${agentId} AND created_at > ${since}::timestamptz ORDER BY created_at DESC LIMIT ${limits.plansPerMinute}) r
-    ) w`);
+      FROM (SELECT created_at FROM plans WHERE a.near AND agent_id = $1 AND created_at > $2::timestamptz ORDER BY created_at DESC LIMIT $5::int) r
+    ) w`;
+
+export async function readAgentUsage(database: Database, agentId: string, limits: AgentLimits, nowMs: number): Promise<AgentUsage> {
+  const since = new Date(nowMs - WINDOW_MS).toISOString();
+  const now = new Date(nowMs).toISOString();
+  const [row] = await database.query<{ admitted: number | string; near: boolean; recent: number; oldest: number | null; open: number; soonest: number | null }>(
+    AGENT_USAGE,
+    [agentId, since, now, 2 * SLOTS, limits.plansPerMinute, limits.maxPending],
+  );
   if (!row) throw new Error("the agent usage query returned no row");
   if (!row.near) {
     // Far from both limits: nothing to refuse, so no retry times are needed.
