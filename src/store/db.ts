@@ -149,67 +149,51 @@ async function openPostgres(url: string): Promise<Database> {
 }
 
 /**
- * Database.transactionEndingWith on PostgreSQL: one connection of the pool, held for the
- * transaction, whose statements go out in the order they are executed here (drizzle's own
- * transaction sends COMMIT only after its callback has returned). Exported for test databases
- * built on a client of their own (test/support/counting-postgres.ts).
+ * Database.transactionEndingWith on PostgreSQL, on the driver's own transaction (`sql.begin`):
+ * its `first` reads go out together once BEGIN is answered, and its last statements go out
+ * together, unanswered, right ahead of the COMMIT the driver sends when the callback returns (one
+ * round trip for the writes and the commit). A failed last statement aborts the transaction, and
+ * PostgreSQL answers the COMMIT of an aborted transaction with a ROLLBACK, not an error: so the
+ * last statements' own answers are what say whether it committed, and the first failure among
+ * them is thrown. `sql.begin` fails at once when its connection closes, whatever it was waiting
+ * for; a transaction on a `sql.reserve()` connection could wait for good instead (patches/README.md).
+ * Exported for test databases built on a client of their own (test/support/counting-postgres.ts).
  */
 export function endingWithCommit(client: import("postgres").Sql, drizzle: (config: { client: import("postgres").Sql }) => unknown): Database["transactionEndingWith"] {
   return async (body, options) => {
-    const reserved = await client.reserve();
-    try {
-      // drizzle reads the client's type parsers from `options`, which a reserved connection lacks.
-      const conn = namedStatements(Object.assign(reserved, { options: client.options }));
+    let last: Sent[] = [];
+    const result = await client.begin(async (inTx) => {
+      // drizzle reads the client's type parsers from `options`, which a transaction's sql lacks.
+      const conn = namedStatements(Object.assign(inTx, { options: client.options }) as unknown as import("postgres").Sql);
       // Each execute() queues its statement on the connection at once, so they go out in this order.
-      const send = (statements: readonly SQL[]) => statements.map((statement) => {
+      const send = (statements: readonly SQL[]): Sent[] => statements.map((statement) => {
         const { sql: text, params } = dialect.sqlToQuery(statement);
         const query = conn.unsafe(text, params as never[]);
         query.execute();
+        // Settled below, after the COMMIT; a failure here is the transaction's, thrown from there.
+        query.catch(() => undefined);
         return { text, params, query };
       });
-      const begin = conn.unsafe("BEGIN");
-      begin.execute();
       const reads = send(options?.first ?? []);
-      const [began, ...read] = await Promise.allSettled([begin, ...reads.map((r) => r.query)]);
-      if (began!.status === "rejected") throw began!.reason;
+      const read = await Promise.allSettled(reads.map((r) => r.query));
       const readFailed = read.findIndex((r) => r.status === "rejected");
-      if (readFailed >= 0) {
-        const reason = (read[readFailed] as PromiseRejectedResult).reason;
-        await rollbackUnlessLost(conn, reason);
-        throw failedStatement(reads[readFailed]!, reason);
-      }
-      let done: Awaited<ReturnType<typeof body>>;
-      try {
-        done = await body(drizzle({ client: conn }) as Tx, read.map((r) => [...(r as PromiseFulfilledResult<Record<string, unknown>[]>).value]));
-      } catch (err) {
-        await rollbackUnlessLost(conn, err);
-        throw err;
-      }
-      const last = send(statementsOf(done.last));
-      const commit = conn.unsafe("COMMIT");
-      commit.execute();
-      const settled = await Promise.allSettled([...last.map((l) => l.query), commit]);
-      // The first failure is the cause: the statements after it failed because the transaction had.
-      const failed = settled.findIndex((s) => s.status === "rejected");
-      if (failed >= 0 && failed < last.length) throw failedStatement(last[failed]!, (settled[failed] as PromiseRejectedResult).reason);
-      if (failed >= 0) throw (settled[failed] as PromiseRejectedResult).reason;
+      if (readFailed >= 0) throw failedStatement(reads[readFailed]!, (read[readFailed] as PromiseRejectedResult).reason);
+      const done = await body(drizzle({ client: conn }) as Tx, read.map((r) => [...(r as PromiseFulfilledResult<Record<string, unknown>[]>).value]));
+      last = send(statementsOf(done.last));
       return done.result;
-    } finally {
-      reserved.release();
-    }
+    });
+    // The first failure is the cause: the statements after it failed because the transaction had.
+    const settled = await Promise.allSettled(last.map((l) => l.query));
+    const failed = settled.findIndex((s) => s.status === "rejected");
+    if (failed >= 0) throw failedStatement(last[failed]!, (settled[failed] as PromiseRejectedResult).reason);
+    return result as never;
   };
 }
 
-/**
- * Ends a failed transaction on its reserved connection, unless the failure was the connection
- * itself: postgres.js never answers a query sent on a reserved connection that has closed (it
- * waits for good), so a ROLLBACK there would hang the caller, and with it a click's decision and
- * the server's shutdown (a PostgreSQL restart under load showed it). A lost connection ended the
- * transaction already.
- */
-async function rollbackUnlessLost(conn: { unsafe(text: string): PromiseLike<unknown> }, err: unknown): Promise<void> {
-  if (isDatabaseUnreachable(err)) return;
-  await Promise.resolve(conn.unsafe("ROLLBACK")).catch(() => undefined);
+interface Sent {
+  text: string;
+  params: unknown[];
+  query: PromiseLike<unknown> & { catch(onRejected: (reason: unknown) => unknown): unknown };
 }
 
 function statementsOf(last: SQL | readonly SQL[] | undefined): readonly SQL[] {

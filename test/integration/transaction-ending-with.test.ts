@@ -118,7 +118,8 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
     // acknowledged and never recorded).
     await h.database.rows(sql.raw(`INSERT INTO ${table} VALUES (6)`));
     let others: Promise<unknown> | undefined;
-    expect(await lost(h.database.transactionEndingWith(async (_tx, [[me]]) => {
+    expect(await lost(h.database.transactionEndingWith(async (_tx, first) => {
+      const me = first[0]![0];
       const pid = Number(me!.pid);
       const { default: postgres } = await import("postgres");
       const admin = postgres(process.env.TEST_DATABASE_URL!, { onnotice: () => {}, max: 1 });
