@@ -79,7 +79,8 @@ export async function claimApproved(ctx: ServiceContext): Promise<Claim | undefi
 }
 
 /**
- * Long-poll: claims at once if it can, else waits for an approval (or a lease to run out). The
+ * Long-poll: claims at once if it can, else waits for an approval (or a lease to run out), or for
+ * an approval on this replica to hand it a plan claimed already (PlanSignals.takeClaimer). The
  * wait is elapsed time on the monotonic timer; whether a grant or lease is still valid is judged
  * by ctx.clock inside claimApproved.
  */
@@ -93,6 +94,8 @@ export async function claimApprovedWaiting(ctx: ServiceContext, input: { waitMs:
       if (claim && signal?.aborted) ctx.logger.warn({ planId: claim.plan.id }, "executor went away while claiming; the lease will run out and another executor takes over");
       return claim;
     }
-    await ctx.signals.waitClaimable(Math.min(left, RECHECK_MS), signal);
+    // An approval on this replica may hand its plan to this waiter, claimed in its own transaction (decide.ts).
+    const handed = await ctx.signals.waitClaimable(Math.min(left, RECHECK_MS), signal);
+    if (handed) return handed;
   }
 }

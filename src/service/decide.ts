@@ -1,10 +1,13 @@
-import { and, asc, eq } from "drizzle-orm";
+import { randomBytes } from "node:crypto";
+import { notExists, sql, type SQL } from "drizzle-orm";
+import type { Claim } from "../executor/execute-plan.ts";
+import type { ClaimerTaken } from "./plan-signals.ts";
 import { issueGrant, type GrantApprover } from "../grant/grant.ts";
-import { isPlanId } from "../plan/schema.ts";
+import { isPlanId, type PlanDocument } from "../plan/schema.ts";
 import { boundedReason } from "./stated-reason.ts";
 import { quorumMet } from "../policy/approvers.ts";
 import { whyMayNot } from "../policy/may-act.ts";
-import { decisions, plans } from "../store/schema.ts";
+import { decisions, pause, plans } from "../store/schema.ts";
 import type { Actor } from "./audit.ts";
 import type { ServiceContext } from "./context.ts";
 import { ServiceError } from "./errors.ts";
@@ -56,85 +59,145 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
   // "refused" cannot pass the locked check below (refusals only accumulate); if it ever did, say it was not re-read.
   const recheckFailed = recheck?.kind === "unchecked" ? recheck.why : recheck?.kind === "refused" ? "could not re-check: the plan changed while the click was checked" : undefined;
 
-  const result = await ctx.database.db.transaction(async (tx) => {
-    const [plan] = await tx
-      // The document names the plan's outbox lanes (its review channel, its agent).
-      .select({ id: plans.id, status: plans.status, hash: plans.hash, expiresAt: plans.expiresAt, callbackUrl: plans.callbackUrl, document: plans.document })
-      .from(plans)
-      .where(eq(plans.id, input.planId))
-      .for("update");
-    if (!plan || !terms) throw new ServiceError("not_found", `there is no plan ${input.planId}`);
-    const now = ctx.clock();
-    const { policy } = terms;
-    // Votes are read only where there can be some that matter: with a quorum of one a pending
-    // plan has none (the first approval approved it), and a plan no longer pending is refused
-    // before its votes count. They are read after the lock is held, in a statement of its own: a
-    // statement's snapshot is taken when it starts, so votes read together with the lock would
-    // miss those committed while it waited.
-    const votes = plan.status === "pending" && policy.requiredApprovals > 1
-      ? await tx
-        .select({ userId: decisions.userId, via: decisions.via, decidedAt: decisions.decidedAt })
-        .from(decisions)
-        .where(and(eq(decisions.planId, plan.id), eq(decisions.verdict, "approve")))
-        .orderBy(asc(decisions.id))
-      : [];
-    const approvers = votes.map((v) => v.userId);
+  if (!terms) throw new ServiceError("not_found", `there is no plan ${input.planId}`);
+  const { policy } = terms;
+  // An executor long-polling this replica for work is handed the plan in the approval's own
+  // transaction, if it reaches quorum: taken out of the queue first, so that no other approval
+  // hands to it meanwhile, and put back unless it was given a claim.
+  const claimer = input.verdict === "approve" ? ctx.signals.takeClaimer() : undefined;
+  const decideLocked = async (claimer: ClaimerTaken | undefined): Promise<{ result: DecideResult; handed?: Claim }> => {
+    let handed: Claim | undefined;
+    // Sent together with the BEGIN (one round trip), in this order: the row lock, then what must
+    // be read once it is held. A statement's snapshot is taken when it starts, so votes (or a
+    // pause) read in the locking statement would miss those committed while it waited; as
+    // statements of their own after it, they see them. Votes matter only with a quorum above one
+    // (a pending plan has none otherwise: the first approval approved it).
+    const first = [lockedPlanRead(input.planId, claimer !== undefined)];
+    const votesAt = policy.requiredApprovals > 1 ? first.push(sql`SELECT user_id, via, floor(extract(epoch FROM decided_at) * 1000)::int8 AS decided_ms FROM decisions WHERE plan_id = ${input.planId} AND verdict = 'approve' ORDER BY id`) - 1 : -1;
+    // The kill switch (issue 16), read inside the transaction as the claim's own statement does.
+    const pauseAt = claimer ? first.push(sql`SELECT EXISTS (SELECT 1 FROM pause) AS paused`) - 1 : -1;
+    const result = await ctx.database.transactionEndingWith(async (tx, read): Promise<{ result: DecideResult; last: SQL | SQL[] }> => {
+      const [row] = read[0]!;
+      if (!row) throw new ServiceError("not_found", `there is no plan ${input.planId}`);
+      const plan = lockedPlan(row);
+      const now = ctx.clock();
+      const votes = plan.status === "pending" && votesAt >= 0
+        ? read[votesAt]!.map((v) => ({ userId: String(v.user_id), via: v.via as "slack" | "web", decidedAt: new Date(Number(v.decided_ms)) }))
+        : [];
+      const approvers = votes.map((v) => v.userId);
 
-    const refusal = whyMayNot(
-      { userId: input.actor.userId, memberOf: membership.memberOf },
-      { status: plan.status, expiresAt: plan.expiresAt, hash: plan.hash, onBehalfOf: terms.onBehalfOf, policy, approvals: approvers },
-      { verb: "decide", verdict: input.verdict, hash: input.hash },
-      now,
-    );
-    // A group Slack could not answer for might have made this person an approver: say so rather
-    // than "not an approver", and only where the earlier refusals (expired, decided…) do not apply.
-    if (refusal?.code === "not_an_approver" && membership.unchecked.length > 0) throw approverCheckFailed(ctx, membership.unchecked);
-    if (refusal) throw refusalError(refusal);
+      const refusal = whyMayNot(
+        { userId: input.actor.userId, memberOf: membership.memberOf },
+        { status: plan.status, expiresAt: plan.expiresAt, hash: plan.hash, onBehalfOf: terms.onBehalfOf, policy, approvals: approvers },
+        { verb: "decide", verdict: input.verdict, hash: input.hash },
+        now,
+      );
+      // A group Slack could not answer for might have made this person an approver: say so rather
+      // than "not an approver", and only where the earlier refusals (expired, decided…) do not apply.
+      if (refusal?.code === "not_an_approver" && membership.unchecked.length > 0) throw approverCheckFailed(ctx, membership.unchecked);
+      if (refusal) throw refusalError(refusal);
 
-    const decision = tx.insert(decisions).values({
-      planId: plan.id,
-      planHash: plan.hash,
-      userId: input.actor.userId,
-      via: input.actor.via,
-      verdict: input.verdict,
-      reason: reason ?? null,
-      recheckFailed: recheckFailed ?? null,
-      decidedAt: now,
-      expiresAt: plan.expiresAt,
-    });
+      // Every write below goes out with the COMMIT (one round trip): the status was read under the
+      // row lock, so no transition can miss (if one did, its statement fails and all roll back).
+      const decision = tx.insert(decisions).values({
+        planId: plan.id,
+        planHash: plan.hash,
+        userId: input.actor.userId,
+        via: input.actor.via,
+        verdict: input.verdict,
+        reason: reason ?? null,
+        recheckFailed: recheckFailed ?? null,
+        decidedAt: now,
+        expiresAt: plan.expiresAt,
+      }).getSQL();
 
-    if (input.verdict === "reject") {
-      // Read under the row lock as for an approval: the decision, the UPDATE and its event go together.
-      const status = await transitionLocked(ctx, tx, plan, { transition: "reject", actor, data: { reason }, set: { rejectReason: reason ?? null } }, [decision.getSQL()]);
-      return { status, approvals: approvers, requiredApprovals: policy.requiredApprovals };
-    }
+      if (input.verdict === "reject") {
+        const { to, statements } = transitionLocked(ctx, tx, plan, { transition: "reject", actor, at: now, data: { reason }, set: { rejectReason: reason ?? null } });
+        return { result: { status: to, approvals: approvers, requiredApprovals: policy.requiredApprovals }, last: [decision, ...statements] };
+      }
 
-    const after = [...approvers, input.actor.userId];
-    // The vote is stored in its event's statement.
-    const vote = planEventStatement(ctx, tx, { plan, type: "decision.approve", actor, at: now, data: { approvals: after.length, requiredApprovals: policy.requiredApprovals, ...(recheckFailed ? { recheckFailed } : {}) }, first: decision.getSQL() });
-    if (!quorumMet(after, policy)) {
-      await tx.execute(vote);
-      return { status: plan.status, approvals: after, requiredApprovals: policy.requiredApprovals, ...(recheckFailed ? { recheckFailed } : {}) };
-    }
-    // The grant is what the executor will demand: plan id, exact hash, who approved, until when.
-    const grantExpiresAt = new Date(now.getTime() + policy.grantTtlSeconds * 1000);
-    const grantApprovers: GrantApprover[] = [
-      ...votes.map((v) => ({ user: v.userId, via: v.via, at: v.decidedAt.toISOString() })),
-      { user: input.actor.userId, via: input.actor.via, at: now.toISOString() },
-    ];
-    const grant = await issueGrant(ctx.grantKey, { planId: plan.id, planHash: plan.hash, approvers: grantApprovers, environment: terms.environment, issuedAt: now, expiresAt: grantExpiresAt });
-    // The status was read under the row lock, so the vote, the approval and its event are sent together (one round trip).
-    const status = await transitionLocked(ctx, tx, plan, {
-      transition: "approve",
-      actor,
-      data: { approvers: after, grant: { jti: grant.jti, kid: ctx.grantKey.kid, expiresAt: grantExpiresAt.toISOString() } },
-      set: { grant: grant.token, grantExpiresAt },
-    }, [vote]);
-    return { status, approvals: after, requiredApprovals: policy.requiredApprovals, ...(recheckFailed ? { recheckFailed } : {}) };
-  });
+      const after = [...approvers, input.actor.userId];
+      const also = recheckFailed ? { recheckFailed } : {};
+      // The vote is stored in its event's statement.
+      const vote = planEventStatement(ctx, tx, { plan, type: "decision.approve", actor, at: now, data: { approvals: after.length, requiredApprovals: policy.requiredApprovals, ...also }, first: decision });
+      if (!quorumMet(after, policy)) return { result: { status: plan.status, approvals: after, requiredApprovals: policy.requiredApprovals, ...also }, last: vote };
+      // The grant is what the executor will demand: plan id, exact hash, who approved, until when.
+      const grantExpiresAt = new Date(now.getTime() + policy.grantTtlSeconds * 1000);
+      const grantApprovers: GrantApprover[] = [
+        ...votes.map((v) => ({ user: v.userId, via: v.via, at: v.decidedAt.toISOString() })),
+        { user: input.actor.userId, via: input.actor.via, at: now.toISOString() },
+      ];
+      const grant = await issueGrant(ctx.grantKey, { planId: plan.id, planHash: plan.hash, approvers: grantApprovers, environment: terms.environment, issuedAt: now, expiresAt: grantExpiresAt });
+      // The hand-off claims exactly as claimApproved would: not while paused, only with a grant
+      // still valid (this one), a fresh token and lease, and its own `plan.executing` event.
+      const handOff = claimer && pauseAt >= 0 && read[pauseAt]![0]?.paused === false && !claimer.signal?.aborted && grantExpiresAt > now;
+      const approval = transitionLocked(ctx, tx, plan, {
+        transition: "approve",
+        actor,
+        at: now,
+        data: { approvers: after, grant: { jti: grant.jti, kid: ctx.grantKey.kid, expiresAt: grantExpiresAt.toISOString() } },
+        set: { grant: grant.token, grantExpiresAt },
+        // Announced as what it is by the commit: an approval no executor needs waking for.
+        ...(handOff ? { announce: "executing" as const } : {}),
+      });
+      if (!handOff) return { result: { status: approval.to, approvals: after, requiredApprovals: policy.requiredApprovals, ...also }, last: [vote, ...approval.statements] };
+      const claimToken = randomBytes(24).toString("base64url");
+      const leaseExpiresAt = new Date(now.getTime() + ctx.config.executor.leaseSeconds * 1000);
+      const claim = transitionLocked(ctx, tx, { ...plan, status: approval.to }, {
+        transition: "claim",
+        actor: { type: "system", process: "executor" },
+        at: now,
+        data: { claim: plan.claims + 1, leaseExpiresAt: leaseExpiresAt.toISOString() },
+        set: { claimToken, leaseExpiresAt, claims: sql`${plans.claims} + 1` },
+        // Read again in the claim's own statement, as claimApproved does: a pause committed since
+        // the read above fails it, and the approval is decided again without the hand-off.
+        guard: notExists(tx.select({ one: sql`1` }).from(pause)),
+      });
+      handed = { plan: plan.document as PlanDocument, preview: plan.preview as Claim["preview"], grant: grant.token, claimToken, leaseExpiresAt: leaseExpiresAt.toISOString() };
+      return { result: { status: claim.to, approvals: after, requiredApprovals: policy.requiredApprovals, ...also }, last: [vote, ...approval.statements, ...claim.statements] };
+    }, { first });
+    return { result, ...(handed ? { handed } : {}) };
+  };
+  let decided: Awaited<ReturnType<typeof decideLocked>>;
+  try {
+    decided = await decideLocked(claimer);
+  } catch (err) {
+    claimer?.putBack();
+    if (!claimer || !String((err as { cause?: { message?: unknown } } | undefined)?.cause?.message ?? "").includes("the claim transition missed")) throw err;
+    // Paused between the read and the claim's own statement: nothing was written; decided again, without the hand-off.
+    decided = await decideLocked(undefined);
+  }
+  const { result, handed } = decided;
+  if (handed) {
+    // Committed: if the request went away meanwhile, the lease runs out and another executor takes over.
+    if (claimer!.give(handed)) ctx.logger.info({ planId: input.planId }, "approved plan handed to a waiting executor");
+    else ctx.logger.warn({ planId: input.planId }, "executor went away while claiming; the lease will run out and another executor takes over");
+  } else {
+    claimer?.putBack();
+  }
 
   ctx.logger.info({ planId: input.planId, userId: input.actor.userId, via: input.actor.via, verdict: input.verdict, status: result.status }, "decision recorded");
   return result;
+}
+
+/** The plan's row, locked; the preview only for a hand-off (the claim carries it). */
+function lockedPlanRead(planId: string, withPreview: boolean): SQL {
+  return sql`SELECT id, status, hash, floor(extract(epoch FROM expires_at) * 1000)::int8 AS expires_ms, callback_url, document, claims${withPreview ? sql`, preview` : sql``}
+    FROM plans WHERE id = ${planId} FOR UPDATE`;
+}
+
+function lockedPlan(row: Record<string, unknown>) {
+  return {
+    id: String(row.id),
+    status: row.status as PlanRow["status"],
+    hash: String(row.hash),
+    expiresAt: new Date(Number(row.expires_ms)),
+    callbackUrl: (row.callback_url as string | null) ?? null,
+    // The document names the plan's outbox lanes (its review channel, its agent).
+    document: JSON.parse(String(row.document)) as unknown,
+    preview: row.preview === undefined ? undefined : JSON.parse(String(row.preview)) as unknown,
+    claims: Number(row.claims),
+  };
 }
 
 /** The reason, trimmed, once it is one a person may give: required to reject, bounded, storable. */

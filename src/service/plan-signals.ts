@@ -1,5 +1,6 @@
 import { EventEmitter } from "node:events";
 import { sql, type SQL } from "drizzle-orm";
+import type { Claim } from "../executor/execute-plan.ts";
 import type { Database } from "../store/db.ts";
 
 export const PLAN_CHANNEL = "countersign_plans";
@@ -19,11 +20,20 @@ const ANY_PLAN = Symbol("any plan");
  * short of the quorum, a claim, an outcome) sent each into a claim transaction that found
  * nothing, three statements apiece. An executor woken for a plan another replica's took finds
  * nothing and waits again; one that is not woken finds remaining work at its re-check.
+ *
+ * An approval decided on this replica may hand its plan to the longest waiting executor directly,
+ * claimed in the approval's own transaction (decide.ts): `takeClaimer` takes that waiter out of
+ * the queue before the transaction, so two approvals cannot hand to the same one; it no longer
+ * times out to re-check, and is either given the claim after the commit or put back.
  */
 export class PlanSignals {
   private readonly emitter = new EventEmitter().setMaxListeners(0);
   /** Executors waiting for work, longest waiting first (a Set iterates in insertion order). */
-  private readonly claimers = new Set<() => void>();
+  private claimers = new Set<Claimer>();
+  /** Claimers taken out by an approval and not yet given a claim, put back or gone. */
+  private readonly taken = new Set<Claimer>();
+  /** Approvals heard while a claimer was taken out: one put back unused re-checks at once if any came. */
+  private approvalsHeard = 0;
   private stopListening: (() => Promise<void>) | undefined;
 
   constructor(private readonly database: Database) {}
@@ -33,7 +43,10 @@ export class PlanSignals {
       const { planId, claimable } = parseAnnouncement(payload);
       this.emitter.emit(planId);
       this.emitter.emit(ANY_PLAN);
-      if (claimable) this.claimers.values().next().value?.();
+      if (claimable) {
+        this.approvalsHeard++;
+        this.claimers.values().next().value?.settle(undefined);
+      }
     });
   }
 
@@ -86,19 +99,66 @@ export class PlanSignals {
     return this.wait(ANY_PLAN, ms, signal);
   }
 
-  /** Resolves when a plan may have become approved (an executor waiting for work), or after `ms`. */
-  waitClaimable(ms: number, signal?: AbortSignal): Promise<void> {
+  /**
+   * Resolves when a plan may have become approved (an executor waiting for work), or after `ms`,
+   * with undefined; or with the claim of a plan an approval handed to this waiter (takeClaimer).
+   */
+  waitClaimable(ms: number, signal?: AbortSignal): Promise<Claim | undefined> {
     return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.claimers.delete(done);
-        signal?.removeEventListener("abort", done);
-        resolve();
+      const claimer: Claimer = {
+        signal,
+        settled: false,
+        deadline: performance.now() + ms,
+        timer: undefined,
+        settle: (claim) => {
+          if (claimer.settled) return;
+          claimer.settled = true;
+          clearTimeout(claimer.timer);
+          this.claimers.delete(claimer);
+          this.taken.delete(claimer);
+          signal?.removeEventListener("abort", onAbort);
+          resolve(claim);
+        },
       };
-      const timer = setTimeout(done, ms);
-      this.claimers.add(done);
-      signal?.addEventListener("abort", done);
+      const onAbort = () => claimer.settle(undefined);
+      claimer.timer = setTimeout(onAbort, ms);
+      this.claimers.add(claimer);
+      signal?.addEventListener("abort", onAbort);
     });
+  }
+
+  /** Executors waiting on this replica for work: queued, or taken out by an approval deciding now. */
+  get claimersWaiting(): number {
+    return this.claimers.size + this.taken.size;
+  }
+
+  /**
+   * Takes this replica's longest waiting executor out of the queue, for an approval to hand its
+   * plan to: it waits, without its timer, until `give` (after the commit) or `putBack` (the
+   * approval did not hand off, or failed). A request aborted meanwhile is not given anything.
+   */
+  takeClaimer(): ClaimerTaken | undefined {
+    const claimer = [...this.claimers].find((c) => !c.signal?.aborted);
+    if (!claimer) return undefined;
+    this.claimers.delete(claimer);
+    this.taken.add(claimer);
+    clearTimeout(claimer.timer);
+    const heard = this.approvalsHeard;
+    return {
+      signal: claimer.signal,
+      give: (claim) => {
+        if (claimer.settled || claimer.signal?.aborted) return false;
+        claimer.settle(claim);
+        return true;
+      },
+      putBack: () => {
+        if (claimer.settled || !this.taken.delete(claimer)) return;
+        // An approval heard while it was out woke nobody in its place: it re-checks now.
+        if (this.approvalsHeard !== heard) return claimer.settle(undefined);
+        this.claimers = new Set([claimer, ...this.claimers]);
+        claimer.timer = setTimeout(() => claimer.settle(undefined), Math.max(0, claimer.deadline - performance.now()));
+      },
+    };
   }
 
   /** Resolves when the plan may have changed, or after `ms`; aborted waits resolve at once. */
@@ -115,6 +175,24 @@ export class PlanSignals {
       signal?.addEventListener("abort", done);
     });
   }
+}
+
+interface Claimer {
+  signal: AbortSignal | undefined;
+  settled: boolean;
+  deadline: number;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  settle(claim: Claim | undefined): void;
+}
+
+/** A waiting executor taken out of the queue by an approval (PlanSignals.takeClaimer). */
+export interface ClaimerTaken {
+  /** Its request's signal: aborted, it is not handed anything. */
+  signal: AbortSignal | undefined;
+  /** Answers the waiting request with a claim committed for it; false if the request has gone meanwhile. */
+  give(claim: Claim): boolean;
+  /** Returns it to the front of the queue, unused. */
+  putBack(): void;
 }
 
 /**

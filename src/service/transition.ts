@@ -45,33 +45,44 @@ export async function transition(
 
 /**
  * transition() for a caller that holds the plan's row lock and has read, under it, a status the
- * transition leaves (decide: an approval at quorum, a rejection): the UPDATE cannot miss, so the
- * event is not held back for its answer. `before` (the caller's own statements: a vote and its
- * event, a decision), the UPDATE and the event go to the database together, pipelined on the
- * transaction's connection: one round trip instead of one per statement. PostgreSQL still runs
- * them one at a time in the order they were sent, in the caller's transaction: `before` and then
- * the event, which go through the same tx.execute path (the UPDATE writes no audit row, so its
- * place among them changes nothing). An UPDATE that missed after all throws, and the
- * transaction rolls back with the event.
+ * transition leaves (decide: an approval at quorum, a rejection, the claim of a plan handed to a
+ * waiting executor): the UPDATE cannot miss, so nothing waits for its answer. Returns the UPDATE
+ * and its event, in the order they must run, for the caller to send after its own statements and
+ * with its COMMIT (Database.transactionEndingWith: one round trip for all of them). PostgreSQL runs
+ * them one at a time in the order sent, in the caller's transaction. An UPDATE that missed after
+ * all fails its statement ("… the approve transition missed"), and the transaction rolls back.
  */
-export async function transitionLocked(
+export function transitionLocked(
   ctx: Pick<ServiceContext, "clock" | "sinks" | "config">,
-  tx: Tx,
+  db: Queryable,
   plan: Pick<PlanRow, "id" | "status" | "hash" | "callbackUrl" | "document">,
-  input: { transition: Transition; actor: Actor; data?: Record<string, unknown>; set?: Partial<Pick<PlanRow, "rejectReason" | "grant" | "grantExpiresAt">> },
-  before: SQL[] = [],
-): Promise<PlanRow["status"]> {
+  input: {
+    transition: Transition;
+    actor: Actor;
+    data?: Record<string, unknown>;
+    set?: Partial<Pick<PlanRow, "rejectReason" | "grant" | "grantExpiresAt" | "claimToken" | "leaseExpiresAt">> & { claims?: SQL };
+    /** The event's type, when not `plan.<to>` (a takeover's `plan.reclaimed`). */
+    type?: string;
+    /** A further condition the row must meet; unmet, the statement fails as a miss does. */
+    guard?: SQL;
+    /** The status the event announces (PlanSignals), when the transaction moves the plan on again before it commits. */
+    announce?: PlanRow["status"];
+    at?: Date;
+  },
+): { to: PlanRow["status"]; statements: SQL[] } {
   const { from, to } = TRANSITIONS[input.transition];
-  const at = ctx.clock();
-  const update = tx
+  const at = input.at ?? ctx.clock();
+  const update = db
     .update(plans)
     .set({ ...input.set, status: to, updatedAt: at })
-    .where(and(eq(plans.id, plan.id), inArray(plans.status, [...from])))
-    .returning({ id: plans.id });
-  const event = planEventStatement(ctx, tx, { plan: { ...plan, status: to }, type: `plan.${to}`, actor: input.actor, at, data: input.data ?? {} });
-  const [updated] = await Promise.all([update, ...[...before, event].map((statement) => tx.execute(statement))]);
-  if (updated.length === 0) throw new Error(`plan ${plan.id} was not ${from.join(" or ")} under its row lock: the ${input.transition} transition missed`);
-  return to;
+    .where(and(eq(plans.id, plan.id), inArray(plans.status, [...from]), input.guard))
+    .returning({ id: plans.id })
+    .getSQL();
+  // The CASE depends on the row count, so it is not folded when planned: only a miss casts the message.
+  const missed = `plan ${plan.id} was not ${from.join(" or ")}${input.guard ? " (or did not meet its guard)" : ""} under its row lock: the ${input.transition} transition missed`;
+  const guarded = sql`WITH updated AS (${update}) SELECT (CASE WHEN n = 1 THEN '1' ELSE ${missed}::text || ' (' || n || ' rows)' END)::int AS ok FROM (SELECT count(*) AS n FROM updated) AS c`;
+  const event = planEventStatement(ctx, db, { plan: { ...plan, status: to }, type: input.type ?? `plan.${to}`, actor: input.actor, at, data: input.data ?? {}, announce: input.announce });
+  return { to, statements: [guarded, event] };
 }
 
 /** Audit event + outbox rows + wake-up for something that happened to a plan. */
@@ -98,7 +109,7 @@ export async function recordPlanEvent(
 export function planEventStatement(
   ctx: Pick<ServiceContext, "sinks" | "config">,
   db: Queryable,
-  event: { plan: Pick<PlanRow, "id" | "status" | "hash" | "callbackUrl" | "document">; type: string; actor: Actor; at: Date; data: Record<string, unknown>; first?: SQL },
+  event: { plan: Pick<PlanRow, "id" | "status" | "hash" | "callbackUrl" | "document">; type: string; actor: Actor; at: Date; data: Record<string, unknown>; first?: SQL; announce?: string | undefined },
 ): SQL {
   const { plan, type, actor, at, data } = event;
   // Webhooks go only where the agent asked for them.
@@ -107,5 +118,5 @@ export function planEventStatement(
   const effects = effectsInsert(db, sinks, { planId: plan.id, type, status: plan.status, hash: plan.hash, at: at.toISOString(), actor, data }, (kind) => laneOf(ctx.config, kind, plan.document as PlanDocument));
   const first = event.first ? sql`first AS (${event.first}), ` : sql``;
   const alsoEffects = effects ? sql`, effects AS (${effects.getSQL()})` : sql``;
-  return sql`WITH ${first}audit AS (${audit})${alsoEffects} SELECT ${PlanSignals.announcement(plan.id, plan.status)}`;
+  return sql`WITH ${first}audit AS (${audit})${alsoEffects} SELECT ${PlanSignals.announcement(plan.id, event.announce ?? plan.status)}`;
 }

@@ -1,4 +1,4 @@
-import { asc, eq } from "drizzle-orm";
+import { asc, eq, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { cancelPlan } from "../../src/service/cancel-plan.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
@@ -9,9 +9,9 @@ import { mergeRequest } from "../support/harness.ts";
 import { useHarness } from "../support/use-harness.ts";
 
 /**
- * transitionLocked sends the caller's statements, the UPDATE and the event together (decide's
- * approval at quorum). What it must keep from transition(): the statements run in the order sent,
- * and an UPDATE that misses leaves nothing behind.
+ * transitionLocked's UPDATE and event go out with the caller's statements and the COMMIT
+ * (decide's approval at quorum, Database.transactionEndingWith). What it must keep from
+ * transition(): the statements run in the order sent, and an UPDATE that misses leaves nothing behind.
  */
 describe.each(databaseKinds)("transitionLocked on $name", (kind) => {
   const h = useHarness(kind);
@@ -38,10 +38,11 @@ describe.each(databaseKinds)("transitionLocked on $name", (kind) => {
   it("runs the caller's statements before the event, in one transaction with the UPDATE", async () => {
     const { id } = await newPlan();
     const plan = await lockedPlan(id);
-    const status = await h.database.db.transaction(async (tx) => {
+    const status = await h.database.transactionEndingWith(async (tx) => {
       const before = planEventStatement(h.ctx, tx, { plan, type: "decision.approve", actor, at: h.ctx.clock(), data: {} });
-      return transitionLocked(h.ctx, tx, plan, { transition: "approve", actor }, [before]);
-    });
+      const { to, statements } = transitionLocked(h.ctx, tx, plan, { transition: "approve", actor });
+      return { result: to, last: [before, ...statements] };
+    }, { first: [sql`SELECT id FROM plans WHERE id = ${id} FOR UPDATE`] });
     expect(status).toBe("approved");
     expect(await eventsOf(id)).toEqual(["plan.submitted", "decision.approve", "plan.approved"]);
     expect((await lockedPlan(id)).status).toBe("approved");
@@ -51,13 +52,14 @@ describe.each(databaseKinds)("transitionLocked on $name", (kind) => {
     const { id } = await newPlan();
     const pending = await lockedPlan(id);
     await cancelPlan(h.ctx, { agent: h.agent, planId: id });
-    const err = await h.database.db
-      .transaction(async (tx) => {
+    const err = await h.database
+      .transactionEndingWith(async (tx) => {
         const before = planEventStatement(h.ctx, tx, { plan: pending, type: "decision.approve", actor, at: h.ctx.clock(), data: {} });
-        return transitionLocked(h.ctx, tx, pending, { transition: "approve", actor }, [before]);
+        const { to, statements } = transitionLocked(h.ctx, tx, pending, { transition: "approve", actor });
+        return { result: to, last: [before, ...statements] };
       })
       .then(() => undefined, (e: unknown) => e as Error);
-    expect(err?.message).toBe(`plan ${id} was not pending under its row lock: the approve transition missed`);
+    expect(String((err?.cause as Error | undefined)?.message)).toContain(`plan ${id} was not pending under its row lock: the approve transition missed (0 rows)`);
     expect(await eventsOf(id)).toEqual(["plan.submitted", "plan.cancelled"]);
     expect((await lockedPlan(id)).status).toBe("cancelled");
   });
