@@ -6,7 +6,8 @@ import { refusalsFor } from "../policy/allowlist.ts";
 import { AdapterError, type Revalidation, NOTHING_ALLOWED, type Adapter, type AdapterApplyResult, type ErrorClass, type TargetState } from "./adapter.ts";
 import { previewHttpJson, readResource, TargetReadError, type ResourceState } from "./http-json.ts";
 import { applyHttpJson } from "./http-json-apply.ts";
-import { createReadOnlyHttp, type ReadOnlyHttp } from "./read-only-http.ts";
+import { nodeHttpClient, type HttpClient } from "./node-http-client.ts";
+import { createReadOnlyHttp, nodeHttpPools, type ReadOnlyHttp } from "./read-only-http.ts";
 import type { Json } from "../plan/json.ts";
 
 type Action = import("zod").output<typeof HttpJsonAction>;
@@ -16,9 +17,13 @@ type Action = import("zod").output<typeof HttpJsonAction>;
  * (http-json.ts, http-json-apply.ts, plan/drift.ts, plan/holds-change.ts), wrapped with no
  * behaviour of their own. What the executor does between them (held → no write, the order of
  * checks) stays in src/executor/execute-plan.ts.
+ *
+ * Reads and writes go through node:http unless `deps` gives a client (tests give fetch, or a
+ * ReadOnlyHttp): one set of kept-alive pools for all of this adapter's readers and writers.
  */
 export function httpJsonAdapter(deps: { fetch?: typeof fetch; http?: ReadOnlyHttp } = {}): Adapter<Action, PlannedAction, TargetConfig> {
-  const fetchImpl = deps.fetch ?? fetch;
+  const pools = nodeHttpPools();
+  const write: HttpClient = deps.fetch ?? nodeHttpClient(pools);
   return {
     kind: "http.json",
     actionSchema: HttpJsonAction,
@@ -29,7 +34,7 @@ export function httpJsonAdapter(deps: { fetch?: typeof fetch; http?: ReadOnlyHtt
     openReader(name, target) {
       // The reader never holds the write credential, even in the executor's process.
       const { write: _write, ...readOnly } = target;
-      const http = deps.http ?? createReadOnlyHttp(fetchImpl);
+      const http = deps.http ?? createReadOnlyHttp(deps.fetch, undefined, pools);
       const read = (planned: PlannedAction): Promise<ResourceState> => guard(name, planned.path, () => readResource(http, name, readOnly, planned.path));
       return {
         async preview(action) {
@@ -51,7 +56,7 @@ export function httpJsonAdapter(deps: { fetch?: typeof fetch; http?: ReadOnlyHtt
         timeoutMs: target.timeoutMs,
         async apply(planned, idempotencyKey, deadline): Promise<AdapterApplyResult> {
           if (deadline !== undefined && deadline - performance.now() < 1) return { status: "expired", detail: `${planned.op} ${planned.path} on '${name}' was not sent: the deadline had passed` };
-          const result = await applyHttpJson(fetchImpl, name, target, planned, idempotencyKey, deadline);
+          const result = await applyHttpJson(write, name, target, planned, idempotencyKey, deadline);
           switch (result.status) {
             case "applied": return { status: "applied" };
             case "stale": return { status: "stale", detail: result.detail };

@@ -1,5 +1,6 @@
 import type { TargetConfig } from "../config/schema.ts";
 import type { HttpJsonPlanned as PlannedAction } from "../plan/schema.ts";
+import type { HttpClient, HttpClientAnswer } from "./node-http-client.ts";
 import { targetUrl } from "./target-url.ts";
 
 export type ApplyResult =
@@ -21,7 +22,7 @@ export type ApplyResult =
  * `performance.now()` instant, the grant's expiry) when that is less.
  */
 export async function applyHttpJson(
-  fetchImpl: typeof fetch,
+  fetchImpl: HttpClient,
   name: string,
   target: TargetConfig,
   action: PlannedAction,
@@ -53,7 +54,7 @@ export async function applyHttpJson(
       break;
   }
   const timeoutMs = Math.max(1, Math.min(target.timeoutMs, Math.floor(deadline - performance.now())));
-  let response: Response;
+  let response: HttpClientAnswer;
   try {
     response = await fetchImpl(url, { method, headers, redirect: "manual", signal: AbortSignal.timeout(timeoutMs), ...(body !== undefined ? { body } : {}) });
   } catch (err) {

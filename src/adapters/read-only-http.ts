@@ -35,10 +35,11 @@ const READ_HEADERS = { accept: "application/json", "accept-encoding": "identity"
  * the Approve re-check, the watcher). Node's fetch cost about twice the CPU per GET (undici's
  * Request, Response, Headers, AbortSignal wiring and web stream per request: ~420 against ~180 µs
  * of client CPU for a small JSON document, load 6), the largest single step of `serve`'s
- * intake path after its own database statements. A given `fetchImpl` (tests, the executor's adapter) is used as before.
+ * intake path after its own database statements. The executor's reads take this path too (an
+ * http.json adapter built without a fetch). A given `fetchImpl` (tests) is used as before.
  */
-export function createReadOnlyHttp(fetchImpl?: typeof fetch, maxBytes = MAX_READ_BYTES): ReadOnlyHttp {
-  if (!fetchImpl) return nodeReadOnlyHttp(maxBytes);
+export function createReadOnlyHttp(fetchImpl?: typeof fetch, maxBytes = MAX_READ_BYTES, pools: NodeHttpPools = nodeHttpPools()): ReadOnlyHttp {
+  if (!fetchImpl) return nodeReadOnlyHttp(maxBytes, pools);
   return {
     async get(url, headers, timeoutMs) {
       const signal = AbortSignal.timeout(timeoutMs);
@@ -80,6 +81,24 @@ async function readCapped(response: Response, maxBytes: number): Promise<{ text:
   return { text: Buffer.concat(chunks).toString("utf8"), truncated: false };
 }
 
+/** One protocol's kept-alive connections: the agent, and what each answer says about keeping its connection. */
+export interface KeepAlivePool {
+  agent: HttpAgent;
+  noteAnswer(res: IncomingMessage): void;
+}
+
+/** Connection pools by URL protocol, for node:http clients. */
+export type NodeHttpPools = Partial<Record<string, KeepAlivePool>>;
+
+/**
+ * Fresh pools for `http:` and `https:`. The executor's http.json reader and writer share one set,
+ * so a PATCH goes out on the connection its revalidating GET just used (the freshest, the least
+ * likely to be closing; `lifo`) instead of one idle since the last click.
+ */
+export function nodeHttpPools(): NodeHttpPools {
+  return { "http:": keepAliveAgent(HttpAgent), "https:": keepAliveAgent(HttpsAgent) };
+}
+
 /** The idle time undici gives a kept-alive connection when the target announces none (4 s), kept so that both clients behave alike. */
 const DEFAULT_KEEP_ALIVE_MS = 4_000;
 /** undici's ceiling on a target's announced keep-alive (600 s). */
@@ -92,7 +111,7 @@ const MAX_KEEP_ALIVE_MS = 600_000;
  * apart reuse them). Node's agent alone keeps one without a hint until the target closes it.
  * `noteAnswer` reads the hint of each answer, before its connection goes back to the pool.
  */
-function keepAliveAgent(Base: typeof HttpAgent | typeof HttpsAgent): { agent: HttpAgent; noteAnswer(res: IncomingMessage): void } {
+function keepAliveAgent(Base: typeof HttpAgent | typeof HttpsAgent): KeepAlivePool {
   const idleMs = new WeakMap<Socket, number>();
   const agent = new Base({ keepAlive: true, scheduling: "lifo" }) as HttpAgent & { keepSocketAlive(socket: Socket): boolean };
   const keep = agent.keepSocketAlive.bind(agent);
@@ -110,10 +129,9 @@ function keepAliveAgent(Base: typeof HttpAgent | typeof HttpsAgent): { agent: Ht
   };
 }
 
-function nodeReadOnlyHttp(maxBytes: number): ReadOnlyHttp {
-  const pools = { "http:": keepAliveAgent(HttpAgent), "https:": keepAliveAgent(HttpsAgent) };
+function nodeReadOnlyHttp(maxBytes: number, pools: NodeHttpPools): ReadOnlyHttp {
   const once = (url: URL, headers: Record<string, string>, signal: AbortSignal): Promise<HttpAnswer> => new Promise((resolve, reject) => {
-    const pool = pools[url.protocol as keyof typeof pools];
+    const pool = pools[url.protocol];
     if (!pool) {
       reject(new TypeError(`GET ${url.origin} failed`, { cause: new Error(`unsupported protocol ${url.protocol}`) }));
       return;
@@ -170,7 +188,7 @@ function nodeReadOnlyHttp(maxBytes: number): ReadOnlyHttp {
   };
 }
 
-function headersOf(res: IncomingMessage): Pick<Headers, "get"> {
+export function headersOf(res: IncomingMessage): Pick<Headers, "get"> {
   return {
     get(name: string) {
       const value = res.headers[name.toLowerCase()];

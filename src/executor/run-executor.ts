@@ -72,11 +72,13 @@ export function runExecutor(options: ExecutorOptions): { stop(): Promise<void>; 
   };
 
   const handle = async (claim: Claim) => {
-    const log = logger.child({ planId: claim.plan.id });
+    // Made when first used, after the write: pino's child took 0.2–0.6 ms cold, before the revalidating GET.
+    let planLog: Logger | undefined;
+    const log = () => (planLog ??= logger.child({ planId: claim.plan.id }));
     const heartbeat = setInterval(() => {
       server.heartbeat(claim.claimToken).then(
-        (held) => held || log.warn("lease lost while executing; the server will refuse this report"),
-        (err: unknown) => log.warn({ err }, "heartbeat failed"),
+        (held) => held || log().warn("lease lost while executing; the server will refuse this report"),
+        (err: unknown) => log().warn({ err }, "heartbeat failed"),
       );
     }, options.heartbeatMs ?? Math.max(1000, (Date.parse(claim.leaseExpiresAt) - Date.now()) / 3));
     try {
@@ -85,11 +87,11 @@ export function runExecutor(options: ExecutorOptions): { stop(): Promise<void>; 
         outcome = await executePlan(claim, ports);
       } catch (err) {
         if (!(err instanceof LeftToLease)) throw err;
-        log.info(err.message);
+        log().info(err.message);
         return;
       }
-      const accepted = await deliverReport(claim.claimToken, outcome, log);
-      log.info({ status: outcome.status, reconciled: outcome.reconciled, partial: outcome.partial, accepted }, accepted ? "plan executed" : "report refused: lease lost");
+      const accepted = await deliverReport(claim.claimToken, outcome, log());
+      log().info({ status: outcome.status, reconciled: outcome.reconciled, partial: outcome.partial, accepted }, accepted ? "plan executed" : "report refused: lease lost");
     } finally {
       clearInterval(heartbeat);
     }

@@ -1,3 +1,5 @@
+import { nodeHttpClient, type HttpClient, type HttpClientAnswer } from "../adapters/node-http-client.ts";
+import { nodeHttpPools } from "../adapters/read-only-http.ts";
 import type { Outcome } from "../plan/outcome.ts";
 import type { Claim } from "./execute-plan.ts";
 
@@ -26,18 +28,31 @@ export class ReportRefused extends Error {
   }
 }
 
-export function executorServer(baseUrl: string, token: string, fetchImpl: typeof fetch = fetch): ExecutorServer {
+/**
+ * How long any call may take before it is given up (and the loop or the report retries): what
+ * undici's headers and body timeouts gave fetch, so a server that vanished without closing the
+ * connection does not hold the executor for good. A claim's long-poll is 25 s at most.
+ */
+const CALL_TIMEOUT_MS = 300_000;
+
+/**
+ * The executor's client of the server, on node:http by default (`nodeHttpClient`): a claim's
+ * answer starts the click's last leg, and reading it took 0.5–1 ms through fetch, 0.13 through this.
+ */
+export function executorServer(baseUrl: string, token: string, fetchImpl: HttpClient = nodeHttpClient(nodeHttpPools())): ExecutorServer {
   const post = async (path: string, body?: unknown, signal?: AbortSignal) => {
-    const response = await fetchImpl(`${baseUrl.replace(/\/+$/, "")}/v1/executor${path}`, {
+    const deadline = AbortSignal.timeout(CALL_TIMEOUT_MS);
+    const response = await fetchImpl(new URL(`${baseUrl.replace(/\/+$/, "")}/v1/executor${path}`), {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      redirect: "manual",
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      ...(signal ? { signal } : {}),
+      signal: signal ? AbortSignal.any([signal, deadline]) : deadline,
     });
     if (response.status === 401) throw new ServerRefused("the server refused the executor token (COUNTERSIGN_EXECUTOR_TOKEN)");
     return response;
   };
-  const leaseAnswer = async (response: Response): Promise<boolean> => {
+  const leaseAnswer = async (response: HttpClientAnswer): Promise<boolean> => {
     if (response.ok) return true;
     if (response.status === 409) return false;
     throw new Error(`server answered HTTP ${response.status}: ${(await response.text()).slice(0, 300)}`);
@@ -47,7 +62,7 @@ export function executorServer(baseUrl: string, token: string, fetchImpl: typeof
       const response = await post("/claim", undefined, signal);
       if (response.status === 204) return undefined;
       if (!response.ok) throw new Error(`claim failed with HTTP ${response.status}: ${(await response.text()).slice(0, 300)}`);
-      return (await response.json()) as Claim;
+      return JSON.parse(await response.text()) as Claim;
     },
     heartbeat: async (claimToken) => leaseAnswer(await post(`/claims/${encodeURIComponent(claimToken)}/heartbeat`)),
     async report(claimToken, outcome) {
