@@ -74,7 +74,33 @@ export const postgresReleasePatch = {
   ],
 };
 
-export const patches = [postgresRestartPatch, postgresReleasePatch];
+export const postgresBeginPatch = {
+  package: "postgres",
+  versions: ["3.4.9"],
+  files: ["src/index.js", "cjs/src/index.js", "cf/src/index.js"],
+  edits: [
+    {
+      // begin() fails at once when its connection closes (its race), but the transaction's
+      // callback runs on: what it sends next, and the driver's own COMMIT or ROLLBACK after it,
+      // went to the connection object, which the pool may have reconnected for another caller
+      // meanwhile: a statement of the lost transaction committed on its own, our COMMIT committed
+      // their transaction early, our ROLLBACK rolled theirs back (all three reproduced). Once its
+      // connection closed, the transaction fails what it had queued and everything it sends.
+      before: "    let savepoints = 0\n      , connection\n      , prepare = null\n",
+      after: `    let savepoints = 0\n      , connection\n      , prepare = null\n      , lost = null // ${PATCH_MARKER}\n`,
+    },
+    {
+      before: "        new Promise((_, reject) => connection.onclose = reject)\n",
+      after: `        new Promise((_, reject) => connection.onclose = e => { // ${PATCH_MARKER}: nothing more goes out on it\n          lost = e\n          reject(e)\n          while (queries.length) queries.shift().reject(e)\n        })\n`,
+    },
+    {
+      before: "      function handler(q) {\n        q.catch(e => uncaughtError || (uncaughtError = e))\n        c.queue === full\n",
+      after: `      function handler(q) {\n        q.catch(e => uncaughtError || (uncaughtError = e))\n        if (lost) return q.reject(lost) // ${PATCH_MARKER}: its connection closed\n        c.queue === full\n`,
+    },
+  ],
+};
+
+export const patches = [postgresRestartPatch, postgresReleasePatch, postgresBeginPatch];
 
 /**
  * Applies a patch's edits to one file's text. Idempotent: an edit already present is skipped.
@@ -103,6 +129,8 @@ export const patchedInBundle = [
   { edit: "release() leaves a closed reserved connection to the pool", pattern: /const mine = c\.reserved;[\s\S]{0,200}if \(c\.reserved !== mine\) return;\s*c\.reserved = null;\s*onopen\d*\(c\)/ },
   { edit: "a reserved connection that closes fails its queued queries", pattern: /c\.onclose = \(e\) => \{\s*while \(queue\d*\.length\)\s*queue\d*\.shift\(\)\.reject\(e\);?\s*\}/ },
   { edit: "a reserved connection refuses queries once it closed", pattern: /if \(c\.reserved !== mine\)\s*return q\.reject\(Errors\d*\.connection\("CONNECTION_CLOSED", options\d*\)\)/ },
+  { edit: "begin() fails what its lost connection queued", pattern: /connection\d*\.onclose = \(e\) => \{\s*lost = e;\s*reject\(e\);\s*while \(queries\d*\.length\)\s*queries\d*\.shift\(\)\.reject\(e\);?\s*\}/ },
+  { edit: "begin() refuses queries once its connection closed", pattern: /if \(lost\)\s*return q\.reject\(lost\);\s*c\.queue === full/ },
   { edit: "nextWrite returns on a null socket", pattern: /function nextWrite\(fn\) \{\s*if \(!socket\) \{/ },
   { edit: "closed() drops the dead socket's write", pattern: /clearImmediate\(nextWriteTimer\);\s*chunk = nextWriteTimer = null;\s*socket\.removeListener\("data", data\)/ },
 ];

@@ -96,14 +96,19 @@ function postgresRestartPlugin() {
     setup(b) {
       // The ES module build (src/) is the one an ESM bundle for Node resolves.
       b.onLoad({ filter: /[\\/]node_modules[\\/]postgres[\\/]src[\\/](connection|index)\.js$/ }, (args) => {
-        const patch = patches.find((p) => p.package === "postgres" && p.files.includes(`src/${path.basename(args.path)}`));
+        // Every patch of this file, in the order patches lists them (apply.mjs applies them so too).
+        const mine = patches.filter((p) => p.package === "postgres" && p.files.includes(`src/${path.basename(args.path)}`));
         const { version } = JSON.parse(readFileSync(path.join(args.path, "../../package.json"), "utf8"));
-        if (!patch.versions.includes(version)) {
-          return { errors: [{ text: `postgres@${version} is not a version patches/postgres-restart.mjs was written for (${patch.versions.join(", ")})` }] };
+        let text = readFileSync(args.path, "utf8");
+        for (const patch of mine) {
+          if (!patch.versions.includes(version)) {
+            return { errors: [{ text: `postgres@${version} is not a version patches/postgres-restart.mjs was written for (${patch.versions.join(", ")})` }] };
+          }
+          const result = applyEdits(text, patch.edits);
+          if (result.problems) return { errors: result.problems.map((problem) => ({ text: `${args.path} ${problem}` })) };
+          text = result.text;
         }
-        const result = applyEdits(readFileSync(args.path, "utf8"), patch.edits);
-        if (result.problems) return { errors: result.problems.map((text) => ({ text: `${args.path} ${text}` })) };
-        return { contents: result.text, loader: "js" };
+        return { contents: text, loader: "js" };
       });
     },
   };

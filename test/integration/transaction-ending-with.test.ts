@@ -175,4 +175,85 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
       }
     }, { timeout: 60_000, interval: 200 }).toStrictEqual([5]);
   });
+  // A transaction whose connection closed must send nothing more: the driver reconnects that
+  // same connection for the next caller, and a late statement of ours would run on it outside
+  // any transaction, our COMMIT would commit their transaction early, our ROLLBACK would undo
+  // theirs. A client of one connection makes the reconnection certain.
+  it.skipIf(kind.name !== "postgres")("a transaction whose connection closed sends nothing on the connection the pool reconnects for others", async () => {
+    const { default: postgres } = await import("postgres");
+    const { drizzle } = await import("drizzle-orm/postgres-js");
+    const { endingWithCommit } = await import("../../src/store/db.ts");
+    const { isDatabaseUnreachable } = await import("../../src/store/database-errors.ts");
+    const db = (await h.database.rows<{ db: string }>(sql.raw("SELECT current_database() AS db")))[0]!.db;
+    const url = new URL(process.env.TEST_DATABASE_URL!);
+    url.pathname = `/${db}`;
+    const one = postgres(url.toString(), { onnotice: () => {}, max: 1, backoff: () => 0.05 });
+    const admin = postgres(url.toString(), { onnotice: () => {}, max: 1 });
+    const inTransaction = endingWithCommit(one, drizzle as never);
+    const settle = (call: Promise<unknown>) => call.then(() => "succeeded", (err: unknown) => (isDatabaseUnreachable(err) ? "unreachable" : `failed otherwise: ${String(err)}`));
+    /** Ends this transaction's backend from outside and waits until the server let it go. */
+    const lose = async (pid: number) => {
+      await admin.unsafe(`SELECT pg_terminate_backend(${pid})`);
+      await expect.poll(async () => (await admin.unsafe(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ${pid}`))[0]!.n, { timeout: 30_000, interval: 50 }).toBe(0);
+    };
+    const values = async () => (await admin.unsafe(`SELECT v FROM ${table} ORDER BY v`)).map((r) => Number(r.v));
+    const pidRead = { first: [sql.raw("SELECT pg_backend_pid() AS pid")] };
+    try {
+      // Lost; the pool then reconnects the connection for a plain query, which ends idle.
+      await fresh();
+      expect(await settle(inTransaction(async (_tx, first) => {
+        await lose(Number(first[0]![0]!.pid));
+        await one`SELECT 1`; // waits for the close, then runs on the reconnected connection
+        return { result: undefined, last: sql.raw(`INSERT INTO ${table} VALUES (7)`) };
+      }, pidRead))).toBe("unreachable");
+      expect(await values()).toStrictEqual([]);
+
+      // Lost while another caller's transaction runs on the reconnected connection, and will roll back.
+      await fresh();
+      let opened!: () => void;
+      let finish!: () => void;
+      const gate = new Promise<void>((resolve) => (finish = resolve));
+      let theirs: Promise<unknown> = Promise.resolve();
+      expect(await settle(inTransaction(async (_tx, first) => {
+        await lose(Number(first[0]![0]!.pid));
+        const inserted = new Promise<void>((resolve) => (opened = resolve));
+        theirs = one.begin(async (s) => {
+          await s.unsafe(`INSERT INTO ${table} VALUES (8)`);
+          opened();
+          await gate;
+          throw new Error("theirs rolls back");
+        }).catch((err: unknown) => String(err));
+        await inserted;
+        return { result: undefined, last: sql.raw(`INSERT INTO ${table} VALUES (7)`) };
+      }, pidRead))).toBe("unreachable");
+      finish();
+      expect(await theirs).toMatch(/theirs rolls back/);
+      expect(await values()).toStrictEqual([]); // neither our write nor theirs: our COMMIT did not commit theirs
+
+      // The body refuses (throws) after the reconnect, while another caller's transaction runs there and commits.
+      await fresh();
+      let finish2!: () => void;
+      const gate2 = new Promise<void>((resolve) => (finish2 = resolve));
+      let theirs2: Promise<unknown> = Promise.resolve();
+      expect(await settle(inTransaction(async (_tx, first) => {
+        await lose(Number(first[0]![0]!.pid));
+        const inserted = new Promise<void>((resolve) => (opened = resolve));
+        theirs2 = one.begin(async (s) => {
+          await s.unsafe(`INSERT INTO ${table} VALUES (2)`);
+          opened();
+          await gate2;
+          await s.unsafe(`INSERT INTO ${table} VALUES (3)`);
+          return "committed";
+        });
+        await inserted;
+        throw new Error("refused after the reconnect");
+      }, pidRead))).toBe("unreachable");
+      finish2();
+      expect(await theirs2).toBe("committed");
+      expect(await values()).toStrictEqual([2, 3]); // our ROLLBACK did not undo their first insert
+    } finally {
+      await one.end({ timeout: 5 });
+      await admin.end({ timeout: 5 });
+    }
+  });
 });

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { applyEdits, patchedInBundle, postgresReleasePatch, postgresRestartPatch } from "../../../patches/postgres-restart.mjs";
+import { applyEdits, patchedInBundle, postgresBeginPatch, postgresReleasePatch, postgresRestartPatch } from "../../../patches/postgres-restart.mjs";
 import { DIST } from "../../../scripts/build.mjs";
 
 // The driver as published (3.4.9), around the two places the patch edits.
@@ -12,6 +12,13 @@ const UNPATCHED = [
 
 /** reserve() of postgres.js 3.4.9 from its release() to the end, as published. */
 const UNPATCHED_RESERVE = "    c.reserved.release = true\n\n    const sql = Sql(handler)\n    sql.release = () => {\n      c.reserved = null\n      onopen(c)\n    }\n\n    return sql\n\n    function handler(q) {\n      c.queue === full\n        ? queue.push(q)\n        : c.execute(q) || move(c, full)\n    }\n  }\n";
+
+/** begin() of postgres.js 3.4.9, the three places the patch edits, as published. */
+const UNPATCHED_BEGIN = [
+  "    let savepoints = 0\n      , connection\n      , prepare = null\n",
+  "        new Promise((_, reject) => connection.onclose = reject)\n",
+  "      function handler(q) {\n        q.catch(e => uncaughtError || (uncaughtError = e))\n        c.queue === full\n          ? queries.push(q)\n          : c.execute(q) || move(c, full)\n      }\n",
+].join("");
 
 describe("the postgres restart patch", () => {
   it("edits the unpatched driver, and applying it again changes nothing", () => {
@@ -35,6 +42,18 @@ describe("the postgres restart patch", () => {
     const pool = readFileSync(path.join(import.meta.dirname, "../../../node_modules/postgres/src/index.js"), "utf8");
     expect(pool).toContain("if (c.reserved !== mine) return // countersign-patch");
     expect(applyEdits(pool, postgresReleasePatch.edits)).toEqual({ text: pool });
+    expect(pool).toContain("if (lost) return q.reject(lost) // countersign-patch");
+    expect(applyEdits(pool, postgresBeginPatch.edits)).toEqual({ text: pool });
+  });
+
+  it("begin() whose connection closed fails what it queued and refuses what its callback sends afterwards", () => {
+    const once = applyEdits(UNPATCHED_BEGIN, postgresBeginPatch.edits);
+    expect(once.problems).toBeUndefined();
+    expect(once.text).toContain(", lost = null");
+    expect(once.text).toMatch(/connection\.onclose = e => \{[^\n]*\n\s*lost = e\n\s*reject\(e\)\n\s*while \(queries\.length\) queries\.shift\(\)\.reject\(e\)/);
+    // The handler refuses before it queues or executes.
+    expect(once.text!.indexOf("if (lost) return q.reject(lost)")).toBeLessThan(once.text!.indexOf("c.queue === full"));
+    expect(applyEdits(once.text!, postgresBeginPatch.edits)).toEqual({ text: once.text });
   });
 
   it("release() of a reserved connection that closed leaves it to the pool instead of handing it out again or taking it from its next holder", () => {
