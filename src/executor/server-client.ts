@@ -1,4 +1,4 @@
-import { nodeHttpClient, type HttpClient, type HttpClientAnswer } from "../adapters/node-http-client.ts";
+import { nodeHttpClient, type HttpClient } from "../adapters/node-http-client.ts";
 import { nodeHttpPools } from "../adapters/read-only-http.ts";
 import type { Outcome } from "../plan/outcome.ts";
 import type { Claim } from "./execute-plan.ts";
@@ -40,34 +40,46 @@ const CALL_TIMEOUT_MS = 300_000;
  * answer starts the click's last leg, and reading it took 0.5–1 ms through fetch, 0.13 through this.
  */
 export function executorServer(baseUrl: string, token: string, fetchImpl: HttpClient = nodeHttpClient(nodeHttpPools())): ExecutorServer {
-  const post = async (path: string, body?: unknown, signal?: AbortSignal) => {
-    const deadline = AbortSignal.timeout(CALL_TIMEOUT_MS);
-    const response = await fetchImpl(new URL(`${baseUrl.replace(/\/+$/, "")}/v1/executor${path}`), {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      redirect: "manual",
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      signal: signal ? AbortSignal.any([signal, deadline]) : deadline,
-    });
-    if (response.status === 401) throw new ServerRefused("the server refused the executor token (COUNTERSIGN_EXECUTOR_TOKEN)");
-    return response;
+  /** One call, its answer read whole; the deadline covers the body too. */
+  const post = async (path: string, body?: unknown, signal?: AbortSignal): Promise<{ status: number; ok: boolean; text: string }> => {
+    // Its own controller, not AbortSignal.any over the executor's long-lived stop signal: one
+    // listener per call, removed when the call ends.
+    const call = new AbortController();
+    const stop = () => call.abort(signal?.reason);
+    const timer = setTimeout(() => call.abort(new DOMException(`the server did not answer within ${CALL_TIMEOUT_MS} ms`, "TimeoutError")), CALL_TIMEOUT_MS);
+    if (signal?.aborted) stop();
+    else signal?.addEventListener("abort", stop, { once: true });
+    try {
+      const response = await fetchImpl(new URL(`${baseUrl.replace(/\/+$/, "")}/v1/executor${path}`), {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        redirect: "manual",
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        signal: call.signal,
+      });
+      if (response.status === 401) throw new ServerRefused("the server refused the executor token (COUNTERSIGN_EXECUTOR_TOKEN)");
+      return { status: response.status, ok: response.ok, text: await response.text() };
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", stop);
+    }
   };
-  const leaseAnswer = async (response: HttpClientAnswer): Promise<boolean> => {
+  const leaseAnswer = (response: { status: number; ok: boolean; text: string }): boolean => {
     if (response.ok) return true;
     if (response.status === 409) return false;
-    throw new Error(`server answered HTTP ${response.status}: ${(await response.text()).slice(0, 300)}`);
+    throw new Error(`server answered HTTP ${response.status}: ${response.text.slice(0, 300)}`);
   };
   return {
     async claim(signal) {
       const response = await post("/claim", undefined, signal);
       if (response.status === 204) return undefined;
-      if (!response.ok) throw new Error(`claim failed with HTTP ${response.status}: ${(await response.text()).slice(0, 300)}`);
-      return JSON.parse(await response.text()) as Claim;
+      if (!response.ok) throw new Error(`claim failed with HTTP ${response.status}: ${response.text.slice(0, 300)}`);
+      return JSON.parse(response.text) as Claim;
     },
     heartbeat: async (claimToken) => leaseAnswer(await post(`/claims/${encodeURIComponent(claimToken)}/heartbeat`)),
     async report(claimToken, outcome) {
       const response = await post(`/claims/${encodeURIComponent(claimToken)}/report`, outcome);
-      if (response.status >= 400 && response.status < 500 && response.status !== 409) throw new ReportRefused(response.status, await response.text());
+      if (response.status >= 400 && response.status < 500 && response.status !== 409) throw new ReportRefused(response.status, response.text);
       return leaseAnswer(response);
     },
   };

@@ -1,0 +1,65 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { executorServer, ReportRefused, ServerRefused } from "../../../src/executor/server-client.ts";
+
+/** The executor's client of the server on node:http (its default): the answers it tells apart, and a stop that ends a long-poll. */
+
+const servers: Server[] = [];
+afterEach(async () => {
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+async function server(handle: (req: IncomingMessage, res: ServerResponse, body: string) => void): Promise<string> {
+  const s = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => handle(req, res, Buffer.concat(chunks).toString("utf8")));
+  });
+  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
+  servers.push(s);
+  return `http://127.0.0.1:${(s.address() as AddressInfo).port}/`;
+}
+
+describe("executorServer on node:http", () => {
+  it("claims (200 with the claim, 204 with none), heartbeats and reports with the bearer token, and tells refusals apart", async () => {
+    const seen: string[] = [];
+    let claims = 0;
+    const url = await server((req, res, body) => {
+      seen.push(`${req.method} ${req.url} ${req.headers.authorization} ${body}`);
+      if (req.headers.authorization !== "Bearer good") return void res.writeHead(401).end("{}");
+      if (req.url === "/v1/executor/claim") {
+        if (claims++ === 0) return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ claimToken: "t1", leaseExpiresAt: "2030-01-01T00:00:00Z" }));
+        return void res.writeHead(204).end();
+      }
+      if (req.url === "/v1/executor/claims/t1/heartbeat") return void res.writeHead(409, { "content-type": "application/json" }).end("{}");
+      if (req.url === "/v1/executor/claims/t1/report") return void res.writeHead(400, { "content-type": "application/json" }).end('{"error":"invalid outcome"}');
+      res.writeHead(404).end();
+    });
+    const client = executorServer(url, "good");
+    expect(await client.claim()).toEqual({ claimToken: "t1", leaseExpiresAt: "2030-01-01T00:00:00Z" });
+    expect(await client.claim()).toBeUndefined();
+    expect(await client.heartbeat("t1")).toBe(false);
+    const refused = await client.report("t1", { status: "applied", actions: [] }).then(() => undefined, (e: unknown) => e);
+    expect(refused).toBeInstanceOf(ReportRefused);
+    expect((refused as ReportRefused).message).toContain('HTTP 400: {"error":"invalid outcome"}');
+    expect(seen.at(-1)).toBe('POST /v1/executor/claims/t1/report Bearer good {"status":"applied","actions":[]}');
+    await expect(executorServer(url, "bad").claim()).rejects.toBeInstanceOf(ServerRefused);
+  });
+
+  it("a stop ends a claim's long-poll at once, with the stop's reason", async () => {
+    let arrived!: () => void;
+    const polled = new Promise<void>((resolve) => (arrived = resolve));
+    // A long-poll that is never answered.
+    const url = await server(() => arrived());
+    const stopping = new AbortController();
+    const claim = executorServer(url, "good").claim(stopping.signal);
+    await polled;
+    const reason = new Error("stopping");
+    stopping.abort(reason);
+    await expect(claim).rejects.toBe(reason);
+  });
+});
