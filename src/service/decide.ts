@@ -15,7 +15,7 @@ import { decisionTermsOf } from "./decision-terms.ts";
 import { approverCheckFailed, approverMembershipOf, type Membership } from "./approver-groups.ts";
 import { recheckBeforeApprove } from "./approve-recheck.ts";
 import { refusalError } from "./refusal-error.ts";
-import { planEventStatement, transitionLocked, type PlanRow } from "./transition.ts";
+import { isTransitionMissed, planEventStatement, transitionLocked, type PlanRow } from "./transition.ts";
 
 
 export interface DecideInput {
@@ -163,7 +163,7 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
     decided = await decideLocked(claimer);
   } catch (err) {
     claimer?.putBack();
-    if (!claimer || !String((err as { cause?: { message?: unknown } } | undefined)?.cause?.message ?? "").includes("the claim transition missed")) throw err;
+    if (!claimer || !isTransitionMissed(err, "claim")) throw err;
     // Paused between the read and the claim's own statement: nothing was written; decided again, without the hand-off.
     decided = await decideLocked(undefined);
   }

@@ -1,5 +1,6 @@
 import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
 import { TRANSITIONS, type Transition } from "../plan/lifecycle.ts";
+import { causeChain } from "../store/database-errors.ts";
 import { plans } from "../store/schema.ts";
 import type { Queryable, Tx } from "../store/db.ts";
 import { auditInsert, type Actor } from "./audit.ts";
@@ -79,10 +80,18 @@ export function transitionLocked(
     .returning({ id: plans.id })
     .getSQL();
   // The CASE depends on the row count, so it is not folded when planned: only a miss casts the message.
-  const missed = `plan ${plan.id} was not ${from.join(" or ")}${input.guard ? " (or did not meet its guard)" : ""} under its row lock: the ${input.transition} transition missed`;
+  const missed = `plan ${plan.id} was not ${from.join(" or ")}${input.guard ? " (or did not meet its guard)" : ""} under its row lock: ${missedMark(input.transition)}`;
   const guarded = sql`WITH updated AS (${update}) SELECT (CASE WHEN n = 1 THEN '1' ELSE ${missed}::text || ' (' || n || ' rows)' END)::int AS ok FROM (SELECT count(*) AS n FROM updated) AS c`;
   const event = planEventStatement(ctx, db, { plan: { ...plan, status: to }, type: input.type ?? `plan.${to}`, actor: input.actor, at, data: input.data ?? {}, announce: input.announce });
   return { to, statements: [guarded, event] };
+}
+
+/** What a missed guarded transition's failure says, made and recognised here only. */
+const missedMark = (transition: Transition) => `the ${transition} transition missed`;
+
+/** Whether an error is a guarded transition's miss (transitionLocked), e.g. a claim whose pause guard failed. */
+export function isTransitionMissed(err: unknown, transition: Transition): boolean {
+  return causeChain(err).some((e) => String((e as { message?: unknown }).message ?? "").includes(missedMark(transition)));
 }
 
 /** Audit event + outbox rows + wake-up for something that happened to a plan. */

@@ -2,7 +2,7 @@ import { asc, eq, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { cancelPlan } from "../../src/service/cancel-plan.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
-import { planEventStatement, transitionLocked } from "../../src/service/transition.ts";
+import { isTransitionMissed, planEventStatement, transitionLocked } from "../../src/service/transition.ts";
 import { auditEvents, plans } from "../../src/store/schema.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { mergeRequest } from "../support/harness.ts";
@@ -60,6 +60,10 @@ describe.each(databaseKinds)("transitionLocked on $name", (kind) => {
       })
       .then(() => undefined, (e: unknown) => e as Error);
     expect(String((err?.cause as Error | undefined)?.message)).toContain(`plan ${id} was not pending under its row lock: the approve transition missed (0 rows)`);
+    // Recognised as this transition's miss (decide retries a hand-off on a claim's), not another's.
+    expect(isTransitionMissed(err, "approve")).toBe(true);
+    expect(isTransitionMissed(err, "claim")).toBe(false);
+    expect(isTransitionMissed(new Error("the approve transition"), "approve")).toBe(false);
     expect(await eventsOf(id)).toEqual(["plan.submitted", "plan.cancelled"]);
     expect((await lockedPlan(id)).status).toBe("cancelled");
   });
