@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { createMiddleware } from "hono/factory";
-import { authenticateAgent, type AgentIdentity } from "../service/authenticate-agent.ts";
+import type { ReadUsage } from "../service/agent-limits.ts";
+import { authenticateAgent, authenticateAgentForSubmit, type AgentIdentity } from "../service/authenticate-agent.ts";
 import { cancelPlan } from "../service/cancel-plan.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { ServiceError } from "../service/errors.ts";
@@ -12,14 +13,22 @@ import { readJsonBody } from "./json-body.ts";
 import { openApiDocument } from "./openapi.ts";
 import { noteOnRequestLine } from "./request-id.ts";
 
-type Env = { Variables: { agent: AgentIdentity } };
+type Env = { Variables: { agent: AgentIdentity; usage: ReadUsage | undefined } };
 
 /** `/v1`: the agent API. Each route parses, authenticates, calls one service verb. */
 export function agentApi(ctx: ServiceContext): Hono<Env> {
   const api = new Hono<Env>();
 
   const authenticate = createMiddleware<Env>(async (c, next) => {
-    c.set("agent", await authenticateAgent(ctx, { authorization: c.req.header("authorization") }));
+    const authorization = c.req.header("authorization");
+    if (c.req.method === "POST" && c.req.path.endsWith("/plans")) {
+      // A submit: the key and the agent's usage against its limits in one statement.
+      const { agent, usage } = await authenticateAgentForSubmit(ctx, { authorization });
+      c.set("agent", agent);
+      c.set("usage", usage);
+    } else {
+      c.set("agent", await authenticateAgent(ctx, { authorization }));
+    }
     await next();
   });
   // "/plans/*" matches "/plans" itself too: registering both ran the key lookup twice per submit.
@@ -30,7 +39,7 @@ export function agentApi(ctx: ServiceContext): Hono<Env> {
 
   api.post("/plans", async (c) => {
     const agent = c.get("agent");
-    const { created, plan } = await submitPlan(ctx, { agent, request: await readJsonBody(c.req.raw, { what: "the plan request", requireJsonType: true }) });
+    const { created, plan } = await submitPlan(ctx, { agent, usage: c.get("usage"), request: await readJsonBody(c.req.raw, { what: "the plan request", requireJsonType: true }) });
     // The request's line is the submit's only line (an intake used to write two, synchronously).
     noteOnRequestLine(c, { planId: plan.id, hash: plan.hash, agent: agent.name, actions: plan.plan.actions.length, created });
     return c.json(plan, created ? 201 : 200);

@@ -1,4 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
+import type { LimitsConfig } from "../config/schema.ts";
 import { limitsOf, limitVerdict, WINDOW_MS, type AgentLimits, type AgentUsage, type LimitRefusal } from "../policy/agent-limits.ts";
 import { causeChain } from "../store/database-errors.ts";
 import type { Database } from "../store/db.ts";
@@ -40,30 +41,80 @@ const SLOTS = 8;
  * the guard then admits under its slot by the bound too. Nearer, the counts are made as before.
  * Each count's subquery is gated on `near`, a one-time filter: when the bound is far from both
  * limits, PostgreSQL does not run them. Every submit sends it, so its text is made once and sent
- * past the query builder (drizzle built it anew per call).
- * Parameters: $1 agent, $2 window start, $3 now, $4 margin, $5 plansPerMinute, $6 maxPending.
+ * past the query builder (drizzle built it anew per call). `agent`, `perMinute` and `pending` are
+ * SQL for the agent's id and limits; $2 is the window's start, $3 now, $4 the margin.
  */
-const AGENT_USAGE = `
+function usageText(agent: string, perMinute: string, pending: string): string {
+  return `
     SELECT a.admitted, a.near, w.recent, w.oldest,
-      (SELECT count(*)::int FROM (SELECT 1 FROM plans WHERE a.near AND agent_id = $1 AND status IN ('pending', 'approved') LIMIT $6::int) o) AS open,
-      (SELECT (extract(epoch FROM expires_at) * 1000)::float8 FROM plans WHERE a.near AND agent_id = $1 AND status = 'pending' AND expires_at > $3::timestamptz ORDER BY expires_at LIMIT 1) AS soonest
+      (SELECT count(*)::int FROM (SELECT 1 FROM plans WHERE a.near AND agent_id = ${agent} AND status IN ('pending', 'approved') LIMIT ${pending}) o) AS open,
+      (SELECT (extract(epoch FROM expires_at) * 1000)::float8 FROM plans WHERE a.near AND agent_id = ${agent} AND status = 'pending' AND expires_at > $3::timestamptz ORDER BY expires_at LIMIT 1) AS soonest
     FROM (
-      SELECT b.admitted, NOT (b.admitted + $4::int <= $5::int AND b.admitted + $4::int <= $6::int) AS near
-      FROM (SELECT coalesce(sum(admitted), 0)::bigint AS admitted FROM agent_admissions WHERE agent_id = $1) b
+      SELECT b.admitted, NOT (b.admitted + $4::int <= ${perMinute} AND b.admitted + $4::int <= ${pending}) AS near
+      FROM (SELECT coalesce(sum(admitted), 0)::bigint AS admitted FROM agent_admissions WHERE agent_id = ${agent}) b
     ) a,
     LATERAL (
       SELECT count(*)::int AS recent, (extract(epoch FROM min(created_at)) * 1000)::float8 AS oldest
-      FROM (SELECT created_at FROM plans WHERE a.near AND agent_id = $1 AND created_at > $2::timestamptz ORDER BY created_at DESC LIMIT $5::int) r
+      FROM (SELECT created_at FROM plans WHERE a.near AND agent_id = ${agent} AND created_at > $2::timestamptz ORDER BY created_at DESC LIMIT ${perMinute}) r
     ) w`;
+}
+
+/** $1 the agent's id, $5 its plansPerMinute, $6 its maxPending. */
+const AGENT_USAGE = usageText("$1", "$5::int", "$6::int");
+
+/**
+ * The agent a key belongs to and its usage, in one statement (a submit's first): $1 the key's
+ * hash, $5 every agent's limits as limitsJson writes them (an agent's own, else `default`), so
+ * PostgreSQL picks the agent's by the name it finds. No row: the key is unknown or revoked.
+ */
+const AGENT_BY_KEY_WITH_USAGE = `
+    SELECT k.id, k.name, u.*
+    FROM (SELECT id, name, coalesce($5::jsonb -> 'agents' -> name, $5::jsonb -> 'default') AS lim FROM agents WHERE key_hash = $1 AND revoked_at IS NULL) k,
+    LATERAL (${usageText("k.id", "(k.lim ->> 0)::int", "(k.lim ->> 1)::int")}) u`;
+
+type UsageRow = { admitted: number | string; near: boolean; recent: number; oldest: number | null; open: number; soonest: number | null };
+
+const usageParams = (nowMs: number) => [new Date(nowMs - WINDOW_MS).toISOString(), new Date(nowMs).toISOString(), 2 * SLOTS] as const;
 
 export async function readAgentUsage(database: Database, agentId: string, limits: AgentLimits, nowMs: number): Promise<AgentUsage> {
-  const since = new Date(nowMs - WINDOW_MS).toISOString();
-  const now = new Date(nowMs).toISOString();
-  const [row] = await database.query<{ admitted: number | string; near: boolean; recent: number; oldest: number | null; open: number; soonest: number | null }>(
-    AGENT_USAGE,
-    [agentId, since, now, 2 * SLOTS, limits.plansPerMinute, limits.maxPending],
-  );
+  const [row] = await database.query<UsageRow>(AGENT_USAGE, [agentId, ...usageParams(nowMs), limits.plansPerMinute, limits.maxPending]);
   if (!row) throw new Error("the agent usage query returned no row");
+  return usageOf(row);
+}
+
+/** Usage read with the agent's key, as checkAgentLimits takes it, and when. */
+export interface ReadUsage {
+  usage: AgentUsage;
+  nowMs: number;
+}
+
+/** The agent holding a key (by its hash) and its usage now; undefined when the key is unknown or revoked. */
+export async function readAgentByKeyWithUsage(ctx: Pick<ServiceContext, "database" | "config" | "clock">, keyHash: string): Promise<{ agent: { id: string; name: string }; read: ReadUsage } | undefined> {
+  const nowMs = ctx.clock().getTime();
+  const [row] = await ctx.database.query<UsageRow & { id: string; name: string }>(AGENT_BY_KEY_WITH_USAGE, [keyHash, ...usageParams(nowMs), limitsJson(ctx.config.limits)]);
+  return row && { agent: { id: row.id, name: row.name }, read: { usage: usageOf(row), nowMs } };
+}
+
+/**
+ * Every agent's limits for AGENT_BY_KEY_WITH_USAGE, each resolved by limitsOf (so SQL and the
+ * verdict cannot disagree): `default` for agents without their own, `agents.<name>` for those
+ * with. Made once per config.
+ */
+const limitsJsonOf = new WeakMap<object, string>();
+const NO_LIMITS_CONFIG = {};
+function limitsJson(config: LimitsConfig | undefined): string {
+  let json = limitsJsonOf.get(config ?? NO_LIMITS_CONFIG);
+  if (json === undefined) {
+    const pair = (l: AgentLimits) => [l.plansPerMinute, l.maxPending];
+    const agents = Object.fromEntries(Object.keys(config?.agents ?? {}).map((name) => [name, pair(limitsOf(config, name))]));
+    // A name no agent can have: limitsOf falls back to the top-level values (or the defaults).
+    json = JSON.stringify({ default: pair(limitsOf(config, "\u0000")), agents });
+    limitsJsonOf.set(config ?? NO_LIMITS_CONFIG, json);
+  }
+  return json;
+}
+
+function usageOf(row: UsageRow): AgentUsage {
   if (!row.near) {
     // Far from both limits: nothing to refuse, so no retry times are needed.
     const bound = Number(row.admitted);
@@ -122,12 +173,13 @@ export interface Replacing {
 
 /**
  * Refuses the submission when the agent is at a limit: one statement, before any target is
- * read. Returns the limits for the guard of the plan's INSERT (admitPlanGuard).
+ * read, or none when the usage was read with the agent's key (`read`, readAgentByKeyWithUsage).
+ * Returns the limits for the guard of the plan's INSERT (admitPlanGuard).
  */
-export async function checkAgentLimits(ctx: Pick<ServiceContext, "database" | "config" | "clock">, agent: { id: string; name: string }, replacing: Replacing = {}): Promise<AdmissionLimits> {
+export async function checkAgentLimits(ctx: Pick<ServiceContext, "database" | "config" | "clock">, agent: { id: string; name: string }, replacing: Replacing = {}, read?: ReadUsage): Promise<AdmissionLimits> {
   const limits = limitsOf(ctx.config.limits, agent.name);
-  const nowMs = ctx.clock().getTime();
-  const usage = await readAgentUsage(ctx.database, agent.id, limits, nowMs);
+  const nowMs = read?.nowMs ?? ctx.clock().getTime();
+  const usage = read?.usage ?? await readAgentUsage(ctx.database, agent.id, limits, nowMs);
   const refusals = limitVerdict(agent.name, limits, counted(usage, replacing), nowMs);
   if (refusals.length > 0) throw rateLimited(agent.name, refusals);
   const seen = { recent: usage.recent, open: usage.open };

@@ -16,7 +16,7 @@ import { plans } from "../store/schema.ts";
 import type { Tx } from "../store/db.ts";
 import type { AgentIdentity } from "./authenticate-agent.ts";
 import type { ServiceContext } from "./context.ts";
-import { admitGuard, admitPlanGuard, checkAgentLimits, guardRefusal, isOverLimit, type AdmitGuard } from "./agent-limits.ts";
+import { admitGuard, admitPlanGuard, checkAgentLimits, guardRefusal, isOverLimit, type AdmitGuard, type ReadUsage } from "./agent-limits.ts";
 import { ServiceError } from "./errors.ts";
 import { newPlanView, planView, type PlanView } from "./plan-view.ts";
 import { rememberDecisionTerms } from "./decision-terms.ts";
@@ -29,6 +29,8 @@ export interface SubmitPlanInput {
   agent: AgentIdentity;
   /** The request as received: validated here, so every door gets the same errors. */
   request: unknown;
+  /** The agent's usage, when read with its key (authenticateAgentForSubmit); else read here. */
+  usage?: ReadUsage;
 }
 
 /**
@@ -52,7 +54,7 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
   // After the idempotency lookup (a retry of an existing plan is never limited), before any target read.
   let limits: Awaited<ReturnType<typeof checkAgentLimits>>;
   try {
-    limits = await checkAgentLimits(ctx, agent, replacing);
+    limits = await checkAgentLimits(ctx, agent, replacing, input.usage);
   } catch (err) {
     // A retry whose twin committed after the lookup above is that plan, counted in the limit it hit.
     const twin = request.idempotencyKey !== undefined && err instanceof ServiceError && err.code === "rate_limited"

@@ -1,6 +1,8 @@
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import type { LimitsConfig } from "../../src/config/schema.ts";
+import { createApp } from "../../src/server/app.ts";
+import { addAgent } from "../../src/service/add-agent.ts";
 import { cancelPlan } from "../../src/service/cancel-plan.ts";
 import type { ServiceContext } from "../../src/service/context.ts";
 import { decide } from "../../src/service/decide.ts";
@@ -24,6 +26,7 @@ describe.each(databaseKinds)("agent limits on $name", (kind) => {
   const hOther = base.another({});
   const hRace = base.another({});
   const hDefaults = base.another({});
+  const hHttp = base.another({});
   /** Previews of a burst wait on one another on a loaded machine: more time than the default 5 s. */
   const hBurst = base.another({ targets: (url) => ({ crm: targetConfig(url, { timeoutMs: 60_000 }) }) });
 
@@ -101,6 +104,29 @@ describe.each(databaseKinds)("agent limits on $name", (kind) => {
     const other = { ...ctx, clock: hOther.clock.now };
     await submitPlan(other, { agent: hOther.agent, request: mergeRequest({ title: "other 1" }) });
     expect((await refusal(submitPlan(other, { agent: hOther.agent, request: mergeRequest({ title: "other 2" }) }))).message).toContain("limits.plansPerMinute is 1");
+  });
+
+  it("over HTTP, judges the usage read with the key by the agent's own limits or the top-level ones", async () => {
+    // POST /v1/plans reads the agent and its usage in one statement, the limits picked in SQL by
+    // the name it finds (readAgentByKeyWithUsage): they must be the ones limitsOf gives.
+    const stamp = `${kind.name.toLowerCase()}-${Date.now()}`;
+    const own = await addAgent(hHttp.ctx, { name: `own-${stamp}` });
+    const other = await addAgent(hHttp.ctx, { name: `other-${stamp}` });
+    const ctx = limited(hHttp, { plansPerMinute: 1, agents: { [own.name]: { plansPerMinute: 2 }, "not-yet-added": { maxPending: 1 } } });
+    const api = createApp(ctx);
+    const submit = (key: string, title: string) => api.request("/v1/plans", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(mergeRequest({ title })) });
+    const refused = async (res: Response) => ({ status: res.status, ...((await res.json()) as { error: { code: string; message: string } }).error });
+
+    expect((await submit(own.key, "own 1")).status).toBe(201);
+    expect((await submit(own.key, "own 2")).status).toBe(201);
+    expect(await refused(await submit(own.key, "own 3"))).toMatchObject({ status: 429, code: "rate_limited", message: expect.stringContaining(`limits.agents.${own.name}.plansPerMinute is 2`) });
+    expect((await submit(other.key, "other 1")).status).toBe(201);
+    expect(await refused(await submit(other.key, "other 2"))).toMatchObject({ status: 429, code: "rate_limited", message: expect.stringContaining("limits.plansPerMinute is 1") });
+    expect(await refused(await submit("not-a-key", "nobody"))).toMatchObject({ status: 401, code: "unauthorized" });
+    // Far from the limits (the bound, not the counts, decides): admitted.
+    hHttp.clock.advance(3600);
+    const roomy = createApp(limited(hHttp, {}));
+    expect((await roomy.request("/v1/plans", { method: "POST", headers: { authorization: `Bearer ${other.key}`, "content-type": "application/json" }, body: JSON.stringify(mergeRequest({ title: "other, roomy" })) })).status).toBe(201);
   });
 
   it("holds the limit when one agent submits 20 plans at once with plansPerMinute 5", async () => {
