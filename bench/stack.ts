@@ -210,7 +210,9 @@ export async function startProduct(options: ProductOptions): Promise<Product> {
       added.forEach((out, j) => keys.set(options.agents[i + j]!, out.trimEnd().split("\n").at(-1)!));
     }
     if (options.executor) {
-      processes.push(await startUntilReady([...cli.args, "executor"], {
+      // BENCH_EXECUTOR_NODE_ARGS: the same for the executor (e.g. --cpu-prof under approve-to-patch).
+      const executorNodeArgs = process.env.BENCH_EXECUTOR_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [];
+      processes.push(await startUntilReady([...executorNodeArgs, ...cli.args, "executor"], {
         cwd: dir,
         env: cleanEnv({ ...common, LOG_LEVEL: "info", COUNTERSIGN_URL: urls[0]!, CRM_WRITE: WRITE_TOKEN, COUNTERSIGN_GRANT_PUBLIC_KEY: publicKey.export({ type: "spki", format: "pem" }).toString() }),
         ready: /executor running/,
