@@ -2,6 +2,7 @@ import { decide, type DecideInput, type DecideResult } from "../service/decide.t
 import type { ServiceContext } from "../service/context.ts";
 import { isServiceError } from "../service/errors.ts";
 import { isDatabaseUnreachable } from "../store/database-errors.ts";
+import { sql } from "../store/db.ts";
 
 export const DEFAULT_DECISION_RETRY_MS = 120_000;
 
@@ -28,8 +29,10 @@ export async function decideDurably(ctx: ServiceContext, input: DecideInput, opt
     try {
       return await decide(ctx, input);
     } catch (err) {
-      // The vote may have committed just before the connection dropped: then this person's own vote is what we find.
-      if (waited && isServiceError(err, "already_voted")) return undefined;
+      // The click may have committed just before the connection dropped (its COMMIT sent, the
+      // answer lost): then this person's own vote is what we find, or, when it completed the
+      // quorum or rejected, the decision it made. Neither is a refusal to tell them about.
+      if (waited && (isServiceError(err, "already_voted") || isServiceError(err, "already_decided")) && await decidedBy(ctx, input)) return undefined;
       if (!isDatabaseUnreachable(err)) throw err;
       if (!waited) ctx.logger.warn({ planId: input.planId, userId: input.actor.userId }, "database unreachable: holding a Slack decision until it returns");
       waited = true;
@@ -43,6 +46,14 @@ export async function decideDurably(ctx: ServiceContext, input: DecideInput, opt
       delay = Math.min(delay * 2, 2000);
     }
   }
+}
+
+/** Whether this person's decision (this verdict) on the plan is recorded; false when that cannot be read either. */
+async function decidedBy(ctx: ServiceContext, input: DecideInput): Promise<boolean> {
+  const found = await ctx.database
+    .rows<{ one: number }>(sql`SELECT 1 AS one FROM decisions WHERE plan_id = ${input.planId}::uuid AND user_id = ${input.actor.userId} AND verdict = ${input.verdict} LIMIT 1`)
+    .catch(() => []);
+  return found.length > 0;
 }
 
 /** Waits `ms`, or less if `signal` aborts first. */

@@ -119,4 +119,28 @@ describe.skipIf(!available)("decideDurably against a database that goes away", (
     await expect(decideDurably(h.ctx, { ...approval(plan), hash: "sha256:" + "0".repeat(64) }, holding([]))).rejects.toMatchObject({ code: "hash_mismatch" });
     expect(Date.now() - started).toBeLessThan(5000);
   });
+  // The connection drops after the COMMIT went out and before its answer came back: the approval
+  // committed, but decide saw the database unreachable. The retry finds the plan decided by this
+  // very click; the clicker must not be told it was refused.
+  it("an approval that committed although its answer was lost is not told to the clicker as already decided", async () => {
+    const plan = await propose();
+    const told: string[] = [];
+    let lostOnce = false;
+    const database = {
+      ...h.ctx.database,
+      transactionEndingWith: (async (body, options) => {
+        const result = await h.ctx.database.transactionEndingWith(body, options);
+        if (lostOnce) return result;
+        lostOnce = true;
+        throw Object.assign(new Error("write CONNECTION_CLOSED (the COMMIT's answer was lost)"), { code: "CONNECTION_CLOSED" });
+      }) as Database["transactionEndingWith"],
+    };
+    expect(await decideDurably({ ...h.ctx, database }, approval(plan), holding(told))).toBeUndefined();
+    expect(lostOnce).toBe(true);
+    expect(told).toEqual([]);
+    expect(await votes(plan)).toBe(1);
+    expect(await statusOf(plan)).toBe("approved");
+    // Someone else's click that decided the plan is still a refusal for this one.
+    await expect(decideDurably(h.ctx, { ...approval(plan), actor: { userId: "U0BOB", via: "slack" } }, holding(told))).rejects.toMatchObject({ code: "already_decided" });
+  });
 });
