@@ -169,9 +169,13 @@ describe.skipIf(!available)("a PostgreSQL restart is not an outage", () => {
     } finally {
       await direct.close();
     }
-    // The loops said one line per outage, not one per tick.
+    // The loops said a line per outage, not one per tick (a 250 ms tick over a 1-2 s outage would
+    // say 4-8). A restart may show as two outages a moment apart: the pool notices its closed
+    // connections one by one, so a query may succeed on a reconnected one and the next fail on
+    // one not yet noticed (1 run in 6 at load 7-12 said 5 for 4 restarts).
     const paused = children[0]!.output().split("\n").filter((l) => l.includes("outbox delivery paused"));
-    expect(paused.length).toBeLessThanOrEqual(RESTARTS);
+    expect(paused.length).toBeGreaterThanOrEqual(1);
+    expect(paused.length).toBeLessThanOrEqual(2 * RESTARTS);
   }, 240_000);
 
   it("a click acknowledged while the database is down is recorded within 10 s of its return", async () => {
