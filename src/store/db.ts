@@ -6,7 +6,6 @@ import { sql, type ExtractTablesWithRelations, type SQL } from "drizzle-orm";
 import { DrizzleQueryError } from "drizzle-orm/errors";
 import { PgDialect, type PgDatabase, type PgQueryResultHKT, type PgTransaction } from "drizzle-orm/pg-core";
 import { packagePath } from "../package-path.ts";
-import { isDatabaseUnreachable } from "./database-errors.ts";
 import { namedStatements, PLAN_PER_EXECUTION } from "./named-statements.ts";
 import * as schema from "./schema.ts";
 
@@ -170,7 +169,7 @@ export function endingWithCommit(client: import("postgres").Sql, drizzle: (confi
         const { sql: text, params } = dialect.sqlToQuery(statement);
         const query = conn.unsafe(text, params as never[]);
         query.execute();
-        // Settled below, after the COMMIT; a failure here is the transaction's, thrown from there.
+        // Awaited by the caller (the reads) or after the COMMIT (the last statements), which throws the first failure; never unhandled.
         query.catch(() => undefined);
         return { text, params, query };
       });
