@@ -155,7 +155,8 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
       });
       handed = { plan: plan.document as PlanDocument, preview: plan.preview as Claim["preview"], grant: grant.token, claimToken, leaseExpiresAt: leaseExpiresAt.toISOString() };
       return { result: { status: claim.to, approvals: after, requiredApprovals: policy.requiredApprovals, ...also }, last: [vote, ...approval.statements, ...claim.statements] };
-    }, { first });
+      // Every statement here reads or writes by key: none needs planning for its parameters' values.
+    }, { first, plans: "generic" });
     return { result, ...(handed ? { handed } : {}) };
   };
   let decided: Awaited<ReturnType<typeof decideLocked>>;

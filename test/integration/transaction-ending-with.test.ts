@@ -73,6 +73,21 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
     expect(await rows()).toStrictEqual([1, 2, 3]);
   });
 
+  it("`plans: \"generic\"` plans the transaction's statements generically, its `first` rows unchanged, and leaves the setting to the transaction", async () => {
+    const setting = sql.raw("SELECT current_setting('plan_cache_mode') AS mode");
+    const seen = await h.database.transactionEndingWith(async (tx, [mode, one]) => {
+      const inBody = (await tx.execute(setting)) as unknown as { rows?: { mode: string }[] } & { mode: string }[];
+      return { result: { mode, one, inBody: (inBody.rows ?? inBody)[0]!.mode } };
+    }, { first: [setting, sql.raw("SELECT 1 AS one")], plans: "generic" });
+    expect(seen).toStrictEqual({ mode: [{ mode: "force_generic_plan" }], one: [{ one: 1 }], inBody: "force_generic_plan" });
+    // Every connection of the pool is back to planning per execution once the transaction ends.
+    const after = await Promise.all(Array.from({ length: 12 }, () => h.database.rows<{ mode: string }>(setting)));
+    expect(new Set(after.map((r) => r[0]!.mode))).toStrictEqual(new Set([kind.name === "postgres" ? "force_custom_plan" : after[0]![0]!.mode]));
+    // Without the option, statements are planned as the connection says.
+    const plain = await h.database.transactionEndingWith(async (_tx, [mode]) => ({ result: mode }), { first: [setting] });
+    expect(plain).not.toStrictEqual([{ mode: "force_generic_plan" }]);
+  });
+
   it("a `first` read that fails throws before the body runs, and the connection is usable afterwards", async () => {
     await fresh();
     let ran = false;
@@ -214,6 +229,10 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
       let finish!: () => void;
       const gate = new Promise<void>((resolve) => (finish = resolve));
       let theirs: Promise<unknown> = Promise.resolve();
+      // The call fails as soon as its connection closes, which may be before the body has gone on
+      // to start their transaction: the body says when it has.
+      let started!: () => void;
+      const theirsStarted = new Promise<void>((resolve) => (started = resolve));
       expect(await settle(inTransaction(async (_tx, first) => {
         await lose(Number(first[0]![0]!.pid));
         const inserted = new Promise<void>((resolve) => (opened = resolve));
@@ -224,8 +243,10 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
           throw new Error("theirs rolls back");
         }).catch((err: unknown) => String(err));
         await inserted;
+        started();
         return { result: undefined, last: sql.raw(`INSERT INTO ${table} VALUES (7)`) };
       }, pidRead))).toBe("unreachable");
+      await theirsStarted;
       finish();
       expect(await theirs).toMatch(/theirs rolls back/);
       expect(await values()).toStrictEqual([]); // neither our write nor theirs: our COMMIT did not commit theirs
@@ -235,6 +256,8 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
       let finish2!: () => void;
       const gate2 = new Promise<void>((resolve) => (finish2 = resolve));
       let theirs2: Promise<unknown> = Promise.resolve();
+      let started2!: () => void;
+      const theirs2Started = new Promise<void>((resolve) => (started2 = resolve));
       expect(await settle(inTransaction(async (_tx, first) => {
         await lose(Number(first[0]![0]!.pid));
         const inserted = new Promise<void>((resolve) => (opened = resolve));
@@ -246,8 +269,10 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
           return "committed";
         });
         await inserted;
+        started2();
         throw new Error("refused after the reconnect");
       }, pidRead))).toBe("unreachable");
+      await theirs2Started;
       finish2();
       expect(await theirs2).toBe("committed");
       expect(await values()).toStrictEqual([2, 3]); // our ROLLBACK did not undo their first insert
