@@ -33,51 +33,61 @@ export function rateLimited(agentName: string, refusals: LimitRefusal[]): Servic
 const SLOTS = 8;
 
 /**
+ * The bound's test, written once for both texts: `near` unless the agent's admissions are 2 x 8
+ * (the guard's slots, twice) or more below both limits. `margin` is SQL for 2 x SLOTS.
+ */
+const nearTest = (admitted: string, perMinute: string, pending: string, margin: string) =>
+  `NOT (${admitted} + ${margin} <= ${perMinute} AND ${admitted} + ${margin} <= ${pending})`;
+
+/** How many plans the agent has ever stored (agent_admissions, migration 0027): a bound on both counts. */
+const admittedOf = (agent: string) => `SELECT coalesce(sum(admitted), 0)::bigint AS admitted FROM agent_admissions WHERE agent_id = ${agent}`;
+
+/**
  * One statement: the agent's usage, each count stopped at its limit. The per-minute window is
  * served by plans_agent_created_at, the open plans and their expiry by plans_agent_open. First it
- * reads how many plans the agent has ever stored (agent_admissions, migration 0027), a bound on
- * both counts: when that is 2 x 8 or more below both limits, the counts are not made (each would
- * walk every plan of the agent in the minute, or every open one) and the bound stands for both;
- * the guard then admits under its slot by the bound too. Nearer, the counts are made as before.
- * Each count's subquery is gated on `near`, a one-time filter: when the bound is far from both
- * limits, PostgreSQL does not run them. Every submit sends it, so its text is made once and sent
- * past the query builder (drizzle built it anew per call). `agent`, `perMinute` and `pending` are
- * SQL for the agent's id and limits; $2 is the window's start, $3 now, $4 the margin.
+ * reads the bound (admittedOf): when that is 2 x 8 or more below both limits, the counts are not
+ * made (each would walk every plan of the agent in the minute, or every open one) and the bound
+ * stands for both; the guard then admits under its slot by the bound too. Nearer, the counts are
+ * made as before. Each count's subquery is gated on `near`, a one-time filter: when the bound is
+ * far from both limits, PostgreSQL does not run them (it still plans them, every execution:
+ * PLAN_PER_EXECUTION). Its text is made once and sent past the query builder. $1 the agent's id,
+ * $2 the window's start, $3 now, $4 the margin, $5 its plansPerMinute, $6 its maxPending.
  */
-function usageText(agent: string, perMinute: string, pending: string): string {
-  return `
+const AGENT_USAGE = `
     SELECT a.admitted, a.near, w.recent, w.oldest,
-      (SELECT count(*)::int FROM (SELECT 1 FROM plans WHERE a.near AND agent_id = ${agent} AND status IN ('pending', 'approved') LIMIT ${pending}) o) AS open,
-      (SELECT (extract(epoch FROM expires_at) * 1000)::float8 FROM plans WHERE a.near AND agent_id = ${agent} AND status = 'pending' AND expires_at > $3::timestamptz ORDER BY expires_at LIMIT 1) AS soonest
+      (SELECT count(*)::int FROM (SELECT 1 FROM plans WHERE a.near AND agent_id = $1 AND status IN ('pending', 'approved') LIMIT $6::int) o) AS open,
+      (SELECT (extract(epoch FROM expires_at) * 1000)::float8 FROM plans WHERE a.near AND agent_id = $1 AND status = 'pending' AND expires_at > $3::timestamptz ORDER BY expires_at LIMIT 1) AS soonest
     FROM (
-      SELECT b.admitted, NOT (b.admitted + $4::int <= ${perMinute} AND b.admitted + $4::int <= ${pending}) AS near
-      FROM (SELECT coalesce(sum(admitted), 0)::bigint AS admitted FROM agent_admissions WHERE agent_id = ${agent}) b
+      SELECT b.admitted, ${nearTest("b.admitted", "$5::int", "$6::int", "$4::int")} AS near
+      FROM (${admittedOf("$1")}) b
     ) a,
     LATERAL (
       SELECT count(*)::int AS recent, (extract(epoch FROM min(created_at)) * 1000)::float8 AS oldest
-      FROM (SELECT created_at FROM plans WHERE a.near AND agent_id = ${agent} AND created_at > $2::timestamptz ORDER BY created_at DESC LIMIT ${perMinute}) r
+      FROM (SELECT created_at FROM plans WHERE a.near AND agent_id = $1 AND created_at > $2::timestamptz ORDER BY created_at DESC LIMIT $5::int) r
     ) w`;
-}
-
-/** $1 the agent's id, $5 its plansPerMinute, $6 its maxPending. */
-const AGENT_USAGE = usageText("$1", "$5::int", "$6::int");
 
 /**
- * The agent a key belongs to and its usage, in one statement (a submit's first): $1 the key's
- * hash, $5 every agent's limits as limitsJson writes them (an agent's own, else `default`), so
- * PostgreSQL picks the agent's by the name it finds. No row: the key is unknown or revoked.
+ * A submit's first statement: the agent a key belongs to, its bound and whether it is near a
+ * limit, and nothing more, so that it is cheap to plan (every execution is planned,
+ * PLAN_PER_EXECUTION; with the counts' subqueries in it, planning them was ~1 ms of PostgreSQL's
+ * CPU per submit though far from the limits they never ran). Only an agent near a limit then pays
+ * a second statement, AGENT_USAGE, for the counts. $1 the key's hash, $2 every agent's limits as
+ * limitsJson writes them (an agent's own, else `default`), so PostgreSQL picks the agent's by the
+ * name it finds; $3 the margin. No row: the key is unknown or revoked.
  */
-const AGENT_BY_KEY_WITH_USAGE = `
-    SELECT k.id, k.name, u.*
-    FROM (SELECT id, name, coalesce($5::jsonb -> 'agents' -> name, $5::jsonb -> 'default') AS lim FROM agents WHERE key_hash = $1 AND revoked_at IS NULL) k,
-    LATERAL (${usageText("k.id", "(k.lim ->> 0)::int", "(k.lim ->> 1)::int")}) u`;
+const AGENT_BY_KEY_WITH_BOUND = `
+    SELECT k.id, k.name, b.admitted, ${nearTest("b.admitted", "(k.lim ->> 0)::int", "(k.lim ->> 1)::int", "$3::int")} AS near
+    FROM (SELECT id, name, coalesce($2::jsonb -> 'agents' -> name, $2::jsonb -> 'default') AS lim FROM agents WHERE key_hash = $1 AND revoked_at IS NULL) k,
+    LATERAL (${admittedOf("k.id")}) b`;
 
 type UsageRow = { admitted: number | string; near: boolean; recent: number; oldest: number | null; open: number; soonest: number | null };
 
-const usageParams = (nowMs: number) => [new Date(nowMs - WINDOW_MS).toISOString(), new Date(nowMs).toISOString(), 2 * SLOTS] as const;
+/** The margin below both limits under which the bound stands for the counts. */
+const MARGIN = 2 * SLOTS;
 
 export async function readAgentUsage(database: Database, agentId: string, limits: AgentLimits, nowMs: number): Promise<AgentUsage> {
-  const [row] = await database.query<UsageRow>(AGENT_USAGE, [agentId, ...usageParams(nowMs), limits.plansPerMinute, limits.maxPending]);
+  const params = [agentId, new Date(nowMs - WINDOW_MS).toISOString(), new Date(nowMs).toISOString(), MARGIN, limits.plansPerMinute, limits.maxPending];
+  const [row] = await database.query<UsageRow>(AGENT_USAGE, params);
   if (!row) throw new Error("the agent usage query returned no row");
   return usageOf(row);
 }
@@ -88,15 +98,22 @@ export interface ReadUsage {
   nowMs: number;
 }
 
-/** The agent holding a key (by its hash) and its usage now; undefined when the key is unknown or revoked. */
+/**
+ * The agent holding a key (by its hash) and its usage now; undefined when the key is unknown or
+ * revoked. One statement far from the limits (the bound stands for the counts); near them, a
+ * second for the counts (the bound only grows, so it finds the agent near again and counts).
+ */
 export async function readAgentByKeyWithUsage(ctx: Pick<ServiceContext, "database" | "config" | "clock">, keyHash: string): Promise<{ agent: { id: string; name: string }; read: ReadUsage } | undefined> {
   const nowMs = ctx.clock().getTime();
-  const [row] = await ctx.database.query<UsageRow & { id: string; name: string }>(AGENT_BY_KEY_WITH_USAGE, [keyHash, ...usageParams(nowMs), limitsJson(ctx.config.limits)]);
-  return row && { agent: { id: row.id, name: row.name }, read: { usage: usageOf(row), nowMs } };
+  const [row] = await ctx.database.query<{ id: string; name: string; admitted: number | string; near: boolean }>(AGENT_BY_KEY_WITH_BOUND, [keyHash, limitsJson(ctx.config.limits), MARGIN]);
+  if (!row) return undefined;
+  const agent = { id: row.id, name: row.name };
+  const usage = row.near ? await readAgentUsage(ctx.database, agent.id, limitsOf(ctx.config.limits, agent.name), nowMs) : boundUsage(row.admitted);
+  return { agent, read: { usage, nowMs } };
 }
 
 /**
- * Every agent's limits for AGENT_BY_KEY_WITH_USAGE, each resolved by limitsOf (so SQL and the
+ * Every agent's limits for AGENT_BY_KEY_WITH_BOUND, each resolved by limitsOf (so SQL and the
  * verdict cannot disagree): `default` for agents without their own, `agents.<name>` for those
  * with. Made once per config.
  */
@@ -115,12 +132,14 @@ function limitsJson(config: LimitsConfig | undefined): string {
 }
 
 function usageOf(row: UsageRow): AgentUsage {
-  if (!row.near) {
-    // Far from both limits: nothing to refuse, so no retry times are needed.
-    const bound = Number(row.admitted);
-    return { recent: bound, oldestRecentMs: null, open: bound, soonestExpiryMs: null };
-  }
+  if (!row.near) return boundUsage(row.admitted);
   return { recent: Number(row.recent), oldestRecentMs: row.oldest === null ? null : Number(row.oldest), open: Number(row.open), soonestExpiryMs: row.soonest === null ? null : Number(row.soonest) };
+}
+
+/** Far from both limits: the bound stands for both counts, and nothing to refuse needs retry times. */
+function boundUsage(admitted: number | string): AgentUsage {
+  const bound = Number(admitted);
+  return { recent: bound, oldestRecentMs: null, open: bound, soonestExpiryMs: null };
 }
 
 /**

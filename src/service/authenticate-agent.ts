@@ -24,7 +24,8 @@ export async function authenticateAgent(ctx: Pick<ServiceContext, "database">, i
 /**
  * The same for a submit, with the agent's usage against its limits read in the same statement
  * (readAgentByKeyWithUsage): submitPlan judges it where it would have read it, so a submit's key
- * and limits cost one round trip to PostgreSQL instead of two.
+ * and limits cost one round trip to PostgreSQL instead of two (far from its limits; an agent near
+ * them pays a second, for the counts).
  */
 export async function authenticateAgentForSubmit(ctx: Pick<ServiceContext, "database" | "config" | "clock">, input: { authorization: string | undefined }): Promise<{ agent: AgentIdentity; usage: ReadUsage }> {
   const found = await readAgentByKeyWithUsage(ctx, hashAgentKey(bearerKey(input.authorization)));

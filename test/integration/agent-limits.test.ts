@@ -3,6 +3,8 @@ import { describe, expect, it } from "vitest";
 import type { LimitsConfig } from "../../src/config/schema.ts";
 import { createApp } from "../../src/server/app.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
+import { hashAgentKey } from "../../src/service/agent-keys.ts";
+import { readAgentByKeyWithUsage } from "../../src/service/agent-limits.ts";
 import { cancelPlan } from "../../src/service/cancel-plan.ts";
 import type { ServiceContext } from "../../src/service/context.ts";
 import { decide } from "../../src/service/decide.ts";
@@ -27,6 +29,7 @@ describe.each(databaseKinds)("agent limits on $name", (kind) => {
   const hRace = base.another({});
   const hDefaults = base.another({});
   const hHttp = base.another({});
+  const hKeyRead = base.another({});
   /** Previews of a burst wait on one another on a loaded machine: more time than the default 5 s. */
   const hBurst = base.another({ targets: (url) => ({ crm: targetConfig(url, { timeoutMs: 60_000 }) }) });
 
@@ -127,6 +130,48 @@ describe.each(databaseKinds)("agent limits on $name", (kind) => {
     hHttp.clock.advance(3600);
     const roomy = createApp(limited(hHttp, {}));
     expect((await roomy.request("/v1/plans", { method: "POST", headers: { authorization: `Bearer ${other.key}`, "content-type": "application/json" }, body: JSON.stringify(mergeRequest({ title: "other, roomy" })) })).status).toBe(201);
+  });
+
+  it("reads a submit's usage with its key: far from the limits the bound alone, in one statement; near them the counts, in a second", async () => {
+    const h = hKeyRead;
+    const agent = await addAgent(h.ctx, { name: `key-read-${kind.name.toLowerCase()}-${Date.now()}` });
+    // Every statement sent past the query builder, still run on the suite's database.
+    const sent: string[] = [];
+    const counting = (c: ServiceContext): ServiceContext => ({ ...c, database: { ...c.database, query: (text, params) => (sent.push(text), c.database.query(text, params)) } });
+    const read = async (limits: Partial<LimitsConfig>) => {
+      sent.length = 0;
+      const found = await readAgentByKeyWithUsage(counting(limited(h, limits)), hashAgentKey(agent.key));
+      return { usage: found?.read.usage, statements: sent.length };
+    };
+
+    const roomy = limited(h, { plansPerMinute: 1000, maxPending: 1000 });
+    const submittedAt = h.clock.now().getTime();
+    const plans = [];
+    for (const ttlSeconds of [600, 300, 900]) plans.push((await submitPlan(roomy, { agent, request: mergeRequest({ title: `key read ${ttlSeconds}`, ttlSeconds }) })).plan);
+    await cancelPlan(roomy, { agent, planId: plans[1]!.id });
+    h.clock.advance(120); // all three have left the minute; two are still open
+
+    // Far (3 stored, 16 or more below both limits): the bound stands for both counts.
+    expect(await read({ plansPerMinute: 1000, maxPending: 1000 })).toEqual({ usage: { recent: 3, oldestRecentMs: null, open: 3, soonestExpiryMs: null }, statements: 1 });
+    // Near maxPending (3 + 16 > 10): counted, so the minute is empty and the cancelled plan is not open.
+    expect(await read({ plansPerMinute: 1000, maxPending: 10 })).toEqual({ usage: { recent: 0, oldestRecentMs: null, open: 2, soonestExpiryMs: submittedAt + 600_000 }, statements: 2 });
+    // Near plansPerMinute, by the agent's own limits: the plans of the last minute are counted.
+    await submitPlan(roomy, { agent, request: mergeRequest({ title: "key read, in the minute" }) });
+    const recentAt = h.clock.now().getTime();
+    expect(await read({ plansPerMinute: 1000, maxPending: 1000, agents: { [agent.name]: { plansPerMinute: 5 } } })).toEqual({ usage: { recent: 1, oldestRecentMs: recentAt, open: 3, soonestExpiryMs: submittedAt + 600_000 }, statements: 2 });
+    expect((await read({})).statements).toBe(1); // the defaults (60, 100) are far from 4
+
+    // An unknown key: no agent, and no second statement.
+    sent.length = 0;
+    expect(await readAgentByKeyWithUsage(counting(roomy), hashAgentKey("not-a-key"))).toBeUndefined();
+    expect(sent).toHaveLength(1);
+
+    // Over HTTP: refused near maxPending by the counts (3 open), admitted far from it by the bound.
+    const submit = (limits: Partial<LimitsConfig>, title: string) => createApp(limited(h, limits)).request("/v1/plans", { method: "POST", headers: { authorization: `Bearer ${agent.key}`, "content-type": "application/json" }, body: JSON.stringify(mergeRequest({ title })) });
+    const refused = await submit({ maxPending: 3 }, "over maxPending");
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toBe(`agent ${agent.name} has 3 plans pending or approved; limits.maxPending is 3. Retry after 30 s.`);
+    expect((await submit({ maxPending: 40 }, "far from maxPending")).status).toBe(201);
   });
 
   it("holds the limit when one agent submits 20 plans at once with plansPerMinute 5", async () => {
