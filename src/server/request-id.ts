@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { ServerResponse } from "node:http";
 import type { Context, MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
 
@@ -13,11 +14,17 @@ export function requestIdOf(header: string | undefined): string {
 const PROBES = new Set(["/healthz", "/readyz", "/metrics"]);
 
 const LOGGERS = new WeakMap<Request, Logger>();
+const IDS = new WeakMap<Request, string>();
 const NOTES = new WeakMap<Request, Record<string, unknown>>();
 
 /** The request's logger (with its requestId); the app's own outside a request. */
 export function requestLogger(c: Context, fallback: Logger): Logger {
   return LOGGERS.get(c.req.raw) ?? fallback;
+}
+
+/** The request's id, as it is answered in X-Request-Id; undefined outside requestIds(). */
+export function requestIdFor(c: Context): string | undefined {
+  return IDS.get(c.req.raw);
 }
 
 /**
@@ -39,9 +46,11 @@ export function requestIds(logger: Logger): MiddlewareHandler {
     const requestId = requestIdOf(c.req.header("x-request-id"));
     const log = logger.child({ requestId });
     LOGGERS.set(c.req.raw, log);
+    IDS.set(c.req.raw, requestId);
     const started = performance.now();
     await next();
-    answerHeader(c, "X-Request-Id", requestId);
+    // An answer written straight to Node's response (a Slack ack) carried its id already.
+    if (!(c.env as { outgoing?: ServerResponse } | undefined)?.outgoing?.headersSent) answerHeader(c, "X-Request-Id", requestId);
     const line = { ...NOTES.get(c.req.raw), method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) };
     if (PROBES.has(c.req.path)) log.debug(line, "request");
     else log.info(line, "request");

@@ -1,7 +1,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { App, Receiver, ReceiverEvent } from "@slack/bolt";
 import type { Context } from "hono";
 import type { Logger } from "pino";
+import { requestIdFor } from "../server/request-id.ts";
 import { readCappedBody } from "./read-capped-body.ts";
 import { whyNotFresh, whyUnsigned } from "./verify-request.ts";
 
@@ -63,8 +65,15 @@ export class HonoReceiver implements Receiver {
     if (body.type === "url_verification") return c.json({ challenge: body.challenge });
     if (body.ssl_check) return c.body(null, 200);
 
-    let answer!: (response: Response) => void;
-    const answered = new Promise<Response>((resolve) => (answer = resolve));
+    let resolve!: (response: Response) => void;
+    const answered = new Promise<Response>((r) => (resolve = r));
+    // The first answer wins: the deadline's, or the listener's ack; a later one is dropped unwritten.
+    let settled = false;
+    const answer = (make: () => Response) => {
+      if (settled) return;
+      settled = true;
+      resolve(make());
+    };
     let acked = false;
     const event: ReceiverEvent = {
       body,
@@ -72,19 +81,31 @@ export class HonoReceiver implements Receiver {
       ack: async (response?: unknown) => {
         if (acked) return;
         acked = true;
-        if (response === undefined || response === "") answer(c.body(null, 200));
-        else if (typeof response === "string") answer(c.text(response));
-        else answer(c.json(response as object));
+        // The empty 200 (a click's, most acks) is written here and now: answered through Hono, it
+        // waited for the middlewares to unwind (the request's log line) and for the response to
+        // be converted, 0.3-1.4 ms before the click's decision could start (2026-12-03).
+        if ((response === undefined || response === "") && outgoing) answer(() => this.sentNow(c, outgoing));
+        else if (response === undefined || response === "") answer(() => c.body(null, 200));
+        else if (typeof response === "string") answer(() => c.text(response));
+        else answer(() => c.json(response as object));
         await written(outgoing);
       },
     };
     void this.app!.processEvent(event).catch((err: unknown) => this.logger.error({ err }, "Slack listener failed"));
-    const timer = setTimeout(() => answer(c.body(null, 200)), ACK_DEADLINE_MS);
+    const timer = setTimeout(() => answer(() => c.body(null, 200)), ACK_DEADLINE_MS);
     try {
       return await answered;
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** An empty 200 written straight to Node's response, with its request id; Hono is told it was sent. */
+  private sentNow(c: Context, outgoing: ServerResponse): Response {
+    const id = requestIdFor(c);
+    outgoing.writeHead(200, { "content-length": "0", ...(id === undefined ? {} : { "x-request-id": id }) });
+    outgoing.end();
+    return RESPONSE_ALREADY_SENT;
   }
 
   private unsigned(c: Context, why: string): Response {
