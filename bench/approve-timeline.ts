@@ -56,7 +56,8 @@ try {
     const step: [string, number][] = [["ack", acked], ...events.map((e): [string, number] => [e.type as string, Number(e.at) - clicked]), ["PATCH", patched]];
     for (const [name, ms] of step) steps.set(name, [...(steps.get(name) ?? []), ms]);
     loads.push(os.loadavg()[0]!);
-    console.log(`${step.map(([name, ms]) => `${name} ${ms.toFixed(0)}`).join("  ")}  (ms; load ${loads.at(-1)!.toFixed(1)})`);
+    // The click's epoch (ms) lines it up with a socket trace of serve and the executor (bench/socket-trace.mjs).
+    console.log(`${step.map(([name, ms]) => `${name} ${ms.toFixed(0)}`).join("  ")}  (ms; load ${loads.at(-1)!.toFixed(1)}; clicked @${clicked.toFixed(3)})`);
   }
   console.log(`median of ${PLANS}: ${[...steps].map(([name, ms]) => `${name} ${median(ms).toFixed(1)}`).join("  ")}  (ms; load ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)})`);
   const show = (ms: number[]) => (ms.length > 0 ? `${median(ms).toFixed(1)} ms (${ms.length})` : "none");
