@@ -69,10 +69,13 @@ export class HonoReceiver implements Receiver {
     const answered = new Promise<Response>((r) => (resolve = r));
     // The first answer wins: the deadline's, or the listener's ack; a later one is dropped unwritten.
     let settled = false;
+    // Settled only once an answer was made: one that throws (an unserialisable ack) leaves the
+    // deadline's empty 200 to answer.
     const answer = (make: () => Response) => {
       if (settled) return;
+      const response = make();
       settled = true;
-      resolve(make());
+      resolve(response);
     };
     let acked = false;
     const event: ReceiverEvent = {

@@ -39,6 +39,10 @@ describe("HonoReceiver: the ack is written before the listener goes on", () => {
       // 'finish' event follows on a later tick).
       order.push(answering?.writableFinished ? "listener resumed, answer written" : "listener resumed, answer not yet written");
     });
+    // An ack whose answer cannot be made (a BigInt is not JSON) must not leave Slack unanswered.
+    app.action("unserialisable", async ({ ack }) => {
+      await (ack as (response: unknown) => Promise<void>)({ n: 1n }).catch(() => order.push("the ack threw"));
+    });
     const hono = new Hono();
     hono.post("/slack/events", (c) => receiver.handle(c));
     server = await new Promise<ServerType>((resolve) => {
@@ -59,6 +63,14 @@ describe("HonoReceiver: the ack is written before the listener goes on", () => {
     await waitFor("the listener to go on", () => order.length > 0);
     // Before, the listener went on in the same microtask run as the answer, ahead of its write.
     expect(order).toEqual(["listener resumed, answer written"]);
+  });
+
+  it("an ack whose answer cannot be made leaves the deadline's empty 200 to answer", async () => {
+    order.length = 0;
+    const res = await requests.blockAction({ user: "U0ALICE", actionId: "unserialisable", value: "{}", channelId: REVIEW, messageTs: "1.2" });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe("");
+    expect(order).toEqual(["the ack threw"]);
   });
 });
 
