@@ -15,7 +15,7 @@ import { decisionTermsOf } from "./decision-terms.ts";
 import { approverCheckFailed, approverMembershipOf, type Membership } from "./approver-groups.ts";
 import { recheckBeforeApprove } from "./approve-recheck.ts";
 import { refusalError } from "./refusal-error.ts";
-import { isTransitionMissed, planEventStatement, transitionLocked, type PlanRow } from "./transition.ts";
+import { isTransitionMissed, planEventStatement, transitionLocked, transitionsLocked, type LockedStep, type PlanRow } from "./transition.ts";
 
 
 export interface DecideInput {
@@ -76,6 +76,7 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
     const votesAt = policy.requiredApprovals > 1 ? first.push(sql`SELECT user_id, via, floor(extract(epoch FROM decided_at) * 1000)::int8 AS decided_ms FROM decisions WHERE plan_id = ${input.planId} AND verdict = 'approve' ORDER BY id`) - 1 : -1;
     // The kill switch (issue 16), read inside the transaction as the claim's own statement does.
     const pauseAt = claimer ? first.push(sql`SELECT EXISTS (SELECT 1 FROM pause) AS paused`) - 1 : -1;
+    // Every statement here reads or writes by key: none needs planning for its parameters' values.
     const result = await ctx.database.transactionEndingWith(async (tx, read): Promise<{ result: DecideResult; last: SQL | SQL[] }> => {
       const [row] = read[0]!;
       if (!row) throw new ServiceError("not_found", `there is no plan ${input.planId}`);
@@ -131,7 +132,7 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
       // The hand-off claims exactly as claimApproved would: not while paused, only with a grant
       // still valid (this one), a fresh token and lease, and its own `plan.executing` event.
       const handOff = claimer && pauseAt >= 0 && read[pauseAt]![0]?.paused === false && !claimer.signal?.aborted && grantExpiresAt > now;
-      const approval = transitionLocked(ctx, tx, plan, {
+      const approve: LockedStep = {
         transition: "approve",
         actor,
         at: now,
@@ -139,11 +140,15 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
         set: { grant: grant.token, grantExpiresAt },
         // Announced as what it is by the commit: an approval no executor needs waking for.
         ...(handOff ? { announce: "executing" as const } : {}),
-      });
-      if (!handOff) return { result: { status: approval.to, approvals: after, requiredApprovals: policy.requiredApprovals, ...also }, last: [vote, ...approval.statements] };
+      };
+      if (!handOff) {
+        const approval = transitionLocked(ctx, tx, plan, approve);
+        return { result: { status: approval.to, approvals: after, requiredApprovals: policy.requiredApprovals, ...also }, last: [vote, ...approval.statements] };
+      }
       const claimToken = randomBytes(24).toString("base64url");
       const leaseExpiresAt = new Date(now.getTime() + ctx.config.executor.leaseSeconds * 1000);
-      const claim = transitionLocked(ctx, tx, { ...plan, status: approval.to }, {
+      // Approved and claimed in one UPDATE of the plan row, each with its own event.
+      const approvedAndClaimed = transitionsLocked(ctx, tx, plan, [approve, {
         transition: "claim",
         actor: { type: "system", process: "executor" },
         at: now,
@@ -152,10 +157,9 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
         // Read again in the claim's own statement, as claimApproved does: a pause committed since
         // the read above fails it, and the approval is decided again without the hand-off.
         guard: notExists(tx.select({ one: sql`1` }).from(pause)),
-      });
+      }]);
       handed = { plan: plan.document as PlanDocument, preview: plan.preview as Claim["preview"], grant: grant.token, claimToken, leaseExpiresAt: leaseExpiresAt.toISOString() };
-      return { result: { status: claim.to, approvals: after, requiredApprovals: policy.requiredApprovals, ...also }, last: [vote, ...approval.statements, ...claim.statements] };
-      // Every statement here reads or writes by key: none needs planning for its parameters' values.
+      return { result: { status: approvedAndClaimed.to, approvals: after, requiredApprovals: policy.requiredApprovals, ...also }, last: [vote, ...approvedAndClaimed.statements] };
     }, { first, plans: "generic" });
     return { result, ...(handed ? { handed } : {}) };
   };

@@ -44,6 +44,21 @@ export async function transition(
   return row;
 }
 
+/** One transition of a locked plan, as transitionLocked and transitionsLocked take it. */
+export interface LockedStep {
+  transition: Transition;
+  actor: Actor;
+  data?: Record<string, unknown>;
+  set?: Partial<Pick<PlanRow, "rejectReason" | "grant" | "grantExpiresAt" | "claimToken" | "leaseExpiresAt">> & { claims?: SQL };
+  /** The event's type, when not `plan.<to>` (a takeover's `plan.reclaimed`). */
+  type?: string;
+  /** A further condition the row must meet; unmet, the statement fails as a miss does. */
+  guard?: SQL;
+  /** The status the event announces (PlanSignals), when the transaction moves the plan on again before it commits. */
+  announce?: PlanRow["status"];
+  at?: Date;
+}
+
 /**
  * transition() for a caller that holds the plan's row lock and has read, under it, a status the
  * transition leaves (decide: an approval at quorum, a rejection, the claim of a plan handed to a
@@ -57,33 +72,48 @@ export function transitionLocked(
   ctx: Pick<ServiceContext, "clock" | "sinks" | "config">,
   db: Queryable,
   plan: Pick<PlanRow, "id" | "status" | "hash" | "callbackUrl" | "document">,
-  input: {
-    transition: Transition;
-    actor: Actor;
-    data?: Record<string, unknown>;
-    set?: Partial<Pick<PlanRow, "rejectReason" | "grant" | "grantExpiresAt" | "claimToken" | "leaseExpiresAt">> & { claims?: SQL };
-    /** The event's type, when not `plan.<to>` (a takeover's `plan.reclaimed`). */
-    type?: string;
-    /** A further condition the row must meet; unmet, the statement fails as a miss does. */
-    guard?: SQL;
-    /** The status the event announces (PlanSignals), when the transaction moves the plan on again before it commits. */
-    announce?: PlanRow["status"];
-    at?: Date;
-  },
+  step: LockedStep,
 ): { to: PlanRow["status"]; statements: SQL[] } {
-  const { from, to } = TRANSITIONS[input.transition];
-  const at = input.at ?? ctx.clock();
+  return transitionsLocked(ctx, db, plan, [step]);
+}
+
+/**
+ * Transitions of a locked plan one after the other (an approval handed straight to a waiting
+ * executor: approve, then claim) in one UPDATE: from the first's `from` to the last's `to`, with
+ * every step's columns and guards, then each step's own event, in order, so the record is the
+ * same as for transitions made one at a time. The plan row is written once, not once per step.
+ * A miss names every step's transition (isTransitionMissed).
+ */
+export function transitionsLocked(
+  ctx: Pick<ServiceContext, "clock" | "sinks" | "config">,
+  db: Queryable,
+  plan: Pick<PlanRow, "id" | "status" | "hash" | "callbackUrl" | "document">,
+  steps: readonly LockedStep[],
+): { to: PlanRow["status"]; statements: SQL[] } {
+  const { from } = TRANSITIONS[steps[0]!.transition];
+  let to: PlanRow["status"] = plan.status;
+  for (const [i, step] of steps.entries()) {
+    const next = TRANSITIONS[step.transition];
+    if (i > 0 && !(next.from as readonly string[]).includes(to)) throw new Error(`transitionsLocked: ${step.transition} cannot follow a transition to ${to}`);
+    to = next.to;
+  }
+  const at = steps[0]!.at ?? ctx.clock();
+  const set = Object.assign({}, ...steps.map((s) => s.set ?? {})) as NonNullable<LockedStep["set"]>;
+  const guards = steps.flatMap((s) => (s.guard ? [s.guard] : []));
   const update = db
     .update(plans)
-    .set({ ...input.set, status: to, updatedAt: at })
-    .where(and(eq(plans.id, plan.id), inArray(plans.status, [...from]), input.guard))
+    .set({ ...set, status: to, updatedAt: at })
+    .where(and(eq(plans.id, plan.id), inArray(plans.status, [...from]), ...guards))
     .returning({ id: plans.id })
     .getSQL();
   // The CASE depends on the row count, so it is not folded when planned: only a miss casts the message.
-  const missed = `plan ${plan.id} was not ${from.join(" or ")}${input.guard ? " (or did not meet its guard)" : ""} under its row lock: ${missedMark(input.transition)}`;
+  const missed = `plan ${plan.id} was not ${from.join(" or ")}${guards.length > 0 ? " (or did not meet its guard)" : ""} under its row lock: ${steps.map((s) => missedMark(s.transition)).join("; ")}`;
   const guarded = sql`WITH updated AS (${update}) SELECT (CASE WHEN n = 1 THEN '1' ELSE ${missed}::text || ' (' || n || ' rows)' END)::int AS ok FROM (SELECT count(*) AS n FROM updated) AS c`;
-  const event = planEventStatement(ctx, db, { plan: { ...plan, status: to }, type: input.type ?? `plan.${to}`, actor: input.actor, at, data: input.data ?? {}, announce: input.announce });
-  return { to, statements: [guarded, event] };
+  const events = steps.map((step) => {
+    const status = TRANSITIONS[step.transition].to;
+    return planEventStatement(ctx, db, { plan: { ...plan, status }, type: step.type ?? `plan.${status}`, actor: step.actor, at: step.at ?? at, data: step.data ?? {}, announce: step.announce });
+  });
+  return { to, statements: [guarded, ...events] };
 }
 
 /** What a missed guarded transition's failure says, made and recognised here only. */

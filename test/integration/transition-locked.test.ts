@@ -2,7 +2,7 @@ import { asc, eq, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { cancelPlan } from "../../src/service/cancel-plan.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
-import { isTransitionMissed, planEventStatement, transitionLocked } from "../../src/service/transition.ts";
+import { isTransitionMissed, planEventStatement, transitionLocked, transitionsLocked } from "../../src/service/transition.ts";
 import { auditEvents, plans } from "../../src/store/schema.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { mergeRequest } from "../support/harness.ts";
@@ -66,5 +66,42 @@ describe.each(databaseKinds)("transitionLocked on $name", (kind) => {
     expect(isTransitionMissed(new Error("the approve transition"), "approve")).toBe(false);
     expect(await eventsOf(id)).toEqual(["plan.submitted", "plan.cancelled"]);
     expect((await lockedPlan(id)).status).toBe("cancelled");
+  });
+
+  it("transitionsLocked: approve then claim write the plan row once, each with its own event, in order", async () => {
+    const { id } = await newPlan();
+    const plan = await lockedPlan(id);
+    const executor = { type: "system", process: "executor" } as const;
+    const sent = await h.database.transactionEndingWith(async (tx) => {
+      const { to, statements } = transitionsLocked(h.ctx, tx, plan, [
+        { transition: "approve", actor, set: { grant: "grant-token" }, announce: "executing" },
+        { transition: "claim", actor: executor, set: { claimToken: "claim-token", claims: sql`${plans.claims} + 1` }, data: { claim: 1 } },
+      ]);
+      return { result: { to, statements: statements.length }, last: statements };
+    }, { first: [sql`SELECT id FROM plans WHERE id = ${id} FOR UPDATE`] });
+    // One UPDATE and two events.
+    expect(sent).toEqual({ to: "executing", statements: 3 });
+    expect(await eventsOf(id)).toEqual(["plan.submitted", "plan.approved", "plan.executing"]);
+    const [row] = await h.database.db.select({ status: plans.status, grant: plans.grant, claimToken: plans.claimToken, claims: plans.claims }).from(plans).where(eq(plans.id, id));
+    expect(row).toEqual({ status: "executing", grant: "grant-token", claimToken: "claim-token", claims: 1 });
+  });
+
+  it("transitionsLocked: a step's guard that fails makes the whole UPDATE miss, recognised as each step's miss, and nothing is written", async () => {
+    const { id } = await newPlan();
+    const plan = await lockedPlan(id);
+    const err = await h.database
+      .transactionEndingWith(async (tx) => {
+        const { to, statements } = transitionsLocked(h.ctx, tx, plan, [
+          { transition: "approve", actor, set: { grant: "grant-token" } },
+          { transition: "claim", actor: { type: "system", process: "executor" }, set: { claimToken: "claim-token" }, guard: sql`false` },
+        ]);
+        return { result: to, last: statements };
+      })
+      .then(() => undefined, (e: unknown) => e as Error);
+    expect(isTransitionMissed(err, "claim")).toBe(true);
+    expect(await eventsOf(id)).toEqual(["plan.submitted"]);
+    expect((await lockedPlan(id)).status).toBe("pending");
+    // A chain the lifecycle does not allow is refused before anything is sent.
+    expect(() => transitionsLocked(h.ctx, h.database.db as never, plan, [{ transition: "approve", actor }, { transition: "approve", actor }])).toThrow(/approve cannot follow a transition to approved/);
   });
 });
