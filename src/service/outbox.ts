@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { outbox } from "../store/schema.ts";
-import type { Queryable } from "../store/db.ts";
+import { sql, type SQL } from "drizzle-orm";
 import type { ServiceContext } from "./context.ts";
 import { laneIsOf, priorityOf } from "./outbox-lanes.ts";
 import { leaseLanes, markDelivered, markFailed, releaseLane, takeAcrossPlans, takeNext } from "./outbox-lease.ts";
@@ -20,11 +19,16 @@ export interface PlanEvent {
 /**
  * The INSERT of an event's outbox rows, one per sink, for the caller to run in the transaction
  * that caused it (recordPlanEvent runs it in one statement with the audit event); undefined when
- * there is no sink. Each row names its lane (outbox-lanes.ts) and its order in it.
+ * there is no sink. Each row names its lane (outbox-lanes.ts) and its order in it. Written as
+ * SQL rather than through the query builder: it is in every plan event's statement, and drizzle's
+ * insert builder took ~0.1 ms of an approval's path per event (2026-12-03); the payload, the
+ * same for every sink, is serialized once.
  */
-export function effectsInsert(tx: Queryable, sinks: readonly string[], event: PlanEvent, laneOf: (kind: string) => string) {
+export function effectsInsert(sinks: readonly string[], event: PlanEvent, laneOf: (kind: string) => string): SQL | undefined {
   if (sinks.length === 0) return undefined;
-  return tx.insert(outbox).values(sinks.map((kind) => ({ planId: event.planId, kind, lane: laneOf(kind), priority: priorityOf(kind, event.type), payload: event, availableAt: new Date(event.at) })));
+  const payload = JSON.stringify(event);
+  const rows = sinks.map((kind) => sql`(${event.planId}::uuid, ${kind}, ${laneOf(kind)}, ${priorityOf(kind, event.type)}::smallint, ${payload}, ${event.at}::timestamptz)`);
+  return sql`INSERT INTO outbox (plan_id, kind, lane, priority, payload, available_at) VALUES ${sql.join(rows, sql`, `)}`;
 }
 
 /**

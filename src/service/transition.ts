@@ -154,8 +154,8 @@ export function planEventStatement(
   // Webhooks go only where the agent asked for them.
   const sinks = ctx.sinks.filter((kind) => kind !== "webhook" || plan.callbackUrl);
   const audit = auditInsert({ planId: plan.id, type, actor, data, at });
-  const effects = effectsInsert(db, sinks, { planId: plan.id, type, status: plan.status, hash: plan.hash, at: at.toISOString(), actor, data }, (kind) => laneOf(ctx.config, kind, plan.document as PlanDocument));
+  const effects = effectsInsert(sinks, { planId: plan.id, type, status: plan.status, hash: plan.hash, at: at.toISOString(), actor, data }, (kind) => laneOf(ctx.config, kind, plan.document as PlanDocument));
   const first = event.first ? sql`first AS (${event.first}), ` : sql``;
-  const alsoEffects = effects ? sql`, effects AS (${effects.getSQL()})` : sql``;
+  const alsoEffects = effects ? sql`, effects AS (${effects})` : sql``;
   return sql`WITH ${first}audit AS (${audit})${alsoEffects} SELECT ${PlanSignals.announcement(plan.id, event.announce ?? plan.status)}`;
 }

@@ -225,8 +225,8 @@ async function showWatchOnSlack(ctx: ServiceContext, planIds: string[], at: Date
   const rows = await db.select({ id: plans.id, status: plans.status, hash: plans.hash, document: plans.document }).from(plans).where(and(inArray(plans.id, planIds), inArray(plans.status, [...WATCHED_STATUSES])));
   for (const plan of rows) {
     const event = { planId: plan.id, type: "plan.watch", status: plan.status, hash: plan.hash, at: at.toISOString(), actor: { type: "system", process: "watcher" } };
-    const insert = effectsInsert(db, ["slack"], event, (kind) => laneOf(ctx.config, kind, plan.document as PlanDocument));
-    if (insert) await insert;
+    const insert = effectsInsert(["slack"], event, (kind) => laneOf(ctx.config, kind, plan.document as PlanDocument));
+    if (insert) await db.execute(insert);
   }
 }
 
