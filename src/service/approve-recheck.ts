@@ -1,11 +1,10 @@
-import { eq, sql } from "drizzle-orm";
 import type { Revalidation } from "../adapters/adapter.ts";
 import { staleOutcome } from "../plan/drift.ts";
 import type { ActionOutcome } from "../plan/outcome.ts";
 import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
 import { whyMayNot } from "../policy/may-act.ts";
 import { redactChange } from "../policy/redact.ts";
-import { plans } from "../store/schema.ts";
+import type { PlanRow } from "./transition.ts";
 import type { ServiceContext } from "./context.ts";
 import type { DecisionTerms } from "./decision-terms.ts";
 import { ServiceError } from "./errors.ts";
@@ -37,23 +36,13 @@ export async function recheckBeforeApprove(
   input: { planId: string; hash: string; userId: string; memberOf: readonly string[] },
   terms: DecisionTerms,
 ): Promise<Recheck> {
-  const [plan] = await ctx.database.db
-    .select({
-      status: plans.status,
-      hash: plans.hash,
-      expiresAt: plans.expiresAt,
-      document: plans.document,
-      preview: plans.preview,
-      approvals: sql<string | null>`(SELECT string_agg(d.user_id, ' ') FROM decisions d WHERE d.plan_id = "plans"."id" AND d.verdict = 'approve')`,
-    })
-    .from(plans)
-    .where(eq(plans.id, input.planId));
+  const [plan] = await ctx.database.query<PlanNow>(PLAN_NOW, [input.planId]);
   if (!plan) return { kind: "refused" };
-  const facts = { status: plan.status, expiresAt: plan.expiresAt, hash: plan.hash, onBehalfOf: terms.onBehalfOf, policy: terms.policy, approvals: plan.approvals?.split(" ") ?? [] };
+  const facts = { status: plan.status, expiresAt: new Date(Number(plan.expires_ms)), hash: plan.hash, onBehalfOf: terms.onBehalfOf, policy: terms.policy, approvals: plan.approvals?.split(" ") ?? [] };
   if (whyMayNot({ userId: input.userId, memberOf: input.memberOf }, facts, { verb: "decide", verdict: "approve", hash: input.hash }, ctx.clock())) return { kind: "refused" };
 
-  const document = plan.document as PlanDocument;
-  const preview = plan.preview as { actions: ActionPreview[] };
+  const document = JSON.parse(plan.document) as PlanDocument;
+  const preview = JSON.parse(plan.preview) as { actions: ActionPreview[] };
   // Each action's adapter re-reads with the target's read credential and judges, as the executor will.
   const checks = await Promise.all(document.actions.map(async (action, i): Promise<Revalidation | Error> => {
     try {
@@ -80,6 +69,16 @@ export async function recheckBeforeApprove(
   }
   return { kind: "held" };
 }
+
+/**
+ * What may-act needs, the document and the preview, as text on both drivers. Every Approve sends
+ * it, so its text is made once and sent past the query builder (building and mapping it took
+ * 0.2-0.5 ms of the click's path, cold).
+ */
+type PlanNow = { status: PlanRow["status"]; hash: string; expires_ms: string | number; document: string; preview: string; approvals: string | null };
+const PLAN_NOW = `SELECT status, hash, floor(extract(epoch FROM expires_at) * 1000)::int8 AS expires_ms, document::text AS document, preview::text AS preview,
+    (SELECT string_agg(d.user_id, ' ') FROM decisions d WHERE d.plan_id = plans.id AND d.verdict = 'approve') AS approvals
+  FROM plans WHERE id = $1::uuid`;
 
 /** The refusal, with what changed on each target since the preview, masked as previews are. */
 function targetChanged(ctx: Pick<ServiceContext, "redaction">, drifted: ActionOutcome[]): ServiceError {
