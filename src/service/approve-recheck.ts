@@ -1,84 +1,108 @@
-import type { Revalidation } from "../adapters/adapter.ts";
+import type { Adapter, Revalidation, TargetState } from "../adapters/adapter.ts";
 import { staleOutcome } from "../plan/drift.ts";
 import type { ActionOutcome } from "../plan/outcome.ts";
-import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
+import type { Json } from "../plan/json.ts";
+import type { ActionPreview } from "../plan/schema.ts";
 import { whyMayNot } from "../policy/may-act.ts";
 import { redactChange } from "../policy/redact.ts";
-import type { PlanRow } from "./transition.ts";
 import type { ServiceContext } from "./context.ts";
-import type { DecisionTerms } from "./decision-terms.ts";
+import { plannedActionsOf, type DecisionTerms, type PlannedActions } from "./decision-terms.ts";
 import { ServiceError } from "./errors.ts";
 import { markStale } from "./watch-targets.ts";
 
 /**
- * What the re-check before an Approve found (issue 15):
- * - `refused`: the click would be refused anyway (may-act's answer comes first), so nothing was
- *   read: a non-approver or an old page never makes Countersign read a target;
- * - `held`: every target still holds what the preview was made from;
- * - `unchecked`: a target could not be read; the approval is recorded marked so, and the
- *   executor's revalidation remains the final gate.
- * A target that changed is not an answer: the plan is made stale and `target_changed` thrown.
+ * The targets' re-read before an Approve (issue 15), made outside any transaction (no network
+ * I/O under the row lock):
+ * - `refused`: the click is refused whatever the plan's status and votes (not an approver, the
+ *   requester, an old page, an expired plan), known from the plan's fixed terms: nothing was
+ *   read, so a non-approver or an old page never makes Countersign read a target;
+ * - `read`: each action's target as its reader found it (read credential), or why it could not
+ *   be read. Judged under the row lock, once may-act has allowed the click on the plan as it
+ *   is then (judgeRecheck): a click refused there (decided meanwhile, a second vote) had its
+ *   reads made but never judged.
  */
-export type Recheck = { kind: "refused" } | { kind: "held" } | { kind: "unchecked"; why: string };
+export type Recheck = { kind: "refused" } | { kind: "read"; actions: PlannedActions; reads: (TargetRead | Error)[] };
+
+type TargetRead = { adapter: Adapter<any, any, any>; state: TargetState };
 
 /**
- * Re-reads the plan's targets before an Approve that would be recorded, outside any transaction
- * (no network I/O under the row lock). One statement reads what may-act needs, the document and
- * the preview; then every action is revalidated by its target's adapter with the read
- * credential (ctx.targets), the judgement the executor and the watcher use: a target that
- * already holds the change is not a change (the executor will record it applied, reconciled).
- * Changed: the plan moves to stale as a system
- * transition (through the one transition path) and the click is refused with `target_changed`,
- * saying what changed, masked as previews are.
+ * Re-reads the plan's targets for an Approve, unless its fixed terms refuse the click. No read
+ * of the plan comes first (the decision's locked read has what changes, and the preview): the
+ * actions are remembered from its submit or read once.
  */
 export async function recheckBeforeApprove(
   ctx: ServiceContext,
   input: { planId: string; hash: string; userId: string; memberOf: readonly string[] },
   terms: DecisionTerms,
 ): Promise<Recheck> {
-  const [plan] = await ctx.database.query<PlanNow>(PLAN_NOW, [input.planId]);
-  if (!plan) return { kind: "refused" };
-  const facts = { status: plan.status, expiresAt: new Date(Number(plan.expires_ms)), hash: plan.hash, onBehalfOf: terms.onBehalfOf, policy: terms.policy, approvals: plan.approvals?.split(" ") ?? [] };
-  if (whyMayNot({ userId: input.userId, memberOf: input.memberOf }, facts, { verb: "decide", verdict: "approve", hash: input.hash }, ctx.clock())) return { kind: "refused" };
-
-  const document = JSON.parse(plan.document) as PlanDocument;
-  const preview = JSON.parse(plan.preview) as { actions: ActionPreview[] };
-  // Each action's adapter re-reads with the target's read credential and judges, as the executor will.
-  const checks = await Promise.all(document.actions.map(async (action, i): Promise<Revalidation | Error> => {
-    try {
-      const seen = preview.actions[i];
-      return await ctx.targets.readerFor(action.target).revalidate(action, { before: seen?.before ?? null, after: seen?.after ?? null });
-    } catch (err) {
-      return err instanceof Error ? err : new Error(String(err));
-    }
-  }));
-  const drifted: ActionOutcome[] = [];
-  const failures: string[] = [];
-  for (const [i, action] of document.actions.entries()) {
-    const check = checks[i]!;
-    if (check instanceof Error) failures.push(check.message);
-    else if (check.state === "stale") drifted.push(staleOutcome(action, i, check));
-  }
-  if (drifted.length > 0) {
-    await markStale(ctx, input.planId, document, drifted, "approve re-check");
-    throw targetChanged(ctx, drifted);
-  }
-  if (failures.length > 0) {
-    ctx.logger.warn({ planId: input.planId, failures }, "an approval's targets could not be re-checked; recording it marked so");
-    return { kind: "unchecked", why: `could not re-check: ${failures.join("; ")}`.slice(0, 2000) };
-  }
-  return { kind: "held" };
+  const pendingNow = { status: "pending" as const, expiresAt: terms.expiresAt, hash: terms.hash, onBehalfOf: terms.onBehalfOf, policy: terms.policy, approvals: [] };
+  if (whyMayNot({ userId: input.userId, memberOf: input.memberOf }, pendingNow, { verb: "decide", verdict: "approve", hash: input.hash }, ctx.clock())) return { kind: "refused" };
+  const actions = await plannedActionsOf(ctx.database, input.planId);
+  if (!actions) return { kind: "refused" };
+  return { kind: "read", actions, reads: await Promise.all(actions.map((action) => readTarget(ctx, action))) };
 }
 
 /**
- * What may-act needs, the document and the preview, as text on both drivers. Every Approve sends
- * it, so its text is made once and sent past the query builder (building and mapping it took
- * 0.2-0.5 ms of the click's path, cold).
+ * The re-read judged against the preview the reviewers saw, as the executor and the watcher
+ * judge (a target that already holds the change is not a change: the executor records it
+ * applied, reconciled): pure, for the decision's transaction, under the row lock.
  */
-type PlanNow = { status: PlanRow["status"]; hash: string; expires_ms: string | number; document: string; preview: string; approvals: string | null };
-const PLAN_NOW = `SELECT status, hash, floor(extract(epoch FROM expires_at) * 1000)::int8 AS expires_ms, document::text AS document, preview::text AS preview,
-    (SELECT string_agg(d.user_id, ' ') FROM decisions d WHERE d.plan_id = plans.id AND d.verdict = 'approve') AS approvals
-  FROM plans WHERE id = $1::uuid`;
+export function judgeRecheck(recheck: Extract<Recheck, { kind: "read" }>, preview: { actions: ActionPreview[] }): { drifted: ActionOutcome[]; failures: string[] } {
+  const drifted: ActionOutcome[] = [];
+  const failures: string[] = [];
+  for (const [i, action] of recheck.actions.entries()) {
+    const seen = preview.actions[i];
+    const check = judged(recheck.reads[i]!, action, { before: seen?.before ?? null, after: seen?.after ?? null });
+    if (check instanceof Error) failures.push(check.message);
+    else if (check.state === "stale") drifted.push(staleOutcome(action, i, check));
+  }
+  return { drifted, failures };
+}
+
+/** Why an approval is recorded without a full re-check, from the targets that could not be read. */
+export function recheckFailedOf(failures: readonly string[]): string {
+  return `could not re-check: ${failures.join("; ")}`.slice(0, 2000);
+}
+
+/**
+ * Thrown from the decision's transaction when a target changed since the preview: it rolls the
+ * transaction back, then refuseChanged makes the plan stale and says what changed.
+ */
+export class TargetsChanged extends Error {
+  constructor(readonly drifted: ActionOutcome[]) {
+    super("a target changed since the preview");
+    this.name = "TargetsChanged";
+  }
+}
+
+/**
+ * A target changed: the plan moves to stale as a system transition (through the one transition
+ * path) and the click is refused with `target_changed`, saying what changed, masked as previews are.
+ */
+export async function refuseChanged(ctx: ServiceContext, planId: string, actions: PlannedActions, drifted: ActionOutcome[]): Promise<never> {
+  await markStale(ctx, planId, { actions }, drifted, "approve re-check");
+  throw targetChanged(ctx, drifted);
+}
+
+/** One action's target, read with its reader; an action whose target cannot be read (not configured, unreachable) is its Error. */
+async function readTarget(ctx: ServiceContext, action: PlannedActions[number]): Promise<TargetRead | Error> {
+  try {
+    const { adapter } = ctx.targets.targetOf(action.target);
+    return { adapter, state: await ctx.targets.readerFor(action.target).read(action) };
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err));
+  }
+}
+
+/** A read's judgement (what the reader's `revalidate` returns), or why there is none. */
+function judged(read: TargetRead | Error, action: PlannedActions[number], seen: { before: Json | null; after: Json | null }): Revalidation | Error {
+  if (read instanceof Error) return read;
+  try {
+    return read.adapter.judge(action, seen, read.state);
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err));
+  }
+}
 
 /** The refusal, with what changed on each target since the preview, masked as previews are. */
 function targetChanged(ctx: Pick<ServiceContext, "redaction">, drifted: ActionOutcome[]): ServiceError {

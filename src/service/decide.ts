@@ -3,7 +3,7 @@ import { notExists, sql, type SQL } from "drizzle-orm";
 import type { Claim } from "../executor/execute-plan.ts";
 import type { ClaimerTaken } from "./plan-signals.ts";
 import { issueGrant, type GrantApprover } from "../grant/grant.ts";
-import { isPlanId, type PlanDocument } from "../plan/schema.ts";
+import { isPlanId, type ActionPreview, type PlanDocument } from "../plan/schema.ts";
 import { boundedReason } from "./stated-reason.ts";
 import { quorumMet } from "../policy/approvers.ts";
 import { whyMayNot } from "../policy/may-act.ts";
@@ -13,7 +13,7 @@ import type { ServiceContext } from "./context.ts";
 import { ServiceError } from "./errors.ts";
 import { decisionTermsOf } from "./decision-terms.ts";
 import { approverCheckFailed, approverMembershipOf, type Membership } from "./approver-groups.ts";
-import { recheckBeforeApprove } from "./approve-recheck.ts";
+import { judgeRecheck, recheckBeforeApprove, recheckFailedOf, refuseChanged, TargetsChanged } from "./approve-recheck.ts";
 import { refusalError } from "./refusal-error.ts";
 import { isTransitionMissed, planEventStatement, transitionLocked, transitionsLocked, type LockedStep, type PlanRow } from "./transition.ts";
 
@@ -51,13 +51,12 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
   // and remembered, and the transaction reads only what does change.
   const terms = await decisionTermsOf(ctx.database, input.planId);
   const membership: Membership = terms ? await approverMembershipOf(ctx, input.actor.userId, terms.policy) : { memberOf: [], unchecked: [] };
-  // An Approve that would be recorded re-reads the targets first, outside the transaction; a
-  // change refuses it with target_changed (last in the refusal order) and makes the plan stale.
+  // An Approve re-reads the targets first, outside the transaction, unless the plan's fixed terms
+  // refuse it; what it read is judged under the row lock once may-act allows the click there, and
+  // a change refuses it with target_changed (last in the refusal order) and makes the plan stale.
   const recheck = input.verdict === "approve" && terms
     ? await recheckBeforeApprove(ctx, { planId: input.planId, hash: input.hash, userId: input.actor.userId, memberOf: membership.memberOf }, terms)
     : undefined;
-  // "refused" cannot pass the locked check below (refusals only accumulate); if it ever did, say it was not re-read.
-  const recheckFailed = recheck?.kind === "unchecked" ? recheck.why : recheck?.kind === "refused" ? "could not re-check: the plan changed while the click was checked" : undefined;
 
   if (!terms) throw new ServiceError("not_found", `there is no plan ${input.planId}`);
   const { policy } = terms;
@@ -72,7 +71,7 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
     // pause) read in the locking statement would miss those committed while it waited; as
     // statements of their own after it, they see them. Votes matter only with a quorum above one
     // (a pending plan has none otherwise: the first approval approved it).
-    const first = [lockedPlanRead(input.planId, claimer !== undefined)];
+    const first = [lockedPlanRead(input.planId, claimer !== undefined || recheck?.kind === "read")];
     const votesAt = policy.requiredApprovals > 1 ? first.push(sql`SELECT user_id, via, floor(extract(epoch FROM decided_at) * 1000)::int8 AS decided_ms FROM decisions WHERE plan_id = ${input.planId} AND verdict = 'approve' ORDER BY id`) - 1 : -1;
     // The kill switch (issue 16), read inside the transaction as the claim's own statement does.
     const pauseAt = claimer ? first.push(sql`SELECT EXISTS (SELECT 1 FROM pause) AS paused`) - 1 : -1;
@@ -97,6 +96,15 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
       // than "not an approver", and only where the earlier refusals (expired, decided…) do not apply.
       if (refusal?.code === "not_an_approver" && membership.unchecked.length > 0) throw approverCheckFailed(ctx, membership.unchecked);
       if (refusal) throw refusalError(refusal);
+      let recheckFailed: string | undefined;
+      if (recheck?.kind === "read") {
+        const { drifted, failures } = judgeRecheck(recheck, plan.preview as { actions: ActionPreview[] });
+        if (drifted.length > 0) throw new TargetsChanged(drifted);
+        if (failures.length > 0) recheckFailed = recheckFailedOf(failures);
+      } else if (recheck?.kind === "refused") {
+        // Refused on fixed terms cannot pass the locked check above (refusals only accumulate); if it ever did, say it was not re-read.
+        recheckFailed = "could not re-check: the plan changed while the click was checked";
+      }
 
       // Every write below goes out with the COMMIT (one round trip): the status was read under the
       // row lock, so no transition can miss (if one did, its statement fails and all roll back).
@@ -163,14 +171,23 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
     }, { first, plans: "generic" });
     return { result, ...(handed ? { handed } : {}) };
   };
+  const decidedOnce = async () => {
+    try {
+      return await decideLocked(claimer);
+    } catch (err) {
+      claimer?.putBack();
+      if (!claimer || !isTransitionMissed(err, "claim")) throw err;
+      // Paused between the read and the claim's own statement: nothing was written; decided again, without the hand-off.
+      return decideLocked(undefined);
+    }
+  };
   let decided: Awaited<ReturnType<typeof decideLocked>>;
   try {
-    decided = await decideLocked(claimer);
+    decided = await decidedOnce();
   } catch (err) {
-    claimer?.putBack();
-    if (!claimer || !isTransitionMissed(err, "claim")) throw err;
-    // Paused between the read and the claim's own statement: nothing was written; decided again, without the hand-off.
-    decided = await decideLocked(undefined);
+    // Rolled back: nothing of the click was written.
+    if (err instanceof TargetsChanged && recheck?.kind === "read") return refuseChanged(ctx, input.planId, recheck.actions, err.drifted);
+    throw err;
   }
   const { result, handed } = decided;
   if (handed) {
@@ -181,6 +198,7 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
     claimer?.putBack();
   }
 
+  if (result.recheckFailed) ctx.logger.warn({ planId: input.planId, why: result.recheckFailed }, "an approval's targets could not be re-checked; recorded it marked so");
   ctx.logger.info({ planId: input.planId, userId: input.actor.userId, via: input.actor.via, verdict: input.verdict, status: result.status }, "decision recorded");
   return result;
 }

@@ -3,39 +3,67 @@ import type { PlanDocument } from "../plan/schema.ts";
 import type { Database } from "../store/db.ts";
 import { plans } from "../store/schema.ts";
 
-/** What a decision on a plan is judged by, from its document: who may approve, for whom, where. */
-export type DecisionTerms = Pick<PlanDocument, "policy" | "onBehalfOf" | "environment">;
+/**
+ * What a decision on a plan is judged by, apart from its status and votes: who may approve, for
+ * whom, where, the exact hash and the expiry. All fixed when the plan is stored.
+ */
+export type DecisionTerms = Pick<PlanDocument, "policy" | "onBehalfOf" | "environment"> & { hash: string; expiresAt: Date };
+
+/** A plan's actions, as the Approve re-check reads their targets. */
+export type PlannedActions = PlanDocument["actions"];
 
 /**
- * Plans decided on recently, per database. A plan's document never changes (migration 0001's
- * trigger refuses it), so what was read once stays true: a click needs no read of the document
- * before its transaction (where group membership is looked up, without holding a lock) nor in
- * it. Bounded, oldest dropped first; a plan removed since (purge) is found missing by the
- * decision's locking read, not here.
+ * Plans decided on recently, per database. A plan's document, hash and expiry never change
+ * (migration 0001's trigger refuses it), so what was read once stays true: a click needs no read
+ * of them before its transaction (where group membership is looked up and the targets re-read,
+ * without holding a lock) nor in it. Bounded, oldest dropped first; a plan removed since (purge)
+ * is found missing by the decision's locking read, not here.
+ * Actions are kept for fewer plans: a document may be up to 256 KiB, and they only spare a
+ * click the read of its plan's document before the targets are re-read.
  */
 const MAX_PLANS = 2000;
-const cached = new WeakMap<Database, Map<string, DecisionTerms>>();
+const MAX_ACTIONS = 256;
+interface Remembered {
+  terms: Map<string, DecisionTerms>;
+  actions: Map<string, PlannedActions>;
+}
+const remembered = new WeakMap<Database, Remembered>();
 
-function cacheOf(database: Database): Map<string, DecisionTerms> {
-  let map = cached.get(database);
-  if (!map) cached.set(database, (map = new Map()));
-  return map;
+function rememberedIn(database: Database): Remembered {
+  let found = remembered.get(database);
+  if (!found) remembered.set(database, (found = { terms: new Map(), actions: new Map() }));
+  return found;
 }
 
-/** Remember a plan's terms, e.g. the moment it is stored, so the first click reads nothing extra. */
-export function rememberDecisionTerms(database: Database, planId: string, document: PlanDocument): DecisionTerms {
-  const map = cacheOf(database);
-  const terms: DecisionTerms = { policy: document.policy, onBehalfOf: document.onBehalfOf, environment: document.environment };
-  map.delete(planId);
-  map.set(planId, terms);
-  if (map.size > MAX_PLANS) map.delete(map.keys().next().value!);
+function put<T>(map: Map<string, T>, key: string, value: T, max: number): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > max) map.delete(map.keys().next().value!);
+}
+
+/** Remember a stored plan's terms and actions, e.g. the moment it is stored, so its first click reads nothing extra. */
+export function rememberDecisionTerms(database: Database, planId: string, plan: { document: PlanDocument; hash: string; expiresAt: Date }): DecisionTerms {
+  const { document } = plan;
+  const found = rememberedIn(database);
+  const terms: DecisionTerms = { policy: document.policy, onBehalfOf: document.onBehalfOf, environment: document.environment, hash: plan.hash, expiresAt: plan.expiresAt };
+  put(found.terms, planId, terms, MAX_PLANS);
+  put(found.actions, planId, document.actions, MAX_ACTIONS);
   return terms;
 }
 
 /** The plan's terms, read from its document the first time; undefined when there is no such plan. */
 export async function decisionTermsOf(database: Database, planId: string): Promise<DecisionTerms | undefined> {
-  const known = cacheOf(database).get(planId);
-  if (known) return known;
-  const [row] = await database.db.select({ document: plans.document }).from(plans).where(eq(plans.id, planId));
-  return row && rememberDecisionTerms(database, planId, row.document as PlanDocument);
+  return rememberedIn(database).terms.get(planId) ?? (await readAndRemember(database, planId))?.terms;
+}
+
+/** The plan's actions, read from its document when not remembered; undefined when there is no such plan. */
+export async function plannedActionsOf(database: Database, planId: string): Promise<PlannedActions | undefined> {
+  return rememberedIn(database).actions.get(planId) ?? (await readAndRemember(database, planId))?.actions;
+}
+
+async function readAndRemember(database: Database, planId: string): Promise<{ terms: DecisionTerms; actions: PlannedActions } | undefined> {
+  const [row] = await database.db.select({ document: plans.document, hash: plans.hash, expiresAt: plans.expiresAt }).from(plans).where(eq(plans.id, planId));
+  if (!row) return undefined;
+  const document = row.document as PlanDocument;
+  return { terms: rememberDecisionTerms(database, planId, { document, hash: row.hash, expiresAt: row.expiresAt }), actions: document.actions };
 }

@@ -167,7 +167,7 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
     if (!earlier) throw new Error(`plan insert under idempotencyKey '${request.idempotencyKey}' conflicted, yet no plan holds that key`);
     return { created: false, plan: earlier };
   }
-  rememberDecisionTerms(ctx.database, row.id, document);
+  rememberDecisionTerms(ctx.database, row.id, { document, hash: row.hash, expiresAt: row.expiresAt });
   return { created: true, plan: newPlanView(ctx.config.publicUrl, row, "agent", ctx.redaction, replaced ? { supersedes: replaced } : {}) };
 }
 

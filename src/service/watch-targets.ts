@@ -270,7 +270,7 @@ async function loadWatchers(ctx: ServiceContext, open: { planId: string; actionI
  * executor would have reported: the drifted actions say what changed, the others were skipped.
  * False when the plan had already left those statuses (decided, claimed, stale already).
  */
-export async function markStale(ctx: ServiceContext, planId: string, document: PlanDocument, drifted: ActionOutcome[], process: "watcher" | "approve re-check", guard?: SQL): Promise<boolean> {
+export async function markStale(ctx: ServiceContext, planId: string, document: Pick<PlanDocument, "actions">, drifted: ActionOutcome[], process: "watcher" | "approve re-check", guard?: SQL): Promise<boolean> {
   const outcome: Outcome = {
     status: "stale",
     reason: `${drifted.map((d) => `${d.target} ${d.path}`).join(", ")} changed since the preview, before the plan was applied; nothing was written. Re-plan from the current state.`,
