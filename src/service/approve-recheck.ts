@@ -14,12 +14,12 @@ import { markStale } from "./watch-targets.ts";
  * The targets' re-read before an Approve (issue 15), made outside any transaction (no network
  * I/O under the row lock):
  * - `refused`: the click is refused whatever the plan's status and votes (not an approver, the
- *   requester, an old page, an expired plan), known from the plan's fixed terms: nothing was
- *   read, so a non-approver or an old page never makes Countersign read a target;
+ *   requester, an old page, a plan past its `expiresAt`), known from the plan's fixed terms:
+ *   nothing was read, so a non-approver or an old page never makes Countersign read a target;
  * - `read`: each action's target as its reader found it (read credential), or why it could not
  *   be read. Judged under the row lock, once may-act has allowed the click on the plan as it
- *   is then (judgeRecheck): a click refused there (decided meanwhile, a second vote) had its
- *   reads made but never judged.
+ *   is then (judgeRecheck): a click refused there on the plan's status or votes (decided
+ *   meanwhile, its grant expired, a second vote) had its reads made but never judged.
  */
 export type Recheck = { kind: "refused" } | { kind: "read"; actions: PlannedActions; reads: (TargetRead | Error)[] };
 
