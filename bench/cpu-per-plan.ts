@@ -9,7 +9,7 @@
  * Needs BENCH_DATABASE_URL or TEST_DATABASE_URL (a fresh database is made and dropped).
  * `--statements` runs on a private cluster with pg_stat_statements (track all, so statements in
  * functions count too) and prints, after the intake blocks, the statements that took the most
- * execution time per plan, with their calls per plan.
+ * execution time per plan, with their calls per plan, and then the floor's likewise.
  */
 import { randomInt } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -76,26 +76,27 @@ async function backends(stack: Stack): Promise<number[]> {
   return (await stack.sql`SELECT pid /* bench-probe */ FROM pg_stat_activity WHERE datname = ${stack.database}`).map((r) => r.pid as number);
 }
 
-type Executed = Map<string, { calls: number; ms: number }>;
+type Executed = Map<string, { calls: number; ms: number; planMs: number }>;
 
 async function executed(stack: Stack): Promise<Executed> {
   const rows = await stack.sql`
-    SELECT s.query /* bench-probe */, sum(s.calls)::float8 AS calls, sum(s.total_exec_time + s.total_plan_time)::float8 AS ms
+    SELECT s.query /* bench-probe */, sum(s.calls)::float8 AS calls, sum(s.total_exec_time + s.total_plan_time)::float8 AS ms, sum(s.total_plan_time)::float8 AS plan_ms
       FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
      WHERE d.datname = ${stack.database} AND s.query NOT LIKE '%bench-probe%' GROUP BY s.query`;
-  return new Map(rows.map((r) => [r.query as string, { calls: r.calls as number, ms: r.ms as number }]));
+  return new Map(rows.map((r) => [r.query as string, { calls: r.calls as number, ms: r.ms as number, planMs: r.plan_ms as number }]));
 }
 
 /** The statements that took the most time between two readings, per plan. */
-function printTopStatements(before: Executed, after: Executed, plans: number): void {
+function printTopStatements(label: string, before: Executed, after: Executed, plans: number): void {
   const delta = [...after].map(([query, a]) => {
-    const b = before.get(query) ?? { calls: 0, ms: 0 };
-    return { query, calls: a.calls - b.calls, ms: a.ms - b.ms };
+    const b = before.get(query) ?? { calls: 0, ms: 0, planMs: 0 };
+    return { query, calls: a.calls - b.calls, ms: a.ms - b.ms, planMs: a.planMs - b.planMs };
   }).filter((d) => d.calls > 0).sort((x, y) => y.ms - x.ms);
   const totalMs = delta.reduce((sum, d) => sum + d.ms, 0);
-  console.log(`statements over the intake blocks (${plans} plans): ${(totalMs / plans).toFixed(3)} ms of execution + planning per plan; nested statements count inside their callers too`);
+  const planMs = delta.reduce((sum, d) => sum + d.planMs, 0);
+  console.log(`statements over the ${label} blocks (${plans} plans): ${(totalMs / plans).toFixed(3)} ms of execution + planning per plan (planning ${(planMs / plans).toFixed(3)}); nested statements count inside their callers too`);
   for (const d of delta.slice(0, 20)) {
-    console.log(`  ${(d.ms / plans).toFixed(3).padStart(7)} ms  ${(d.calls / plans).toFixed(2).padStart(6)} calls  ${d.query.replace(/\s+/g, " ").slice(0, 160)}`);
+    console.log(`  ${(d.ms / plans).toFixed(3).padStart(7)} ms (plan ${(d.planMs / plans).toFixed(3)})  ${(d.calls / plans).toFixed(2).padStart(6)} calls  ${d.query.replace(/\s+/g, " ").slice(0, 150)}`);
   }
 }
 
@@ -137,14 +138,17 @@ try {
   const before = cluster ? await executed(stack) : undefined;
   let plans = 0;
   for (let i = 0; i < BLOCKS; i++) plans += await block(stack, "intake", intake);
-  if (before) printTopStatements(before, await executed(stack), plans);
+  if (before) printTopStatements("intake", before, await executed(stack), plans);
   const templates = await captureTemplates(stack.sql);
+  const floorBefore = cluster ? await executed(stack) : undefined;
+  let floorPlans = 0;
   for (let i = 0; i < BLOCKS; i++) {
-    await block(stack, "floor", async () => {
+    floorPlans += await block(stack, "floor", async () => {
       await floorGet(stack, randomInt(1, CONTACTS + 1));
       await floorInsertPlan(stack.sql, templates);
     });
   }
+  if (floorBefore) printTopStatements("floor", floorBefore, await executed(stack), floorPlans);
 } finally {
   await stack.stop();
   await cluster?.destroy();

@@ -15,6 +15,7 @@ const PG_BIN = process.env.PG_BIN ?? "/usr/lib/postgresql/15/bin";
 /**
  * A throwaway cluster with pg_stat_statements loaded, owned by the postgres user when we are root.
  * `track: "all"` also counts statements run inside functions (the admission guard's counts).
+ * Planning is tracked too (`total_plan_time`): statements are planned at every execution.
  */
 export async function privateCluster(track: "top" | "all" = "top"): Promise<{ url: string; destroy(): Promise<void> }> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "countersign-bench-pgss-"));
@@ -24,7 +25,7 @@ export async function privateCluster(track: "top" | "all" = "top"): Promise<{ ur
   const port = await freePort();
   const data = path.join(dir, "data");
   await pg("initdb", ["-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C.UTF-8"]);
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=${track} -c pg_stat_statements.max=10000`;
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=${track} -c pg_stat_statements.track_planning=on -c pg_stat_statements.max=10000`;
   await pg("pg_ctl", ["-D", data, "-l", path.join(dir, "log"), "-w", "-t", "60", "-o", options, "start"]);
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,

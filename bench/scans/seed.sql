@@ -10,6 +10,9 @@
   \set plans 1000000
 \endif
 BEGIN;
+-- Triggers off (as bench/seed.ts copies): plans_count_admission (0027) would update one
+-- agent_admissions row a million times in one transaction; the bound is written once, below.
+SET LOCAL session_replication_role = replica;
 INSERT INTO agents (id, name, key_hash) VALUES ('00000000-0000-4000-8000-000000000001', 'seed-agent', 'seed-key-hash')
   ON CONFLICT DO NOTHING;
 INSERT INTO plans (id, agent_id, hash, document, preview, status, expires_at, request_digest, created_at, updated_at)
@@ -37,6 +40,8 @@ FROM generate_series(1, :plans, 1000) AS i;
 INSERT INTO outbox (plan_id, kind, lane, payload, created_at, available_at)
 SELECT md5('plan' || i)::uuid, 'slack', 'slack:C0SEED' || (i % 10), '{"type":"plan.seeded"}', now(), now() + interval '1 hour'
 FROM generate_series(greatest(:plans - 999, 1), :plans) AS i;
+DELETE FROM agent_admissions;
+INSERT INTO agent_admissions (agent_id, slot, admitted) SELECT agent_id, 8, count(*) FROM plans GROUP BY agent_id;
 COMMIT;
 VACUUM ANALYZE plans;
 VACUUM ANALYZE outbox;

@@ -49,8 +49,8 @@ const admittedOf = (agent: string) => `SELECT coalesce(sum(admitted), 0)::bigint
  * made (each would walk every plan of the agent in the minute, or every open one) and the bound
  * stands for both; the guard then admits under its slot by the bound too. Nearer, the counts are
  * made as before. Each count's subquery is gated on `near`, a one-time filter: when the bound is
- * far from both limits, PostgreSQL does not run them (it still plans them, every execution:
- * PLAN_PER_EXECUTION). Its text is made once and sent past the query builder. $1 the agent's id,
+ * far from both limits, PostgreSQL does not run them (a custom plan still plans them: see
+ * store/named-statements.ts, PLAN_CACHE). Its text is made once and sent past the query builder. $1 the agent's id,
  * $2 the window's start, $3 now, $4 the margin, $5 its plansPerMinute, $6 its maxPending.
  */
 const AGENT_USAGE = `
@@ -68,9 +68,9 @@ const AGENT_USAGE = `
 
 /**
  * A submit's first statement: the agent a key belongs to, its bound and whether it is near a
- * limit, and nothing more, so that it is cheap to plan (every execution is planned,
- * PLAN_PER_EXECUTION; with the counts' subqueries in it, planning them was ~1 ms of PostgreSQL's
- * CPU per submit though far from the limits they never ran). Only an agent near a limit then pays
+ * limit, and nothing more, so that it is cheap to plan (when every execution was planned, the
+ * counts' subqueries in it cost ~1 ms of PostgreSQL's CPU per submit though far from the limits
+ * they never ran; it now settles on a generic plan, PLAN_CACHE). Only an agent near a limit then pays
  * a second statement, AGENT_USAGE, for the counts. $1 the key's hash, $2 every agent's limits as
  * limitsJson writes them (an agent's own, else `default`), so PostgreSQL picks the agent's by the
  * name it finds; $3 the margin. No row: the key is unknown or revoked.

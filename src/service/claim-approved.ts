@@ -5,6 +5,7 @@ import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
 import { pause, plans } from "../store/schema.ts";
 import type { ServiceContext } from "./context.ts";
 import { planEventStatement } from "./transition.ts";
+import { statusIs } from "../store/plan-status-sql.ts";
 
 /** Re-check for claimable plans this often even without a signal: leases run out silently (nothing announces them). */
 const RECHECK_MS = 1000;
@@ -31,8 +32,8 @@ export async function claimApproved(ctx: ServiceContext): Promise<Claim | undefi
       .from(plans)
       .where(and(
         or(
-          and(eq(plans.status, "approved"), gt(plans.grantExpiresAt, now)),
-          and(eq(plans.status, "executing"), lte(plans.leaseExpiresAt, now)),
+          and(statusIs("approved"), gt(plans.grantExpiresAt, now)),
+          and(statusIs("executing"), lte(plans.leaseExpiresAt, now)),
         ),
         // The kill switch (issue 16): read here, in the claim's own statement, so a pause holds
         // on every replica the moment it commits, whether or not the replica has heard of it.

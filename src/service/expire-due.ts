@@ -1,9 +1,10 @@
-import { and, asc, eq, lte } from "drizzle-orm";
+import { and, asc, lte } from "drizzle-orm";
 import type { Transition } from "../plan/lifecycle.ts";
 import { plans } from "../store/schema.ts";
 import type { Tx } from "../store/db.ts";
 import type { ServiceContext } from "./context.ts";
 import { transition } from "./transition.ts";
+import { statusIs } from "../store/plan-status-sql.ts";
 
 /**
  * Ends plans whose time ran out: pending plans nobody decided before `expiresAt`, and
@@ -30,7 +31,7 @@ async function due(tx: Tx, status: "pending" | "approved", deadline: typeof plan
   const rows = await tx
     .select({ id: plans.id })
     .from(plans)
-    .where(and(eq(plans.status, status), lte(deadline, now)))
+    .where(and(statusIs(status), lte(deadline, now)))
     .orderBy(asc(deadline))
     .limit(batch)
     .for("update", { skipLocked: true });

@@ -5,6 +5,7 @@ import type { PlanDocument } from "../plan/schema.ts";
 import { decisions, plans } from "../store/schema.ts";
 import { membershipOf } from "./approver-groups.ts";
 import type { ServiceContext } from "./context.ts";
+import { statusIs } from "../store/plan-status-sql.ts";
 
 export interface WaitingPlan {
   id: string;
@@ -48,14 +49,14 @@ export async function plansWaitingFor(
           // No expiry test here: the rule below refuses an expired plan, and with one the planner reads
           // every pending plan through (status, expires_at) and sorts them instead of the newest SCAN
           // through (status, created_at) (its statistics rarely know how many plans expire in the future).
-          .where(eq(plans.status, "pending"))
+          .where(statusIs("pending"))
           .orderBy(desc(plans.createdAt))
           .limit(SCAN)
       : // Read in order from plans_pending_expiry (expires_at, id WHERE pending): the SCAN soonest, however many there are.
         await ctx.database.db
           .select(columns)
           .from(plans)
-          .where(and(eq(plans.status, "pending"), gt(plans.expiresAt, now)))
+          .where(and(statusIs("pending"), gt(plans.expiresAt, now)))
           .orderBy(asc(plans.expiresAt), asc(plans.id))
           .limit(SCAN);
   if (rows.length === 0) return { plans: [], uncheckedGroups: [], total: 0 };

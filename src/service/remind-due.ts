@@ -5,6 +5,7 @@ import type { PlanDocument } from "../plan/schema.ts";
 import { decisions, planReminders, plans } from "../store/schema.ts";
 import type { ServiceContext } from "./context.ts";
 import { recordPlanEvent } from "./transition.ts";
+import { statusIs } from "../store/plan-status-sql.ts";
 
 /** The reminder points (seconds before expiry) a plan gets: its first target's policy, or the defaults. */
 function pointsOf(ctx: ServiceContext, doc: PlanDocument): readonly number[] {
@@ -41,7 +42,7 @@ export async function reminderCandidates(ctx: ServiceContext, points: readonly {
   return ctx.database.db
     .select({ id: plans.id, document: plans.document, expiresAt: plans.expiresAt })
     .from(plans)
-    .where(and(eq(plans.status, "pending"), gt(plans.expiresAt, now), lte(plans.expiresAt, horizon), reached));
+    .where(and(statusIs("pending"), gt(plans.expiresAt, now), lte(plans.expiresAt, horizon), reached));
 }
 
 /**

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, isNotNull, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, isNotNull, sql, type SQL } from "drizzle-orm";
 import { isPlanId, type PlanDocument, type PlanStatus } from "../plan/schema.ts";
 import { PLAN_STATUSES } from "../plan/status.ts";
 import { auditEvents, outbox, plans } from "../store/schema.ts";
@@ -9,6 +9,7 @@ import { changedSinceOf } from "./version-diff.ts";
 import type { PlanDiff } from "../plan/plan-diff.ts";
 import { refusalError } from "./refusal-error.ts";
 import { rightsOf, type DecisionRefusal, type Reader } from "./reader-rights.ts";
+import { statusIn, statusIs } from "../store/plan-status-sql.ts";
 
 export type { DecisionRefusal, Reader } from "./reader-rights.ts";
 
@@ -70,7 +71,7 @@ export interface RecentListInput {
 
 /** Recent plans this person may read, newest first, optionally of some statuses only. */
 export async function listPlansForReview(ctx: ServiceContext, { reader, statuses, limit = 100 }: RecentListInput): Promise<PlanForReader[]> {
-  const where: SQL | undefined = statuses?.length ? inArray(plans.status, statuses) : undefined;
+  const where: SQL | undefined = statuses?.length ? statusIn(statuses) : undefined;
   // Someone who reads only what they approve would otherwise find few of theirs among the
   // latest plans, so look further back for them (bounded: a list, not a search).
   const { readsEverything } = await rightsOf(ctx, reader, []);
@@ -127,7 +128,7 @@ export async function listPendingForReview(ctx: ServiceContext, { reader, after:
   // recent list; what is left is on the next page.
   const scan = readsEverything ? limit : limit * NARROWED_SCAN_FACTOR;
   const after = cursor && sql`(${plans.expiresAt}, ${plans.id}) > (${cursor.expiresAt.toISOString()}::timestamptz, ${cursor.id}::uuid)`;
-  const rows = await ctx.database.db.select().from(plans).where(and(eq(plans.status, "pending"), after)).orderBy(asc(plans.expiresAt), asc(plans.id)).limit(scan + 1);
+  const rows = await ctx.database.db.select().from(plans).where(and(statusIs("pending"), after)).orderBy(asc(plans.expiresAt), asc(plans.id)).limit(scan + 1);
   const rights = await rightsOf(ctx, reader, rows.map((r) => r.document as PlanDocument));
   const taken: typeof rows = [];
   let last = -1;

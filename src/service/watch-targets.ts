@@ -8,6 +8,7 @@ import type { ServiceContext } from "./context.ts";
 import { effectsInsert } from "./outbox.ts";
 import { laneOf } from "./outbox-lanes.ts";
 import { transition } from "./transition.ts";
+import { statusIn } from "../store/plan-status-sql.ts";
 
 /** The plans a watch looks after: pending, and approved ones no executor has claimed yet. */
 const WATCHED_STATUSES = ["pending", "approved"] as const;
@@ -91,7 +92,7 @@ async function registerNewPlans(ctx: ServiceContext, intervals: Map<string, numb
   const fresh = await db
     .select({ id: plans.id, document: plans.document })
     .from(plans)
-    .where(and(inArray(plans.status, [...WATCHED_STATUSES]), recent, notExists(db.select({ one: sql`1` }).from(watchedActions).where(eq(watchedActions.planId, plans.id)))))
+    .where(and(statusIn(WATCHED_STATUSES), recent, notExists(db.select({ one: sql`1` }).from(watchedActions).where(eq(watchedActions.planId, plans.id)))))
     .limit(REGISTER_BATCH);
   // Everything found is listed below; a full batch means more may wait, so the mark stays put.
   if (fresh.length < REGISTER_BATCH) listing.set(replica, { since: startedAt, fullAt: full ? startedAt : state!.fullAt });

@@ -6,7 +6,7 @@ import { sql, type ExtractTablesWithRelations, type SQL } from "drizzle-orm";
 import { DrizzleQueryError } from "drizzle-orm/errors";
 import { PgDialect, type PgDatabase, type PgQueryResultHKT, type PgTransaction } from "drizzle-orm/pg-core";
 import { packagePath } from "../package-path.ts";
-import { namedStatements, PLAN_PER_EXECUTION } from "./named-statements.ts";
+import { namedStatements, PLAN_CACHE } from "./named-statements.ts";
 import * as schema from "./schema.ts";
 
 export type Schema = typeof schema;
@@ -40,8 +40,8 @@ export interface Database {
    * with the BEGIN (their rows are handed to `body`): had the BEGIN failed, they ran alone and
    * changed nothing, and its error is thrown before `body` runs. PGlite runs it as a plain
    * transaction (no network to save).
-   * `plans: "generic"` plans the transaction's statements once per connection rather than at
-   * every execution (GENERIC_PLANS): only for a transaction that reads and writes by key alone.
+   * `plans: "generic"` gives the transaction's statements generic plans from their first execution
+   * on a connection (GENERIC_PLANS): only for a transaction that reads and writes by key alone.
    */
   transactionEndingWith<T>(body: (tx: Tx, first: Record<string, unknown>[][]) => Promise<{ result: T; last?: SQL | readonly SQL[] | undefined }>, options?: { first?: readonly SQL[]; plans?: "generic" }): Promise<T>;
   /** NOTIFY on a channel, as a statement of its own (outside any transaction). */
@@ -119,7 +119,7 @@ const RECONNECT = { backoff: (attempt: number) => Math.min(0.05 * 2 ** attempt, 
 async function openPostgres(url: string): Promise<Database> {
   const [{ default: postgres }, { drizzle }, { migrate }] = await Promise.all([import("postgres"), import("drizzle-orm/postgres-js"), import("drizzle-orm/postgres-js/migrator")]);
   // Named statements: one round trip a statement instead of two (named-statements.ts).
-  const client = postgres(url, { onnotice: () => {}, max: 10, ...RECONNECT, connection: PLAN_PER_EXECUTION });
+  const client = postgres(url, { onnotice: () => {}, max: 10, ...RECONNECT, connection: PLAN_CACHE });
   const named = namedStatements(client);
   const db = drizzle({ client: named, schema }) as unknown as Db;
   return {
@@ -194,12 +194,12 @@ export function endingWithCommit(client: import("postgres").Sql, drizzle: (confi
 }
 
 /**
- * Every connection plans each statement at every execution (PLAN_PER_EXECUTION), which keeps the
- * partial-index plans of the reads whose plans depend on a parameter's value. A transaction
- * that only reads and writes rows by key has no such statement, and planning its CTEs at every
- * bind cost PostgreSQL 0.15–0.5 ms per statement on an approval's path (2026-12-03, five
- * statements): with generic plans, each connection plans each of them once. SET LOCAL ends with
- * the transaction. Sent with the first reads, so it costs no round trip.
+ * A transaction that only reads and writes rows by key has no statement whose plan depends on a
+ * parameter's value, so its statements take generic plans from their first execution on a
+ * connection, not after five custom ones (PLAN_CACHE's `auto`): planning its CTEs cost PostgreSQL
+ * 0.15–0.5 ms per statement on an approval's path (2026-12-03, five statements, when every
+ * execution was planned). SET LOCAL ends with the transaction. Sent with the first reads, so it
+ * costs no round trip.
  */
 const GENERIC_PLANS = sql`SET LOCAL plan_cache_mode = force_generic_plan`;
 

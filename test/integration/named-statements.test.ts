@@ -1,7 +1,9 @@
+import { randomUUID } from "node:crypto";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../src/store/db.ts";
-import { openThrowawayPostgres } from "../support/databases.ts";
+import { plans } from "../../src/store/schema.ts";
+import { postgresKind } from "../support/databases.ts";
 
 const testDatabaseUrl = process.env.TEST_DATABASE_URL;
 
@@ -9,12 +11,12 @@ const testDatabaseUrl = process.env.TEST_DATABASE_URL;
  * The PostgreSQL database sends drizzle's statements as named ones (store/named-statements.ts):
  * one round trip each, where an unnamed statement with parameters took two. A named statement is
  * listed in its connection's pg_prepared_statements, an unnamed one never is; reading the list in
- * the same transaction pins the connection. Each execution is still planned for its own values.
+ * the same transaction pins the connection. PostgreSQL chooses how to plan them (`auto`).
  */
 describe.skipIf(!testDatabaseUrl)("named statements on postgres", () => {
   let database: Database;
   beforeAll(async () => {
-    database = await openThrowawayPostgres(testDatabaseUrl!);
+    database = await postgresKind!.open(); // migrated: the plan-status test reads `plans`
   });
   afterAll(async () => {
     await database?.close();
@@ -51,8 +53,32 @@ describe.skipIf(!testDatabaseUrl)("named statements on postgres", () => {
     expect(reused).toBe(1);
   });
 
-  it("plans every execution for its own parameter values, as unnamed statements were", async () => {
-    const [row] = await database.rows<{ plan_cache_mode: string }>(sql`SHOW plan_cache_mode`);
-    expect(row?.plan_cache_mode).toBe("force_custom_plan");
+  it("lets PostgreSQL settle a statement read by key on one plan for all values, after five planned for their own", async () => {
+    const [mode] = await database.rows<{ plan_cache_mode: string }>(sql`SHOW plan_cache_mode`);
+    expect(mode?.plan_cache_mode).toBe("auto");
+    // One transaction pins one connection, whose pg_prepared_statements counts each statement's plans.
+    const plans = await database.db.transaction(async (tx) => {
+      for (let i = 0; i < 8; i++) {
+        const [row] = await database.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM plans WHERE id = ${randomUUID()} /* by-key */`, tx);
+        expect(row?.n).toBe(0);
+      }
+      return database.rows<{ generic_plans: number | string; custom_plans: number | string }>(
+        sql`SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%/* by-key */%'`, tx);
+    });
+    expect(plans).toHaveLength(1);
+    expect(Number(plans[0]!.custom_plans)).toBe(5);
+    expect(Number(plans[0]!.generic_plans)).toBe(3);
+  });
+
+  it("writes plan statuses into the statement's text, so a plan made for all values still knows which plans it reads", async () => {
+    const { statusIn, statusIs } = await import("../../src/store/plan-status-sql.ts");
+    const text = (q: ReturnType<typeof sql>) => database.db.select({ one: sql`1` }).from(plans).where(q).toSQL();
+    expect(text(statusIs("pending"))).toMatchObject({ sql: expect.stringContaining(`"plans"."status" = 'pending'`), params: [] });
+    expect(text(statusIn(["pending", "approved"]))).toMatchObject({ sql: expect.stringContaining(`"plans"."status" IN ('pending', 'approved')`), params: [] });
+    expect(() => statusIn(["pending", "applied'; DROP TABLE plans; --" as never])).toThrow(/not plan statuses: applied'; DROP TABLE plans; --/);
+    expect(() => statusIn([])).toThrow(/at least one/);
+    // PostgreSQL takes the text as a status of its enum (a misspelt one would fail here).
+    const [found] = await database.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM plans WHERE ${statusIn(["pending", "approved"])}`);
+    expect(Number(found?.n)).toBe(0);
   });
 });

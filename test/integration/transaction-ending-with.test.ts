@@ -80,9 +80,9 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
       return { result: { mode, one, inBody: (inBody.rows ?? inBody)[0]!.mode } };
     }, { first: [setting, sql.raw("SELECT 1 AS one")], plans: "generic" });
     expect(seen).toStrictEqual({ mode: [{ mode: "force_generic_plan" }], one: [{ one: 1 }], inBody: "force_generic_plan" });
-    // Every connection of the pool is back to planning per execution once the transaction ends.
+    // Every connection of the pool is back to its own setting (`auto`, PLAN_CACHE) once the transaction ends.
     const after = await Promise.all(Array.from({ length: 12 }, () => h.database.rows<{ mode: string }>(setting)));
-    expect(new Set(after.map((r) => r[0]!.mode))).toStrictEqual(new Set([kind.name === "postgres" ? "force_custom_plan" : after[0]![0]!.mode]));
+    expect(new Set(after.map((r) => r[0]!.mode))).toStrictEqual(new Set([kind.name === "postgres" ? "auto" : after[0]![0]!.mode]));
     // Without the option, statements are planned as the connection says.
     const plain = await h.database.transactionEndingWith(async (_tx, [mode]) => ({ result: mode }), { first: [setting] });
     expect(plain).not.toStrictEqual([{ mode: "force_generic_plan" }]);

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import { endingWithCommit, openDatabase, type Database, type Db } from "../../src/store/db.ts";
-import { namedStatements, PLAN_PER_EXECUTION } from "../../src/store/named-statements.ts";
+import { namedStatements, PLAN_CACHE } from "../../src/store/named-statements.ts";
 import * as schema from "../../src/store/schema.ts";
 
 /**
@@ -27,7 +27,7 @@ export async function openCountingPostgres(adminUrl: string): Promise<CountingPo
   const listening = migrating; // LISTEN runs on its own connection; its statements are not the verbs'.
 
   let sent: string[] = [];
-  const client = postgres(url.toString(), { onnotice: () => {}, max: 10, connection: PLAN_PER_EXECUTION, debug: (_connection, query) => void sent.push(query.replace(/\s+/g, " ").trim()) });
+  const client = postgres(url.toString(), { onnotice: () => {}, max: 10, connection: PLAN_CACHE, debug: (_connection, query) => void sent.push(query.replace(/\s+/g, " ").trim()) });
   const named = namedStatements(client);
   const db = drizzle({ client: named, schema }) as unknown as Db;
   return {
