@@ -168,7 +168,7 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
       }]);
       handed = { plan: plan.document as PlanDocument, preview: plan.preview as Claim["preview"], grant: grant.token, claimToken, leaseExpiresAt: leaseExpiresAt.toISOString() };
       return { result: { status: approvedAndClaimed.to, approvals: after, requiredApprovals: policy.requiredApprovals, ...also }, last: [vote, ...approvedAndClaimed.statements] };
-    }, { first });
+    }, { first, plans: "generic" });
     return { result, ...(handed ? { handed } : {}) };
   };
   const decidedOnce = async () => {

@@ -73,6 +73,21 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
     expect(await rows()).toStrictEqual([1, 2, 3]);
   });
 
+  it("`plans: \"generic\"` plans the transaction's statements generically, its `first` rows unchanged, and leaves the setting to the transaction", async () => {
+    const setting = sql.raw("SELECT current_setting('plan_cache_mode') AS mode");
+    const seen = await h.database.transactionEndingWith(async (tx, [mode, one]) => {
+      const inBody = (await tx.execute(setting)) as unknown as { rows?: { mode: string }[] } & { mode: string }[];
+      return { result: { mode, one, inBody: (inBody.rows ?? inBody)[0]!.mode } };
+    }, { first: [setting, sql.raw("SELECT 1 AS one")], plans: "generic" });
+    expect(seen).toStrictEqual({ mode: [{ mode: "force_generic_plan" }], one: [{ one: 1 }], inBody: "force_generic_plan" });
+    // Every connection of the pool is back to its own setting (`auto`, PLAN_CACHE) once the transaction ends.
+    const after = await Promise.all(Array.from({ length: 12 }, () => h.database.rows<{ mode: string }>(setting)));
+    expect(new Set(after.map((r) => r[0]!.mode))).toStrictEqual(new Set([kind.name === "postgres" ? "auto" : after[0]![0]!.mode]));
+    // Without the option, statements are planned as the connection says.
+    const plain = await h.database.transactionEndingWith(async (_tx, [mode]) => ({ result: mode }), { first: [setting] });
+    expect(plain).not.toStrictEqual([{ mode: "force_generic_plan" }]);
+  });
+
   it("a `first` read that fails throws before the body runs, and the connection is usable afterwards", async () => {
     await fresh();
     let ran = false;
