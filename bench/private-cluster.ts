@@ -15,7 +15,7 @@ const PG_BIN = process.env.PG_BIN ?? "/usr/lib/postgresql/15/bin";
 /**
  * A throwaway cluster with pg_stat_statements loaded, owned by the postgres user when we are root.
  * `track: "all"` also counts statements run inside functions (the admission guard's counts).
- * Planning is tracked too (`total_plan_time`): statements are planned at every execution.
+ * Planning is tracked too (`total_plan_time`): a custom plan is made at each execution it is used.
  */
 export async function privateCluster(track: "top" | "all" = "top"): Promise<{ url: string; destroy(): Promise<void> }> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "countersign-bench-pgss-"));

@@ -1,6 +1,6 @@
 -- The reads that grow with stored history, PREPAREd as the code sends them: values are parameters,
--- except the plan statuses and the outbox's undelivered test, which are written into the text
--- (src/store/plan-status-sql.ts, outbox-lease.ts), run under a plan_cache_mode: force_generic_plan is the plan PostgreSQL's default `auto` may
+-- except the plan statuses and the outbox's undelivered tests, which are written into the text
+-- (src/store/plan-status-sql.ts; outbox-lease.ts), run under a plan_cache_mode: force_generic_plan is the plan PostgreSQL's default `auto` may
 -- settle on after a statement's fifth execution on a connection, the worst `auto` can pick
 -- (src/store/named-statements.ts); force_custom_plan plans each execution for its values.
 --   psql -v mode=force_generic_plan -f bench/scans/generic.sql <database seeded by bench/scans/seed.sql>
@@ -35,7 +35,7 @@ PREPARE pending_after(timestamptz, uuid, int) AS SELECT * FROM plans WHERE statu
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) EXECUTE pending_after(now() + interval '2 hours', '00000000-0000-4000-8000-000000000000', 101);
 \echo '== browser list: the newest 100 that are not pending (listPlansForReview)'
 PREPARE others(int) AS
-  SELECT * FROM plans WHERE status IN ('approved', 'rejected', 'expired', 'cancelled', 'executing', 'applied', 'failed', 'stale') ORDER BY created_at DESC LIMIT $1;
+  SELECT * FROM plans WHERE status IN ('approved', 'rejected', 'expired', 'cancelled', 'executing', 'applied', 'failed', 'stale', 'superseded', 'revoked') ORDER BY created_at DESC LIMIT $1;
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) EXECUTE others(100);
 \echo '== browser list filtered by a rare status (?status=failed)'
 PREPARE one_status(int) AS SELECT * FROM plans WHERE status IN ('failed') ORDER BY created_at DESC LIMIT $1;
@@ -50,8 +50,8 @@ EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) EXECUTE person_soonest(now(), 200);
 PREPARE expire_due(timestamptz, int) AS SELECT id FROM plans WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED;
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) EXECUTE expire_due(now(), 100);
 \echo '== executor claim: an approved plan whose grant holds, or a lapsed lease (claim-approved.ts)'
-PREPARE claimable(timestamptz) AS SELECT id, status FROM plans
+PREPARE claimable(timestamptz, int) AS SELECT id, status FROM plans
   WHERE ((status = 'approved' AND grant_expires_at > $1) OR (status = 'executing' AND lease_expires_at <= $1)) AND NOT EXISTS (SELECT 1 FROM pause)
-  ORDER BY updated_at LIMIT 1 FOR UPDATE SKIP LOCKED;
-EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) EXECUTE claimable(now());
+  ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED;
+EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) EXECUTE claimable(now(), 1);
 ROLLBACK;

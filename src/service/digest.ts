@@ -53,7 +53,7 @@ export async function digestAt(ctx: Pick<ServiceContext, "database" | "config">,
     .select(lineColumns)
     .from(slackMessages)
     .innerJoin(plans, eq(plans.id, slackMessages.planId))
-    .where(and(eq(slackMessages.channel, message.channel), eq(slackMessages.ts, message.ts), eq(slackMessages.digest, true)))
+    .where(and(eq(slackMessages.channel, message.channel), eq(slackMessages.ts, message.ts), sql`${slackMessages.digest}`))
     .orderBy(asc(plans.createdAt), asc(plans.id));
   return rows.map((r) => lineOf(ctx.config.publicUrl, r));
 }

@@ -99,7 +99,7 @@ async function registerNewPlans(ctx: ServiceContext, intervals: Map<string, numb
   // The list keeps only open plans: rows of plans on unwatched targets are never met by a read,
   // so a full pass drops what closed since the last (a table about the size of the open plans).
   if (full) {
-    await db.delete(watchedActions).where(notExists(db.select({ one: sql`1` }).from(plans).where(and(eq(plans.id, watchedActions.planId), inArray(plans.status, [...WATCHED_STATUSES])))));
+    await db.delete(watchedActions).where(notExists(db.select({ one: sql`1` }).from(plans).where(and(eq(plans.id, watchedActions.planId), statusIn(WATCHED_STATUSES)))));
   }
   if (fresh.length === 0) return;
   const now = ctx.clock().getTime();

@@ -43,7 +43,7 @@ export function namedStatements<T extends postgres.Sql>(client: T): T {
  * every execution: at intake that was ~0.36 ms of PostgreSQL's time per plan and 0.3–0.4 ms of its
  * CPU (was `force_custom_plan`, kept from unnamed statements). A generic plan cannot know what a
  * parameter's value selects, so the few values that decide a plan are written into the text:
- * plan statuses (plan-status-sql.ts) and the outbox's undelivered test (outbox-lease.ts). Checked
- * at 1 M plans by bench/scans/generic.sql.
+ * plan statuses (plan-status-sql.ts) and the digest flag (digest.ts); the outbox's undelivered
+ * tests (outbox-lease.ts) always were. Checked at 1 M plans by bench/scans/generic.sql.
  */
 export const PLAN_CACHE = { plan_cache_mode: "auto" } as const;

@@ -77,6 +77,9 @@ describe.skipIf(!testDatabaseUrl)("named statements on postgres", () => {
     expect(text(statusIn(["pending", "approved"]))).toMatchObject({ sql: expect.stringContaining(`"plans"."status" IN ('pending', 'approved')`), params: [] });
     expect(() => statusIn(["pending", "applied'; DROP TABLE plans; --" as never])).toThrow(/not plan statuses: applied'; DROP TABLE plans; --/);
     expect(() => statusIn([])).toThrow(/at least one/);
+    // However a filter is written, one text: order and repeats do not make new statements.
+    expect(text(statusIn(["failed", "applied", "failed"])).sql).toBe(text(statusIn(["applied", "failed"])).sql);
+    expect(text(statusIn(["failed", "failed"])).sql).toContain(`"plans"."status" = 'failed'`);
     // PostgreSQL takes the text as a status of its enum (a misspelt one would fail here).
     const [found] = await database.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM plans WHERE ${statusIn(["pending", "approved"])}`);
     expect(Number(found?.n)).toBe(0);
