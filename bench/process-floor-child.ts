@@ -1,9 +1,15 @@
 /**
- * One process of the approve → PATCH process floor (bench/process-floor.ts): the least the
- * product's process layout costs, with the product's drivers (postgres.js max 10, node's fetch and
- * node:http) and no product code. Run over IPC by process-floor.ts:
+ * One process of a process floor (bench/process-floor.ts): the least the product's process layout
+ * costs, with the product's drivers (postgres.js max 10, node's fetch and node:http) and no
+ * product code. Run over IPC by process-floor.ts:
  *   node --import tsx bench/process-floor-child.ts decider DATABASE_URL TARGET_URL CHANNEL
  *   node --import tsx bench/process-floor-child.ts executor DATABASE_URL TARGET_URL CHANNEL
+ *   node --import tsx bench/process-floor-child.ts intake DATABASE_URL TARGET_URL CHANNEL
+ * - intake: a bare node:http server taking what the bench POSTs to the product's /v1/plans (the
+ *   same JSON): it reads and parses the body, GETs the target its first action names, runs the
+ *   intake floor's transaction of three inserts (floor.ts, from the templates it was sent) and
+ *   answers 201 with the stored plan's id, document and preview, about the product's answer's
+ *   size. Sends { url } once listening; needs { templates } before its first request.
  * - decider: a bare node:http server. `POST /` with `{ planId, contact }` is answered at once (as
  *   the product acks a click before deciding), then: GET the target (the approval-time re-check),
  *   then one statement: UPDATE the floor plan pending → approved and NOTIFY `planId contact`.
@@ -16,13 +22,19 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import postgres from "postgres";
+import { floorInsertPlan, type Row, type Templates } from "./floor.ts";
 
 const [role, databaseUrl, targetUrl, channel, readToken, writeToken] = process.argv.slice(2);
-if ((role !== "decider" && role !== "executor") || !databaseUrl || !targetUrl || !channel || !readToken || !writeToken || !process.send) {
-  console.error("usage (from process-floor.ts, with an IPC channel): process-floor-child.ts decider|executor DATABASE_URL TARGET_URL CHANNEL READ_TOKEN WRITE_TOKEN");
+if ((role !== "decider" && role !== "executor" && role !== "intake") || !databaseUrl || !targetUrl || !channel || !readToken || !writeToken || !process.send) {
+  console.error("usage (from process-floor.ts, with an IPC channel): process-floor-child.ts decider|executor|intake DATABASE_URL TARGET_URL CHANNEL READ_TOKEN WRITE_TOKEN");
   process.exit(2);
 }
 const send = (message: Record<string, unknown>) => process.send!(message);
+
+/** Templates arrive over IPC as JSON: timestamps come back as Dates (postgres.js types them so). */
+const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
+const reviveRow = (row: Row): Row => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, typeof v === "string" && TIMESTAMP.test(v) ? new Date(v) : v]));
+const revive = (t: Templates): Templates => ({ plan: reviveRow(t.plan), audit: reviveRow(t.audit), outbox: reviveRow(t.outbox) });
 const sql = postgres(databaseUrl, { onnotice: () => {}, max: 10 });
 
 async function get(contact: number): Promise<string> {
@@ -33,7 +45,34 @@ async function get(contact: number): Promise<string> {
 }
 
 let stop: () => Promise<void>;
-if (role === "decider") {
+if (role === "intake") {
+  let templates: Templates | undefined;
+  process.on("message", (m: { templates?: Templates }) => {
+    if (m.templates) templates = revive(m.templates);
+  });
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      void (async () => {
+        const request = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { actions: { path: string }[] };
+        if (!templates) throw new Error("no templates yet");
+        const path = request.actions[0]!.path;
+        const res1 = await fetch(`${targetUrl}${path}`, { headers: { authorization: `Bearer ${readToken}` } });
+        await res1.json();
+        if (res1.status !== 200) throw new Error(`GET ${path} answered ${res1.status}`);
+        const id = await floorInsertPlan(sql, templates);
+        res.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify({ id, status: "pending", document: templates.plan.document, preview: templates.plan.preview }));
+      })().catch((err: unknown) => res.writeHead(500, { "content-type": "text/plain" }).end(String(err)));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  send({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+  stop = async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  };
+} else if (role === "decider") {
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));

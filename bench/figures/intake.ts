@@ -2,24 +2,35 @@ import { randomInt } from "node:crypto";
 import { alternate, throughput } from "../blocks.ts";
 import type { FigureSource } from "../figure.ts";
 import { captureTemplates, createFloorTables, floorGet, floorInsertPlan, type Templates } from "../floor.ts";
-import { benchDatabaseUrl, startStack } from "../stack.ts";
+import { startIntakeFloor, type IntakeFloor } from "../process-floor.ts";
+import { benchDatabaseUrl, mergeBody, startStack } from "../stack.ts";
 
 const IN_FLIGHT = 8;
 const CONTACTS = 1000;
 
 /**
  * Figure 1 of issue 13: plans per second through `POST /v1/plans` (validate, preview GET against
- * the fake target, hash, persist, enqueue) with 8 requests in flight, one per agent, against the
- * floor: one GET of the target and one transaction of three inserts, also 8 in flight.
+ * the fake target, hash, persist, enqueue) with 8 requests in flight, one per agent, against two
+ * floors, both run in each floor block, 8 in flight:
+ * - `intake_8_in_flight` (one process, the issue's): one GET of the target and one transaction of
+ *   three inserts, from the bench process itself.
+ * - `intake_8_in_flight_vs_process_floor`: the same work behind an HTTP hop, as any service that
+ *   takes plans over HTTP pays it: the bench POSTs the product's own request body to a bare
+ *   node:http process that parses it, GETs, runs the transaction and answers with the stored plan
+ *   (bench/process-floor.ts). What is left between it and the product is the product's own work.
  */
 export const intake: FigureSource = {
   title: "intake, 8 in flight",
   async measure(pace) {
     const adminUrl = benchDatabaseUrl();
-    if (!adminUrl) return [{ name: "intake_8_in_flight", skipped: "set BENCH_DATABASE_URL or TEST_DATABASE_URL to a PostgreSQL it may create databases on" }];
+    if (!adminUrl) {
+      const skipped = "set BENCH_DATABASE_URL or TEST_DATABASE_URL to a PostgreSQL it may create databases on";
+      return [{ name: "intake_8_in_flight", skipped }, { name: "intake_8_in_flight_vs_process_floor", skipped }];
+    }
     // One agent per request in flight: 8 agents at once, not one agent 8 times (which the
     // product may order under its per-agent limits, as it should).
     const stack = await startStack({ adminUrl, contacts: CONTACTS, agents: IN_FLIGHT });
+    let processFloor: IntakeFloor | undefined;
     try {
       await createFloorTables(stack.sql);
       let templates: Templates | undefined;
@@ -30,13 +41,34 @@ export const intake: FigureSource = {
         templates ??= await captureTemplates(stack.sql);
         return rate;
       };
-      const floor = () => throughput(IN_FLIGHT, pace.seconds, async () => {
-        await floorGet(stack, randomInt(1, CONTACTS + 1));
-        await floorInsertPlan(stack.sql, templates!);
-      });
+      const processFloors: number[] = [];
+      const floor = async () => {
+        processFloor ??= await startIntakeFloor(stack, adminUrl, templates!);
+        const across = processFloor;
+        processFloors.push(await throughput(IN_FLIGHT, pace.seconds, async () => {
+          await across.submit(mergeBody(randomInt(1, CONTACTS + 1)));
+        }));
+        return throughput(IN_FLIGHT, pace.seconds, async () => {
+          await floorGet(stack, randomInt(1, CONTACTS + 1));
+          await floorInsertPlan(stack.sql, templates!);
+        });
+      };
       const blocks = await alternate(pace.blocks, product, floor);
-      return [{ name: "intake_8_in_flight", unit: "plans/s", ...blocks, goal: { atLeast: 0.6 }, note: `${pace.seconds} s blocks; 8 agents, one request in flight each; floor: GET + one transaction of 3 inserts` }];
+      const note = `${pace.seconds} s blocks; 8 agents, one request in flight each`;
+      return [
+        { name: "intake_8_in_flight", unit: "plans/s", ...blocks, goal: { atLeast: 0.6 }, note: `${note}; floor: GET + one transaction of 3 inserts` },
+        {
+          name: "intake_8_in_flight_vs_process_floor",
+          unit: "plans/s",
+          product: blocks.product,
+          floor: processFloors.slice(1), // as alternate drops its warm-up block
+          load: blocks.load,
+          goal: { atLeast: 0.6 },
+          note: `${note}; floor: POST of the same body to a bare node:http process (GET + one transaction of 3 inserts, answered with the stored plan)`,
+        },
+      ];
     } finally {
+      await processFloor?.stop();
       await stack.stop();
     }
   },
