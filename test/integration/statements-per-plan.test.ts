@@ -60,10 +60,11 @@ describe.skipIf(!testDatabaseUrl)("statements per plan on postgres", () => {
     // statement), COMMIT. Submit only reads the agent's
     // usage against its limits before any target read: a plan without an idempotency key is
     // stored in its event's statement, a transaction of its own (the INSERT's guard costs no
-    // statement). Approve reads the plan once before its transaction (issue 15): may-act's
-    // answer, then the re-read of its targets, outside any lock. Its transaction also sends
-    // `SET LOCAL plan_cache_mode` with its first reads (db.ts, GENERIC_PLANS): no round trip, and
-    // it spares each of the transaction's statements its planning on every later click.
+    // statement). Before its transaction an Approve reads only its targets (issue 15): the plan's
+    // fixed terms are remembered from the submit (a process that did not store the plan reads
+    // them once, decision-terms.ts). Its transaction also sends `SET LOCAL plan_cache_mode` with
+    // its first reads (db.ts, GENERIC_PLANS): no round trip, and its statements take generic plans
+    // from their first execution on a connection instead of after five custom ones.
     const bound = { submit: 1, approve: 6, claim: 3, report: 3 } as const;
     for (const verb of Object.keys(bound) as (keyof typeof bound)[]) {
       const own = sent[verb].filter((s) => !isAudit(s));
