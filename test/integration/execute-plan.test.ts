@@ -630,7 +630,12 @@ describe("executePlan on an expired grant only reconciles", () => {
 
 describe("executePlan starts a write only while the grant outlasts the target's timeout", () => {
   // A slow target: its timeout is long, and the test holds answers until given moments around the grant's expiry.
-  const TIMEOUT_MS = 3000;
+  const TIMEOUT_MS = 5000;
+  // How long the executor has, from the grant's making, to send its first write (grant check and
+  // the revalidating GETs first): 1 s was not always enough under CI's own load (a stop on
+  // 2026-12-04 saw the first write refused too). A held answer waits about this long plus 300 ms,
+  // which must stay well inside the target's timeout, or the held write fails instead.
+  const START_BUDGET_MS = 2500;
   const slow = (): Record<string, TargetConfig> => ({ crm: targetConfig(target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } }, timeoutMs: TIMEOUT_MS }) });
   const holdUntil = (at: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())));
   /** Write requests to these paths that arrived at or after `at`. */
@@ -640,7 +645,7 @@ describe("executePlan starts a write only while the grant outlasts the target's 
     const a = seed({ v: 1 }, "a");
     const configured = slow();
     const { doc, preview } = await propose([merge(a, { v: 2 })], configured);
-    const expiresAt = Date.now() + TIMEOUT_MS + 1000;
+    const expiresAt = Date.now() + TIMEOUT_MS + START_BUDGET_MS;
     const arrived = new Map<RecordedRequest, number>();
     let failedWrites = 0;
     target.beforeHandle = async (r) => {
@@ -662,7 +667,7 @@ describe("executePlan starts a write only while the grant outlasts the target's 
     expect(outcome.status).toBe("expired");
     expect(outcome.partial).toBeUndefined();
     expect(outcome.reason).toMatch(/grant expired before action 0 could be written.*nothing was written/);
-    expect(outcome.actions).toStrictEqual([{ index: 0, target: "crm", path: a, status: "skipped", detail: expect.stringMatching(/HTTP 503.*not tried again: the grant expires in \d+ ms, within the target's timeout \(3000 ms\)/) }]);
+    expect(outcome.actions).toStrictEqual([{ index: 0, target: "crm", path: a, status: "skipped", detail: expect.stringMatching(/HTTP 503.*not tried again: the grant expires in \d+ ms, within the target's timeout \(5000 ms\)/) }]);
     expect(target.get(a)).toStrictEqual({ v: 1 });
   });
 
@@ -672,7 +677,7 @@ describe("executePlan starts a write only while the grant outlasts the target's 
     const c = seed({ v: 1 }, "c");
     const configured = slow();
     const { doc, preview } = await propose([merge(a, { v: 2 }), merge(b, { v: 2 }), merge(c, { v: 2 })], configured);
-    const expiresAt = Date.now() + TIMEOUT_MS + 1000;
+    const expiresAt = Date.now() + TIMEOUT_MS + START_BUDGET_MS;
     const arrived = new Map<RecordedRequest, number>();
     target.beforeHandle = async (r) => {
       arrived.set(r, Date.now());
