@@ -19,7 +19,7 @@
  *   listening, then { applied: planId } or { failed: planId, error } per plan.
  * Both exit when the IPC channel closes.
  */
-import { createServer } from "node:http";
+import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import postgres from "postgres";
 import { floorInsertPlan, type Row, type Templates } from "./floor.ts";
@@ -37,11 +37,27 @@ const reviveRow = (row: Row): Row => Object.fromEntries(Object.entries(row).map(
 const revive = (t: Templates): Templates => ({ plan: reviveRow(t.plan), audit: reviveRow(t.audit), outbox: reviveRow(t.outbox) });
 const sql = postgres(databaseUrl, { onnotice: () => {}, max: 10 });
 
-async function get(contact: number): Promise<string> {
-  const res = await fetch(`${targetUrl}/contacts/${contact}`, { headers: { authorization: `Bearer ${readToken}` } });
+/** GETs a target path with the read credential, its body read; resolves with its ETag. */
+async function get(path: string): Promise<string> {
+  const res = await fetch(`${targetUrl}${path}`, { headers: { authorization: `Bearer ${readToken}` } });
   await res.json();
-  if (res.status !== 200) throw new Error(`GET /contacts/${contact} answered ${res.status}`);
+  if (res.status !== 200) throw new Error(`GET ${path} answered ${res.status}`);
   return res.headers.get("etag") ?? "";
+}
+
+/** A bare node:http server handing each request's whole body to `onBody`; sends { url } once listening. */
+async function serveBodies(onBody: (body: string, res: ServerResponse) => void): Promise<() => Promise<void>> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => onBody(Buffer.concat(chunks).toString("utf8"), res));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  send({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+  return async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  };
 }
 
 let stop: () => Promise<void>;
@@ -50,56 +66,33 @@ if (role === "intake") {
   process.on("message", (m: { templates?: Templates }) => {
     if (m.templates) templates = revive(m.templates);
   });
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      void (async () => {
-        const request = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { actions: { path: string }[] };
-        if (!templates) throw new Error("no templates yet");
-        const path = request.actions[0]!.path;
-        const res1 = await fetch(`${targetUrl}${path}`, { headers: { authorization: `Bearer ${readToken}` } });
-        await res1.json();
-        if (res1.status !== 200) throw new Error(`GET ${path} answered ${res1.status}`);
-        const id = await floorInsertPlan(sql, templates);
-        res.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify({ id, status: "pending", document: templates.plan.document, preview: templates.plan.preview }));
-      })().catch((err: unknown) => res.writeHead(500, { "content-type": "text/plain" }).end(String(err)));
-    });
+  stop = await serveBodies((body, res) => {
+    void (async () => {
+      const request = JSON.parse(body) as { actions: { path: string }[] };
+      if (!templates) throw new Error("no templates yet");
+      await get(request.actions[0]!.path);
+      const id = await floorInsertPlan(sql, templates);
+      res.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify({ id, status: "pending", document: templates.plan.document, preview: templates.plan.preview }));
+    })().catch((err: unknown) => res.writeHead(500, { "content-type": "text/plain" }).end(String(err)));
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  send({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
-  stop = async () => {
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
-  };
 } else if (role === "decider") {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      res.writeHead(200, { "content-type": "application/json" }).end("{}");
-      const { planId, contact } = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { planId: string; contact: number };
-      void (async () => {
-        await get(contact);
-        const [moved] = await sql`WITH moved AS (UPDATE bench_floor.plans SET status = 'approved', updated_at = now() WHERE id = ${planId} AND status = 'pending' RETURNING id)
-          SELECT pg_notify(${channel}, id::text || ' ' || ${String(contact)}) AS notified FROM moved`;
-        if (!moved) throw new Error(`plan ${planId} was not pending`);
-      })().catch((err: unknown) => send({ failed: planId, error: String(err) }));
-    });
+  stop = await serveBodies((body, res) => {
+    res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    const { planId, contact } = JSON.parse(body) as { planId: string; contact: number };
+    void (async () => {
+      await get(`/contacts/${contact}`);
+      const [moved] = await sql`WITH moved AS (UPDATE bench_floor.plans SET status = 'approved', updated_at = now() WHERE id = ${planId} AND status = 'pending' RETURNING id)
+        SELECT pg_notify(${channel}, id::text || ' ' || ${String(contact)}) AS notified FROM moved`;
+      if (!moved) throw new Error(`plan ${planId} was not pending`);
+    })().catch((err: unknown) => send({ failed: planId, error: String(err) }));
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  send({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
-  stop = async () => {
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
-  };
 } else {
   const { unlisten } = await sql.listen(channel, (payload) => {
     const [planId, contact] = payload.split(" ") as [string, string];
     void (async () => {
       const [claimed] = await sql`UPDATE bench_floor.plans SET status = 'executing', updated_at = now() WHERE id = ${planId} AND status = 'approved' RETURNING id`;
       if (!claimed) throw new Error(`plan ${planId} was not approved`);
-      const etag = await get(Number(contact));
+      const etag = await get(`/contacts/${contact}`);
       const res = await fetch(`${targetUrl}/contacts/${contact}`, {
         method: "PATCH",
         headers: { authorization: `Bearer ${writeToken}`, "content-type": "application/merge-patch+json", "if-match": etag },
