@@ -1,7 +1,7 @@
 /**
  * One process of a process floor (bench/process-floor.ts): the least the product's process layout
- * costs, with the product's drivers (postgres.js max 10, node's fetch and node:http) and no
- * product code. Run over IPC by process-floor.ts:
+ * costs, with the product's drivers (postgres.js max 10, node:http) and no product code. Run over
+ * IPC by process-floor.ts:
  *   node --import tsx bench/process-floor-child.ts decider DATABASE_URL TARGET_URL CHANNEL
  *   node --import tsx bench/process-floor-child.ts executor DATABASE_URL TARGET_URL CHANNEL
  *   node --import tsx bench/process-floor-child.ts intake DATABASE_URL TARGET_URL CHANNEL
@@ -12,16 +12,17 @@
  *   size. Sends { url } once listening; needs { templates } before its first request.
  * - decider: a bare node:http server. `POST /` with `{ planId, contact }` is answered at once (as
  *   the product acks a click before deciding), then: GET the target (the approval-time re-check),
- *   then one statement: UPDATE the floor plan pending → approved and NOTIFY `planId contact`.
- *   Sends { url } once listening.
- * - executor: LISTENs; per notification: UPDATE approved → executing (the claim), GET the target
- *   (revalidation), PATCH with If-Match, then UPDATE executing → applied. Sends { ready } once
+ *   then one statement: UPDATE the floor plan pending → executing (approved and handed over at
+ *   once, as the product's approval at quorum hands its plan to a waiting executor in its own
+ *   statement) and NOTIFY `planId contact`. Sends { url } once listening.
+ * - executor: LISTENs; per notification: GET the target (revalidation), PATCH with If-Match, then UPDATE executing → applied. Sends { ready } once
  *   listening, then { applied: planId } or { failed: planId, error } per plan.
  * Both exit when the IPC channel closes.
  */
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import postgres from "postgres";
+import { floorRequest } from "./floor-http.ts";
 import { floorInsertPlan, type Row, type Templates } from "./floor.ts";
 
 const [role, databaseUrl, targetUrl, channel, readToken, writeToken] = process.argv.slice(2);
@@ -39,10 +40,10 @@ const sql = postgres(databaseUrl, { onnotice: () => {}, max: 10 });
 
 /** GETs a target path with the read credential, its body read; resolves with its ETag. */
 async function get(path: string): Promise<string> {
-  const res = await fetch(`${targetUrl}${path}`, { headers: { authorization: `Bearer ${readToken}` } });
-  await res.json();
+  const res = await floorRequest(`${targetUrl}${path}`, { headers: { authorization: `Bearer ${readToken}` } });
+  JSON.parse(res.body);
   if (res.status !== 200) throw new Error(`GET ${path} answered ${res.status}`);
-  return res.headers.get("etag") ?? "";
+  return res.etag;
 }
 
 /** A bare node:http server handing each request's whole body to `onBody`; sends { url } once listening. */
@@ -81,7 +82,7 @@ if (role === "intake") {
     const { planId, contact } = JSON.parse(body) as { planId: string; contact: number };
     void (async () => {
       await get(`/contacts/${contact}`);
-      const [moved] = await sql`WITH moved AS (UPDATE bench_floor.plans SET status = 'approved', updated_at = now() WHERE id = ${planId} AND status = 'pending' RETURNING id)
+      const [moved] = await sql`WITH moved AS (UPDATE bench_floor.plans SET status = 'executing', updated_at = now() WHERE id = ${planId} AND status = 'pending' RETURNING id)
         SELECT pg_notify(${channel}, id::text || ' ' || ${String(contact)}) AS notified FROM moved`;
       if (!moved) throw new Error(`plan ${planId} was not pending`);
     })().catch((err: unknown) => send({ failed: planId, error: String(err) }));
@@ -90,15 +91,12 @@ if (role === "intake") {
   const { unlisten } = await sql.listen(channel, (payload) => {
     const [planId, contact] = payload.split(" ") as [string, string];
     void (async () => {
-      const [claimed] = await sql`UPDATE bench_floor.plans SET status = 'executing', updated_at = now() WHERE id = ${planId} AND status = 'approved' RETURNING id`;
-      if (!claimed) throw new Error(`plan ${planId} was not approved`);
       const etag = await get(`/contacts/${contact}`);
-      const res = await fetch(`${targetUrl}/contacts/${contact}`, {
+      const res = await floorRequest(`${targetUrl}/contacts/${contact}`, {
         method: "PATCH",
         headers: { authorization: `Bearer ${writeToken}`, "content-type": "application/merge-patch+json", "if-match": etag },
         body: JSON.stringify({ email: `pfloor-${planId.slice(0, 8)}@new.example` }),
       });
-      await res.arrayBuffer();
       if (res.status !== 200) throw new Error(`PATCH /contacts/${contact} answered ${res.status}`);
       await sql`UPDATE bench_floor.plans SET status = 'applied', updated_at = now() WHERE id = ${planId} AND status = 'executing'`;
       send({ applied: planId });

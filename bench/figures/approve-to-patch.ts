@@ -17,8 +17,9 @@ const CONTACTS = 1000;
  *   (the decision), GET (the executor's re-read), PATCH with If-Match, timed to the PATCH's arrival
  *   like the product; then the UPDATE recording the outcome, untimed.
  * - `approve_to_patch_p50_vs_process_floor`: the same work across the product's process boundaries
- *   and no more (bench/process-floor.ts): an HTTP POST to a bare server that GETs, then UPDATEs and
- *   NOTIFYs in one statement; a bare LISTENing process that UPDATEs (claims), GETs and PATCHes.
+ *   and no more (bench/process-floor.ts): an HTTP POST to a bare server that GETs, then UPDATEs
+ *   (approved and handed over, as the product's hand-off) and NOTIFYs in one statement; a bare
+ *   LISTENing process that GETs and PATCHes.
  */
 export const approveToPatch: FigureSource = {
   title: "approve click → target PATCH",
@@ -72,7 +73,7 @@ export const approveToPatch: FigureSource = {
       const blocks = await alternate(pace.blocks, product, floor);
       const clicks = `${pace.rounds} sequential clicks per block (signed Slack block_actions POST)`;
       return [
-        { name: "approve_to_patch_p50", unit: "ms", ...blocks, goal: { atMost: 3 }, note: `${clicks}; floor: GET, UPDATE, GET, PATCH If-Match in one process (+ UPDATE untimed)` },
+        { name: "approve_to_patch_p50", unit: "ms", ...blocks, goal: { atMost: 3 }, note: `${clicks}; floor: GET, UPDATE, GET, PATCH If-Match in one process (+ UPDATE untimed), node:http` },
         {
           name: "approve_to_patch_p50_vs_process_floor",
           unit: "ms",
@@ -80,7 +81,7 @@ export const approveToPatch: FigureSource = {
           floor: processFloors.slice(1),
           load: blocks.load,
           goal: { atMost: 2 },
-          note: `${clicks}; floor: POST to a bare node:http process (GET, then UPDATE + NOTIFY in one statement), a bare LISTENing process (UPDATE, GET, PATCH If-Match; + UPDATE untimed)`,
+          note: `${clicks}; floor: POST to a bare node:http process (GET, then UPDATE + NOTIFY in one statement), a bare LISTENing process (GET, PATCH If-Match; + UPDATE untimed); target calls on node:http`,
         },
       ];
     } finally {

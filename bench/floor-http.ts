@@ -1,0 +1,31 @@
+/**
+ * The floors' HTTP client for target reads and writes: node:http with a keep-alive agent, as the
+ * product's own target reads (read-only-http.ts) and the executor's writes (node-http-client.ts)
+ * use. The floors ran node's fetch until 2026-12-04, after the product had moved off it (fetch
+ * cost 2.5 ms from call to a cold PATCH's first byte against node:http's 0.4), so they were
+ * slower than the product's drivers allow and every ratio against them read too well.
+ */
+import { Agent, request } from "node:http";
+
+const agent = new Agent({ keepAlive: true, scheduling: "lifo" });
+
+export interface FloorAnswer {
+  status: number;
+  etag: string;
+  body: string;
+}
+
+/** One request, its whole answer read; rejects on a connection error. */
+export function floorRequest(url: string, init: { method?: string; headers: Record<string, string>; body?: string }): Promise<FloorAnswer> {
+  return new Promise((resolve, reject) => {
+    const sized = init.body === undefined ? {} : { "content-length": String(Buffer.byteLength(init.body)) };
+    const req = request(url, { method: init.method ?? "GET", agent, headers: { "accept-encoding": "identity", ...init.headers, ...sized } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("error", reject);
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, etag: String(res.headers.etag ?? ""), body: Buffer.concat(chunks).toString("utf8") }));
+    });
+    req.on("error", reject);
+    req.end(init.body);
+  });
+}
