@@ -34,13 +34,16 @@ describe("floorRequest (bench floors' node:http client)", () => {
     expect(seen.at(-1)).toMatchObject({ method: "GET", headers: { authorization: "Bearer read", "accept-encoding": "identity" } });
   });
 
-  it("sends a body with its length and reports a refusal's status rather than throwing", async () => {
+  // node:http would set a length by itself; the multi-byte "é" makes a character count (body.length) differ.
+  it("sends a body with its byte length and reports a refusal's status rather than throwing", async () => {
     const body = JSON.stringify({ email: "é@new.example" });
     const answer = await floorRequest(`${url}/contacts/3`, { method: "PATCH", headers: { "if-match": '"v7"' }, body });
     expect(answer.status).toBe(412);
     expect(seen.at(-1)).toMatchObject({ method: "PATCH", body, headers: { "if-match": '"v7"', "content-length": String(Buffer.byteLength(body)) } });
   });
 
+  // Node 20's global agent keeps connections alive too: this pins that the floor's requests reuse
+  // one (an agent with keepAlive off fails it), not which agent they come from.
   it("keeps its connection alive between requests, as the product's clients do", async () => {
     const before = seen.length;
     await floorRequest(`${url}/a`, { headers: {} });
