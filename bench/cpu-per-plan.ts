@@ -2,8 +2,8 @@
  * Where intake's CPU goes, process by process: CPU milliseconds per plan (user + system, from
  * /proc/<pid>/stat) of `serve`, the executor, the fake target, the product database's PostgreSQL
  * backends and this process (HTTP client and Slack emulator), over blocks of the intake figure's
- * work (8 agents, one request in flight each), then over the floor's (GET + one transaction of
- * three inserts). CPU time, unlike wall time, hardly moves with the machine's load, so a change
+ * work (8 agents, one request in flight each), then over the floor's (key read, GET, three inserts
+ * in one statement). CPU time, unlike wall time, hardly moves with the machine's load, so a change
  * shows here when the ratio figures are too noisy to tell. Linux only.
  *   node --import tsx bench/cpu-per-plan.ts [--product DIR] [--statements] [SECONDS]   (default 8 s blocks)
  * Needs BENCH_DATABASE_URL or TEST_DATABASE_URL (a fresh database is made and dropped).
@@ -15,7 +15,7 @@ import { randomInt } from "node:crypto";
 import { readFileSync } from "node:fs";
 import os from "node:os";
 import { throughput } from "./blocks.ts";
-import { captureTemplates, createFloorTables, floorGet, floorInsertPlan } from "./floor.ts";
+import { captureTemplates, createFloorTables, floorGet, floorSubmit } from "./floor.ts";
 import { privateCluster } from "./private-cluster.ts";
 import { processTree, useProduct } from "./processes.ts";
 import { benchDatabaseUrl, startStack, type Stack } from "./stack.ts";
@@ -144,8 +144,7 @@ try {
   let floorPlans = 0;
   for (let i = 0; i < BLOCKS; i++) {
     floorPlans += await block(stack, "floor", async () => {
-      await floorGet(stack, randomInt(1, CONTACTS + 1));
-      await floorInsertPlan(stack.sql, templates);
+      await floorSubmit(stack.sql, templates, () => floorGet(stack, randomInt(1, CONTACTS + 1)));
     });
   }
   if (floorBefore) printTopStatements("floor", floorBefore, await executed(stack), floorPlans);

@@ -6,8 +6,9 @@
  *   node --import tsx bench/process-floor-child.ts executor DATABASE_URL TARGET_URL CHANNEL
  *   node --import tsx bench/process-floor-child.ts intake DATABASE_URL TARGET_URL CHANNEL
  * - intake: a bare node:http server taking what the bench POSTs to the product's /v1/plans (the
- *   same JSON): it reads and parses the body, GETs the target its first action names, runs the
- *   intake floor's transaction of three inserts (floor.ts, from the templates it was sent) and
+ *   same JSON): it reads and parses the body, reads the agent's key, GETs the target its first
+ *   action names, runs the intake floor's three inserts in one statement (floor.ts, from the
+ *   templates it was sent) and
  *   answers 201 with the stored plan's id, document and preview, about the product's answer's
  *   size. Sends { url } once listening; needs { templates } before its first request.
  * - decider: a bare node:http server. `POST /` with `{ planId, contact }` is answered at once (as
@@ -23,7 +24,7 @@ import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import postgres from "postgres";
 import { floorRequest } from "./floor-http.ts";
-import { floorInsertPlan, type Row, type Templates } from "./floor.ts";
+import { floorSubmit, type Row, type Templates } from "./floor.ts";
 
 const [role, databaseUrl, targetUrl, channel, readToken, writeToken] = process.argv.slice(2);
 if ((role !== "decider" && role !== "executor" && role !== "intake") || !databaseUrl || !targetUrl || !channel || !readToken || !writeToken || !process.send) {
@@ -35,7 +36,7 @@ const send = (message: Record<string, unknown>) => process.send!(message);
 /** Templates arrive over IPC as JSON: timestamps come back as Dates (postgres.js types them so). */
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 const reviveRow = (row: Row): Row => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, typeof v === "string" && TIMESTAMP.test(v) ? new Date(v) : v]));
-const revive = (t: Templates): Templates => ({ plan: reviveRow(t.plan), audit: reviveRow(t.audit), outbox: reviveRow(t.outbox) });
+const revive = (t: Templates): Templates => ({ plan: reviveRow(t.plan), audit: reviveRow(t.audit), outbox: reviveRow(t.outbox), agentKeyHash: t.agentKeyHash });
 const sql = postgres(databaseUrl, { onnotice: () => {}, max: 10 });
 
 /** GETs a target path with the read credential, its body read; resolves with its ETag. */
@@ -71,8 +72,7 @@ if (role === "intake") {
     void (async () => {
       const request = JSON.parse(body) as { actions: { path: string }[] };
       if (!templates) throw new Error("no templates yet");
-      await get(request.actions[0]!.path);
-      const id = await floorInsertPlan(sql, templates);
+      const id = await floorSubmit(sql, templates, () => get(request.actions[0]!.path));
       res.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify({ id, status: "pending", document: templates.plan.document, preview: templates.plan.preview }));
     })().catch((err: unknown) => res.writeHead(500, { "content-type": "text/plain" }).end(String(err)));
   });
