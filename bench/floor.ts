@@ -39,9 +39,12 @@ export async function captureTemplates(sql: postgres.Sql): Promise<Templates> {
 }
 
 /**
- * The intake floor, whole: the reads the product must make for a submit, then its write. The
- * agent's key is read first (the product's own statement text, on the product's agents table: no
- * target is read for an unknown key), then `read` (the target's GET), then the insert.
+ * The intake floor, whole: the reads any submit must make, then its write. The agent's key is read
+ * first (the plain key lookup other agent requests use, on the product's agents table: no target
+ * is read for an unknown key), then `read` (the target's GET), then the insert. A product submit
+ * does more, which the floor leaves out as the product's own work: its key read also sums the
+ * agent's admissions (limits), its insert runs the admission guard, a trigger and the foreign
+ * key, and it writes an outbox row per sink (two in the bench).
  */
 export async function floorSubmit(sql: postgres.Sql, t: Templates, read: () => Promise<unknown>): Promise<string> {
   const [agent] = await sql.unsafe("SELECT id, name FROM agents WHERE key_hash = $1 AND revoked_at IS NULL", [t.agentKeyHash], { prepare: true });
