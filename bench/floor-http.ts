@@ -29,3 +29,20 @@ export function floorRequest(url: string, init: { method?: string; headers: Reco
     req.end(init.body);
   });
 }
+
+/** A floor's read of a target path with the read credential: refused unless 200; the body parsed. */
+export async function getTarget(targetUrl: string, path: string, token: string): Promise<{ etag: string; body: unknown }> {
+  const res = await floorRequest(`${targetUrl}${path}`, { headers: { authorization: `Bearer ${token}` } });
+  if (res.status !== 200) throw new Error(`floor GET ${path} answered ${res.status}`);
+  return { etag: res.etag, body: JSON.parse(res.body) as unknown };
+}
+
+/** A floor's write: a merge patch to a target path with the write credential, If-Match the read's ETag; refused unless 200. */
+export async function patchTarget(targetUrl: string, path: string, token: string, etag: string, patch: unknown): Promise<void> {
+  const res = await floorRequest(`${targetUrl}${path}`, {
+    method: "PATCH",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/merge-patch+json", "if-match": etag },
+    body: JSON.stringify(patch),
+  });
+  if (res.status !== 200) throw new Error(`floor PATCH ${path} answered ${res.status}`);
+}

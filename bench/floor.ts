@@ -1,12 +1,12 @@
 /**
  * The floors: what PostgreSQL and HTTP themselves cost for the work the product is required to
- * do, with the product's drivers (postgres.js; node:http for the target, floor-http.ts). Floor rows go to `bench_floor.*`,
- * copies of the product's own tables (`LIKE … INCLUDING ALL`: same columns, defaults and indexes)
+ * do, with the product's drivers (postgres.js; node:http for the target, floor-http.ts). Floor
+ * rows go to `bench_floor.*`, copies of the product's own tables (`LIKE … INCLUDING ALL`: same columns, defaults and indexes)
  * in the product's database, filled from rows the product itself wrote, so they are as wide.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import type postgres from "postgres";
-import { floorRequest } from "./floor-http.ts";
+import { getTarget, patchTarget } from "./floor-http.ts";
 import { epochNow, READ_TOKEN, WRITE_TOKEN, type Stack } from "./stack.ts";
 
 export type Row = Record<string, unknown>;
@@ -85,11 +85,8 @@ export async function floorInsertPlan(sql: postgres.Sql, t: Templates, status = 
 }
 
 /** The intake floor's read: one GET of the target, its body read and parsed. */
-export async function floorGet(stack: Stack, contact: number): Promise<{ etag: string; body: unknown }> {
-  const res = await floorRequest(`${stack.targetUrl}/contacts/${contact}`, { headers: { authorization: `Bearer ${READ_TOKEN}` } });
-  const body = JSON.parse(res.body) as unknown;
-  if (res.status !== 200) throw new Error(`floor GET /contacts/${contact} answered ${res.status}`);
-  return { etag: res.etag, body };
+export function floorGet(stack: Stack, contact: number): Promise<{ etag: string; body: unknown }> {
+  return getTarget(stack.targetUrl, `/contacts/${contact}`, READ_TOKEN);
 }
 
 /**
@@ -106,12 +103,7 @@ export async function floorApply(stack: Stack, planId: string, contact: number):
   const [moved] = await stack.sql`UPDATE bench_floor.plans SET status = 'approved', updated_at = now() WHERE id = ${planId} AND status = 'pending' RETURNING id`;
   if (!moved) throw new Error(`floor: plan ${planId} was not pending`);
   const { etag } = await floorGet(stack, contact);
-  const res = await floorRequest(`${stack.targetUrl}${path}`, {
-    method: "PATCH",
-    headers: { authorization: `Bearer ${WRITE_TOKEN}`, "content-type": "application/merge-patch+json", "if-match": etag },
-    body: JSON.stringify({ email: `floor-${planId.slice(0, 8)}@new.example` }),
-  });
-  if (res.status !== 200) throw new Error(`floor PATCH ${path} answered ${res.status}`);
+  await patchTarget(stack.targetUrl, path, WRITE_TOKEN, etag, { email: `floor-${planId.slice(0, 8)}@new.example` });
   const elapsed = (await arrived) - started;
   await stack.sql`UPDATE bench_floor.plans SET status = 'applied', updated_at = now() WHERE id = ${planId} AND status = 'approved'`;
   return elapsed;

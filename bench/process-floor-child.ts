@@ -8,22 +8,21 @@
  * - intake: a bare node:http server taking what the bench POSTs to the product's /v1/plans (the
  *   same JSON): it reads and parses the body, reads the agent's key, GETs the target its first
  *   action names, runs the intake floor's three inserts in one statement (floor.ts, from the
- *   templates it was sent) and
- *   answers 201 with the stored plan's id, document and preview, about the product's answer's
- *   size. Sends { url } once listening; needs { templates } before its first request.
+ *   templates it was sent) and answers 201 with the stored plan's id, document and preview, about
+ *   the product's answer's size. Sends { url } once listening; needs { templates } before its first request.
  * - decider: a bare node:http server. `POST /` with `{ planId, contact }` is answered at once (as
  *   the product acks a click before deciding), then: GET the target (the approval-time re-check),
  *   then one statement: UPDATE the floor plan pending → executing (approved and handed over at
  *   once, as the product's approval at quorum hands its plan to a waiting executor in its own
  *   statement) and NOTIFY `planId contact`. Sends { url } once listening.
- * - executor: LISTENs; per notification: GET the target (revalidation), PATCH with If-Match, then UPDATE executing → applied. Sends { ready } once
- *   listening, then { applied: planId } or { failed: planId, error } per plan.
+ * - executor: LISTENs; per notification: GET the target (revalidation), PATCH with If-Match,
+ *   then UPDATE executing → applied. Sends { ready } once listening, then { applied: planId } or { failed: planId, error } per plan.
  * Both exit when the IPC channel closes.
  */
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import postgres from "postgres";
-import { floorRequest } from "./floor-http.ts";
+import { getTarget, patchTarget } from "./floor-http.ts";
 import { floorSubmit, type Row, type Templates } from "./floor.ts";
 
 const [role, databaseUrl, targetUrl, channel, readToken, writeToken] = process.argv.slice(2);
@@ -40,12 +39,7 @@ const revive = (t: Templates): Templates => ({ plan: reviveRow(t.plan), audit: r
 const sql = postgres(databaseUrl, { onnotice: () => {}, max: 10 });
 
 /** GETs a target path with the read credential, its body read; resolves with its ETag. */
-async function get(path: string): Promise<string> {
-  const res = await floorRequest(`${targetUrl}${path}`, { headers: { authorization: `Bearer ${readToken}` } });
-  JSON.parse(res.body);
-  if (res.status !== 200) throw new Error(`GET ${path} answered ${res.status}`);
-  return res.etag;
-}
+const get = async (path: string): Promise<string> => (await getTarget(targetUrl, path, readToken)).etag;
 
 /** A bare node:http server handing each request's whole body to `onBody`; sends { url } once listening. */
 async function serveBodies(onBody: (body: string, res: ServerResponse) => void): Promise<() => Promise<void>> {
@@ -92,12 +86,7 @@ if (role === "intake") {
     const [planId, contact] = payload.split(" ") as [string, string];
     void (async () => {
       const etag = await get(`/contacts/${contact}`);
-      const res = await floorRequest(`${targetUrl}/contacts/${contact}`, {
-        method: "PATCH",
-        headers: { authorization: `Bearer ${writeToken}`, "content-type": "application/merge-patch+json", "if-match": etag },
-        body: JSON.stringify({ email: `pfloor-${planId.slice(0, 8)}@new.example` }),
-      });
-      if (res.status !== 200) throw new Error(`PATCH /contacts/${contact} answered ${res.status}`);
+      await patchTarget(targetUrl, `/contacts/${contact}`, writeToken, etag, { email: `pfloor-${planId.slice(0, 8)}@new.example` });
       await sql`UPDATE bench_floor.plans SET status = 'applied', updated_at = now() WHERE id = ${planId} AND status = 'executing'`;
       send({ applied: planId });
     })().catch((err: unknown) => send({ failed: planId, error: String(err) }));

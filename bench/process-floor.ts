@@ -10,8 +10,8 @@
  * and its own connections. This floor pays exactly those and nothing more: the bench POSTs
  * (unsigned) to a bare node:http process that GETs the target and, in one statement, UPDATEs the
  * plan (approved and handed over, as the product's hand-off) and NOTIFYs; a second bare process
- * LISTENing GETs and PATCHes with If-Match (bench/process-floor-child.ts). Timed like the product: from the POST to the PATCH's
- * arrival at the target. Its rows are `bench_floor.plans`, as the single-process floor's.
+ * LISTENing GETs and PATCHes with If-Match (bench/process-floor-child.ts). Timed like the product:
+ * from the POST to the PATCH's arrival at the target. Its rows are `bench_floor.plans`, as the single-process floor's.
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";

@@ -18,7 +18,8 @@ const CONTACTS = 1000;
  * - `intake_8_in_flight_vs_process_floor`: the same work behind an HTTP hop, as any service that
  *   takes plans over HTTP pays it: the bench POSTs the product's own request body to a bare
  *   node:http process that parses it, reads the key, GETs, runs the insert and answers with the
- *   stored plan (bench/process-floor.ts). What is left between it and the product is the product's own work.
+ *   stored plan (bench/process-floor.ts). What is left between it and the product is the
+ *   product's own work.
  */
 export const intake: FigureSource = {
   title: "intake, 8 in flight",

@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { floorRequest } from "../../../bench/floor-http.ts";
+import { floorRequest, getTarget, patchTarget } from "../../../bench/floor-http.ts";
 
 /** The floors' target client: what it sends and what it reads back, against a real server. */
 describe("floorRequest (bench floors' node:http client)", () => {
@@ -50,6 +50,12 @@ describe("floorRequest (bench floors' node:http client)", () => {
     await floorRequest(`${url}/b`, { headers: {} });
     const [first, second] = seen.slice(before);
     expect(second!.socket).toBe(first!.socket);
+  });
+
+  it("reads a target as the floors do (body parsed, ETag kept) and refuses a write the target refuses, naming it", async () => {
+    expect(await getTarget(url, "/contacts/9", "read")).toEqual({ etag: '"v7"', body: { path: "/contacts/9" } });
+    await expect(patchTarget(url, "/contacts/9", "write", '"v7"', { email: "x@new.example" })).rejects.toThrow("floor PATCH /contacts/9 answered 412");
+    expect(seen.at(-1)).toMatchObject({ method: "PATCH", body: JSON.stringify({ email: "x@new.example" }), headers: { authorization: "Bearer write", "if-match": '"v7"', "content-type": "application/merge-patch+json" } });
   });
 
   it("rejects when nothing listens", async () => {
