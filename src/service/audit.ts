@@ -79,13 +79,20 @@ export function legacyAuditEventHash(prevHash: string, e: AuditInput): string {
  * anyway: two events with one predecessor break audit_events_one_successor.
  */
 export function auditInsert(e: AuditInput): SQL {
-  const tail = e.planId === null
-    ? sql`SELECT hash FROM audit_events WHERE plan_id IS NULL AND xid IS NOT NULL ORDER BY id DESC LIMIT 1`
-    : sql`SELECT hash FROM audit_events WHERE plan_id = ${e.planId}::uuid AND xid IS NOT NULL ORDER BY id DESC LIMIT 1`;
+  const tail = e.planId === null ? sql`SELECT hash FROM audit_events WHERE plan_id IS NULL AND xid IS NOT NULL ORDER BY id DESC LIMIT 1` : planChainTail(e.planId);
   const content = auditContentDigest(e);
   return sql`INSERT INTO audit_events (plan_id, type, actor, data, at, prev_hash, hash)
     SELECT ${e.planId}::uuid, ${e.type}, ${JSON.stringify(e.actor)}, ${JSON.stringify(e.data)}, ${e.at.toISOString()}::timestamptz, tail.prev, ${chainHashSql(sql`tail.prev`, content)}
       FROM (SELECT coalesce((${tail}), ${chainGenesis(e.planId)}::text) AS prev) AS tail`;
+}
+
+/**
+ * A plan chain's newest hash (no row: the chain is empty, and starts at planGenesis). Read it as a
+ * statement of its own once the plan's row lock is held (see auditInsert), as decide does before
+ * it chains its events (locked-writes.ts).
+ */
+export function planChainTail(planId: string): SQL {
+  return sql`SELECT hash FROM audit_events WHERE plan_id = ${planId}::uuid AND xid IS NOT NULL ORDER BY id DESC LIMIT 1`;
 }
 
 /**

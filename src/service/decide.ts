@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { notExists, sql, type SQL } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import type { Claim } from "../executor/execute-plan.ts";
 import type { ClaimerTaken } from "./plan-signals.ts";
 import { issueGrant, type GrantApprover } from "../grant/grant.ts";
@@ -7,15 +7,16 @@ import { isPlanId, type ActionPreview, type PlanDocument } from "../plan/schema.
 import { boundedReason } from "./stated-reason.ts";
 import { quorumMet } from "../policy/approvers.ts";
 import { whyMayNot } from "../policy/may-act.ts";
-import { decisions, pause, plans } from "../store/schema.ts";
-import type { Actor } from "./audit.ts";
+import { planChainTail, planGenesis, type Actor } from "./audit.ts";
 import type { ServiceContext } from "./context.ts";
 import { ServiceError } from "./errors.ts";
 import { decisionTermsOf } from "./decision-terms.ts";
 import { approverCheckFailed, approverMembershipOf, type Membership } from "./approver-groups.ts";
 import { judgeRecheck, recheckBeforeApprove, recheckFailedOf, refuseChanged, TargetsChanged } from "./approve-recheck.ts";
 import { refusalError } from "./refusal-error.ts";
-import { isTransitionMissed, planEventStatement, transitionLocked, transitionsLocked, type LockedStep, type PlanRow } from "./transition.ts";
+import { lockedWritesStatement, type LockedEvent, type LockedWrites } from "./locked-writes.ts";
+import { isTransitionMissed, transitionsLocked, type LockedStep, type PlanRow } from "./transition.ts";
+import type { TextStatement } from "../store/db.ts";
 
 
 export interface DecideInput {
@@ -66,20 +67,26 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
   const claimer = input.verdict === "approve" ? ctx.signals.takeClaimer() : undefined;
   const decideLocked = async (claimer: ClaimerTaken | undefined): Promise<{ result: DecideResult; handed?: Claim }> => {
     let handed: Claim | undefined;
-    // Sent together with the BEGIN (one round trip), in this order: the row lock, then what must
-    // be read once it is held. A statement's snapshot is taken when it starts, so votes (or a
-    // pause) read in the locking statement would miss those committed while it waited; as
+    // Sent together, in this order: the row lock, then what must be read once it is held. A
+    // statement's snapshot is taken when it starts, so votes (or a pause, or the audit chain's
+    // tail) read in the locking statement would miss those committed while it waited; as
     // statements of their own after it, they see them. Votes matter only with a quorum above one
     // (a pending plan has none otherwise: the first approval approved it).
-    const first = [lockedPlanRead(input.planId, claimer !== undefined || recheck?.kind === "read")];
+    const first = [lockedPlanRead(input.planId, claimer !== undefined || recheck?.kind === "read"), planChainTail(input.planId)];
     const votesAt = policy.requiredApprovals > 1 ? first.push(sql`SELECT user_id, via, floor(extract(epoch FROM decided_at) * 1000)::int8 AS decided_ms FROM decisions WHERE plan_id = ${input.planId} AND verdict = 'approve' ORDER BY id`) - 1 : -1;
     // The kill switch (issue 16), read inside the transaction as the claim's own statement does.
     const pauseAt = claimer ? first.push(sql`SELECT EXISTS (SELECT 1 FROM pause) AS paused`) - 1 : -1;
     // Every statement here reads or writes by key: none needs planning for its parameters' values.
-    const result = await ctx.database.transactionEndingWith(async (tx, read): Promise<{ result: DecideResult; last: SQL | SQL[] }> => {
+    const result = await ctx.database.transactionEndingWith(async (_tx, read): Promise<{ result: DecideResult; last: TextStatement }> => {
       const [row] = read[0]!;
       if (!row) throw new ServiceError("not_found", `there is no plan ${input.planId}`);
       const plan = lockedPlan(row);
+      const tail = String(read[1]![0]?.hash ?? planGenesis(plan.id));
+      // Everything below is written in one statement that goes out with the COMMIT (one round
+      // trip): the status was read under the row lock, so no transition can miss (if one did, the
+      // statement fails and all roll back).
+      const written = (writes: Omit<LockedWrites, "decision" | "announce">, status: PlanRow["status"]) =>
+        lockedWritesStatement(ctx, { ...plan, tail }, { ...writes, decision, announce: status });
       const now = ctx.clock();
       const votes = plan.status === "pending" && votesAt >= 0
         ? read[votesAt]!.map((v) => ({ userId: String(v.user_id), via: v.via as "slack" | "web", decidedAt: new Date(Number(v.decided_ms)) }))
@@ -106,10 +113,7 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
         recheckFailed = "could not re-check: the plan changed while the click was checked";
       }
 
-      // Every write below goes out with the COMMIT (one round trip): the status was read under the
-      // row lock, so no transition can miss (if one did, its statement fails and all roll back).
-      const decision = tx.insert(decisions).values({
-        planId: plan.id,
+      const decision = {
         planHash: plan.hash,
         userId: input.actor.userId,
         via: input.actor.via,
@@ -118,18 +122,17 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
         recheckFailed: recheckFailed ?? null,
         decidedAt: now,
         expiresAt: plan.expiresAt,
-      }).getSQL();
+      };
 
       if (input.verdict === "reject") {
-        const { to, statements } = transitionLocked(ctx, tx, plan, { transition: "reject", actor, at: now, data: { reason }, set: { rejectReason: reason ?? null } });
-        return { result: { status: to, approvals: approvers, requiredApprovals: policy.requiredApprovals }, last: [decision, ...statements] };
+        const { to, ...rejection } = transitionsLocked(plan, [{ transition: "reject", actor, data: { reason }, set: { rejectReason: reason ?? null } }], now);
+        return { result: { status: to, approvals: approvers, requiredApprovals: policy.requiredApprovals }, last: written(rejection, to) };
       }
 
       const after = [...approvers, input.actor.userId];
       const also = recheckFailed ? { recheckFailed } : {};
-      // The vote is stored in its event's statement.
-      const vote = planEventStatement(ctx, tx, { plan, type: "decision.approve", actor, at: now, data: { approvals: after.length, requiredApprovals: policy.requiredApprovals, ...also }, first: decision });
-      if (!quorumMet(after, policy)) return { result: { status: plan.status, approvals: after, requiredApprovals: policy.requiredApprovals, ...also }, last: vote };
+      const vote: LockedEvent = { type: "decision.approve", status: plan.status, actor, at: now, data: { approvals: after.length, requiredApprovals: policy.requiredApprovals, ...also } };
+      if (!quorumMet(after, policy)) return { result: { status: plan.status, approvals: after, requiredApprovals: policy.requiredApprovals, ...also }, last: written({ events: [vote] }, plan.status) };
       // The grant is what the executor will demand: plan id, exact hash, who approved, until when.
       const grantExpiresAt = new Date(now.getTime() + policy.grantTtlSeconds * 1000);
       const grantApprovers: GrantApprover[] = [
@@ -143,31 +146,30 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
       const approve: LockedStep = {
         transition: "approve",
         actor,
-        at: now,
         data: { approvers: after, grant: { jti: grant.jti, kid: ctx.grantKey.kid, expiresAt: grantExpiresAt.toISOString() } },
         set: { grant: grant.token, grantExpiresAt },
-        // Announced as what it is by the commit: an approval no executor needs waking for.
-        ...(handOff ? { announce: "executing" as const } : {}),
       };
       if (!handOff) {
-        const approval = transitionLocked(ctx, tx, plan, approve);
-        return { result: { status: approval.to, approvals: after, requiredApprovals: policy.requiredApprovals, ...also }, last: [vote, ...approval.statements] };
+        // Announced as approved: executors are woken to claim it.
+        const { to, update, events } = transitionsLocked(plan, [approve], now);
+        return { result: { status: to, approvals: after, requiredApprovals: policy.requiredApprovals, ...also }, last: written({ update, events: [vote, ...events] }, to) };
       }
       const claimToken = randomBytes(24).toString("base64url");
       const leaseExpiresAt = new Date(now.getTime() + ctx.config.executor.leaseSeconds * 1000);
-      // Approved and claimed in one UPDATE of the plan row, each with its own event.
-      const approvedAndClaimed = transitionsLocked(ctx, tx, plan, [approve, {
+      // Approved and claimed in one UPDATE of the plan row, each with its own event; announced as
+      // executing, an approval no executor needs waking for.
+      const { to, update, events } = transitionsLocked(plan, [approve, {
         transition: "claim",
         actor: { type: "system", process: "executor" },
-        at: now,
         data: { claim: plan.claims + 1, leaseExpiresAt: leaseExpiresAt.toISOString() },
-        set: { claimToken, leaseExpiresAt, claims: sql`${plans.claims} + 1` },
-        // Read again in the claim's own statement, as claimApproved does: a pause committed since
-        // the read above fails it, and the approval is decided again without the hand-off.
-        guard: notExists(tx.select({ one: sql`1` }).from(pause)),
-      }]);
+        set: { claimToken, leaseExpiresAt },
+        countsClaim: true,
+        // Read again in the UPDATE, as claimApproved does: a pause committed since the read above
+        // makes it miss, and the approval is decided again without the hand-off.
+        unlessPaused: true,
+      }], now);
       handed = { plan: plan.document as PlanDocument, preview: plan.preview as Claim["preview"], grant: grant.token, claimToken, leaseExpiresAt: leaseExpiresAt.toISOString() };
-      return { result: { status: approvedAndClaimed.to, approvals: after, requiredApprovals: policy.requiredApprovals, ...also }, last: [vote, ...approvedAndClaimed.statements] };
+      return { result: { status: to, approvals: after, requiredApprovals: policy.requiredApprovals, ...also }, last: written({ update, events: [vote, ...events] }, to) };
     }, { first, plans: "generic" });
     return { result, ...(handed ? { handed } : {}) };
   };

@@ -8,6 +8,7 @@ import type { ServiceContext } from "./context.ts";
 import { effectsInsert } from "./outbox.ts";
 import { laneOf } from "./outbox-lanes.ts";
 import type { PlanDocument } from "../plan/schema.ts";
+import type { LockedEvent, LockedSet, LockedUpdate } from "./locked-writes.ts";
 import { PlanSignals } from "./plan-signals.ts";
 
 export type PlanRow = typeof plans.$inferSelect;
@@ -44,76 +45,51 @@ export async function transition(
   return row;
 }
 
-/** One transition of a locked plan, as transitionLocked and transitionsLocked take it. */
+/** One transition of a locked plan, as transitionsLocked takes it. */
 export interface LockedStep {
   transition: Transition;
   actor: Actor;
   data?: Record<string, unknown>;
-  set?: Partial<Pick<PlanRow, "rejectReason" | "grant" | "grantExpiresAt" | "claimToken" | "leaseExpiresAt">> & { claims?: SQL };
-  /** The event's type, when not `plan.<to>` (a takeover's `plan.reclaimed`). */
-  type?: string;
-  /** A further condition the row must meet; unmet, the statement fails as a miss does. */
-  guard?: SQL;
-  /** The status the event announces (PlanSignals), when the transaction moves the plan on again before it commits. */
-  announce?: PlanRow["status"];
-  at?: Date;
+  set?: LockedSet;
+  /** A claim: the plan's claim count goes up by one. */
+  countsClaim?: boolean;
+  /** Not while the kill switch is on (issue 16): unmet, the UPDATE misses. */
+  unlessPaused?: boolean;
 }
 
 /**
- * transition() for a caller that holds the plan's row lock and has read, under it, a status the
- * transition leaves (decide: an approval at quorum, a rejection, the claim of a plan handed to a
- * waiting executor): the UPDATE cannot miss, so nothing waits for its answer. Returns the UPDATE
- * and its event, in the order they must run, for the caller to send after its own statements and
- * with its COMMIT (Database.transactionEndingWith: one round trip for all of them). PostgreSQL runs
- * them one at a time in the order sent, in the caller's transaction. An UPDATE that missed after
- * all fails its statement ("… the approve transition missed"), and the transaction rolls back.
+ * Transitions of a plan whose row lock the caller holds and whose status it read under it (decide:
+ * an approval at quorum, a rejection; an approval handed straight to a waiting executor is approve,
+ * then claim), one after the other, as one UPDATE: from the first's `from` to the last's `to`, with
+ * every step's columns and conditions, and each step's own `plan.<to>` event, in order, so the
+ * record is the same as for transitions made one at a time. Pure: the caller writes them with its
+ * own (lockedWritesStatement), and nothing waits for the UPDATE's answer, as it cannot miss; if it
+ * does after all, the statement fails naming every step's transition (isTransitionMissed), and the
+ * transaction rolls back.
  */
-export function transitionLocked(
-  ctx: Pick<ServiceContext, "clock" | "sinks" | "config">,
-  db: Queryable,
-  plan: Pick<PlanRow, "id" | "status" | "hash" | "callbackUrl" | "document">,
-  step: LockedStep,
-): { to: PlanRow["status"]; statements: SQL[] } {
-  return transitionsLocked(ctx, db, plan, [step]);
-}
-
-/**
- * Transitions of a locked plan one after the other (an approval handed straight to a waiting
- * executor: approve, then claim) in one UPDATE: from the first's `from` to the last's `to`, with
- * every step's columns and guards, then each step's own event, in order, so the record is the
- * same as for transitions made one at a time. The plan row is written once, not once per step.
- * A miss names every step's transition (isTransitionMissed).
- */
-export function transitionsLocked(
-  ctx: Pick<ServiceContext, "clock" | "sinks" | "config">,
-  db: Queryable,
-  plan: Pick<PlanRow, "id" | "status" | "hash" | "callbackUrl" | "document">,
-  steps: readonly LockedStep[],
-): { to: PlanRow["status"]; statements: SQL[] } {
+export function transitionsLocked(plan: Pick<PlanRow, "id" | "status">, steps: readonly LockedStep[], at: Date): { to: PlanRow["status"]; update: LockedUpdate; events: LockedEvent[] } {
+  if (steps.length === 0) throw new Error("transitionsLocked needs at least one step");
   const { from } = TRANSITIONS[steps[0]!.transition];
   let to: PlanRow["status"] = plan.status;
+  const events: LockedEvent[] = [];
   for (const [i, step] of steps.entries()) {
     const next = TRANSITIONS[step.transition];
     if (i > 0 && !(next.from as readonly string[]).includes(to)) throw new Error(`transitionsLocked: ${step.transition} cannot follow a transition to ${to}`);
     to = next.to;
+    events.push({ type: `plan.${to}`, status: to, actor: step.actor, at, data: step.data ?? {} });
   }
-  const at = steps[0]!.at ?? ctx.clock();
-  const set = Object.assign({}, ...steps.map((s) => s.set ?? {})) as NonNullable<LockedStep["set"]>;
-  const guards = steps.flatMap((s) => (s.guard ? [s.guard] : []));
-  const update = db
-    .update(plans)
-    .set({ ...set, status: to, updatedAt: at })
-    .where(and(eq(plans.id, plan.id), inArray(plans.status, [...from]), ...guards))
-    .returning({ id: plans.id })
-    .getSQL();
-  // The CASE depends on the row count, so it is not folded when planned: only a miss casts the message.
-  const missed = `plan ${plan.id} was not ${from.join(" or ")}${guards.length > 0 ? " (or did not meet its guard)" : ""} under its row lock: ${steps.map((s) => missedMark(s.transition)).join("; ")}`;
-  const guarded = sql`WITH updated AS (${update}) SELECT (CASE WHEN n = 1 THEN '1' ELSE ${missed}::text || ' (' || n || ' rows)' END)::int AS ok FROM (SELECT count(*) AS n FROM updated) AS c`;
-  const events = steps.map((step) => {
-    const status = TRANSITIONS[step.transition].to;
-    return planEventStatement(ctx, db, { plan: { ...plan, status }, type: step.type ?? `plan.${status}`, actor: step.actor, at: step.at ?? at, data: step.data ?? {}, announce: step.announce });
-  });
-  return { to, statements: [guarded, ...events] };
+  const unlessPaused = steps.some((s) => s.unlessPaused);
+  const missed = `plan ${plan.id} was not ${from.join(" or ")}${unlessPaused ? " (or did not meet its guard)" : ""} under its row lock: ${steps.map((s) => missedMark(s.transition)).join("; ")}`;
+  const update: LockedUpdate = {
+    from,
+    to,
+    at,
+    set: Object.assign({}, ...steps.map((s) => s.set ?? {})) as LockedSet,
+    countsClaim: steps.some((s) => s.countsClaim),
+    unlessPaused,
+    missed,
+  };
+  return { to, update, events };
 }
 
 /** What a missed guarded transition's failure says, made and recognised here only. */

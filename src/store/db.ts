@@ -2,7 +2,7 @@
 // opened, never up front: PGlite alone adds ~43 MB and its WASM to a process on PostgreSQL.
 import { mkdirSync } from "node:fs";
 import type { PGliteOptions } from "@electric-sql/pglite";
-import { sql, type ExtractTablesWithRelations, type SQL } from "drizzle-orm";
+import { SQL, sql, type ExtractTablesWithRelations } from "drizzle-orm";
 import { DrizzleQueryError } from "drizzle-orm/errors";
 import { PgDialect, type PgDatabase, type PgQueryResultHKT, type PgTransaction } from "drizzle-orm/pg-core";
 import { packagePath } from "../package-path.ts";
@@ -14,6 +14,12 @@ export type Db = PgDatabase<PgQueryResultHKT, Schema>;
 export type Tx = PgTransaction<PgQueryResultHKT, Schema, ExtractTablesWithRelations<Schema>>;
 /** Either the database or an open transaction: store functions take whichever the caller holds. */
 export type Queryable = Db | Tx;
+
+/** A statement as text with `$n` parameters, made without the query builder (store-new-plan.ts, locked-writes.ts). */
+export interface TextStatement {
+  text: string;
+  params: readonly (string | number | null)[];
+}
 
 export const MIGRATIONS_FOLDER = packagePath("migrations");
 /** Turns drizzle's SQL into text and parameters, for statements sent past drizzle's session. */
@@ -43,7 +49,7 @@ export interface Database {
    * `plans: "generic"` gives the transaction's statements generic plans from their first execution
    * on a connection (GENERIC_PLANS): only for a transaction that reads and writes by key alone.
    */
-  transactionEndingWith<T>(body: (tx: Tx, first: Record<string, unknown>[][]) => Promise<{ result: T; last?: SQL | readonly SQL[] | undefined }>, options?: { first?: readonly SQL[]; plans?: "generic" }): Promise<T>;
+  transactionEndingWith<T>(body: (tx: Tx, first: Record<string, unknown>[][]) => Promise<{ result: T; last?: Statement | readonly Statement[] | undefined }>, options?: { first?: readonly SQL[]; plans?: "generic" }): Promise<T>;
   /** NOTIFY on a channel, as a statement of its own (outside any transaction). */
   notify(channel: string, payload: string): Promise<void>;
   /** LISTEN on a channel; the returned function stops listening. postgres.js re-listens after reconnects. */
@@ -87,7 +93,7 @@ async function openPglite(target: Exclude<DatabaseTarget, { kind: "postgres" }>)
       if (options?.plans === "generic") await tx.execute(GENERIC_PLANS);
       for (const statement of options?.first ?? []) first.push(((await tx.execute(statement)) as unknown as { rows: Record<string, unknown>[] }).rows);
       const { result, last } = await body(tx, first);
-      for (const statement of statementsOf(last)) await tx.execute(statement);
+      for (const statement of statementsOf(last)) await tx.execute(statement instanceof SQL ? statement : sqlOfText(statement));
       return result;
     }),
     notify: async (channel, payload) => {
@@ -168,8 +174,8 @@ export function endingWithCommit(client: import("postgres").Sql, drizzle: (confi
       // drizzle reads the client's type parsers from `options`, which a transaction's sql lacks.
       const conn = namedStatements(Object.assign(inTx, { options: client.options }) as unknown as import("postgres").Sql);
       // Each execute() queues its statement on the connection at once, so they go out in this order.
-      const send = (statements: readonly SQL[]): Sent[] => statements.map((statement) => {
-        const { sql: text, params } = dialect.sqlToQuery(statement);
+      const send = (statements: readonly Statement[]): Sent[] => statements.map((statement) => {
+        const { text, params } = statement instanceof SQL ? textOf(statement) : statement;
         const query = conn.unsafe(text, params as never[]);
         query.execute();
         // Awaited by the caller (the reads) or after the COMMIT (the last statements), which throws the first failure; never unhandled.
@@ -203,18 +209,34 @@ export function endingWithCommit(client: import("postgres").Sql, drizzle: (confi
  */
 const GENERIC_PLANS = sql`SET LOCAL plan_cache_mode = force_generic_plan`;
 
+export type Statement = SQL | TextStatement;
+
+function textOf(statement: SQL): TextStatement {
+  const { sql: text, params } = dialect.sqlToQuery(statement);
+  return { text, params: params as TextStatement["params"] };
+}
+
+/**
+ * A text statement as drizzle SQL (PGlite runs statements through drizzle): its `$n` become
+ * parameters again. Only for texts whose every `$` starts a parameter (no `$` in literals).
+ */
+export function sqlOfText(statement: TextStatement): SQL {
+  const chunks = statement.text.split(/\$(\d+)/);
+  return sql.join(chunks.map((chunk, i) => (i % 2 === 0 ? sql.raw(chunk) : sql`${statement.params[Number(chunk) - 1]}`)));
+}
+
 interface Sent {
   text: string;
-  params: unknown[];
+  params: readonly unknown[];
   query: PromiseLike<unknown> & { catch(onRejected: (reason: unknown) => unknown): unknown };
 }
 
-function statementsOf(last: SQL | readonly SQL[] | undefined): readonly SQL[] {
-  return last === undefined ? [] : Array.isArray(last) ? last : [last as SQL];
+function statementsOf(last: Statement | readonly Statement[] | undefined): readonly Statement[] {
+  return last === undefined ? [] : Array.isArray(last) ? last : [last as Statement];
 }
 
-function failedStatement(statement: { text: string; params: unknown[] }, reason: unknown): DrizzleQueryError {
-  return new DrizzleQueryError(statement.text, statement.params, reason instanceof Error ? reason : new Error(String(reason)));
+function failedStatement(statement: { text: string; params: readonly unknown[] }, reason: unknown): DrizzleQueryError {
+  return new DrizzleQueryError(statement.text, [...statement.params], reason instanceof Error ? reason : new Error(String(reason)));
 }
 
 /**
