@@ -100,7 +100,27 @@ export const postgresBeginPatch = {
   ],
 };
 
-export const patches = [postgresRestartPatch, postgresReleasePatch, postgresBeginPatch];
+export const postgresWriteTurnPatch = {
+  package: "postgres",
+  versions: ["3.4.9"],
+  files: ["src/connection.js", "cjs/src/connection.js", "cf/src/connection.js"],
+  edits: [
+    {
+      // A connection's queued bytes went to the socket at once when they reached 1 KiB, the rest
+      // at the end of the event loop's turn (setImmediate). A decision's write statement is 3.5
+      // KiB, so it left alone and its COMMIT, queued a few microtasks later, in a second write;
+      // on 2 cores the first write woke the PostgreSQL backend, which took the process's core
+      // and ran the statement before the COMMIT was even queued: 1.4–1.8 ms between the two
+      // writes of one click (socket trace, 2026-12-04), and under intake the same preemption in
+      // the middle of every request's JavaScript. Flushing once a turn (up to 64 KiB) sends what
+      // a turn queued in one write, after its JavaScript ran.
+      before: "    if (fn || chunk.length >= 1024)\n",
+      after: `    if (fn || chunk.length >= 65536) // ${PATCH_MARKER}: one write a turn\n`,
+    },
+  ],
+};
+
+export const patches = [postgresRestartPatch, postgresReleasePatch, postgresBeginPatch, postgresWriteTurnPatch];
 
 /**
  * Applies a patch's edits to one file's text. Idempotent: an edit already present is skipped.
@@ -132,5 +152,6 @@ export const patchedInBundle = [
   { edit: "begin() fails what its lost connection queued", pattern: /connection\d*\.onclose = \(e\) => \{\s*lost = e;\s*reject\(e\);\s*while \(queries\d*\.length\)\s*queries\d*\.shift\(\)\.reject\(e\);?\s*\}/ },
   { edit: "begin() refuses queries once its connection closed", pattern: /if \(lost\)\s*return q\.reject\(lost\);\s*c\.queue === full/ },
   { edit: "nextWrite returns on a null socket", pattern: /function nextWrite\(fn\) \{\s*if \(!socket\) \{/ },
+  { edit: "a connection writes once a turn, up to 64 KiB", pattern: /if \(fn \|\| chunk\.length >= 65536\)/ },
   { edit: "closed() drops the dead socket's write", pattern: /clearImmediate\(nextWriteTimer\);\s*chunk = nextWriteTimer = null;\s*socket\.removeListener\("data", data\)/ },
 ];

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { applyEdits, patchedInBundle, postgresBeginPatch, postgresReleasePatch, postgresRestartPatch } from "../../../patches/postgres-restart.mjs";
+import { applyEdits, patchedInBundle, postgresBeginPatch, postgresReleasePatch, postgresRestartPatch, postgresWriteTurnPatch } from "../../../patches/postgres-restart.mjs";
 import { DIST } from "../../../scripts/build.mjs";
 
 // The driver as published (3.4.9), around the two places the patch edits.
@@ -19,6 +19,9 @@ const UNPATCHED_BEGIN = [
   "        new Promise((_, reject) => connection.onclose = reject)\n",
   "      function handler(q) {\n        q.catch(e => uncaughtError || (uncaughtError = e))\n        c.queue === full\n          ? queries.push(q)\n          : c.execute(q) || move(c, full)\n      }\n",
 ].join("");
+
+/** write() of postgres.js 3.4.9, as published. */
+const UNPATCHED_WRITE = "  function write(x, fn) {\n    chunk = chunk ? Buffer.concat([chunk, x]) : Buffer.from(x)\n    if (fn || chunk.length >= 1024)\n      return nextWrite(fn)\n    nextWriteTimer === null && (nextWriteTimer = setImmediate(nextWrite))\n    return true\n  }\n";
 
 describe("the postgres restart patch", () => {
   it("edits the unpatched driver, and applying it again changes nothing", () => {
@@ -69,6 +72,18 @@ describe("the postgres restart patch", () => {
     expect(once.text).toContain("if (c.reserved !== mine) return q.reject(Errors.connection('CONNECTION_CLOSED', options))");
     // The handler refuses before it queues or executes.
     expect(once.text!.indexOf("return q.reject")).toBeLessThan(once.text!.indexOf("? queue.push(q)"));
+  });
+
+  it("a connection flushes once a turn, up to 64 KiB, instead of at 1 KiB", () => {
+    const once = applyEdits(UNPATCHED_WRITE, postgresWriteTurnPatch.edits);
+    expect(once.problems).toBeUndefined();
+    expect(once.text).toContain("if (fn || chunk.length >= 65536) // countersign-patch");
+    expect(once.text).not.toContain(">= 1024");
+    // The turn's flush is untouched: smaller writes still go at the end of the turn.
+    expect(once.text).toContain("nextWriteTimer = setImmediate(nextWrite)");
+    expect(applyEdits(once.text!, postgresWriteTurnPatch.edits)).toEqual({ text: once.text });
+    const installed = readFileSync(path.join(import.meta.dirname, "../../../node_modules/postgres/src/connection.js"), "utf8");
+    expect(applyEdits(installed, postgresWriteTurnPatch.edits)).toEqual({ text: installed });
   });
 
   it("is in the bundle the package ships (dist/, built by the global setup)", () => {
