@@ -13,6 +13,7 @@ export declare const PATCH_MARKER: string;
 export declare const postgresRestartPatch: Patch;
 export declare const postgresReleasePatch: Patch;
 export declare const postgresBeginPatch: Patch;
+export declare const postgresWriteTurnPatch: Patch;
 export declare const patches: Patch[];
 export declare function applyEdits(text: string, edits: Edit[]): { text: string; problems?: undefined } | { text?: undefined; problems: string[] };
 export declare const patchedInBundle: { edit: string; pattern: RegExp }[];
