@@ -1,10 +1,8 @@
-import type { PlanDocument } from "../plan/schema.ts";
 import type { PlanStatus } from "../plan/status.ts";
 import type { TextStatement } from "../store/db.ts";
 import { auditChainHash, auditContentDigest, type Actor } from "./audit.ts";
 import type { ServiceContext } from "./context.ts";
-import type { PlanEvent } from "./outbox.ts";
-import { laneOf, priorityOf } from "./outbox-lanes.ts";
+import { outboxRowsOf } from "./outbox.ts";
 import { PLAN_CHANNEL } from "./plan-signals.ts";
 
 /** A person's vote or rejection, as the decisions table keeps it. */
@@ -66,10 +64,11 @@ const iso = (d: Date) => d.toISOString();
 /**
  * Everything a decision writes under its plan's row lock, as one statement with `$n` parameters,
  * sent with the COMMIT (Database.transactionEndingWith): the decision row, the plan row's guarded
- * UPDATE, each event's audit row and outbox rows, and one announcement. Built as text, not
- * through the query builder: drizzle building the five statements this replaces took 1.5–2 ms of
- * an approval's path (2026-12-04, marks around each statement's send), and PostgreSQL ran each
- * as a statement of its own, with a NOTIFY each.
+ * UPDATE, each event's audit row and outbox rows (outboxRowsOf), and one announcement. It replaced
+ * up to four statements (vote, UPDATE, approved, executing), each built with drizzle and each with
+ * a NOTIFY, which a socket trace saw leave over 1.5 ms of a click (2026-12-04; most of that was the
+ * woken backend running between the writes: patches/README.md). Only constants are written into
+ * the text (statuses from TRANSITIONS, columns from SETTABLE); every value is a parameter.
  *
  * The events chain from `tail`, the plan chain's newest hash, which the caller read under the row
  * lock in a statement of its own (audit.ts planChainTail): their hashes are computed here, as
@@ -77,7 +76,9 @@ const iso = (d: Date) => d.toISOString();
  * with one predecessor break audit_events_one_successor. An UPDATE that does not change exactly
  * one row fails the statement (the CASE is evaluated from the row count, never folded when
  * planned), and the whole transaction rolls back. Rows of a multi-row VALUES are inserted in
- * order, so ids, and with them the chain's and each lane's order, follow `events`.
+ * order, so ids, and with them the chain's and each lane's order, follow `events`. The single
+ * announcement names the status the plan is left in: executors are woken by `approved`, as they
+ * were by the last of the events' own announcements before.
  */
 export function lockedWritesStatement(
   ctx: Pick<ServiceContext, "sinks" | "config">,
@@ -101,7 +102,7 @@ export function lockedWritesStatement(
       sets.push(`${column} = ${p(value instanceof Date ? iso(value) : value, `::${type}`)}`);
     }
     if (u.countsClaim) sets.push("claims = claims + 1");
-    // Statuses come from the lifecycle's TRANSITIONS only, and are written in (plan-status-sql.ts).
+    // Statuses come from the lifecycle's TRANSITIONS only; written in, as plan-status-sql.ts writes them.
     const where = [`id = ${id}`, `status IN (${u.from.map((s) => `'${s}'`).join(", ")})`, ...(u.unlessPaused ? ["NOT EXISTS (SELECT 1 FROM pause)"] : [])];
     ctes.push(`updated AS (UPDATE plans SET ${sets.join(", ")} WHERE ${where.join(" AND ")} RETURNING id)`);
   }
@@ -114,20 +115,14 @@ export function lockedWritesStatement(
     return row;
   });
   ctes.push(`audit AS (INSERT INTO audit_events (plan_id, type, actor, data, at, prev_hash, hash) VALUES ${audits.join(", ")})`);
-  // Webhooks go only where the agent asked for them.
-  const sinks = ctx.sinks.filter((kind) => kind !== "webhook" || plan.callbackUrl);
-  if (sinks.length > 0) {
-    const lanes = sinks.map((kind) => p(laneOf(ctx.config, kind, plan.document as PlanDocument)));
-    const kinds = sinks.map((kind) => p(kind));
-    const effects = writes.events.flatMap((e) => {
-      const at = iso(e.at);
-      const event: PlanEvent = { planId: plan.id, type: e.type, status: e.status, hash: plan.hash, at, actor: e.actor, data: e.data };
-      const payload = p(JSON.stringify(event));
-      const available = p(at, "::timestamptz");
-      return sinks.map((kind, s) => `(${id}, ${kinds[s]}, ${lanes[s]}, ${priorityOf(kind, e.type)}::smallint, ${payload}, ${available})`);
-    });
-    ctes.push(`effects AS (INSERT INTO outbox (plan_id, kind, lane, priority, payload, available_at) VALUES ${effects.join(", ")})`);
-  }
+  const effects = writes.events.flatMap((e) => {
+    const rows = outboxRowsOf(ctx, plan, { type: e.type, status: e.status, at: iso(e.at), actor: e.actor, data: e.data });
+    // The payload and time are one parameter for all of an event's rows.
+    const payload = rows[0] && p(rows[0].payload);
+    const available = rows[0] && p(rows[0].at, "::timestamptz");
+    return rows.map((r) => `(${id}, ${p(r.kind)}, ${p(r.lane)}, ${p(r.priority, "::smallint")}, ${payload}, ${available})`);
+  });
+  if (effects.length > 0) ctes.push(`effects AS (INSERT INTO outbox (plan_id, kind, lane, priority, payload, available_at) VALUES ${effects.join(", ")})`);
   const announce = `pg_notify(${p(PLAN_CHANNEL)}, ${p(`${plan.id} ${writes.announce}`)})`;
   const select = u
     ? `SELECT (CASE WHEN n = 1 THEN '1' ELSE ${p(u.missed)}::text || ' (' || n || ' rows)' END)::int AS ok, ${announce} FROM (SELECT count(*) AS n FROM updated) AS c`

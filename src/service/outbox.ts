@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { sql, type SQL } from "drizzle-orm";
 import type { ServiceContext } from "./context.ts";
-import { laneIsOf, priorityOf } from "./outbox-lanes.ts";
+import type { PlanDocument } from "../plan/schema.ts";
+import { laneIsOf, laneOf, priorityOf } from "./outbox-lanes.ts";
 import { leaseLanes, markDelivered, markFailed, releaseLane, takeAcrossPlans, takeNext } from "./outbox-lease.ts";
 
 /** A side effect of a plan event, for one sink, written in the transaction that caused it. */
@@ -16,19 +17,46 @@ export interface PlanEvent {
   data?: Record<string, unknown>;
 }
 
+/** An outbox row of a plan event, as every statement that writes one writes it. */
+export interface OutboxRow {
+  planId: string;
+  kind: string;
+  lane: string;
+  priority: number;
+  /** The event (PlanEvent) as JSON: the same text for every sink, serialized once. */
+  payload: string;
+  /** When it may first be delivered: the event's time. */
+  at: string;
+}
+
 /**
- * The INSERT of an event's outbox rows, one per sink, for the caller to run in the transaction
- * that caused it (recordPlanEvent runs it in one statement with the audit event); undefined when
- * there is no sink. Each row names its lane (outbox-lanes.ts) and its order in it. Written as
- * SQL rather than through the query builder: it is in every plan event's statement, and drizzle's
- * insert builder took ~0.1 ms of an approval's path per event (2026-12-03); the payload, the
- * same for every sink, is serialized once.
+ * A plan event's outbox rows, one per sink (`sinks`, by default every configured one; webhooks
+ * only where the agent asked for them), each naming its lane (outbox-lanes.ts) and its order in
+ * it. The one place an event's side effects are decided: transition.ts's planEventStatement,
+ * store-new-plan.ts and locked-writes.ts write exactly what this returns, each in the
+ * transaction that caused the event.
  */
-export function effectsInsert(sinks: readonly string[], event: PlanEvent, laneOf: (kind: string) => string): SQL | undefined {
-  if (sinks.length === 0) return undefined;
-  const payload = JSON.stringify(event);
-  const rows = sinks.map((kind) => sql`(${event.planId}::uuid, ${kind}, ${laneOf(kind)}, ${priorityOf(kind, event.type)}::smallint, ${payload}, ${event.at}::timestamptz)`);
-  return sql`INSERT INTO outbox (plan_id, kind, lane, priority, payload, available_at) VALUES ${sql.join(rows, sql`, `)}`;
+export function outboxRowsOf(
+  ctx: Pick<ServiceContext, "sinks" | "config">,
+  plan: { id: string; hash: string; callbackUrl: string | null; document: unknown },
+  event: Omit<PlanEvent, "planId" | "hash">,
+  sinks: readonly string[] = ctx.sinks,
+): OutboxRow[] {
+  const payload = JSON.stringify({ planId: plan.id, type: event.type, status: event.status, hash: plan.hash, at: event.at, actor: event.actor, data: event.data } satisfies PlanEvent);
+  return sinks
+    .filter((kind) => kind !== "webhook" || plan.callbackUrl)
+    .map((kind) => ({ planId: plan.id, kind, lane: laneOf(ctx.config, kind, plan.document as PlanDocument), priority: priorityOf(kind, event.type), payload, at: event.at }));
+}
+
+/**
+ * The INSERT of outbox rows (outboxRowsOf), for the caller to run in the transaction that caused
+ * them; undefined when there are none. Written as SQL rather than through the query builder:
+ * drizzle's insert builder took ~0.1 ms of an approval's path per event (2026-12-03).
+ */
+export function effectsInsert(rows: readonly OutboxRow[]): SQL | undefined {
+  if (rows.length === 0) return undefined;
+  const values = rows.map((r) => sql`(${r.planId}::uuid, ${r.kind}, ${r.lane}, ${r.priority}::smallint, ${r.payload}, ${r.at}::timestamptz)`);
+  return sql`INSERT INTO outbox (plan_id, kind, lane, priority, payload, available_at) VALUES ${sql.join(values, sql`, `)}`;
 }
 
 /**

@@ -1,10 +1,8 @@
-import type { PlanDocument } from "../plan/schema.ts";
 import type { Database } from "../store/db.ts";
 import type { AdmitGuard } from "./agent-limits.ts";
 import { auditChainHash, auditContentDigest, planGenesis, type Actor } from "./audit.ts";
 import type { ServiceContext } from "./context.ts";
-import type { PlanEvent } from "./outbox.ts";
-import { laneOf, priorityOf } from "./outbox-lanes.ts";
+import { outboxRowsOf } from "./outbox.ts";
 import { PLAN_CHANNEL } from "./plan-signals.ts";
 import type { PlanRow } from "./transition.ts";
 
@@ -58,21 +56,17 @@ export async function storeNewPlan(
   input: { plan: NewPlan; guard: AdmitGuard; event: { type: string; actor: Actor; at: Date; data: Record<string, unknown> } },
 ): Promise<void> {
   const { plan, guard, event } = input;
-  const document = plan.document as PlanDocument;
-  // Webhooks go only where the agent asked for them.
-  const sinks = ctx.sinks.filter((kind) => kind !== "webhook" || plan.callbackUrl);
   const content = auditContentDigest({ planId: plan.id, ...event });
   const prevHash = planGenesis(plan.id);
   const at = event.at.toISOString();
-  const payload: PlanEvent = { planId: plan.id, type: event.type, status: "pending", hash: plan.hash, at, actor: event.actor, data: event.data };
-  const payloadText = JSON.stringify(payload);
+  const effects = outboxRowsOf(ctx, plan, { type: event.type, status: "pending", at, actor: event.actor, data: event.data });
   const params: (string | number | null)[] = [
     plan.id, guard.agentId, guard.since.toISOString(), guard.plansPerMinute, guard.maxPending,
     plan.hash, JSON.stringify(plan.document), JSON.stringify(plan.preview), plan.expiresAt.toISOString(), plan.requestDigest, plan.callbackUrl, plan.createdAt.toISOString(), guard.seen.recent, guard.seen.open,
     event.type, JSON.stringify(event.actor), JSON.stringify(event.data), at, prevHash, auditChainHash(prevHash, content),
   ];
-  for (const kind of sinks) params.push(kind, laneOf(ctx.config, kind, document), priorityOf(kind, event.type), payloadText, at);
-  await ctx.database.query(textFor(sinks.length), params);
+  for (const row of effects) params.push(row.kind, row.lane, row.priority, row.payload, row.at);
+  await ctx.database.query(textFor(effects.length), params);
   announceNewPlan(ctx.database, plan.id);
 }
 

@@ -5,9 +5,7 @@ import { plans } from "../store/schema.ts";
 import type { Queryable, Tx } from "../store/db.ts";
 import { auditInsert, type Actor } from "./audit.ts";
 import type { ServiceContext } from "./context.ts";
-import { effectsInsert } from "./outbox.ts";
-import { laneOf } from "./outbox-lanes.ts";
-import type { PlanDocument } from "../plan/schema.ts";
+import { effectsInsert, outboxRowsOf } from "./outbox.ts";
 import type { LockedEvent, LockedSet, LockedUpdate } from "./locked-writes.ts";
 import { PlanSignals } from "./plan-signals.ts";
 
@@ -95,7 +93,7 @@ export function transitionsLocked(plan: Pick<PlanRow, "id" | "status">, steps: r
 /** What a missed guarded transition's failure says, made and recognised here only. */
 const missedMark = (transition: Transition) => `the ${transition} transition missed`;
 
-/** Whether an error is a guarded transition's miss (transitionLocked), e.g. a claim whose pause guard failed. */
+/** Whether an error is a guarded transition's miss (transitionsLocked), e.g. a claim while paused. */
 export function isTransitionMissed(err: unknown, transition: Transition): boolean {
   return causeChain(err).some((e) => String((e as { message?: unknown }).message ?? "").includes(missedMark(transition)));
 }
@@ -117,9 +115,9 @@ export async function recordPlanEvent(
  * The one statement that records a plan event: audit row, outbox rows and announcement (data-
  * modifying CTEs run whether or not they are read). The audit event chains to the plan's
  * previous one, which is safe because the caller holds the plan's row lock (see audit.ts).
- * `first` is a write of the caller's that goes in the same statement, before the event: a vote,
- * under the plan's row lock, or a new plan, whose chain nobody else can append to before it
- * commits, so it needs no lock.
+ * `first` is a write of the caller's that goes in the same statement, before the event: a new
+ * plan (submit's keyed path), whose chain nobody else can append to before it commits, so it
+ * needs no lock. (A decision writes its own statement: locked-writes.ts.)
  */
 export function planEventStatement(
   ctx: Pick<ServiceContext, "sinks" | "config">,
@@ -127,10 +125,8 @@ export function planEventStatement(
   event: { plan: Pick<PlanRow, "id" | "status" | "hash" | "callbackUrl" | "document">; type: string; actor: Actor; at: Date; data: Record<string, unknown>; first?: SQL; announce?: string | undefined },
 ): SQL {
   const { plan, type, actor, at, data } = event;
-  // Webhooks go only where the agent asked for them.
-  const sinks = ctx.sinks.filter((kind) => kind !== "webhook" || plan.callbackUrl);
   const audit = auditInsert({ planId: plan.id, type, actor, data, at });
-  const effects = effectsInsert(sinks, { planId: plan.id, type, status: plan.status, hash: plan.hash, at: at.toISOString(), actor, data }, (kind) => laneOf(ctx.config, kind, plan.document as PlanDocument));
+  const effects = effectsInsert(outboxRowsOf(ctx, plan, { type, status: plan.status, at: at.toISOString(), actor, data }));
   const first = event.first ? sql`first AS (${event.first}), ` : sql``;
   const alsoEffects = effects ? sql`, effects AS (${effects})` : sql``;
   return sql`WITH ${first}audit AS (${audit})${alsoEffects} SELECT ${PlanSignals.announcement(plan.id, event.announce ?? plan.status)}`;

@@ -5,8 +5,7 @@ import type { ActionOutcome, Outcome } from "../plan/outcome.ts";
 import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
 import { plans, targetWatches, watchedActions } from "../store/schema.ts";
 import type { ServiceContext } from "./context.ts";
-import { effectsInsert } from "./outbox.ts";
-import { laneOf } from "./outbox-lanes.ts";
+import { effectsInsert, outboxRowsOf } from "./outbox.ts";
 import { transition } from "./transition.ts";
 import { statusIn } from "../store/plan-status-sql.ts";
 
@@ -225,8 +224,8 @@ async function showWatchOnSlack(ctx: ServiceContext, planIds: string[], at: Date
   const { db } = ctx.database;
   const rows = await db.select({ id: plans.id, status: plans.status, hash: plans.hash, document: plans.document }).from(plans).where(and(inArray(plans.id, planIds), inArray(plans.status, [...WATCHED_STATUSES])));
   for (const plan of rows) {
-    const event = { planId: plan.id, type: "plan.watch", status: plan.status, hash: plan.hash, at: at.toISOString(), actor: { type: "system", process: "watcher" } };
-    const insert = effectsInsert(["slack"], event, (kind) => laneOf(ctx.config, kind, plan.document as PlanDocument));
+    const event = { type: "plan.watch", status: plan.status, at: at.toISOString(), actor: { type: "system", process: "watcher" } };
+    const insert = effectsInsert(outboxRowsOf(ctx, { ...plan, callbackUrl: null }, event, ["slack"]));
     if (insert) await db.execute(insert);
   }
 }

@@ -2,7 +2,7 @@
 // opened, never up front: PGlite alone adds ~43 MB and its WASM to a process on PostgreSQL.
 import { mkdirSync } from "node:fs";
 import type { PGliteOptions } from "@electric-sql/pglite";
-import { SQL, sql, type ExtractTablesWithRelations } from "drizzle-orm";
+import { is, SQL, sql, type ExtractTablesWithRelations } from "drizzle-orm";
 import { DrizzleQueryError } from "drizzle-orm/errors";
 import { PgDialect, type PgDatabase, type PgQueryResultHKT, type PgTransaction } from "drizzle-orm/pg-core";
 import { packagePath } from "../package-path.ts";
@@ -93,7 +93,7 @@ async function openPglite(target: Exclude<DatabaseTarget, { kind: "postgres" }>)
       if (options?.plans === "generic") await tx.execute(GENERIC_PLANS);
       for (const statement of options?.first ?? []) first.push(((await tx.execute(statement)) as unknown as { rows: Record<string, unknown>[] }).rows);
       const { result, last } = await body(tx, first);
-      for (const statement of statementsOf(last)) await tx.execute(statement instanceof SQL ? statement : sqlOfText(statement));
+      for (const statement of statementsOf(last)) await tx.execute(is(statement, SQL) ? statement : sqlOfText(statement));
       return result;
     }),
     notify: async (channel, payload) => {
@@ -175,7 +175,7 @@ export function endingWithCommit(client: import("postgres").Sql, drizzle: (confi
       const conn = namedStatements(Object.assign(inTx, { options: client.options }) as unknown as import("postgres").Sql);
       // Each execute() queues its statement on the connection at once, so they go out in this order.
       const send = (statements: readonly Statement[]): Sent[] => statements.map((statement) => {
-        const { text, params } = statement instanceof SQL ? textOf(statement) : statement;
+        const { text, params } = is(statement, SQL) ? textOf(statement) : statement;
         const query = conn.unsafe(text, params as never[]);
         query.execute();
         // Awaited by the caller (the reads) or after the COMMIT (the last statements), which throws the first failure; never unhandled.
