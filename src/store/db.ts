@@ -43,9 +43,10 @@ export interface Database {
    * sent together with the COMMIT, one round trip instead of one each: on PostgreSQL they go out
    * in this order on the transaction's own connection; one that fails makes PostgreSQL roll the
    * COMMIT back, and its error is thrown. `body` throwing rolls back. `first`, reads only, go out
-   * with the BEGIN (their rows are handed to `body`): had the BEGIN failed, they ran alone and
-   * changed nothing, and its error is thrown before `body` runs. PGlite runs it as a plain
-   * transaction (no network to save).
+   * together once the BEGIN is answered (the driver's `begin` waits for it), and their rows are
+   * handed to `body`; a failed one is thrown before `body` runs. `last` may be drizzle SQL or a
+   * statement made as text (TextStatement). PGlite runs it as a plain transaction (no network to
+   * save).
    * `plans: "generic"` gives the transaction's statements generic plans from their first execution
    * on a connection (GENERIC_PLANS): only for a transaction that reads and writes by key alone.
    */
