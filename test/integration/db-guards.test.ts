@@ -55,6 +55,8 @@ describe.each(databaseKinds)("database guards on $name", (kind) => {
 
   it.each([
     ["document", sql`document = replace(document, 'ana@new.example', 'evil@example.com')`],
+    // The document and the preview are guarded by a trigger of their own (0029), on UPDATE OF them.
+    ["preview", sql`preview = replace(preview, 'ana@new.example', 'evil@example.com')`],
     ["hash", sql`hash = 'sha256:' || repeat('0', 64)`],
     ["created_at", sql`created_at = created_at - interval '1 day'`],
     ["agent_id", sql`agent_id = gen_random_uuid()`],
