@@ -10,7 +10,11 @@
 --   fail-closed: a column added later is fixed unless named mutable (db-guards.test.ts).
 -- * countersign_plans_document_fixed, on an UPDATE OF document or preview only (the product names
 --   them in none), refuses a change to either, compared as they are.
--- The messages are the same as before; both functions pin search_path as 0028 does.
+-- The messages have the same text; when the document or preview is among the changes, only they are
+-- named. Both functions pin search_path as 0028 does. PostgreSQL fires an UPDATE OF trigger on the
+-- statement's SET list, not on what another BEFORE trigger changes: a row trigger that set the
+-- document would go unseen, so db-guards-search-path.test.ts pins these two as the only BEFORE
+-- UPDATE row triggers on plans.
 CREATE OR REPLACE FUNCTION countersign_plans_immutable() RETURNS trigger
   SET search_path = pg_catalog, pg_temp AS $$
 DECLARE

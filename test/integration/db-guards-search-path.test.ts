@@ -33,11 +33,22 @@ describe.each(databaseKinds)("guard functions pin their search_path on $name", (
       "countersign_append_only()",
       "countersign_audit_pruned_guard()",
       "countersign_count_admission()",
+      "countersign_plans_document_fixed()",
       "countersign_plans_immutable()",
       "countersign_purge_plans(timestamp with time zone,text)",
     ]));
     const unpinned = functions.filter((f) => !(f.config ?? []).includes(PINNED)).map((f) => `${f.name}: ${JSON.stringify(f.config)}`);
     expect(unpinned).toEqual([]);
+  });
+
+  it("plans have no row trigger before UPDATE but the two guards (0029): plans_document_fixed fires only on an UPDATE that names the document or preview, so a trigger that changed them would go unseen", async () => {
+    // tgtype: 1 = row, 2 = before, 16 = update (pg_trigger.h).
+    const triggers = await h.database.rows<{ name: string; columns: string | null }>(sql`
+      SELECT t.tgname AS name, (SELECT string_agg(a.attname, ',' ORDER BY a.attname) FROM pg_attribute a WHERE a.attrelid = t.tgrelid AND a.attnum = ANY (t.tgattr::int2[])) AS columns
+        FROM pg_trigger t
+       WHERE t.tgrelid = 'public.plans'::regclass AND NOT t.tgisinternal AND t.tgtype & 1 = 1 AND t.tgtype & 2 = 2 AND t.tgtype & 16 = 16
+       ORDER BY 1`);
+    expect(triggers).toEqual([{ name: "plans_document_fixed", columns: "document,preview" }, { name: "plans_immutable", columns: null }]);
   });
 });
 
