@@ -82,11 +82,6 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
       if (!row) throw new ServiceError("not_found", `there is no plan ${input.planId}`);
       const plan = lockedPlan(row);
       const tail = String(read[1]![0]?.hash ?? planGenesis(plan.id));
-      // Everything below is written in one statement that goes out with the COMMIT (one round
-      // trip): the status was read under the row lock, so no transition can miss (if one did, the
-      // statement fails and all roll back).
-      const written = (writes: Omit<LockedWrites, "decision" | "announce">, status: PlanRow["status"]) =>
-        lockedWritesStatement(ctx, { ...plan, tail }, { ...writes, decision, announce: status });
       const now = ctx.clock();
       const votes = plan.status === "pending" && votesAt >= 0
         ? read[votesAt]!.map((v) => ({ userId: String(v.user_id), via: v.via as "slack" | "web", decidedAt: new Date(Number(v.decided_ms)) }))
@@ -123,6 +118,11 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
         decidedAt: now,
         expiresAt: plan.expiresAt,
       };
+      // Everything below is written in one statement that goes out with the COMMIT (one round
+      // trip): the status was read under the row lock, so no transition can miss (if one did, the
+      // statement fails and all roll back).
+      const written = (writes: Omit<LockedWrites, "decision" | "announce">, status: PlanRow["status"]) =>
+        lockedWritesStatement(ctx, { ...plan, tail }, { ...writes, decision, announce: status });
 
       if (input.verdict === "reject") {
         const { to, ...rejection } = transitionsLocked(plan, [{ transition: "reject", actor, data: { reason }, set: { rejectReason: reason ?? null } }], now);

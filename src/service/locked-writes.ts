@@ -3,7 +3,7 @@ import type { TextStatement } from "../store/db.ts";
 import { auditChainHash, auditContentDigest, type Actor } from "./audit.ts";
 import type { ServiceContext } from "./context.ts";
 import { outboxRowsOf } from "./outbox.ts";
-import { PLAN_CHANNEL } from "./plan-signals.ts";
+import { announcementPayload, PLAN_CHANNEL } from "./plan-signals.ts";
 
 /** A person's vote or rejection, as the decisions table keeps it. */
 export interface NewDecision {
@@ -123,7 +123,7 @@ export function lockedWritesStatement(
     return rows.map((r) => `(${id}, ${p(r.kind)}, ${p(r.lane)}, ${p(r.priority, "::smallint")}, ${payload}, ${available})`);
   });
   if (effects.length > 0) ctes.push(`effects AS (INSERT INTO outbox (plan_id, kind, lane, priority, payload, available_at) VALUES ${effects.join(", ")})`);
-  const announce = `pg_notify(${p(PLAN_CHANNEL)}, ${p(`${plan.id} ${writes.announce}`)})`;
+  const announce = `pg_notify(${p(PLAN_CHANNEL)}, ${p(announcementPayload(plan.id, writes.announce))})`;
   const select = u
     ? `SELECT (CASE WHEN n = 1 THEN '1' ELSE ${p(u.missed)}::text || ' (' || n || ' rows)' END)::int AS ok, ${announce} FROM (SELECT count(*) AS n FROM updated) AS c`
     : `SELECT 1 AS ok, ${announce}`;

@@ -60,7 +60,7 @@ export class PlanSignals {
    * change (it is sent on commit), with the status the change leaves the plan in.
    */
   static announcement(planId: string, status: string): SQL {
-    return sql`pg_notify(${PLAN_CHANNEL}, ${`${planId} ${status}`})`;
+    return sql`pg_notify(${PLAN_CHANNEL}, ${announcementPayload(planId, status)})`;
   }
 
   /**
@@ -193,6 +193,11 @@ export interface ClaimerTaken {
   give(claim: Claim): boolean;
   /** Returns it to the front of the queue, unused. */
   putBack(): void;
+}
+
+/** What a plan's announcement on PLAN_CHANNEL says: its id and the status it was left in (parseAnnouncement reads it). */
+export function announcementPayload(planId: string, status: string): string {
+  return `${planId} ${status}`;
 }
 
 /**

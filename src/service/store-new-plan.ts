@@ -3,7 +3,7 @@ import type { AdmitGuard } from "./agent-limits.ts";
 import { auditChainHash, auditContentDigest, planGenesis, type Actor } from "./audit.ts";
 import type { ServiceContext } from "./context.ts";
 import { outboxRowsOf } from "./outbox.ts";
-import { PLAN_CHANNEL } from "./plan-signals.ts";
+import { announcementPayload, PLAN_CHANNEL } from "./plan-signals.ts";
 import type { PlanRow } from "./transition.ts";
 
 /**
@@ -94,6 +94,6 @@ function announceNewPlan(database: Database, planId: string): void {
   setTimeout(() => {
     announcing.delete(database);
     // A lost announcement costs a list page seconds (see above), so failing to send it is not an error.
-    database.notify(PLAN_CHANNEL, `${entry.newest} pending`).catch(() => undefined);
+    database.notify(PLAN_CHANNEL, announcementPayload(entry.newest, "pending")).catch(() => undefined);
   }, ANNOUNCE_MS).unref();
 }
