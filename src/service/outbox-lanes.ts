@@ -23,7 +23,17 @@ export function laneOf(config: LaneConfig, kind: string, doc: Pick<PlanDocument,
     return channel ? `slack:${channel}` : "slack";
   }
   if (kind === "webhook") return `webhook:${doc.agent}`;
-  return kind;
+  return sinkLane(kind).lane;
+}
+
+/**
+ * The one lane of a sink whose rows are not split by channel or agent (App Home, seals), and the
+ * priority every row of it has: a statement that looks for its rows by both reads them in id
+ * order from `outbox_lane_order`, whatever the table's statistics say.
+ */
+export function sinkLane(kind: string): { lane: string; priority: number } {
+  if (kind === "slack" || kind === "webhook") throw new Error(`the ${kind} sink has a lane per ${kind === "slack" ? "channel" : "agent"}, not one`);
+  return { lane: kind, priority: priorityOf(kind, "") };
 }
 
 /** Whether a lane holds rows of this sink (lanes are the kind, or the kind and a colon). */
