@@ -4,6 +4,7 @@ import type { ServiceContext } from "../service/context.ts";
 import { ServiceError } from "../service/errors.ts";
 import { heartbeatClaim, leaseLost } from "../service/heartbeat-claim.ts";
 import { reportOutcome } from "../service/report-outcome.ts";
+import { answerNow } from "./answer-now.ts";
 import { bearerMatches } from "./bearer.ts";
 import { readJsonBody } from "./json-body.ts";
 
@@ -34,7 +35,8 @@ export function executorApi(ctx: ServiceContext, token: string | undefined): Hon
       throw new ServiceError("invalid_request", `wait must be 0 to ${MAX_CLAIM_WAIT_SECONDS} seconds, got '${raw}'`);
     }
     const claim = await claimApprovedWaiting(ctx, { waitMs: seconds * 1000, signal: c.req.raw.signal });
-    return claim ? c.json(claim) : c.body(null, 204);
+    // The claim is written at once: the approval's click waits on the executor's next step.
+    return claim ? answerNow(c, 200, claim) : c.body(null, 204);
   });
 
   api.post("/claims/:claimToken/heartbeat", async (c) => c.json(await heartbeatClaim(ctx, { claimToken: c.req.param("claimToken") })));

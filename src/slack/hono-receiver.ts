@@ -1,9 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { App, Receiver, ReceiverEvent } from "@slack/bolt";
 import type { Context } from "hono";
 import type { Logger } from "pino";
-import { requestIdFor } from "../server/request-id.ts";
+import { answerNow } from "../server/answer-now.ts";
 import { readCappedBody } from "./read-capped-body.ts";
 import { whyNotFresh, whyUnsigned } from "./verify-request.ts";
 
@@ -84,10 +83,9 @@ export class HonoReceiver implements Receiver {
       ack: async (response?: unknown) => {
         if (acked) return;
         acked = true;
-        // The empty 200 (a click's, most acks) is written here and now: answered through Hono, it
-        // waited for the middlewares to unwind (the request's log line) and for the response to
-        // be converted, 0.3-1.4 ms before the click's decision could start (2026-12-03).
-        if (response === undefined || response === "") answer(() => (outgoing ? this.sentNow(c, outgoing) : c.body(null, 200)));
+        // The empty 200 (a click's, most acks) is written here and now (answerNow), not after
+        // the middlewares unwind: the click's decision starts once it is written.
+        if (response === undefined || response === "") answer(() => answerNow(c, 200));
         else if (typeof response === "string") answer(() => c.text(response));
         else answer(() => c.json(response as object));
         await written(outgoing);
@@ -100,14 +98,6 @@ export class HonoReceiver implements Receiver {
     } finally {
       clearTimeout(timer);
     }
-  }
-
-  /** An empty 200 written straight to Node's response, with its request id; Hono is told it was sent. */
-  private sentNow(c: Context, outgoing: ServerResponse): Response {
-    const id = requestIdFor(c);
-    outgoing.writeHead(200, { "content-length": "0", ...(id === undefined ? {} : { "x-request-id": id }) });
-    outgoing.end();
-    return RESPONSE_ALREADY_SENT;
   }
 
   private unsigned(c: Context, why: string): Response {

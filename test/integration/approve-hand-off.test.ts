@@ -1,3 +1,4 @@
+import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import { asc, eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Claim } from "../../src/executor/execute-plan.ts";
@@ -97,6 +98,31 @@ describe.skipIf(!postgresKind)("an approval hands its plan to a waiting executor
     expect(await claimApproved(s.server.ctx)).toBeUndefined();
     const [executing] = await s.database.db.select({ data: auditEvents.data }).from(auditEvents).where(sql`${auditEvents.planId} = ${plan.id} AND ${auditEvents.type} = 'plan.executing'`);
     expect(executing!.data).toEqual({ claim: 1, leaseExpiresAt: handed.leaseExpiresAt });
+  });
+
+  it("writes the handed claim straight to the wire: JSON with its Content-Length and the request's id, not chunked", async () => {
+    const plan = await submit();
+    const answer = new Promise<{ status: number; headers: IncomingHttpHeaders; body: string }>((resolve, reject) => {
+      const req = httpRequest(`${s.server.url}/v1/executor/claim?wait=20`, { method: "POST", headers: { authorization: `Bearer ${EXECUTOR_TOKEN}`, "x-request-id": "claim-on-the-wire-1" } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
+        res.on("error", reject);
+      });
+      req.on("error", reject);
+      req.end();
+    });
+    await waitFor("the long-poll to wait", () => waiting() === 1);
+    expect((await approve(plan)).status).toBe("executing");
+    const res = await answer;
+    expect(res.status, res.body).toBe(200);
+    expect(res.headers["x-request-id"]).toBe("claim-on-the-wire-1");
+    expect(res.headers["content-type"]).toMatch(/^application\/json/);
+    expect(res.headers["transfer-encoding"]).toBeUndefined();
+    expect(Number(res.headers["content-length"])).toBe(Buffer.byteLength(res.body));
+    const claim = JSON.parse(res.body) as Claim;
+    expect(claim.plan.id).toBe(plan.id);
+    expect(claim.claimToken).toBe((await rowOf(plan.id)).claimToken);
   });
 
   it("while paused, hands nothing: the plan waits approved and the executor keeps waiting, then is claimed once resumed", async () => {
