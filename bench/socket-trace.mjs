@@ -1,12 +1,15 @@
 /**
  * A preload that logs every socket write and read of the process, and each HTTP request's start,
- * with its epoch time in µs, to /tmp/socket-trace/<pid>.log: where a click's time goes between
- * processes. With bench/approve-timeline.ts, whose lines end with each click's epoch:
+ * with its epoch time in ms (to the µs), to /tmp/socket-trace/<pid>.log: where a click's time
+ * goes between processes. With bench/approve-timeline.ts, whose lines end with each click's epoch:
  *   BENCH_SERVE_NODE_ARGS="--import $PWD/bench/socket-trace.mjs" \
  *   BENCH_EXECUTOR_NODE_ARGS="--import $PWD/bench/socket-trace.mjs" \
  *   node --import tsx bench/approve-timeline.ts 30
  * then read each log from a click's epoch on: `W`/`R` are writes and reads (local>remote port,
- * bytes, the first 40 printable bytes), `H` an HTTP request's start (its headers parsed).
+ * bytes, the first 40 printable bytes), `H` an HTTP request's start (its headers parsed), `M` a
+ * mark (`globalThis.__mark?.("label")`, put in the built code under study for a run and taken out
+ * after), and one `T` row at start: the epoch time with the CLOCK_MONOTONIC µs a CPU profile
+ * (`--cpu-prof`) stamps its samples with, to find the samples between two rows.
  * Costs a few µs per socket operation; use it to find gaps, not to measure totals.
  */
 import dc from "node:diagnostics_channel";
@@ -36,6 +39,9 @@ net.Socket.prototype.push = function (chunk, ...rest) {
 };
 // The HTTP server's parser reads its sockets past push(): a request's start is logged here.
 dc.subscribe("http.server.request.start", ({ request }) => rows.push(`${now()} H ${ends(request.socket)} 0 ${request.method} ${request.url}`));
+
+globalThis.__mark = (label) => rows.push(`${now()} M ${label}`);
+rows.push(`${now()} T ${process.hrtime.bigint() / 1000n}`);
 
 const flush = () => {
   if (rows.length === 0) return;

@@ -36,7 +36,7 @@ export function executorApi(ctx: ServiceContext, token: string | undefined): Hon
     }
     const claim = await claimApprovedWaiting(ctx, { waitMs: seconds * 1000, signal: c.req.raw.signal });
     // The claim is written at once: the approval's click waits on the executor's next step.
-    return claim ? answerNow(c, 200, claim) : c.body(null, 204);
+    return claim ? answerNow(c, claim) : c.body(null, 204);
   });
 
   api.post("/claims/:claimToken/heartbeat", async (c) => c.json(await heartbeatClaim(ctx, { claimToken: c.req.param("claimToken") })));

@@ -27,7 +27,7 @@ import { HOME_SINK } from "../service/home-tab.ts";
 import { createLoginLink } from "../service/login-links.ts";
 import { PlanSignals } from "../service/plan-signals.ts";
 import { PauseWatch } from "../service/pause-watch.ts";
-import { NOTICE_SINK } from "../service/pause.ts";
+import { NOTICE_SINK } from "../service/outbox-lanes.ts";
 import { noticeSink } from "../slack/notice-sink.ts";
 import type { Database } from "../store/db.ts";
 import { isDatabaseUnreachable } from "../store/database-errors.ts";

@@ -5,9 +5,16 @@ import type { PlanDocument } from "../plan/schema.ts";
  * Outbox lanes (issue 14): every outbox row waits in one lane, and lanes drain independently, so
  * a slow or rate-limited sink (a flooded Slack channel, an agent's webhook that times out) never
  * delays another. The lane is fixed when the row is written, from the plan and the config:
- * `slack:<review channel>`, `webhook:<agent name>`, or the sink's kind for any other sink.
+ * `slack:<review channel>`, `webhook:<agent name>`, `slack_notice:<channel>` (pause.ts), or the
+ * sink's kind for any other sink.
  */
 export type LaneConfig = Pick<Config, "targets" | "slack">;
+
+/** The outbox sink that posts the pause and resume announcements to the review channels (pause.ts): a lane per channel. */
+export const NOTICE_SINK = "slack_notice";
+
+/** The sinks whose rows wait in a lane per channel or per agent, and what the lane is per. */
+const LANE_PER: Readonly<Record<string, string>> = { slack: "channel", webhook: "agent", [NOTICE_SINK]: "channel" };
 
 /** The review channel of a plan: its first action's target's own, or Slack's default. The one rule for the lane and the post. */
 export function reviewChannelOf(config: LaneConfig, doc: Pick<PlanDocument, "actions">): string | undefined {
@@ -32,7 +39,8 @@ export function laneOf(config: LaneConfig, kind: string, doc: Pick<PlanDocument,
  * order from `outbox_lane_order`, whatever the table's statistics say.
  */
 export function sinkLane(kind: string): { lane: string; priority: number } {
-  if (kind === "slack" || kind === "webhook") throw new Error(`the ${kind} sink has a lane per ${kind === "slack" ? "channel" : "agent"}, not one`);
+  const per = LANE_PER[kind];
+  if (per !== undefined) throw new Error(`the ${kind} sink has a lane per ${per}, not one`);
   return { lane: kind, priority: priorityOf(kind, "") };
 }
 

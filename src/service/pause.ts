@@ -6,12 +6,11 @@ import { appendAudit, type Actor } from "./audit.ts";
 import { approverCheckFailed, membershipOf } from "./approver-groups.ts";
 import type { ServiceContext } from "./context.ts";
 import { ServiceError } from "./errors.ts";
+import { NOTICE_SINK } from "./outbox-lanes.ts";
 import { statedReason } from "./stated-reason.ts";
 
 /** Every replica LISTENs here and re-reads the pause at once (pause-watch.ts). */
 export const PAUSE_CHANNEL = "countersign_pause";
-/** The outbox sink that posts the pause and resume announcements to the review channels. */
-export const NOTICE_SINK = "slack_notice";
 
 /** Countersign is paused: since when, by whom, why. */
 export interface PauseState {

@@ -85,7 +85,7 @@ export class HonoReceiver implements Receiver {
         acked = true;
         // The empty 200 (a click's, most acks) is written here and now (answerNow), not after
         // the middlewares unwind: the click's decision starts once it is written.
-        if (response === undefined || response === "") answer(() => answerNow(c, 200));
+        if (response === undefined || response === "") answer(() => answerNow(c));
         else if (typeof response === "string") answer(() => c.text(response));
         else answer(() => c.json(response as object));
         await written(outgoing);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { HOME_SINK } from "../../../src/service/home-tab.ts";
-import { laneOf, priorityOf, sinkLane, type LaneConfig } from "../../../src/service/outbox-lanes.ts";
+import { laneOf, NOTICE_SINK, priorityOf, sinkLane, type LaneConfig } from "../../../src/service/outbox-lanes.ts";
 
 const config = {
   targets: { crm: { policy: { reviewChannel: "C0CRM" } } },
@@ -24,8 +24,9 @@ describe("outbox lanes", () => {
     expect(home).toEqual({ lane: "slack_home", priority: 1 });
   });
 
-  it("refuses to name one lane for the sinks whose lanes are per channel or per agent", () => {
+  it("refuses to name one lane for the sinks whose lanes are per channel or per agent (the kill switch's notices too)", () => {
     expect(() => sinkLane("slack")).toThrow(/a lane per channel/);
     expect(() => sinkLane("webhook")).toThrow(/a lane per agent/);
+    expect(() => sinkLane(NOTICE_SINK)).toThrow(/a lane per channel/);
   });
 });
