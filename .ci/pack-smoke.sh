@@ -78,7 +78,8 @@ port=$(node -e 'const s = require("node:net").createServer().listen(0, "127.0.0.
 # server and its executor child together, as Ctrl-C in a terminal does.
 COUNTERSIGN_DATA_DIR="$work/data" PORT=$port setsid node_modules/.bin/countersign start >"$work/start.log" 2>&1 &
 server=$!
-wait_for 180 grep -q "Ctrl-C stops everything" "$work/start.log" || fail "start did not print its ready lines within 180 s"
+# -s: the log may not exist yet when the first look comes (the background job opens it).
+wait_for 180 grep -qs "Ctrl-C stops everything" "$work/start.log" || fail "start did not print its ready lines within 180 s"
 grep -q "executor: pid" "$work/start.log" || fail "start did not start its executor"
 
 begin "plain node imports countersign/client and submits a plan to that server"
