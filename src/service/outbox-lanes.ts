@@ -5,13 +5,18 @@ import type { PlanDocument } from "../plan/schema.ts";
  * Outbox lanes (issue 14): every outbox row waits in one lane, and lanes drain independently, so
  * a slow or rate-limited sink (a flooded Slack channel, an agent's webhook that times out) never
  * delays another. The lane is fixed when the row is written, from the plan and the config:
- * `slack:<review channel>`, `webhook:<agent name>`, `slack_notice:<channel>` (pause.ts), or the
- * sink's kind for any other sink.
+ * `slack:<review channel>`, `webhook:<agent name>`, `slack_notice:<channel>` (noticeLaneOf, for
+ * pause.ts), or the sink's kind for any other sink (sinkLane).
  */
 export type LaneConfig = Pick<Config, "targets" | "slack">;
 
 /** The outbox sink that posts the pause and resume announcements to the review channels (pause.ts): a lane per channel. */
 export const NOTICE_SINK = "slack_notice";
+
+/** The lane of the notices to one channel. */
+export function noticeLaneOf(channel: string): string {
+  return `${NOTICE_SINK}:${channel}`;
+}
 
 /** The sinks whose rows wait in a lane per channel or per agent, and what the lane is per. */
 const LANE_PER: Readonly<Record<string, string>> = { slack: "channel", webhook: "agent", [NOTICE_SINK]: "channel" };

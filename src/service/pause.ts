@@ -6,7 +6,7 @@ import { appendAudit, type Actor } from "./audit.ts";
 import { approverCheckFailed, membershipOf } from "./approver-groups.ts";
 import type { ServiceContext } from "./context.ts";
 import { ServiceError } from "./errors.ts";
-import { NOTICE_SINK } from "./outbox-lanes.ts";
+import { NOTICE_SINK, noticeLaneOf } from "./outbox-lanes.ts";
 import { statedReason } from "./stated-reason.ts";
 
 /** Every replica LISTENs here and re-reads the pause at once (pause-watch.ts). */
@@ -116,7 +116,7 @@ async function announce(
     type: event.type, channel, by, via: operator.via, ...(event.reason !== undefined ? { reason: event.reason } : {}), at: at.toISOString(),
   }));
   if (notices.length > 0) {
-    await tx.insert(outbox).values(notices.map((n) => ({ planId: null, kind: NOTICE_SINK, lane: `${NOTICE_SINK}:${n.channel}`, payload: n, availableAt: at })));
+    await tx.insert(outbox).values(notices.map((n) => ({ planId: null, kind: NOTICE_SINK, lane: noticeLaneOf(n.channel), payload: n, availableAt: at })));
   }
   await tx.execute(sql`SELECT pg_notify(${PAUSE_CHANNEL}, ${event.type})`);
 }

@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import type { AuditSealConfig } from "../config/schema.ts";
 import { auditSealSignatures, outbox } from "../store/schema.ts";
 import type { ServiceContext } from "./context.ts";
+import { sinkLane } from "./outbox-lanes.ts";
 import { SEAL_COLUMNS, SEALER_LOCK, sealFromRow, type Seal } from "./seal-audit.ts";
 import { signSeal, statementOf, statementText, type PublishedSeal, type SealKey } from "./seal-signature.ts";
 
@@ -56,7 +57,7 @@ export async function signSeals(ctx: Pick<ServiceContext, "database" | "clock">,
     const { kid, signature, ...statement } = published;
     await tx.insert(auditSealSignatures).values({ seq: newest.seq, statement: statementText(statement), kid, signature, signedAt: now });
     const sinks = sealSinksOf(signing);
-    if (sinks.length > 0) await tx.insert(outbox).values(sinks.map((kind) => ({ planId: null, kind, lane: kind, payload: published, availableAt: now })));
+    if (sinks.length > 0) await tx.insert(outbox).values(sinks.map((kind) => ({ planId: null, kind, lane: sinkLane(kind).lane, payload: published, availableAt: now })));
     return published;
   });
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { HOME_SINK } from "../../../src/service/home-tab.ts";
-import { laneOf, NOTICE_SINK, priorityOf, sinkLane, type LaneConfig } from "../../../src/service/outbox-lanes.ts";
+import { laneIsOf, laneOf, NOTICE_SINK, noticeLaneOf, priorityOf, sinkLane, type LaneConfig } from "../../../src/service/outbox-lanes.ts";
 
 const config = {
   targets: { crm: { policy: { reviewChannel: "C0CRM" } } },
@@ -28,5 +28,10 @@ describe("outbox lanes", () => {
     expect(() => sinkLane("slack")).toThrow(/a lane per channel/);
     expect(() => sinkLane("webhook")).toThrow(/a lane per agent/);
     expect(() => sinkLane(NOTICE_SINK)).toThrow(/a lane per channel/);
+  });
+
+  it("puts the kill switch's notices in a lane per channel, which the notice sink drains", () => {
+    expect(noticeLaneOf("C0REVIEW")).toBe("slack_notice:C0REVIEW");
+    expect(laneIsOf(noticeLaneOf("C0REVIEW"), NOTICE_SINK)).toBe(true);
   });
 });
