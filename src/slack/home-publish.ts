@@ -26,17 +26,30 @@ export async function publishHome(ctx: ServiceContext, client: WebClient, userId
 }
 
 /**
+ * Least time between two publishes of one person's Home by this process: views.publish is a
+ * Tier 4 method (100+ a minute), and a tab rebuilt a second late is as good as at once for a
+ * person. Under a steady stream of plans the Home lane catches up every pass (250 ms) and
+ * republished each approver's Home about four times a second, reading their 200 soonest plans
+ * each time (the intake bench); now about once.
+ */
+export const HOME_SPACING_MS = 1000;
+
+/**
  * The "slack_home" outbox sink: after a plan event, republishes the Home of everyone who may
  * decide the plan (listed users, and group members looked up now), except those a later queued
  * row will republish anyway (coveredLater): a burst of 50 transitions for one approver costs
  * about one views.publish, well inside Slack's per-user limit. Queued rows are taken up to 100
- * at a time, whatever their plans (acrossPlans), and delivered as one. Rate limited: the row is retried
- * after Slack's Retry-After, and republishing those already done is harmless.
+ * at a time, whatever their plans (acrossPlans), and delivered as one. A person published less
+ * than HOME_SPACING_MS ago is waited for (holding the lane, which costs nothing meanwhile), then
+ * asked again whether a row queued since covers them. Rate limited: the row is retried after
+ * Slack's Retry-After, and republishing those already done is harmless.
  */
-export function homeSink(ctx: ServiceContext, client: WebClient): OutboxHandler {
+export function homeSink(ctx: ServiceContext, client: WebClient, spacingMs = HOME_SPACING_MS): OutboxHandler {
   // Its own lookup and cache of group members, through the outbox's client: a 429 reaches the
   // outbox, and the Home's lookups neither warm nor spend the cache a click's decision reads.
   const home: ServiceContext = { ...ctx, directory: slackDirectory(client) };
+  /** When each person's Home was last published (performance.now), while within spacingMs. */
+  const publishedAt = new Map<string, number>();
   // One delivery for a run of rows, of one plan or many (acrossPlans): everyone they concern, each
   // published once, except those a row queued after the last of them will republish anyway.
   const deliver = async (events: readonly PlanEvent[], lastRowId: number): Promise<void> => {
@@ -44,12 +57,20 @@ export function homeSink(ctx: ServiceContext, client: WebClient): OutboxHandler 
     if (concerned.length === 0) return;
     const found = await decidersOfPlans(home, concerned);
     if (!found) return; // the plans are gone: nothing of them is on anyone's Home
-    const covered = await coveredLater(home, lastRowId, found.deciders);
+    let covered = await coveredLater(home, lastRowId, found.deciders);
+    const now = performance.now();
+    for (const [userId, at] of publishedAt) if (now - at >= spacingMs) publishedAt.delete(userId);
+    const wait = Math.max(0, ...found.deciders.filter((d) => !covered.has(d.userId)).map((d) => (publishedAt.get(d.userId) ?? -Infinity) + spacingMs - now));
+    if (wait > 0) {
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      covered = await coveredLater(home, lastRowId, found.deciders);
+    }
     let failed: DeliveryError | undefined;
     for (const { userId } of found.deciders) {
       if (covered.has(userId)) continue;
       try {
         await publishHome(home, client, userId);
+        publishedAt.set(userId, performance.now());
       } catch (err) {
         // A rate limit holds for the rest too. Slack refusing one person (a deactivated user, an
         // app whose Home tab is not enabled yet) is not retried: no retry would change its answer,

@@ -105,4 +105,28 @@ describe.each(databaseKinds)("App Home publishing on $name", (kind) => {
     expect(await homeRows()).toEqual([]);
     for (const user of ["U0ALICE", "U0BOB", "U0CAROL"]) expect(publishesTo(user)).toBeGreaterThanOrEqual(1);
   });
+  it("one person's Home is published at most once per spacing, and the last publish shows every plan queued meanwhile", async () => {
+    slack.reset();
+    const spacingMs = 400;
+    const handlers = { [HOME_SINK]: homeSink(h.ctx, deliveryClient(slack.botToken, slack.url), spacingMs) };
+    const drainWith = async () => {
+      while ((await deliverDue(h.ctx, { handlers })) > 0);
+    };
+    await submit();
+    await drainWith();
+    expect(publishesTo("U0ALICE")).toBe(1);
+    const first = performance.now();
+    await submit();
+    // The delivery waits out the spacing; a plan stored meanwhile queues a later row, which covers the wait's publish.
+    const draining = drainWith();
+    const third = await submit();
+    await draining;
+    await drainWith();
+    expect(performance.now() - first).toBeGreaterThanOrEqual(spacingMs);
+    expect(await homeRows()).toEqual([]);
+    for (const user of ["U0ALICE", "U0BOB", "U0CAROL"]) {
+      expect(publishesTo(user)).toBe(2);
+      expect(JSON.stringify(slack.homeOf(user)?.blocks ?? [])).toContain(third.id);
+    }
+  });
 });
