@@ -28,9 +28,9 @@ export async function publishHome(ctx: ServiceContext, client: WebClient, userId
 /**
  * Least time between two publishes of one person's Home by this process: views.publish is a
  * Tier 4 method (100+ a minute), and a tab rebuilt a second late is as good as at once for a
- * person. Under a steady stream of plans the Home lane catches up every pass (250 ms) and
- * republished each approver's Home about four times a second, reading their 200 soonest plans
- * each time (the intake bench); now about once.
+ * person. Under a steady stream of plans (the intake bench) every 250 ms pass caught the Home
+ * lane up and republished each approver's Home, up to four times a second, reading their 200
+ * soonest plans each time; now at most once a second per person and process.
  */
 export const HOME_SPACING_MS = 1000;
 
