@@ -115,11 +115,13 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     ctx.directory = slack?.directory;
     if (!slack) logger.info("Slack is not configured (no SLACK_BOT_TOKEN): running browser-only");
     if (!config.executorToken) logger.warn("COUNTERSIGN_EXECUTOR_TOKEN is not set: the executor API refuses every executor, so approved plans are never applied; set the same long secret here and on each executor");
+    // Aborted as the server stops: a Home delivery waiting out its spacing publishes at once.
+    const stopping = new AbortController();
     const handlers: Record<string, OutboxHandler> = {
       ...options.outboxHandlers,
       webhook: webhookSink(ctx),
       ...sealHandlers(ctx, config, sealSigning),
-      ...(slack && config.slack.enabled ? { slack: slack.deliver, [HOME_SINK]: homeSink(ctx, deliveryClient(config.slack.botToken, config.slack.apiUrl)), [NOTICE_SINK]: noticeSink(ctx, deliveryClient(config.slack.botToken, config.slack.apiUrl)) } : {}),
+      ...(slack && config.slack.enabled ? { slack: slack.deliver, [HOME_SINK]: homeSink(ctx, deliveryClient(config.slack.botToken, config.slack.apiUrl), { signal: stopping.signal }), [NOTICE_SINK]: noticeSink(ctx, deliveryClient(config.slack.botToken, config.slack.apiUrl)) } : {}),
     };
 
     const oidc = config.browser.oidc && { ...config.browser.oidc, teamId: config.browser.oidc.teamId ?? slack?.teamId ?? "" };
@@ -171,6 +173,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
           server.close(() => resolve());
           server.closeAllConnections?.();
         });
+        stopping.abort();
         await Promise.all([sweeper.stop(), delivery.stop(), reminders.stop(), sealer.stop(), watcher.stop(), retention.stop(), metricsRollup.stop()]);
         await slack?.stop();
         await signals.stop();

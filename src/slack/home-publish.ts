@@ -26,29 +26,54 @@ export async function publishHome(ctx: ServiceContext, client: WebClient, userId
 }
 
 /**
- * Least time between two publishes of one person's Home by this process: views.publish is a
- * Tier 4 method (100+ a minute), and a tab rebuilt a second late is as good as at once for a
- * person. Under a steady stream of plans (the intake bench) every 250 ms pass caught the Home
- * lane up and republished each approver's Home, up to four times a second, reading their 200
- * soonest plans each time; now at most once a second per person and process.
+ * Least time between two publishes of one person's Home by a process's outbox worker: a tab
+ * rebuilt a second late is as good as at once for a person. Under a steady stream of plans (the
+ * intake bench) every 250 ms pass caught the Home lane up and republished each approver's Home, up
+ * to four times a second, reading their 200 soonest plans each time; now at most once a second.
+ * (Slack counts views.publish, a Tier 4 method of 100+ a minute, per app and workspace: this spaces
+ * one person's publishes, it does not budget the workspace's.)
  */
 export const HOME_SPACING_MS = 1000;
+
+export interface HomeSinkOptions {
+  /** Default HOME_SPACING_MS. */
+  spacingMs?: number;
+  /** How a delivery waits out the spacing (tests step in here). Default: a timer. */
+  sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
+  /** Once aborted (the server is stopping) nothing waits: the rest is published at once. */
+  signal?: AbortSignal;
+}
+
+/** A timer that ends early when `signal` aborts. */
+function sleepUnlessAborted(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
 
 /**
  * The "slack_home" outbox sink: after a plan event, republishes the Home of everyone who may
  * decide the plan (listed users, and group members looked up now), except those a later queued
  * row will republish anyway (coveredLater): a burst of 50 transitions for one approver costs
- * about one views.publish, well inside Slack's per-user limit. Queued rows are taken up to 100
- * at a time, whatever their plans (acrossPlans), and delivered as one. A person published less
- * than HOME_SPACING_MS ago is waited for (holding the lane, which costs nothing meanwhile), then
- * asked again whether a row queued since covers them. Rate limited: the row is retried after
- * Slack's Retry-After, and republishing those already done is harmless.
+ * about one views.publish. Queued rows are taken up to 100 at a time, whatever their plans
+ * (acrossPlans), and delivered as one. A person this sink published (or tried to) less than
+ * `spacingMs` ago is waited for, the lane held meanwhile, and then it asks again whether a row
+ * queued since covers them. Rate limited: the row is retried after Slack's Retry-After, and
+ * republishing those already done is harmless.
  */
-export function homeSink(ctx: ServiceContext, client: WebClient, spacingMs = HOME_SPACING_MS): OutboxHandler {
+export function homeSink(ctx: ServiceContext, client: WebClient, options: HomeSinkOptions = {}): OutboxHandler {
+  const { spacingMs = HOME_SPACING_MS, sleep = sleepUnlessAborted, signal } = options;
   // Its own lookup and cache of group members, through the outbox's client: a 429 reaches the
   // outbox, and the Home's lookups neither warm nor spend the cache a click's decision reads.
   const home: ServiceContext = { ...ctx, directory: slackDirectory(client) };
-  /** When each person's Home was last published (performance.now), while within spacingMs. */
+  /** When each person's Home was last published or tried (performance.now), while within spacingMs. */
   const publishedAt = new Map<string, number>();
   // One delivery for a run of rows, of one plan or many (acrossPlans): everyone they concern, each
   // published once, except those a row queued after the last of them will republish anyway.
@@ -61,16 +86,17 @@ export function homeSink(ctx: ServiceContext, client: WebClient, spacingMs = HOM
     const now = performance.now();
     for (const [userId, at] of publishedAt) if (now - at >= spacingMs) publishedAt.delete(userId);
     const wait = Math.max(0, ...found.deciders.filter((d) => !covered.has(d.userId)).map((d) => (publishedAt.get(d.userId) ?? -Infinity) + spacingMs - now));
-    if (wait > 0) {
-      await new Promise((resolve) => setTimeout(resolve, wait));
+    if (wait > 0 && !signal?.aborted) {
+      await sleep(wait, signal);
       covered = await coveredLater(home, lastRowId, found.deciders);
     }
     let failed: DeliveryError | undefined;
     for (const { userId } of found.deciders) {
       if (covered.has(userId)) continue;
+      // A call Slack refuses or fails counts against its limit too.
+      publishedAt.set(userId, performance.now());
       try {
         await publishHome(home, client, userId);
-        publishedAt.set(userId, performance.now());
       } catch (err) {
         // A rate limit holds for the rest too. Slack refusing one person (a deactivated user, an
         // app whose Home tab is not enabled yet) is not retried: no retry would change its answer,
