@@ -3,8 +3,11 @@
  * /proc/<pid>/stat) of `serve`, the executor, the fake target, the product database's PostgreSQL
  * backends and this process (HTTP client and Slack emulator), over blocks of the intake figure's
  * work (8 agents, one request in flight each), then over the floor's (key read, GET, three inserts
- * in one statement). CPU time, unlike wall time, hardly moves with the machine's load, so a change
- * shows here when the ratio figures are too noisy to tell. Linux only.
+ * in one statement), then over the process floor's (the same, POSTed to a bare node:http child,
+ * bench/process-floor.ts). CPU time, unlike wall time, hardly moves with the machine's load, so a
+ * change shows here when the ratio figures are too noisy to tell; and intake runs both cores
+ * full, so its ratio to a floor is about the ratio of the totals (DEVELOPERS.md, session 13).
+ * Linux only.
  *   node --import tsx bench/cpu-per-plan.ts [--product DIR] [--statements] [SECONDS]   (default 8 s blocks)
  * Needs BENCH_DATABASE_URL or TEST_DATABASE_URL (a fresh database is made and dropped).
  * `--statements` runs on a private cluster with pg_stat_statements (track all, so statements in
@@ -16,9 +19,10 @@ import { readFileSync } from "node:fs";
 import os from "node:os";
 import { throughput } from "./blocks.ts";
 import { captureTemplates, createFloorTables, floorGet, floorSubmit } from "./floor.ts";
+import { startIntakeFloor, type IntakeFloor } from "./process-floor.ts";
 import { privateCluster } from "./private-cluster.ts";
 import { processTree, useProduct } from "./processes.ts";
-import { benchDatabaseUrl, startStack, type Stack } from "./stack.ts";
+import { benchDatabaseUrl, mergeBody, startStack, type Stack } from "./stack.ts";
 
 const IN_FLIGHT = 8;
 const CONTACTS = 1000;
@@ -66,7 +70,11 @@ function roles(): Map<string, number> {
     } catch {
       continue;
     }
-    const role = command.includes("target.ts") ? "target" : / serve\b/.test(command) ? "serve" : / executor\b/.test(command) ? "executor" : undefined;
+    const role = command.includes("target.ts")
+      ? "target"
+      : command.includes("process-floor-child")
+        ? "floor child"
+        : / serve\b/.test(command) ? "serve" : / executor\b/.test(command) ? "executor" : undefined;
     if (role) named.set(role, pid);
   }
   return named;
@@ -128,6 +136,7 @@ const stack = await startStack({ adminUrl, contacts: CONTACTS, agents: IN_FLIGHT
   await cluster?.destroy();
   throw err;
 });
+let processFloor: IntakeFloor | undefined;
 try {
   if (cluster) await stack.sql`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`;
   await createFloorTables(stack.sql);
@@ -148,7 +157,15 @@ try {
     });
   }
   if (floorBefore) printTopStatements("floor", floorBefore, await executed(stack), floorPlans);
+  const across = (processFloor = await startIntakeFloor(stack, adminUrl, templates));
+  const acrossSubmit = async () => across.submit(mergeBody(randomInt(1, CONTACTS + 1)));
+  await throughput(IN_FLIGHT, Math.min(SECONDS, 3), acrossSubmit); // warm-up
+  const acrossBefore = cluster ? await executed(stack) : undefined;
+  let acrossPlans = 0;
+  for (let i = 0; i < BLOCKS; i++) acrossPlans += await block(stack, "process floor", acrossSubmit);
+  if (acrossBefore) printTopStatements("process floor", acrossBefore, await executed(stack), acrossPlans);
 } finally {
+  await processFloor?.stop();
   await stack.stop();
   await cluster?.destroy();
 }
