@@ -104,14 +104,21 @@ const PACKING_ROOM = 300;
  * next digest (several digests, never a cut list).
  */
 export function digestCapacity(lines: readonly DigestLine[]): number {
-  let fits = 0;
-  for (let n = 1; n <= Math.min(lines.length, DIGEST_MAX_LINES); n++) {
-    const widest = lines.slice(0, n).map((l) => ({ ...l, status: WIDEST_STATUS }));
-    const { blocks } = renderDigest(widest);
-    if (blocks.length > SLACK_LIMITS.blocks || jsonSize(blocks) > BLOCKS_JSON_BUDGET - PACKING_ROOM) break;
-    fits = n;
+  const widest = lines.slice(0, DIGEST_MAX_LINES).map((l) => ({ ...l, status: WIDEST_STATUS }));
+  const fits = (n: number) => {
+    const { blocks } = renderDigest(widest.slice(0, n));
+    return blocks.length <= SLACK_LIMITS.blocks && jsonSize(blocks) <= BLOCKS_JSON_BUDGET - PACKING_ROOM;
+  };
+  // A line more never makes a digest smaller, so the lines that fit are a prefix: bisect for its
+  // end (6 renders for 40 lines, where trying 1, 2, … 40 rendered 820 lines a post).
+  let low = 0;
+  let high = widest.length;
+  while (low < high) {
+    const mid = Math.ceil((low + high) / 2);
+    if (fits(mid)) low = mid;
+    else high = mid - 1;
   }
-  return fits;
+  return low;
 }
 
 /**

@@ -106,6 +106,29 @@ describe("renderDigest", () => {
     expect(JSON.stringify(over.blocks).length).toBeGreaterThan(BLOCKS_JSON_BUDGET - 300 - 100);
   });
 
+  it("holds the longest prefix that fits: the same count as trying one line more at a time, for lines of every size", () => {
+    const fitsOneByOne = (lines: DigestLine[]) => {
+      let fits = 0;
+      for (let n = 1; n <= Math.min(lines.length, DIGEST_MAX_LINES); n++) {
+        const { blocks } = renderDigest(lines.slice(0, n).map((l) => ({ ...l, status: "superseded" as const })));
+        if (blocks.length > SLACK_LIMITS.blocks || JSON.stringify(blocks).length > BLOCKS_JSON_BUDGET - 300) break;
+        fits = n;
+      }
+      return fits;
+    };
+    const counts = new Set<number>();
+    for (const size of [0, 1, 40, 120, 250, 400, 700, 1200]) {
+      for (const length of [0, 1, 2, 7, 40, 41, 90]) {
+        const lines = Array.from({ length }, (_, i) => line(i, { title: "Ω".repeat(size), target: "t".repeat(Math.min(size, 300)) }));
+        const n = digestCapacity(lines);
+        expect(n, `${length} lines with ${size}-character titles`).toBe(fitsOneByOne(lines));
+        counts.add(n);
+      }
+    }
+    // The sizes reach every kind of answer: none, all of a short list, the cap, and a cut below it.
+    expect(counts.has(0) && counts.has(7) && counts.has(DIGEST_MAX_LINES) && [...counts].some((n) => n > 7 && n < DIGEST_MAX_LINES)).toBe(true);
+  });
+
   it("holds at most DIGEST_MAX_LINES ordinary plans, each section within 3000 characters", () => {
     const many = Array.from({ length: 200 }, (_, i) => line(i));
     const n = digestCapacity(many);
