@@ -1,4 +1,4 @@
-import { eq } from "drizzle-orm";
+import { eq, inArray } from "drizzle-orm";
 import type { PlanDocument } from "../plan/schema.ts";
 import type { Database } from "../store/db.ts";
 import { plans } from "../store/schema.ts";
@@ -54,6 +54,28 @@ export function rememberDecisionTerms(database: Database, planId: string, plan: 
 /** The plan's terms, read from its document the first time; undefined when there is no such plan. */
 export async function decisionTermsOf(database: Database, planId: string): Promise<DecisionTerms | undefined> {
   return rememberedIn(database).terms.get(planId) ?? (await readAndRemember(database, planId))?.terms;
+}
+
+/**
+ * The terms of these plans, by id: those remembered, and the rest read from their documents in
+ * one statement (and remembered); a plan that does not exist is left out. The App Home's
+ * deliveries take the rows of plans just stored, by this process as a rule, so they read no
+ * document (a take of 100 rows read 100 of them, 2 KiB and a JSON parse apiece, under the intake
+ * bench).
+ */
+export async function decisionTermsOfPlans(database: Database, planIds: readonly string[]): Promise<Map<string, DecisionTerms>> {
+  const { terms } = rememberedIn(database);
+  const found = new Map<string, DecisionTerms>();
+  const missing: string[] = [];
+  for (const id of new Set(planIds)) {
+    const known = terms.get(id);
+    if (known) found.set(id, known);
+    else missing.push(id);
+  }
+  if (missing.length === 0) return found;
+  const rows = await database.db.select({ id: plans.id, document: plans.document, hash: plans.hash, expiresAt: plans.expiresAt }).from(plans).where(inArray(plans.id, missing));
+  for (const row of rows) found.set(row.id, rememberDecisionTerms(database, row.id, { document: row.document as PlanDocument, hash: row.hash, expiresAt: row.expiresAt }));
+  return found;
 }
 
 /** The plan's actions, read from its document when not remembered; undefined when there is no such plan. */

@@ -1,9 +1,9 @@
-import { inArray, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import { approverGroups, isUserGroup } from "../policy/approvers.ts";
-import type { PlanDocument } from "../plan/schema.ts";
 import { outbox, plans } from "../store/schema.ts";
 import type { Membership } from "./approver-groups.ts";
 import type { ServiceContext } from "./context.ts";
+import { decisionTermsOfPlans } from "./decision-terms.ts";
 import { sinkLane } from "./outbox-lanes.ts";
 import { plansWaitingFor, type WaitingPlan } from "./plans-for-person.ts";
 
@@ -40,19 +40,21 @@ export async function decidersOf(ctx: Pick<ServiceContext, "database" | "directo
 }
 
 /**
- * decidersOf for several plans at once (a batch of Home rows), read in one statement: everyone
- * who may decide any of them, each once (named the way the first plan that lists them does), and
- * each approver group looked up once. Undefined when every plan is gone.
+ * decidersOf for several plans at once (a batch of Home rows): everyone who may decide any of
+ * them, each once (named the way the first plan that lists them does), and each approver group
+ * looked up once. From the plans' decision terms, remembered or read in one statement
+ * (decision-terms.ts). Undefined when every plan is gone (one purged since this process
+ * remembered it costs a republish, which is harmless: a Home is rebuilt from the database).
  */
 export async function decidersOfPlans(ctx: Pick<ServiceContext, "database" | "directory">, planIds: readonly string[]): Promise<{ deciders: Decider[]; unchecked: Membership["unchecked"] } | undefined> {
   if (planIds.length === 0) return undefined;
-  const rows = await ctx.database.db.select({ document: plans.document }).from(plans).where(inArray(plans.id, [...planIds]));
-  if (rows.length === 0) return undefined;
+  const terms = await decisionTermsOfPlans(ctx.database, planIds);
+  if (terms.size === 0) return undefined;
   const deciders = new Map<string, Decider>();
   const unchecked: Membership["unchecked"] = [];
   const members = new Map<string, Promise<readonly string[]>>();
-  for (const { document } of rows) {
-    const doc = document as PlanDocument;
+  // In the order the plans are given: a person several name is named the way the first does.
+  for (const doc of planIds.flatMap((id) => terms.get(id) ?? [])) {
     const own = new Map<string, Decider>();
     for (const id of doc.policy.approvers) if (!isUserGroup(id)) own.set(id, { userId: id, via: id });
     for (const group of new Set(approverGroups(doc.policy))) {
