@@ -1,3 +1,4 @@
+import { sleepUnlessAborted } from "../abortable-sleep.ts";
 import { decide, type DecideInput, type DecideResult } from "../service/decide.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { isServiceError } from "../service/errors.ts";
@@ -42,7 +43,7 @@ export async function decideDurably(ctx: ServiceContext, input: DecideInput, opt
         await options.tell(notRecordedText(ctx, input));
         return undefined;
       }
-      await pause(Math.min(delay, left), options.signal);
+      await sleepUnlessAborted(Math.min(delay, left), options.signal);
       delay = Math.min(delay * 2, 2000);
     }
   }
@@ -54,19 +55,6 @@ async function decidedBy(ctx: ServiceContext, input: DecideInput): Promise<boole
     .rows<{ one: number }>(sql`SELECT 1 AS one FROM decisions WHERE plan_id = ${input.planId}::uuid AND user_id = ${input.actor.userId} AND verdict = ${input.verdict} LIMIT 1`)
     .catch(() => []);
   return found.length > 0;
-}
-
-/** Waits `ms`, or less if `signal` aborts first. */
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }
 
 function notRecordedText(ctx: ServiceContext, input: DecideInput): string {

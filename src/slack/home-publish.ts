@@ -4,6 +4,7 @@ import type { ServiceContext } from "../service/context.ts";
 import { coveredLater, decidersOfPlans, homeTabFor } from "../service/home-tab.ts";
 import { DeliveryError, type OutboxHandler, type PlanEvent } from "../service/outbox.ts";
 import { HOME_SHOWN, renderHome } from "./home-view.ts";
+import { sleepUnlessAborted } from "../abortable-sleep.ts";
 import { slackDirectory } from "./directory.ts";
 import { deliveryErrorOf } from "./slack-errors.ts";
 
@@ -42,20 +43,6 @@ export interface HomeSinkOptions {
   sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
   /** Once aborted (the server is stopping) nothing waits: the rest is published at once. */
   signal?: AbortSignal;
-}
-
-/** A timer that ends early when `signal` aborts. */
-function sleepUnlessAborted(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  if (signal?.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }
 
 /**
