@@ -53,7 +53,7 @@ export function rememberDecisionTerms(database: Database, planId: string, plan: 
 
 /** The plan's terms, read from its document the first time; undefined when there is no such plan. */
 export async function decisionTermsOf(database: Database, planId: string): Promise<DecisionTerms | undefined> {
-  return rememberedIn(database).terms.get(planId) ?? (await readAndRemember(database, planId))?.terms;
+  return rememberedIn(database).terms.get(planId) ?? (await readAndRemember(database, [planId])).get(planId)?.terms;
 }
 
 /**
@@ -73,19 +73,23 @@ export async function decisionTermsOfPlans(database: Database, planIds: readonly
     else missing.push(id);
   }
   if (missing.length === 0) return found;
-  const rows = await database.db.select({ id: plans.id, document: plans.document, hash: plans.hash, expiresAt: plans.expiresAt }).from(plans).where(inArray(plans.id, missing));
-  for (const row of rows) found.set(row.id, rememberDecisionTerms(database, row.id, { document: row.document as PlanDocument, hash: row.hash, expiresAt: row.expiresAt }));
+  for (const [id, read] of await readAndRemember(database, missing)) found.set(id, read.terms);
   return found;
 }
 
 /** The plan's actions, read from its document when not remembered; undefined when there is no such plan. */
 export async function plannedActionsOf(database: Database, planId: string): Promise<PlannedActions | undefined> {
-  return rememberedIn(database).actions.get(planId) ?? (await readAndRemember(database, planId))?.actions;
+  return rememberedIn(database).actions.get(planId) ?? (await readAndRemember(database, [planId])).get(planId)?.actions;
 }
 
-async function readAndRemember(database: Database, planId: string): Promise<{ terms: DecisionTerms; actions: PlannedActions } | undefined> {
-  const [row] = await database.db.select({ document: plans.document, hash: plans.hash, expiresAt: plans.expiresAt }).from(plans).where(eq(plans.id, planId));
-  if (!row) return undefined;
-  const document = row.document as PlanDocument;
-  return { terms: rememberDecisionTerms(database, planId, { document, hash: row.hash, expiresAt: row.expiresAt }), actions: document.actions };
+/**
+ * These plans' documents, read in one statement and remembered; a plan that does not exist is
+ * left out. One plan (a click's) is read by key, the statement it always was.
+ */
+async function readAndRemember(database: Database, planIds: readonly string[]): Promise<Map<string, { terms: DecisionTerms; actions: PlannedActions }>> {
+  const rows = await database.db.select({ id: plans.id, document: plans.document, hash: plans.hash, expiresAt: plans.expiresAt }).from(plans).where(planIds.length === 1 ? eq(plans.id, planIds[0]!) : inArray(plans.id, [...planIds]));
+  return new Map(rows.map((row) => {
+    const document = row.document as PlanDocument;
+    return [row.id, { terms: rememberDecisionTerms(database, row.id, { document, hash: row.hash, expiresAt: row.expiresAt }), actions: document.actions }];
+  }));
 }

@@ -1,10 +1,10 @@
 import type { View } from "@slack/types";
 import { WebAPIPlatformError, WebAPIRateLimitedError, type WebClient } from "@slack/web-api";
+import { sleepUnlessAborted } from "../abortable-sleep.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { coveredLater, decidersOfPlans, homeTabFor } from "../service/home-tab.ts";
 import { DeliveryError, type OutboxHandler, type PlanEvent } from "../service/outbox.ts";
 import { HOME_SHOWN, renderHome } from "./home-view.ts";
-import { sleepUnlessAborted } from "../abortable-sleep.ts";
 import { slackDirectory } from "./directory.ts";
 import { deliveryErrorOf } from "./slack-errors.ts";
 
