@@ -4,11 +4,11 @@ import { outbox, plans } from "../store/schema.ts";
 import type { Membership } from "./approver-groups.ts";
 import type { ServiceContext } from "./context.ts";
 import { decisionTermsOfPlans } from "./decision-terms.ts";
+import { HOME_SINK } from "./home-events.ts";
 import { sinkLane } from "./outbox-lanes.ts";
 import { plansWaitingFor, type WaitingPlan } from "./plans-for-person.ts";
 
-/** The outbox sink that republishes the App Home of the people a plan event concerns. */
-export const HOME_SINK = "slack_home";
+export { HOME_SINK } from "./home-events.ts";
 
 /** What one person's Home tab shows: the plans waiting for them (the one rule, see plans-for-person.ts). */
 export interface HomeTab {

@@ -2,7 +2,7 @@ import type { PlanStatus } from "../plan/status.ts";
 import type { TextStatement } from "../store/db.ts";
 import { auditChainHash, auditContentDigest, type Actor } from "./audit.ts";
 import type { ServiceContext } from "./context.ts";
-import { outboxRowsOf } from "./outbox.ts";
+import { outboxRowsOfEvents } from "./outbox.ts";
 import { announcementPayload, PLAN_CHANNEL } from "./plan-signals.ts";
 
 /** A person's vote or rejection, as the decisions table keeps it. */
@@ -64,7 +64,7 @@ const iso = (d: Date) => d.toISOString();
 /**
  * Everything a decision writes under its plan's row lock, as one statement with `$n` parameters,
  * sent with the COMMIT (Database.transactionEndingWith): the decision row, the plan row's guarded
- * UPDATE, each event's audit row and outbox rows (outboxRowsOf), and one announcement. It replaced
+ * UPDATE, each event's audit row and outbox rows (outboxRowsOfEvents), and one announcement. It replaced
  * up to four statements (vote, UPDATE, approved, executing), each built with drizzle and each with
  * a NOTIFY, which a socket trace saw leave over 1.5 ms of a click (2026-12-04; most of that was the
  * woken backend running between the writes: patches/README.md). Only constants are written into
@@ -115,8 +115,7 @@ export function lockedWritesStatement(
     return row;
   });
   ctes.push(`audit AS (INSERT INTO audit_events (plan_id, type, actor, data, at, prev_hash, hash) VALUES ${audits.join(", ")})`);
-  const effects = writes.events.flatMap((e) => {
-    const rows = outboxRowsOf(ctx, plan, { type: e.type, status: e.status, at: iso(e.at), actor: e.actor, data: e.data });
+  const effects = outboxRowsOfEvents(ctx, plan, writes.events.map((e) => ({ type: e.type, status: e.status, at: iso(e.at), actor: e.actor, data: e.data }))).flatMap((rows) => {
     // The payload and time are one parameter for all of an event's rows.
     const payload = rows[0] && p(rows[0].payload);
     const available = rows[0] && p(rows[0].at, "::timestamptz");

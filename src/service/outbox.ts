@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { sql, type SQL } from "drizzle-orm";
 import type { ServiceContext } from "./context.ts";
 import type { PlanDocument } from "../plan/schema.ts";
+import { HOME_EVENTS, HOME_SINK } from "./home-events.ts";
 import { laneIsOf, laneOf, priorityOf } from "./outbox-lanes.ts";
 import { leaseLanes, markDelivered, markFailed, releaseLane, takeAcrossPlans, takeNext } from "./outbox-lease.ts";
 
@@ -29,23 +30,39 @@ export interface OutboxRow {
   at: string;
 }
 
+type OutboxPlan = { id: string; hash: string; callbackUrl: string | null; document: unknown };
+type OutboxEvent = Omit<PlanEvent, "planId" | "hash">;
+
 /**
- * A plan event's outbox rows, one per sink (`sinks`, by default every configured one; webhooks
- * only where the agent asked for them), each naming its lane (outbox-lanes.ts) and its order in
- * it. The one place an event's side effects are decided: transition.ts's planEventStatement,
- * store-new-plan.ts and locked-writes.ts write exactly what this returns, each in the
- * transaction that caused the event.
+ * A plan event's outbox rows, one per sink (`sinks`, by default every configured one) that takes
+ * it: webhooks only where the agent asked for them, the App Home only for events that change
+ * what a Home shows (HOME_EVENTS). Each names its lane (outbox-lanes.ts) and its order in it. The
+ * one place an event's side effects are decided: transition.ts's planEventStatement,
+ * store-new-plan.ts and locked-writes.ts (through outboxRowsOfEvents) write exactly what this
+ * returns, each in the transaction that caused the event.
  */
 export function outboxRowsOf(
   ctx: Pick<ServiceContext, "sinks" | "config">,
-  plan: { id: string; hash: string; callbackUrl: string | null; document: unknown },
-  event: Omit<PlanEvent, "planId" | "hash">,
+  plan: OutboxPlan,
+  event: OutboxEvent,
   sinks: readonly string[] = ctx.sinks,
 ): OutboxRow[] {
   const payload = JSON.stringify({ planId: plan.id, type: event.type, status: event.status, hash: plan.hash, at: event.at, actor: event.actor, data: event.data } satisfies PlanEvent);
   return sinks
-    .filter((kind) => kind !== "webhook" || plan.callbackUrl)
+    .filter((kind) => (kind !== "webhook" || plan.callbackUrl) && (kind !== HOME_SINK || HOME_EVENTS.has(event.type)))
     .map((kind) => ({ planId: plan.id, kind, lane: laneOf(ctx.config, kind, plan.document as PlanDocument), priority: priorityOf(kind, event.type), payload, at: event.at }));
+}
+
+/**
+ * The outbox rows of several events of one plan written by one statement (a decision's vote, its
+ * approval and hand-off), per event as outboxRowsOf, except that only the last event with a Home
+ * row keeps it: a Home delivery rebuilds the tab from the database as it is then, so one row per
+ * plan and transaction stands for every change the transaction made.
+ */
+export function outboxRowsOfEvents(ctx: Pick<ServiceContext, "sinks" | "config">, plan: OutboxPlan, events: readonly OutboxEvent[]): OutboxRow[][] {
+  const rows = events.map((event) => outboxRowsOf(ctx, plan, event));
+  const last = rows.findLastIndex((r) => r.some((row) => row.kind === HOME_SINK));
+  return rows.map((r, i) => (i < last ? r.filter((row) => row.kind !== HOME_SINK) : r));
 }
 
 /**

@@ -2,17 +2,12 @@ import type { View } from "@slack/types";
 import { WebAPIPlatformError, WebAPIRateLimitedError, type WebClient } from "@slack/web-api";
 import { sleepUnlessAborted } from "../abortable-sleep.ts";
 import type { ServiceContext } from "../service/context.ts";
+import { HOME_EVENTS } from "../service/home-events.ts";
 import { coveredLater, decidersOfPlans, homeTabFor } from "../service/home-tab.ts";
 import { DeliveryError, type OutboxHandler, type PlanEvent } from "../service/outbox.ts";
 import { HOME_SHOWN, renderHome } from "./home-view.ts";
 import { slackDirectory } from "./directory.ts";
 import { deliveryErrorOf } from "./slack-errors.ts";
-
-/**
- * The events that can change what waits for someone: a plan arrives, gains an approval, or
- * stops waiting. Later ones (executing, applied, reminders…) concern plans no Home lists.
- */
-const HOME_EVENTS = new Set(["plan.submitted", "decision.approve", "plan.approved", "plan.rejected", "plan.expired", "plan.cancelled"]);
 
 /**
  * Rebuilds one person's whole Home tab from the database and publishes it. Idempotent: the view
@@ -65,6 +60,7 @@ export function homeSink(ctx: ServiceContext, client: WebClient, options: HomeSi
   // One delivery for a run of rows, of one plan or many (acrossPlans): everyone they concern, each
   // published once, except those a row queued after the last of them will republish anyway.
   const deliver = async (events: readonly PlanEvent[], lastRowId: number): Promise<void> => {
+    // Only Home events are queued here now; rows queued by an earlier version may carry others.
     const concerned = [...new Set(events.filter((e) => HOME_EVENTS.has(e.type)).map((e) => e.planId))];
     if (concerned.length === 0) return;
     const found = await decidersOfPlans(home, concerned);

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { coveredLater, decidersOf, HOME_SINK } from "../../src/service/home-tab.ts";
 import { deliverDue } from "../../src/service/outbox.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
+import { transition } from "../../src/service/transition.ts";
 import { deliveryClient } from "../../src/slack/deliver.ts";
 import { slackDirectory } from "../../src/slack/directory.ts";
 import { homeSink } from "../../src/slack/home-publish.ts";
@@ -152,5 +153,28 @@ describe.each(databaseKinds)("App Home publishing on $name", (kind) => {
     }
     expect(waits).toEqual([]);
     expect(publishesTo("U0ALICE")).toBe(2);
+  });
+
+  it("a plan that stops waiting undecided (its target drifted) leaves its approvers' Homes; its later life queues no Home row", async () => {
+    await drain();
+    const plan = await submit();
+    await drain();
+    expect(JSON.stringify(slack.homeOf("U0ALICE")!.blocks)).toContain(plan.id);
+    slack.reset();
+    await h.database.db.transaction((tx) => transition(h.ctx, tx, { planId: plan.id, transition: "drift", actor: { type: "system", process: "watcher" } }));
+    expect(await homeRows()).toHaveLength(1);
+    await drain();
+    expect(publishesTo("U0ALICE")).toBe(1);
+    expect(JSON.stringify(slack.homeOf("U0ALICE")!.blocks)).not.toContain(plan.id);
+    // Approved: it leaves the Homes. Claimed and applied: nothing a Home lists changes, so nothing is queued for it.
+    const other = await submit();
+    await drain();
+    const step = (t: "approve" | "claim" | "apply") => h.database.db.transaction((tx) => transition(h.ctx, tx, { planId: other.id, transition: t, actor: { type: "system", process: "test" } }));
+    expect(await step("approve")).toBeDefined();
+    expect(await homeRows()).toHaveLength(1);
+    await drain();
+    expect(await step("claim")).toBeDefined();
+    expect(await step("apply")).toBeDefined();
+    expect(await homeRows()).toEqual([]);
   });
 });
