@@ -2,7 +2,6 @@ import type { View } from "@slack/types";
 import { WebAPIPlatformError, WebAPIRateLimitedError, type WebClient } from "@slack/web-api";
 import { sleepUnlessAborted } from "../abortable-sleep.ts";
 import type { ServiceContext } from "../service/context.ts";
-import { HOME_EVENTS } from "../service/home-events.ts";
 import { coveredLater, decidersOfPlans, homeTabFor } from "../service/home-tab.ts";
 import { DeliveryError, type OutboxHandler, type PlanEvent } from "../service/outbox.ts";
 import { HOME_SHOWN, renderHome } from "./home-view.ts";
@@ -60,8 +59,10 @@ export function homeSink(ctx: ServiceContext, client: WebClient, options: HomeSi
   // One delivery for a run of rows, of one plan or many (acrossPlans): everyone they concern, each
   // published once, except those a row queued after the last of them will republish anyway.
   const deliver = async (events: readonly PlanEvent[], lastRowId: number): Promise<void> => {
-    // Only Home events are queued here now; rows queued by an earlier version may carry others.
-    const concerned = [...new Set(events.filter((e) => HOME_EVENTS.has(e.type)).map((e) => e.planId))];
+    // Every row publishes for its plan. Only Home events are queued now (HOME_EVENTS), but a row an
+    // earlier version queued for another (plan.executing…) counts in coveredLater like any row, so
+    // delivering it as a no-op would leave the person it covered unpublished.
+    const concerned = [...new Set(events.map((e) => e.planId))];
     if (concerned.length === 0) return;
     const found = await decidersOfPlans(home, concerned);
     if (!found) return; // the plans are gone: nothing of them is on anyone's Home

@@ -20,7 +20,7 @@ import { useHarness } from "../support/use-harness.ts";
 describe.each(databaseKinds)("App Home publishing on $name", (kind) => {
   const h = useHarness(kind, {
     sinks: [HOME_SINK],
-    targets: (url) => ({ crm: targetConfig(url), grouped: targetConfig(url, { policy: { approvers: ["S0REVIEWERS", "U0ALICE"], requiredApprovals: 1 } }) }),
+    targets: (url) => ({ crm: targetConfig(url), grouped: targetConfig(url, { policy: { approvers: ["S0REVIEWERS", "U0ALICE"], requiredApprovals: 1 } }), solo: targetConfig(url, { policy: { approvers: ["U0SOLO"], requiredApprovals: 1 } }) }),
   });
   const slack = new SlackEmulator({ teamId: "T0TEST" });
   beforeAll(async () => {
@@ -155,26 +155,59 @@ describe.each(databaseKinds)("App Home publishing on $name", (kind) => {
     expect(publishesTo("U0ALICE")).toBe(2);
   });
 
+  // On a target of its own approver, so what other tests leave pending never crowds their Home.
   it("a plan that stops waiting undecided (its target drifted) leaves its approvers' Homes; its later life queues no Home row", async () => {
     await drain();
-    const plan = await submit();
+    const plan = await submit("solo");
     await drain();
-    expect(JSON.stringify(slack.homeOf("U0ALICE")!.blocks)).toContain(plan.id);
+    expect(JSON.stringify(slack.homeOf("U0SOLO")!.blocks)).toContain(plan.id);
     slack.reset();
     await h.database.db.transaction((tx) => transition(h.ctx, tx, { planId: plan.id, transition: "drift", actor: { type: "system", process: "watcher" } }));
     expect(await homeRows()).toHaveLength(1);
     await drain();
-    expect(publishesTo("U0ALICE")).toBe(1);
-    expect(JSON.stringify(slack.homeOf("U0ALICE")!.blocks)).not.toContain(plan.id);
-    // Approved: it leaves the Homes. Claimed and applied: nothing a Home lists changes, so nothing is queued for it.
-    const other = await submit();
+    expect(publishesTo("U0SOLO")).toBe(1);
+    expect(JSON.stringify(slack.homeOf("U0SOLO")!.blocks)).not.toContain(plan.id);
+    // Approved: it leaves the Home. Claimed and applied: nothing a Home lists changes, so nothing is queued for it.
+    const other = await submit("solo");
     await drain();
+    expect(JSON.stringify(slack.homeOf("U0SOLO")!.blocks)).toContain(other.id);
     const step = (t: "approve" | "claim" | "apply") => h.database.db.transaction((tx) => transition(h.ctx, tx, { planId: other.id, transition: t, actor: { type: "system", process: "test" } }));
     expect(await step("approve")).toBeDefined();
     expect(await homeRows()).toHaveLength(1);
     await drain();
+    expect(JSON.stringify(slack.homeOf("U0SOLO")!.blocks)).not.toContain(other.id);
     expect(await step("claim")).toBeDefined();
     expect(await step("apply")).toBeDefined();
     expect(await homeRows()).toEqual([]);
+  });
+
+  it("a row an earlier version queued for an event no Home shows still publishes: it covered the row delivered before it", async () => {
+    await drain();
+    slack.reset();
+    let duringWait: (() => Promise<unknown>) | undefined;
+    const sleep = async () => {
+      await duringWait?.();
+    };
+    const handlers = { [HOME_SINK]: homeSink(h.ctx, deliveryClient(slack.botToken, slack.url), { spacingMs: 60_000, sleep }) };
+    const drainWith = async () => {
+      while ((await deliverDue(h.ctx, { handlers })) > 0);
+    };
+    await submit("solo");
+    await drainWith();
+    const plan = await submit("solo");
+    // While its row's delivery waits out the spacing, a row as versions before session 14 queued
+    // for every event (here the hand-off's) arrives, and covers U0SOLO.
+    duringWait = async () => {
+      duringWait = undefined;
+      await h.database.db.execute(sql`
+        INSERT INTO outbox (plan_id, kind, lane, priority, payload, available_at)
+        SELECT plan_id, kind, lane, priority, jsonb_set(payload::jsonb, '{type}', '"plan.executing"')::text, (payload::jsonb ->> 'at')::timestamptz FROM outbox
+        WHERE plan_id = ${plan.id} AND kind = ${HOME_SINK}`);
+    };
+    await drainWith();
+    expect(duringWait).toBeUndefined();
+    expect(await homeRows()).toEqual([]);
+    expect(publishesTo("U0SOLO")).toBe(2);
+    expect(JSON.stringify(slack.homeOf("U0SOLO")!.blocks)).toContain(plan.id);
   });
 });
