@@ -8,7 +8,8 @@
  */
 import os from "node:os";
 import { sql } from "drizzle-orm";
-import { coveredLater, decidersOf, HOME_SINK, homeTabFor } from "../src/service/home-tab.ts";
+import { HOME_SINK } from "../src/service/home-events.ts";
+import { coveredLater, decidersOf, homeTabFor } from "../src/service/home-tab.ts";
 import { HOME_SHOWN } from "../src/slack/home-view.ts";
 import { deliverDue } from "../src/service/outbox.ts";
 import { submitPlan } from "../src/service/submit-plan.ts";

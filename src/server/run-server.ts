@@ -23,7 +23,7 @@ import { redactionRules } from "../policy/redact.ts";
 import { openSlackDoor } from "../slack/slack-door.ts";
 import { deliveryClient } from "../slack/deliver.ts";
 import { homeSink } from "../slack/home-publish.ts";
-import { HOME_SINK } from "../service/home-tab.ts";
+import { HOME_SINK } from "../service/home-events.ts";
 import { createLoginLink } from "../service/login-links.ts";
 import { PlanSignals } from "../service/plan-signals.ts";
 import { PauseWatch } from "../service/pause-watch.ts";

@@ -8,8 +8,6 @@ import { HOME_SINK } from "./home-events.ts";
 import { sinkLane } from "./outbox-lanes.ts";
 import { plansWaitingFor, type WaitingPlan } from "./plans-for-person.ts";
 
-export { HOME_SINK } from "./home-events.ts";
-
 /** What one person's Home tab shows: the plans waiting for them (the one rule, see plans-for-person.ts). */
 export interface HomeTab {
   plans: WaitingPlan[];

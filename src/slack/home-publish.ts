@@ -63,7 +63,6 @@ export function homeSink(ctx: ServiceContext, client: WebClient, options: HomeSi
     // earlier version queued for another (plan.executing…) counts in coveredLater like any row, so
     // delivering it as a no-op would leave the person it covered unpublished.
     const concerned = [...new Set(events.map((e) => e.planId))];
-    if (concerned.length === 0) return;
     const found = await decidersOfPlans(home, concerned);
     if (!found) return; // the plans are gone: nothing of them is on anyone's Home
     let covered = await coveredLater(home, lastRowId, found.deciders);

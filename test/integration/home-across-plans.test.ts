@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HOME_SINK } from "../../src/service/home-tab.ts";
+import { HOME_SINK } from "../../src/service/home-events.ts";
 import { deliverDue, type OutboxHandler } from "../../src/service/outbox.ts";
 import { takeAcrossPlans } from "../../src/service/outbox-lease.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ServiceContext } from "../../src/service/context.ts";
-import { HOME_SINK } from "../../src/service/home-tab.ts";
+import { HOME_SINK } from "../../src/service/home-events.ts";
 import { laneHealth } from "../../src/service/lane-health.ts";
 import { startOutboxWorker } from "../../src/service/outbox-worker.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";

@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { coveredLater, decidersOf, HOME_SINK } from "../../src/service/home-tab.ts";
+import { HOME_SINK } from "../../src/service/home-events.ts";
+import { coveredLater, decidersOf } from "../../src/service/home-tab.ts";
 import { deliverDue } from "../../src/service/outbox.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { transition } from "../../src/service/transition.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { HOME_SINK } from "../../../src/service/home-tab.ts";
+import { HOME_SINK } from "../../../src/service/home-events.ts";
 import { laneIsOf, laneOf, NOTICE_SINK, noticeLaneOf, priorityOf, sinkLane, type LaneConfig } from "../../../src/service/outbox-lanes.ts";
 
 const config = {
