@@ -120,7 +120,44 @@ export const postgresWriteTurnPatch = {
   ],
 };
 
-export const patches = [postgresRestartPatch, postgresReleasePatch, postgresBeginPatch, postgresWriteTurnPatch];
+export const postgresPipelinedBeginPatch = {
+  package: "postgres",
+  versions: ["3.4.9"],
+  files: ["src/index.js", "cjs/src/index.js", "cf/src/index.js"],
+  edits: [
+    {
+      // begin() awaits BEGIN's answer before it calls back, so a transaction's first statements
+      // wait a round trip they do not need: BEGIN cannot fail on a working connection, and the
+      // statements pipelined behind it run in the transaction it opens. `sql.begin('pipelined',
+      // fn)` calls back as soon as BEGIN has its connection, with the queries fn sends queued
+      // behind it on that connection, and gives fn BEGIN's answer as `sql.began`: fn must await
+      // it before it writes anything, since statements sent after a BEGIN that failed would run
+      // outside any transaction (Database.transactionEndingWith awaits it with its first reads,
+      // before its body runs). Any other options string behaves as before.
+      before: "    try {\n      await sql.unsafe('begin ' + options.replace(/[^a-z ]/ig, ''), [], { onexecute }).execute()\n",
+      after:
+        "    try {\n" +
+        `      if (options === 'pipelined') { // ${PATCH_MARKER}: pipelined BEGIN\n` +
+        "        const assigned = new Promise(r => onassigned = r)\n" +
+        "        began = sql.unsafe('begin', [], { onexecute: c => { onexecute(c); onassigned() } }).execute()\n" +
+        "        began.catch(e => lost = lost || e) // nothing more goes out in a transaction that never began\n" +
+        "        await Promise.race([assigned, began])\n" +
+        "        move(connection, reserved) // the pool moved it to full behind BEGIN; what fn sends goes out behind it\n" +
+        "      } else\n" +
+        "      await sql.unsafe('begin ' + options.replace(/[^a-z ]/ig, ''), [], { onexecute }).execute()\n",
+    },
+    {
+      before: "      , lost = null // countersign-patch\n",
+      after: `      , lost = null // countersign-patch\n      , began = Promise.resolve() // ${PATCH_MARKER}: BEGIN's answer, for a pipelined transaction\n      , onassigned = null\n`,
+    },
+    {
+      before: "      sql.savepoint = savepoint\n",
+      after: `      sql.savepoint = savepoint\n      sql.began = began // ${PATCH_MARKER}\n`,
+    },
+  ],
+};
+
+export const patches = [postgresRestartPatch, postgresReleasePatch, postgresBeginPatch, postgresWriteTurnPatch, postgresPipelinedBeginPatch];
 
 /**
  * Applies a patch's edits to one file's text. Idempotent: an edit already present is skipped.
@@ -153,5 +190,6 @@ export const patchedInBundle = [
   { edit: "begin() refuses queries once its connection closed", pattern: /if \(lost\)\s*return q\.reject\(lost\);\s*c\.queue === full/ },
   { edit: "nextWrite returns on a null socket", pattern: /function nextWrite\(fn\) \{\s*if \(!socket\) \{/ },
   { edit: "a connection writes once a turn, up to 64 KiB", pattern: /if \(fn \|\| chunk\.length >= 65536\)/ },
+  { edit: "begin('pipelined') calls back once BEGIN has its connection", pattern: /if \(options\d* === "pipelined"\) \{[\s\S]{0,400}?\.unsafe\("begin", \[\], \{ onexecute: \(c\d*\) => \{[\s\S]{0,300}?move\d*\(connection\d*, reserved\d*\);/ },
   { edit: "closed() drops the dead socket's write", pattern: /clearImmediate\(nextWriteTimer\);\s*chunk = nextWriteTimer = null;\s*socket\.removeListener\("data", data\)/ },
 ];

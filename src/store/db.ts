@@ -43,8 +43,8 @@ export interface Database {
    * sent together with the COMMIT, one round trip instead of one each: on PostgreSQL they go out
    * in this order on the transaction's own connection; one that fails makes PostgreSQL roll the
    * COMMIT back, and its error is thrown. `body` throwing rolls back. `first`, reads only, go out
-   * together once the BEGIN is answered (the driver's `begin` waits for it), and their rows are
-   * handed to `body`; a failed one is thrown before `body` runs. `last` may be drizzle SQL or a
+   * together right behind the BEGIN, in the same write (BEGIN's answer is checked with theirs,
+   * before `body` runs), and their rows are handed to `body`; a failed one is thrown before `body` runs. `last` may be drizzle SQL or a
    * statement made as text (TextStatement). PGlite runs it as a plain transaction (no network to
    * save).
    * `plans: "generic"` gives the transaction's statements generic plans from their first execution
@@ -159,7 +159,7 @@ async function openPostgres(url: string): Promise<Database> {
 
 /**
  * Database.transactionEndingWith on PostgreSQL, on the driver's own transaction (`sql.begin`):
- * its `first` reads go out together once BEGIN is answered, and its last statements go out
+ * its `first` reads go out together right behind BEGIN (pipelined: so they must be reads), and its last statements go out
  * together, unanswered, right ahead of the COMMIT the driver sends when the callback returns (one
  * round trip for the writes and the commit). A failed last statement aborts the transaction, and
  * PostgreSQL answers the COMMIT of an aborted transaction with a ROLLBACK, not an error: so the
@@ -171,7 +171,9 @@ async function openPostgres(url: string): Promise<Database> {
 export function endingWithCommit(client: import("postgres").Sql, drizzle: (config: { client: import("postgres").Sql }) => unknown): Database["transactionEndingWith"] {
   return async (body, options) => {
     let last: Sent[] = [];
-    const result = await client.begin(async (inTx) => {
+    // "pipelined" (patches/README.md): the first reads go out behind BEGIN, not a round trip after
+    // it; BEGIN's answer is awaited with theirs, before anything is written.
+    const result = await client.begin("pipelined", async (inTx) => {
       // drizzle reads the client's type parsers from `options`, which a transaction's sql lacks.
       const conn = namedStatements(Object.assign(inTx, { options: client.options }) as unknown as import("postgres").Sql);
       // Each execute() queues its statement on the connection at once, so they go out in this order.
@@ -186,6 +188,8 @@ export function endingWithCommit(client: import("postgres").Sql, drizzle: (confi
       const generic = options?.plans === "generic" ? 1 : 0;
       const reads = send(generic ? [GENERIC_PLANS, ...(options?.first ?? [])] : options?.first ?? []);
       const answered = await Promise.allSettled(reads.map((r) => r.query));
+      // Answered before the reads were: had BEGIN failed, they ran outside any transaction, and nothing may follow them.
+      await (inTx as unknown as { began: Promise<unknown> }).began;
       const readFailed = answered.findIndex((r) => r.status === "rejected");
       if (readFailed >= 0) throw failedStatement(reads[readFailed]!, (answered[readFailed] as PromiseRejectedResult).reason);
       const done = await body(drizzle({ client: conn }) as Tx, answered.slice(generic).map((r) => [...(r as PromiseFulfilledResult<Record<string, unknown>[]>).value]));

@@ -281,4 +281,91 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
       await admin.end({ timeout: 5 });
     }
   });
+
+  // The BEGIN is pipelined (patches/README.md, "pipelined BEGIN"): the first reads leave with it.
+  // Recorded on the wire, through a socket of the test's own handed to the driver.
+  it.skipIf(kind.name !== "postgres")("sends the BEGIN, its first reads and nothing else in one write, and the last statements with the COMMIT in one more", async () => {
+    const wire = await recordingClient();
+    try {
+      await fresh();
+      await h.database.rows(sql.raw(`INSERT INTO ${table} VALUES (1)`));
+      wire.writes.length = 0;
+      const seen = await wire.inTransaction(async (_tx, [locked, answer]) => ({ result: { locked, answer }, last: sql.raw(`INSERT INTO ${table} VALUES (2)`) }),
+        { first: [sql.raw(`SELECT v FROM ${table} WHERE v = 1 FOR UPDATE`), sql.raw("SELECT 41 + 1 AS answer")] });
+      expect(seen).toStrictEqual({ locked: [{ v: 1 }], answer: [{ answer: 42 }] });
+      expect(await rows()).toStrictEqual([1, 2]);
+      expect(wire.writes).toHaveLength(2);
+      expect(wire.writes[0]).toMatch(/begin[\s\S]*FOR UPDATE[\s\S]*SELECT 41 \+ 1 AS answer/);
+      expect(wire.writes[0]).not.toMatch(/INSERT/);
+      expect(wire.writes[1]).toMatch(/INSERT INTO[\s\S]*commit/);
+    } finally {
+      await wire.end();
+    }
+  });
+
+  // BEGIN cannot fail on a working connection; made to fail on the wire, the reads sent behind it
+  // run outside any transaction, so the call must throw BEGIN's error before the body runs and
+  // send nothing more on the connection, which stays usable.
+  it.skipIf(kind.name !== "postgres")("a BEGIN that fails throws its error before the body runs, and nothing is written", async () => {
+    const wire = await recordingClient();
+    try {
+      await fresh();
+      await h.database.rows(sql.raw(`INSERT INTO ${table} VALUES (1)`));
+      wire.breakNextBegin();
+      let bodyRan = false;
+      const call = wire.inTransaction(async () => {
+        bodyRan = true;
+        return { result: undefined, last: sql.raw(`INSERT INTO ${table} VALUES (2)`) };
+      }, { first: [sql.raw(`SELECT v FROM ${table} WHERE v = 1 FOR UPDATE`)] });
+      await expect(call).rejects.toThrow(/syntax error at or near "bogus"/);
+      expect(bodyRan).toBe(false);
+      expect(await rows()).toStrictEqual([1]);
+      expect(wire.writes.join("")).not.toMatch(/INSERT|commit/);
+      // The connection is the pool's again, idle, not in a transaction.
+      const txid = async () => String((await wire.client`SELECT txid_current()::text AS id`)[0]!.id);
+      expect(await txid()).not.toBe(await txid());
+    } finally {
+      await wire.end();
+    }
+  });
+
+  /** A one-connection client of the test's database whose socket records each write, for transactionEndingWith on it. */
+  async function recordingClient() {
+    const { default: postgres } = await import("postgres");
+    const { drizzle } = await import("drizzle-orm/postgres-js");
+    const { endingWithCommit } = await import("../../src/store/db.ts");
+    const net = await import("node:net");
+    const db = (await h.database.rows<{ db: string }>(sql.raw("SELECT current_database() AS db")))[0]!.db;
+    const url = new URL(process.env.TEST_DATABASE_URL!);
+    url.pathname = `/${db}`;
+    const writes: string[] = [];
+    let breakBegin = false;
+    const socket = () => new Promise<import("node:net").Socket>((resolve, reject) => {
+      const s = net.connect(Number(url.port || 5432), url.hostname, () => resolve(s));
+      s.once("error", reject);
+      const write = s.write.bind(s) as (chunk: Buffer, ...rest: unknown[]) => boolean;
+      s.write = ((chunk: Buffer | string, ...rest: unknown[]) => {
+        const bytes = Buffer.from(chunk as Buffer);
+        // A simple-query message of exactly "begin": 'Q', its length (4 + 6), then the text and a NUL.
+        const at = bytes.indexOf("Q\0\0\0\x0abegin\0", 0, "latin1");
+        if (breakBegin && at >= 0) {
+          bytes.write("bogus", at + 5, "latin1");
+          breakBegin = false;
+        }
+        writes.push(bytes.toString("latin1"));
+        return write(bytes, ...rest);
+      }) as typeof s.write;
+    });
+    // `socket` (a connected socket for the driver to use) is in postgres.js 3.4 but not in its types.
+    const client = postgres(url.toString(), { onnotice: () => {}, max: 1, socket } as Parameters<typeof postgres>[1]);
+    await client`SELECT 1`; // connected (and its start-up writes made) before anything is recorded
+    writes.length = 0;
+    return {
+      client,
+      writes,
+      inTransaction: endingWithCommit(client, drizzle as never),
+      breakNextBegin: () => void (breakBegin = true),
+      end: () => client.end({ timeout: 5 }),
+    };
+  }
 });
