@@ -140,7 +140,10 @@ export const postgresPipelinedBeginPatch = {
         `      if (options === 'pipelined') { // ${PATCH_MARKER}: pipelined BEGIN\n` +
         "        const assigned = new Promise(r => onassigned = r)\n" +
         "        began = sql.unsafe('begin', [], { onexecute: c => { onexecute(c); onassigned() } }).execute()\n" +
-        "        began.catch(e => lost = lost || e) // nothing more goes out in a transaction that never began\n" +
+        "        began.catch(e => { // nothing more goes out in a transaction that never began, nor waits to\n" +
+        "          lost = lost || e\n" +
+        "          while (queries.length) queries.shift().reject(e)\n" +
+        "        })\n" +
         "        await Promise.race([assigned, began])\n" +
         "        move(connection, reserved) // the pool moved it to full behind BEGIN; what fn sends goes out behind it\n" +
         "      } else\n" +
@@ -190,6 +193,6 @@ export const patchedInBundle = [
   { edit: "begin() refuses queries once its connection closed", pattern: /if \(lost\)\s*return q\.reject\(lost\);\s*c\.queue === full/ },
   { edit: "nextWrite returns on a null socket", pattern: /function nextWrite\(fn\) \{\s*if \(!socket\) \{/ },
   { edit: "a connection writes once a turn, up to 64 KiB", pattern: /if \(fn \|\| chunk\.length >= 65536\)/ },
-  { edit: "begin('pipelined') calls back once BEGIN has its connection", pattern: /if \(options\d* === "pipelined"\) \{[\s\S]{0,400}?\.unsafe\("begin", \[\], \{ onexecute: \(c\d*\) => \{[\s\S]{0,300}?move\d*\(connection\d*, reserved\d*\);/ },
+  { edit: "begin('pipelined') calls back once BEGIN has its connection", pattern: /if \(options\d* === "pipelined"\) \{[\s\S]{0,400}?\.unsafe\("begin", \[\], \{ onexecute: \(c\d*\) => \{[\s\S]{0,200}?began\.catch\(\(e\d*\) => \{\s*lost = lost \|\| e\d*;\s*while \(queries\d*\.length\)\s*queries\d*\.shift\(\)\.reject\(e\d*\);?\s*\}\);[\s\S]{0,200}?move\d*\(connection\d*, reserved\d*\);/ },
   { edit: "closed() drops the dead socket's write", pattern: /clearImmediate\(nextWriteTimer\);\s*chunk = nextWriteTimer = null;\s*socket\.removeListener\("data", data\)/ },
 ];

@@ -172,7 +172,8 @@ export function endingWithCommit(client: import("postgres").Sql, drizzle: (confi
   return async (body, options) => {
     let last: Sent[] = [];
     // "pipelined" (patches/README.md): the first reads go out behind BEGIN, not a round trip after
-    // it; BEGIN's answer is awaited with theirs, before anything is written.
+    // it (once the connection has described them); BEGIN's answer is awaited with theirs, before
+    // anything is written.
     const result = await client.begin("pipelined", async (inTx) => {
       // drizzle reads the client's type parsers from `options`, which a transaction's sql lacks.
       const conn = namedStatements(Object.assign(inTx, { options: client.options }) as unknown as import("postgres").Sql);

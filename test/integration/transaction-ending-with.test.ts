@@ -288,16 +288,24 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
     const wire = await recordingClient();
     try {
       await fresh();
-      await h.database.rows(sql.raw(`INSERT INTO ${table} VALUES (1)`));
+      await h.database.rows(sql.raw(`INSERT INTO ${table} VALUES (1), (2)`));
+      // Parameterised reads, as decide's: the first time a connection runs one, the driver has it
+      // described before it runs (a round trip, once per statement and connection), so the wire is
+      // read on the second transaction, as every later one on the connection goes.
+      const transaction = (v: number) => wire.inTransaction(async (_tx, [locked, answer]) => ({ result: { locked, answer }, last: sql`INSERT INTO ${sql.raw(table)} VALUES (${v + 10})` }),
+        { first: [sql`SELECT v FROM ${sql.raw(table)} WHERE v = ${v} FOR UPDATE`, sql`SELECT ${v}::int + 40 AS answer`] });
+      expect(await transaction(1)).toStrictEqual({ locked: [{ v: 1 }], answer: [{ answer: 41 }] });
       wire.writes.length = 0;
-      const seen = await wire.inTransaction(async (_tx, [locked, answer]) => ({ result: { locked, answer }, last: sql.raw(`INSERT INTO ${table} VALUES (2)`) }),
-        { first: [sql.raw(`SELECT v FROM ${table} WHERE v = 1 FOR UPDATE`), sql.raw("SELECT 41 + 1 AS answer")] });
-      expect(seen).toStrictEqual({ locked: [{ v: 1 }], answer: [{ answer: 42 }] });
-      expect(await rows()).toStrictEqual([1, 2]);
+      expect(await transaction(2)).toStrictEqual({ locked: [{ v: 2 }], answer: [{ answer: 42 }] });
+      expect(await rows()).toStrictEqual([1, 2, 11, 12]);
+      // A simple-query BEGIN, then each read's Bind…Sync; then the INSERT's and the COMMIT's (both
+      // statements the connection has prepared: their text is not sent again).
+      const syncs = (write: string) => write.split("S\0\0\0\x04").length - 1;
       expect(wire.writes).toHaveLength(2);
-      expect(wire.writes[0]).toMatch(/begin[\s\S]*FOR UPDATE[\s\S]*SELECT 41 \+ 1 AS answer/);
-      expect(wire.writes[0]).not.toMatch(/INSERT/);
-      expect(wire.writes[1]).toMatch(/INSERT INTO[\s\S]*commit/);
+      expect(wire.writes[0]).toMatch(/^Q\0\0\0\x0abegin\0B/);
+      expect(syncs(wire.writes[0]!)).toBe(2);
+      expect(wire.writes[1]).toMatch(/^B/);
+      expect(syncs(wire.writes[1]!)).toBe(2);
     } finally {
       await wire.end();
     }
@@ -313,14 +321,17 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
       await h.database.rows(sql.raw(`INSERT INTO ${table} VALUES (1)`));
       wire.breakNextBegin();
       let bodyRan = false;
+      // Parameterised reads new to the connection: the first is described before it runs and the
+      // second waits behind it, so it is still queued when BEGIN's error comes back.
       const call = wire.inTransaction(async () => {
         bodyRan = true;
         return { result: undefined, last: sql.raw(`INSERT INTO ${table} VALUES (2)`) };
-      }, { first: [sql.raw(`SELECT v FROM ${table} WHERE v = 1 FOR UPDATE`)] });
+      }, { first: [sql`SELECT v FROM ${sql.raw(table)} WHERE v = ${1} FOR UPDATE`, sql`SELECT ${1}::int + 41 AS answer`] });
       await expect(call).rejects.toThrow(/syntax error at or near "bogus"/);
       expect(bodyRan).toBe(false);
       expect(await rows()).toStrictEqual([1]);
-      expect(wire.writes.join("")).not.toMatch(/INSERT|commit/);
+      // Neither the writes, nor a COMMIT, nor the driver's ROLLBACK (there is no transaction to roll back).
+      expect(wire.writes.join("")).not.toMatch(/INSERT|commit|rollback/);
       // The connection is the pool's again, idle, not in a transaction.
       const txid = async () => String((await wire.client`SELECT txid_current()::text AS id`)[0]!.id);
       expect(await txid()).not.toBe(await txid());
