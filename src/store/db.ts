@@ -44,9 +44,9 @@ export interface Database {
    * in this order on the transaction's own connection; one that fails makes PostgreSQL roll the
    * COMMIT back, and its error is thrown. `body` throwing rolls back. `first`, reads only, go out
    * together right behind the BEGIN, in the same write (BEGIN's answer is checked with theirs,
-   * before `body` runs), and their rows are handed to `body`; a failed one is thrown before `body` runs. `last` may be drizzle SQL or a
-   * statement made as text (TextStatement). PGlite runs it as a plain transaction (no network to
-   * save).
+   * before `body` runs), and their rows are handed to `body`; a failed one is thrown before `body`
+   * runs. `last` may be drizzle SQL or a statement made as text (TextStatement). PGlite runs it as
+   * a plain transaction (no network to save).
    * `plans: "generic"` gives the transaction's statements generic plans from their first execution
    * on a connection (GENERIC_PLANS): only for a transaction that reads and writes by key alone.
    */
@@ -159,9 +159,9 @@ async function openPostgres(url: string): Promise<Database> {
 
 /**
  * Database.transactionEndingWith on PostgreSQL, on the driver's own transaction (`sql.begin`):
- * its `first` reads go out together right behind BEGIN (pipelined: so they must be reads), and its last statements go out
- * together, unanswered, right ahead of the COMMIT the driver sends when the callback returns (one
- * round trip for the writes and the commit). A failed last statement aborts the transaction, and
+ * its `first` reads go out together right behind BEGIN (pipelined, so they must be reads), and
+ * its last statements go out together, unanswered, right ahead of the COMMIT the driver sends
+ * when the callback returns (one round trip for the writes and the commit). A failed last statement aborts the transaction, and
  * PostgreSQL answers the COMMIT of an aborted transaction with a ROLLBACK, not an error: so the
  * last statements' own answers are what say whether it committed, and the first failure among
  * them is thrown. `sql.begin` fails at once when its connection closes, whatever it was waiting
