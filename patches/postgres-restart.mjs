@@ -138,6 +138,7 @@ export const postgresPipelinedBeginPatch = {
       after:
         "    try {\n" +
         `      if (options === 'pipelined') { // ${PATCH_MARKER}: pipelined BEGIN\n` +
+        "        let onassigned\n" +
         "        const assigned = new Promise(r => onassigned = r)\n" +
         "        began = sql.unsafe('begin', [], { onexecute: c => { onexecute(c); onassigned() } }).execute()\n" +
         "        began.catch(e => { // nothing more goes out in a transaction that never began, nor waits to\n" +
@@ -151,7 +152,7 @@ export const postgresPipelinedBeginPatch = {
     },
     {
       before: "      , lost = null // countersign-patch\n",
-      after: `      , lost = null // countersign-patch\n      , began = Promise.resolve() // ${PATCH_MARKER}: BEGIN's answer, for a pipelined transaction\n      , onassigned = null\n`,
+      after: `      , lost = null // countersign-patch\n      , began = Promise.resolve() // ${PATCH_MARKER}: BEGIN's answer, for a pipelined transaction\n`,
     },
     {
       before: "      sql.savepoint = savepoint\n",

@@ -161,10 +161,10 @@ async function openPostgres(url: string): Promise<Database> {
  * Database.transactionEndingWith on PostgreSQL, on the driver's own transaction (`sql.begin`):
  * its `first` reads go out together right behind BEGIN (pipelined, so they must be reads), and
  * its last statements go out together, unanswered, right ahead of the COMMIT the driver sends
- * when the callback returns (one round trip for the writes and the commit). A failed last statement aborts the transaction, and
- * PostgreSQL answers the COMMIT of an aborted transaction with a ROLLBACK, not an error: so the
- * last statements' own answers are what say whether it committed, and the first failure among
- * them is thrown. `sql.begin` fails at once when its connection closes, whatever it was waiting
+ * when the callback returns (one round trip for the writes and the commit). A failed last
+ * statement aborts the transaction, and PostgreSQL answers the COMMIT of an aborted transaction
+ * with a ROLLBACK, not an error: so the last statements' own answers are what say whether it
+ * committed, and the first failure among them is thrown. `sql.begin` fails at once when its connection closes, whatever it was waiting
  * for; a transaction on a `sql.reserve()` connection could wait for good instead (patches/README.md).
  * Exported for test databases built on a client of their own (test/support/counting-postgres.ts).
  */
@@ -189,7 +189,8 @@ export function endingWithCommit(client: import("postgres").Sql, drizzle: (confi
       const generic = options?.plans === "generic" ? 1 : 0;
       const reads = send(generic ? [GENERIC_PLANS, ...(options?.first ?? [])] : options?.first ?? []);
       const answered = await Promise.allSettled(reads.map((r) => r.query));
-      // Answered before the reads were: had BEGIN failed, they ran outside any transaction, and nothing may follow them.
+      // Answered before the reads were: had BEGIN failed, they ran outside any transaction, and
+      // nothing may follow them.
       await (inTx as unknown as { began: Promise<unknown> }).began;
       const readFailed = answered.findIndex((r) => r.status === "rejected");
       if (readFailed >= 0) throw failedStatement(reads[readFailed]!, (answered[readFailed] as PromiseRejectedResult).reason);
