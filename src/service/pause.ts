@@ -48,8 +48,9 @@ export async function readPause(db: Queryable): Promise<PauseState | undefined> 
  * announced once to the review channels, and heard by every replica through NOTIFY.
  */
 export async function pauseCountersign(ctx: PauseContext, input: { operator: Operator; reason: string | undefined }): Promise<PauseState> {
-  const reason = statedReason(input.reason, "everyone who sees the pause is told why executors are held");
+  // Who may pause comes first: only an admin's reason is worth reading.
   await mustBeAdmin(ctx, input.operator);
+  const reason = statedReason(input.reason, "everyone who sees the pause is told why executors are held");
   const now = ctx.clock();
   const by = byName(input.operator);
   const state = await ctx.database.db.transaction(async (tx) => {

@@ -28,14 +28,13 @@ export interface RevokePlanInput {
  */
 export async function revokePlan(ctx: ServiceContext, input: RevokePlanInput): Promise<{ status: "revoked"; reason: string }> {
   if (!isPlanId(input.planId)) throw new ServiceError("not_found", `there is no plan ${input.planId}`);
-  const reason = statedReason(input.reason, "the agent and the approvers are told why the approval was withdrawn");
   const terms = await decisionTermsOf(ctx.database, input.planId);
   if (!terms) throw new ServiceError("not_found", `there is no plan ${input.planId}`);
   // Group lookups happen before the transaction: no network I/O while holding the row lock.
   const admins = ctx.config.admins;
   const membership = await membershipOf(ctx, input.person.userId, userGroupsIn([...admins, ...terms.policy.approvers]));
   const actor: Actor = { type: "user", userId: input.person.userId, via: input.person.via };
-
+  let reason = "";
   await ctx.database.db.transaction(async (tx) => {
     const [plan] = await tx
       .select({ status: plans.status, expiresAt: plans.expiresAt, hash: plans.hash })
@@ -51,6 +50,8 @@ export async function revokePlan(ctx: ServiceContext, input: RevokePlanInput): P
     );
     if (refusal?.code === "not_a_revoker" && membership.unchecked.length > 0) throw approverCheckFailed(ctx, membership.unchecked);
     if (refusal) throw refusalError(refusal);
+    // Only someone who may revoke is asked for a proper reason; the row lock is held briefly either way.
+    reason = statedReason(input.reason, "the agent and the approvers are told why the approval was withdrawn");
     const revoked = await transition(ctx, tx, { planId: input.planId, transition: "revoke", actor, data: { reason }, guard: isNull(plans.claimToken) });
     // Unreachable while the row lock is held (the status was just read as approved), but never silent.
     if (!revoked) throw new ServiceError("not_revocable", "this plan cannot be revoked: an executor has already taken it; nothing was changed", { details: { status: "executing" } });

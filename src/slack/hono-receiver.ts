@@ -3,7 +3,7 @@ import type { App, Receiver, ReceiverEvent } from "@slack/bolt";
 import type { Context } from "hono";
 import type { Logger } from "pino";
 import { answerNow } from "../server/answer-now.ts";
-import { readCappedBody } from "./read-capped-body.ts";
+import { readCappedBody } from "../http/read-capped-body.ts";
 import { whyNotFresh, whyUnsigned } from "./verify-request.ts";
 
 /** Slack wants an answer within 3 s; if no listener acknowledges by then, answer empty. */

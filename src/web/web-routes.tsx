@@ -11,6 +11,7 @@ import { maySeeLanes, outboxVisibility } from "../service/outbox-visibility.ts";
 import { retryDelivery } from "../service/retry-delivery.ts";
 import { LANES_PATH, LanesPage } from "./lanes-page.tsx";
 import { sameSecret } from "../server/bearer.ts";
+import { declaresTooLargeForm, readForm, TOO_LARGE_FORM } from "../http/form-body.ts";
 import { HTTP_STATUS_OF } from "../server/http-errors.ts";
 import { APP_SCRIPT } from "./app-script.ts";
 import { STYLESHEET } from "./layout.tsx";
@@ -63,16 +64,23 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
     return from === origin;
   };
   const forbidden = (c: Context, text: string) => c.html(<MessagePage title="Refused" text={text} />, 403);
+  /** A form refused before it was read whole closes the connection: the rest of the upload is never read. */
+  const refusedForm = (c: Context, status: 400 | 413 | 415, text: string) =>
+    c.html(<MessagePage title="Refused" text={text} />, status, status === 413 ? { connection: "close" } : {});
+  /**
+   * Every browser POST passes here first. Cheapest refusal first, and nothing unbounded before
+   * the session: a declared body over the form cap, a foreign origin, no session; only then is
+   * the body read, through the one capped form reader, and its CSRF token checked.
+   */
   const checkPost = async (c: Context): Promise<{ session: WebSession; form: Record<string, string> } | Response> => {
+    if (declaresTooLargeForm(c)) return refusedForm(c, 413, TOO_LARGE_FORM);
     if (!sameOrigin(c)) return forbidden(c, "This form was not sent from Countersign's own pages; nothing changed.");
     const who = await session(c);
     if (!who) return c.html(<SignInRequiredPage options={signInOptions} />, 401);
-    // A body that is not a form (a broken multipart boundary, say) is the sender's mistake, not a 500.
-    const body = await c.req.parseBody().catch(() => undefined);
-    if (!body) return c.html(<MessagePage title="Refused" text="This form could not be read; reload the page and try again. Nothing changed." />, 400);
-    const form = Object.fromEntries(Object.entries(body).map(([k, v]) => [k, String(v)]));
-    if (!sameSecret(form._csrf, who.csrfToken)) return forbidden(c, "This form's security token is missing or stale; reload the page and try again. Nothing changed.");
-    return { session: who, form };
+    const read = await readForm(c);
+    if (!read.ok) return refusedForm(c, read.status, read.message);
+    if (!sameSecret(read.form._csrf, who.csrfToken)) return forbidden(c, "This form's security token is missing or stale; reload the page and try again. Nothing changed.");
+    return { session: who, form: read.form };
   };
 
   /**
@@ -234,6 +242,7 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
 
   web.post("/login/:token", async (c) => {
     if (!options.loginLinks) return c.html(<MessagePage title="Sign-in links are off" text="This Countersign does not accept sign-in links." />, 403);
+    if (declaresTooLargeForm(c)) return refusedForm(c, 413, TOO_LARGE_FORM);
     if (!sameOrigin(c)) return forbidden(c, "This sign-in was not sent from Countersign's own page.");
     try {
       const { sessionId } = await consumeLoginLink(ctx, { token: c.req.param("token") });

@@ -12,6 +12,7 @@ import { pauseCountersign, readPause, resumeCountersign } from "../../src/servic
 import { PauseWatch } from "../../src/service/pause-watch.ts";
 import { reportOutcome } from "../../src/service/report-outcome.ts";
 import { revokePlan } from "../../src/service/revoke-plan.ts";
+import { MAX_STATED_REASON_CHARS } from "../../src/service/stated-reason.ts";
 import { submitPlan } from "../../src/service/submit-plan.ts";
 import { auditEvents, outbox, pause, plans } from "../../src/store/schema.ts";
 import { databaseKinds, postgresKind } from "../support/databases.ts";
@@ -97,6 +98,18 @@ describe.each(databaseKinds)("pause and revoke on $name", (kind) => {
     expect(twice.message).toMatch(/already paused .*by U0ADMIN: first/);
     expect((await refusal(resumeCountersign(asAdmins(h.ctx, [ADMIN]), { operator: { via: "web", userId: "U0BOB" } }))).code).toBe("not_an_admin");
     await resumeCountersign(asAdmins(h.ctx, [ADMIN]), { operator: { via: "web", userId: ADMIN } });
+  });
+
+  it("who may act is asked before the reason is: a non-admin's or a stranger's oversized reason is refused for who they are", async () => {
+    const huge = "x".repeat(MAX_STATED_REASON_CHARS * 50);
+    expect((await refusal(pauseCountersign(asAdmins(h.ctx, [ADMIN]), { operator: { via: "web", userId: "U0ALICE" }, reason: huge }))).code).toBe("not_an_admin");
+    const approved = await approvedPlan();
+    expect((await refusal(revokePlan(h.ctx, { planId: approved.id, person: { userId: "U0MALLORY", via: "web" }, reason: huge }))).code).toBe("not_a_revoker");
+    const tooLong = await refusal(revokePlan(h.ctx, { planId: approved.id, person: { userId: "U0BOB", via: "web" }, reason: huge }));
+    expect(tooLong.message).toBe(`the reason is ${MAX_STATED_REASON_CHARS * 50} characters; at most ${MAX_STATED_REASON_CHARS} are allowed`);
+    expect((await rowOf(approved.id)).status).toBe("approved");
+    // Leaves nothing claimable behind for the tests after this one.
+    await revokePlan(h.ctx, { planId: approved.id, person: { userId: "U0BOB", via: "web" }, reason: "done checking" });
   });
 
   it("another replica's watch hears a pause and a resume by NOTIFY, and finds one it was not told of at its periodic re-read", async () => {
