@@ -2,9 +2,14 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { PostgresRowTargetConfig } from "../../src/config/schema.ts";
 import { fingerprint } from "../../src/plan/fingerprint.ts";
 import { addAgent } from "../../src/service/add-agent.ts";
+import { slackViewOf } from "../../src/service/slack-messages.ts";
+import { reviewPlan } from "../../src/service/review-plan.ts";
+import { planMessageOf } from "../../src/slack/deliver.ts";
+import { renderPlanMessage } from "../../src/slack/render.ts";
+import { PlanBody } from "../../src/web/plan-page.tsx";
 import { openRowDatabase, type RowDatabase } from "../support/adapters-postgres.ts";
 import { pglite, postgresKind } from "../support/databases.ts";
-import { targetConfig, testConfig } from "../support/harness.ts";
+import { APPROVERS, targetConfig, testConfig } from "../support/harness.ts";
 import { useServer } from "../support/use-harness.ts";
 
 const adminUrl = process.env.TEST_DATABASE_URL;
@@ -84,6 +89,17 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row plans over the agent A
     expect(body.plan.actions[0]).toMatchObject({ kind: "postgres.row", target: "crmdb", path: "/contacts/42", table: "contacts", op: "update", key: { id: 42 }, precondition: { version: "2026-12-03 09:00:00.000001+00" } });
     expect(body.hash).toBe(fingerprint(body.plan));
     expect(await db.writes()).toBe(writes);
+  });
+
+  it("a time at infinity set to null is a change in the preview, the Slack message and the plan page", async () => {
+    await db.admin`UPDATE contacts SET seen_at = 'infinity' WHERE id = 42`;
+    const { status, body } = await submit([row({ values: { seen_at: null, name: "touched" } })]);
+    expect(status).toBe(201);
+    expect(body.preview.actions[0]!.changes).toEqual([{ path: "/name", from: "Ada", to: "touched" }, { path: "/seen_at", from: "infinity", to: null }]);
+    const slack = renderPlanMessage(planMessageOf((await slackViewOf(s.server.ctx, body.id))!));
+    expect(JSON.stringify(slack.blocks)).toContain(JSON.stringify('`/seen_at`: `"infinity"` → `null`').slice(1, -1));
+    const page = String(PlanBody({ reviewed: await reviewPlan(s.server.ctx, { planId: body.id, reader: { userId: APPROVERS[0]! } }), session: undefined }));
+    expect(page).toContain('<tr><td data-label="Field">/seen_at</td><td class="before" data-label="Before">&quot;infinity&quot;</td><td class="after" data-label="After">null</td></tr>');
   });
 
   it("takes postgres.row and http.json actions in one plan", async () => {

@@ -5,7 +5,7 @@ import { fingerprint } from "../../plan/fingerprint.ts";
 import { afterApplyMismatches } from "../../plan/holds-change.ts";
 import type { Json, JsonObject } from "../../plan/json.ts";
 import { AdapterError, type Revalidation, NOTHING_ALLOWED, type Adapter, type AdapterApplyResult, type ErrorClass, type TargetState } from "../adapter.ts";
-import { formOf, fromText, quoteIdent, readExpr, toText, whyNotForm, writeExpr, type Column } from "./column-types.ts";
+import { formOf, fromText, quoteIdent, readExpr, toText, UnreadableValue, whyNotForm, writeExpr, type Column } from "./column-types.ts";
 import { postgresRowRefusals, PostgresRowAction, PostgresRowPlanned, PostgresRowTarget, urlQueryProblems, type PostgresRowTable } from "./schema.ts";
 
 type Sql = postgres.Sql;
@@ -27,7 +27,10 @@ export function postgresRowAdapter(): Adapter<PostgresRowAction, PostgresRowPlan
       // A read-only session as well as a read-only role: a misconfigured role still cannot write here.
       const sql = connect(name, target.read.url, target.timeoutMs, true);
       const tables = new TableCache(sql, name, target);
-      const readRow = async (planned: PostgresRowPlanned) => readState(sql, await tables.get(planned.table), planned.key);
+      const readRow = async (planned: PostgresRowPlanned): Promise<TargetState> => {
+        const state = await readState(sql, await tables.get(planned.table), planned.key);
+        return state.exists ? { exists: true, body: state.body, version: state.version } : state;
+      };
       const seenRow = (state: TargetState) => (state.exists ? state.body : undefined);
       return {
         preview: (action) => guard(name, () => preview(sql, name, target, tables, action)),
@@ -236,7 +239,10 @@ function versionExpr(table: Table): string {
   return table.version ? `${quoteIdent(table.version.column.name)}::text` : "xmin::text";
 }
 
-async function readState(sql: Sql, table: Table, key: Record<string, Json>): Promise<TargetState> {
+/** A row as read, with its jsonb columns that hold the JSON value null: that reads as null, as SQL NULL does. */
+type RowState = { exists: true; body: JsonObject; version: string | null; jsonNull: string[] } | { exists: false };
+
+async function readState(sql: Sql, table: Table, key: Record<string, Json>): Promise<RowState> {
   const where = whereKey(table, key, 1);
   const select = table.shown.map((c, i) => `${readExpr(c)} AS c${i}`).concat(`${versionExpr(table)} AS v`).join(", ");
   const rows = await sql.unsafe<Record<string, string | null>[]>(`SELECT ${select} FROM ${table.qualified} WHERE ${where.sql}`, where.params);
@@ -244,7 +250,8 @@ async function readState(sql: Sql, table: Table, key: Record<string, Json>): Pro
   if (!row) return { exists: false };
   const body: JsonObject = {};
   table.shown.forEach((c, i) => (body[c.name] = fromText(c, row[`c${i}`] ?? null)));
-  return { exists: true, body, version: row.v ?? null };
+  const jsonNull = table.shown.filter((c, i) => formOf(c) === "json" && row[`c${i}`] === "null").map((c) => c.name);
+  return { exists: true, body, version: row.v ?? null, jsonNull };
 }
 
 /**
@@ -323,6 +330,9 @@ async function preview(sql: Sql, name: string, target: PostgresRowTarget, tables
   if (state.exists && state.version === null) {
     throw fail(`the row at ${path} on '${name}' has NULL in its version column '${table.version!.column.name}', so a later write could not be told from this state; give the row a version (or make the column NOT NULL with a default)`);
   }
+  // A value null is written as SQL NULL: over the JSON value null that change would show as none.
+  const hidden = state.exists ? state.jsonNull.find((column) => Object.hasOwn(set, column) && set[column] === null) : undefined;
+  if (hidden) throw fail(`column '${hidden}' of the row at ${path} holds the JSON value null, which reads as null just as SQL NULL does, so setting it to null (SQL NULL) would be a change the preview cannot show`);
   const before = state.exists ? state.body : null;
   const after: Json | null = action.op === "delete" ? null : action.op === "insert" ? { ...key, ...set } : { ...(before as JsonObject), ...set };
   const planned: PostgresRowPlanned = {
@@ -587,6 +597,7 @@ const TRANSIENT_SQLSTATE = /^(08|53|57P0[123]|40001|40P01|55P03|57014)/;
 
 export function classifyPostgresError(err: unknown): ErrorClass {
   if (err instanceof AdapterError) return err.errorClass;
+  if (err instanceof UnreadableValue) return "permanent";
   if (isServerError(err)) return TRANSIENT_SQLSTATE.test(err.code) ? "transient" : "permanent";
   // No SQLSTATE: the connection failed (refused, reset, timed out, closed).
   return "transient";
