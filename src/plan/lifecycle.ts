@@ -17,11 +17,11 @@ export const TRANSITIONS = {
   stale: { from: ["executing"], to: "stale" },
   /** The grant ran out while a takeover found the change not applied: nothing may be written now. */
   expireUnapplied: { from: ["executing"], to: "expired" },
-  /** A watched target moved past the plan's precondition before anyone claimed it (issue 15). */
+  /** A watched target moved past the plan's precondition before anyone claimed it. */
   drift: { from: ["pending", "approved"], to: "stale" },
-  /** The agent submitted a new version naming this one in `supersedes` (issue 15); approvals never carry over. */
+  /** The agent submitted a new version naming this one in `supersedes`; approvals never carry over. */
   supersede: { from: ["pending", "approved"], to: "superseded" },
-  /** Someone who may decide it (or an admin) withdrew an approval no executor has claimed (issue 16). */
+  /** Someone who may decide it (or an admin) withdrew an approval no executor has claimed. */
   revoke: { from: ["approved"], to: "revoked" },
 } as const satisfies Record<string, { from: readonly PlanStatus[]; to: PlanStatus }>;
 
@@ -32,10 +32,6 @@ export const OPEN_STATUSES: readonly PlanStatus[] = ["pending", "approved", "exe
 
 export function isOpen(status: PlanStatus): boolean {
   return OPEN_STATUSES.includes(status);
-}
-
-export function canTransition(status: PlanStatus, transition: Transition): boolean {
-  return (TRANSITIONS[transition].from as readonly PlanStatus[]).includes(status);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { canTransition, isOpen, OPEN_STATUSES, TRANSITIONS, type Transition } from "../../../src/plan/lifecycle.ts";
+import { isOpen, OPEN_STATUSES, TRANSITIONS, type Transition } from "../../../src/plan/lifecycle.ts";
 import { PLAN_STATUSES, type PlanStatus } from "../../../src/plan/status.ts";
 
 /**
@@ -11,61 +11,24 @@ import { PLAN_STATUSES, type PlanStatus } from "../../../src/plan/status.ts";
  *      ├──ttl passes──▶ expired
  *      └──agent cancels──▶ cancelled
  *
- * plus two edges the diagram does not draw: `claim` from `executing` (an executor re-claims a plan
- * whose lease ran out; the status stays `executing`), and `executing → expired` when that
- * takeover finds the grant expired and the change not applied; and three later edges: `drift`
- * (pending or approved → stale, a watched target moved), `supersede` (pending or approved →
- * superseded, a new version replaced it) and `revoke` (approved → revoked). Nothing else is allowed.
+ * plus edges the diagram does not draw: `claim` from `executing` (a re-claim after a lease runs
+ * out), `executing → expired` (that takeover finds the grant expired), `drift` and `supersede`
+ * (pending or approved → stale / superseded) and `revoke` (approved → revoked).
  */
-const ALLOWED: Record<Transition, { from: PlanStatus[]; to: PlanStatus }> = {
-  approve: { from: ["pending"], to: "approved" },
-  reject: { from: ["pending"], to: "rejected" },
-  expire: { from: ["pending"], to: "expired" },
-  cancel: { from: ["pending"], to: "cancelled" },
-  claim: { from: ["approved", "executing"], to: "executing" },
-  expireGrant: { from: ["approved"], to: "expired" },
-  apply: { from: ["executing"], to: "applied" },
-  fail: { from: ["executing"], to: "failed" },
-  stale: { from: ["executing"], to: "stale" },
-  expireUnapplied: { from: ["executing"], to: "expired" },
-  drift: { from: ["pending", "approved"], to: "stale" },
-  supersede: { from: ["pending", "approved"], to: "superseded" },
-  revoke: { from: ["approved"], to: "revoked" },
-};
-
-const TRANSITION_NAMES = Object.keys(ALLOWED) as Transition[];
+const TRANSITION_NAMES = Object.keys(TRANSITIONS) as Transition[];
 const TERMINAL: PlanStatus[] = ["rejected", "expired", "cancelled", "applied", "failed", "stale", "superseded", "revoked"];
-
-const EVERY_PAIR = PLAN_STATUSES.flatMap((status) =>
-  TRANSITION_NAMES.map((transition) => [status, transition, ALLOWED[transition].from.includes(status)] as const),
-);
+/** The statuses some transition's conditional UPDATE accepts: those a plan can still leave. */
+const LEFT_BY_SOME_TRANSITION = new Set<PlanStatus>(Object.values(TRANSITIONS).flatMap((t) => t.from));
 
 describe("lifecycle", () => {
-  it("knows exactly the transitions of the design", () => {
-    expect(Object.keys(TRANSITIONS).sort()).toEqual([...TRANSITION_NAMES].sort());
-  });
-
   it("has eleven statuses", () => {
     expect([...PLAN_STATUSES].sort()).toEqual(
       ["applied", "approved", "cancelled", "executing", "expired", "failed", "pending", "rejected", "revoked", "stale", "superseded"],
     );
   });
 
-  it(`covers every (status, transition) pair: ${PLAN_STATUSES.length} × ${TRANSITION_NAMES.length}`, () => {
-    expect(EVERY_PAIR).toHaveLength(11 * 13);
-  });
-
-  it.each(EVERY_PAIR)("canTransition(%s, %s) is %s", (status, transition, allowed) => {
-    expect(canTransition(status, transition)).toBe(allowed);
-  });
-
-  it.each(TRANSITION_NAMES)("%s leads to the status the design names", (transition) => {
-    expect(TRANSITIONS[transition].to).toBe(ALLOWED[transition].to);
-    expect([...TRANSITIONS[transition].from].sort()).toEqual([...ALLOWED[transition].from].sort());
-  });
-
   it.each(TERMINAL)("%s is terminal: no transition leaves it", (status) => {
-    for (const transition of TRANSITION_NAMES) expect(canTransition(status, transition)).toBe(false);
+    expect(LEFT_BY_SOME_TRANSITION.has(status)).toBe(false);
   });
 
   it("no transition leads back to pending", () => {
@@ -98,7 +61,7 @@ describe("isOpen", () => {
 
   it("a status is open exactly when some transition can leave it", () => {
     for (const status of PLAN_STATUSES) {
-      expect(isOpen(status)).toBe(TRANSITION_NAMES.some((t) => canTransition(status, t)));
+      expect(isOpen(status)).toBe(LEFT_BY_SOME_TRANSITION.has(status));
     }
     expect([...OPEN_STATUSES].sort()).toEqual(["approved", "executing", "pending"]);
   });

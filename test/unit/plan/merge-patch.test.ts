@@ -24,10 +24,6 @@ const RFC_7396_APPENDIX_A: [original: string, patch: string, result: string][] =
 const parse = (text: string): Json => JSON.parse(text) as Json;
 
 describe("applyMergePatch", () => {
-  it("covers all 15 rows of RFC 7396 Appendix A", () => {
-    expect(RFC_7396_APPENDIX_A).toHaveLength(15);
-  });
-
   it.each(RFC_7396_APPENDIX_A)("RFC 7396 A: %s + %s = %s", (original, patch, result) => {
     expect(applyMergePatch(parse(original), parse(patch))).toStrictEqual(parse(result));
   });
