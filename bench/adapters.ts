@@ -11,7 +11,7 @@ import { httpJsonAdapter } from "../src/adapters/http-json-adapter.ts";
 import { previewHttpJson, readResource } from "../src/adapters/http-json.ts";
 import { applyHttpJson } from "../src/adapters/http-json-apply.ts";
 import { postgresRowAdapter } from "../src/adapters/postgres-row/postgres-row-adapter.ts";
-import { PostgresRowTarget } from "../src/adapters/postgres-row/schema.ts";
+import { PostgresRowTarget } from "../src/plan/postgres-row-schema.ts";
 import { createReadOnlyHttp } from "../src/adapters/read-only-http.ts";
 import { TargetConfig } from "../src/config/schema.ts";
 import { JsonResourceServer } from "../src/demo/json-resource-server.ts";

@@ -10,12 +10,12 @@
  */
 import { generateKeyPairSync } from "node:crypto";
 import { sql } from "drizzle-orm";
-import { appendAudit } from "../src/service/audit.ts";
-import { sealAudit } from "../src/service/seal-audit.ts";
-import { loadSealKey } from "../src/service/seal-signature.ts";
-import { signSeals } from "../src/service/sign-seals.ts";
-import { verifyAudit } from "../src/service/verify-audit.ts";
-import { verifySeals } from "../src/service/verify-seals.ts";
+import { appendAudit } from "../src/service/records/audit.ts";
+import { sealAudit } from "../src/service/audit/seal-audit.ts";
+import { loadSealKey } from "../src/service/audit/seal-signature.ts";
+import { signSeals } from "../src/service/audit/sign-seals.ts";
+import { verifyAudit } from "../src/service/audit/verify-audit.ts";
+import { verifySeals } from "../src/service/audit/verify-seals.ts";
 import { openThrowawayPostgres } from "../test/support/throwaway-postgres.ts";
 
 const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
@@ -38,7 +38,7 @@ try {
   const key = await loadSealKey(pair.privateKey.export({ format: "pem", type: "pkcs8" }).toString());
   const signing = { key, policy: { everyEvents: 1, everySeconds: 1, file: "/dev/null" } };
   const signMs: number[] = [];
-  let published;
+  let published: Awaited<ReturnType<typeof signSeals>>;
   for (let i = 0; i < 20; i++) {
     // A signature per new seal: append one event, seal it, sign it.
     await database.db.transaction((tx) => appendAudit(tx, { planId: null, type: "bench.event", actor: { type: "system", process: "bench" }, data: { n: -i }, at }));

@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { addAgent } from "../src/service/add-agent.ts";
+import { addAgent } from "../src/service/agents/add-agent.ts";
 import { openDatabase } from "../src/store/db.ts";
 import { startCli } from "../test/support/cli.ts";
 import { crmTargetYaml } from "../test/support/crm-target-yaml.ts";

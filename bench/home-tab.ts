@@ -8,11 +8,11 @@
  */
 import os from "node:os";
 import { sql } from "drizzle-orm";
-import { HOME_SINK } from "../src/service/home-events.ts";
-import { coveredLater, decidersOf, homeTabFor } from "../src/service/home-tab.ts";
+import { HOME_SINK } from "../src/service/records/home-events.ts";
+import { coveredLater, decidersOf, homeTabFor } from "../src/service/review/home-tab.ts";
 import { HOME_SHOWN } from "../src/slack/home-view.ts";
-import { deliverDue } from "../src/service/outbox.ts";
-import { submitPlan } from "../src/service/submit-plan.ts";
+import { deliverDue } from "../src/service/delivery/outbox-drain.ts";
+import { submitPlan } from "../src/service/intake/submit-plan.ts";
 import { deliveryClient } from "../src/slack/deliver.ts";
 import { homeSink } from "../src/slack/home-publish.ts";
 import { mergeRequest, openHarness } from "../test/support/harness.ts";

@@ -16,9 +16,9 @@ import postgres from "postgres";
 import { sql } from "drizzle-orm";
 import { pino } from "pino";
 import { openDatabase } from "../src/store/db.ts";
-import { metricsStatement, readMetrics, rollUpMetrics } from "../src/service/metrics.ts";
-import { laneHealth } from "../src/service/lane-health.ts";
-import { sweepRetention } from "../src/service/retention.ts";
+import { metricsStatement, readMetrics, rollUpMetrics } from "../src/service/operations/metrics.ts";
+import { laneHealth } from "../src/service/delivery/lane-health.ts";
+import { sweepRetention } from "../src/service/operations/retention.ts";
 
 const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
 if (!adminUrl) throw new Error("set TEST_DATABASE_URL or BENCH_DATABASE_URL to a server this bench may create a database on");

@@ -11,11 +11,11 @@
  */
 import { readFileSync } from "node:fs";
 import { sql } from "drizzle-orm";
-import { cancelPlan } from "../src/service/cancel-plan.ts";
-import { decide } from "../src/service/decide.ts";
-import { rollUpMetrics } from "../src/service/metrics.ts";
-import { submitPlan } from "../src/service/submit-plan.ts";
-import { verifyAudit } from "../src/service/verify-audit.ts";
+import { cancelPlan } from "../src/service/intake/cancel-plan.ts";
+import { decide } from "../src/service/decide/decide.ts";
+import { rollUpMetrics } from "../src/service/operations/metrics.ts";
+import { submitPlan } from "../src/service/intake/submit-plan.ts";
+import { verifyAudit } from "../src/service/audit/verify-audit.ts";
 import { packagePath } from "../src/package-path.ts";
 import { openThrowawayPostgres } from "../test/support/throwaway-postgres.ts";
 import { mergeRequest, openHarness } from "../test/support/harness.ts";

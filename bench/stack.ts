@@ -207,7 +207,9 @@ export async function startProduct(options: ProductOptions): Promise<Product> {
     const keys = new Map<string, string>();
     for (let i = 0; i < options.agents.length; i += 4) {
       const added = await Promise.all(options.agents.slice(i, i + 4).map((name) => outputOf([...cli.args, "agents", "add", name], { cwd: dir, env: serverEnv(ports[0]!) })));
-      added.forEach((out, j) => keys.set(options.agents[i + j]!, out.trimEnd().split("\n").at(-1)!));
+      added.forEach((out, j) => {
+        keys.set(options.agents[i + j]!, out.trimEnd().split("\n").at(-1)!);
+      });
     }
     if (options.executor) {
       // BENCH_EXECUTOR_NODE_ARGS: the same for the executor (e.g. --cpu-prof under approve-to-patch).

@@ -7,8 +7,8 @@
  *   node --import tsx bench/watch.ts [PLANS] [PATHS]     (defaults 2000, 200; TEST_DATABASE_URL names the server)
  * A database of its own is created next to the one the URL names and dropped at the end.
  */
-import { submitPlan } from "../src/service/submit-plan.ts";
-import { watchTargets } from "../src/service/watch-targets.ts";
+import { submitPlan } from "../src/service/intake/submit-plan.ts";
+import { watchTargets } from "../src/service/watch/watch-targets.ts";
 import { mergeRequest, openHarness, targetConfig } from "../test/support/harness.ts";
 import { openThrowawayPostgres } from "../test/support/throwaway-postgres.ts";
 

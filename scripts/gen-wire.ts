@@ -1,6 +1,6 @@
-/** `npm run gen:wire`: rewrites the client's wire types from the zod contract (src/wire/agent-api.ts). */
+/** `npm run gen:wire`: rewrites the client's wire types from the zod contract (src/contract/agent-api.ts). */
 import { writeFileSync } from "node:fs";
-import { CLIENT_WIRE_TYPES_PATH, clientWireTypesSource } from "../src/wire/client-types.ts";
+import { CLIENT_WIRE_TYPES_PATH, clientWireTypesSource } from "../src/contract/client-types.ts";
 
 const target = new URL(`../${CLIENT_WIRE_TYPES_PATH}`, import.meta.url);
 writeFileSync(target, clientWireTypesSource());

@@ -119,7 +119,7 @@ function usage(line: string): number {
 async function report(err: unknown): Promise<string> {
   const known = ["ConfigError", "StartupError", "ServiceError"];
   if (err instanceof Error && known.includes(err.name)) return err.message;
-  return (await import("./log-redaction.ts")).printableError(err);
+  return (await import("./logging/log-redaction.ts")).printableError(err);
 }
 
 main(process.argv.slice(2)).then(

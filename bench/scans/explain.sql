@@ -14,7 +14,7 @@ BEGIN;
 \endif
 -- The lanes' own rows (outbox_lanes), in this transaction only: the lease reads them.
 INSERT INTO outbox_lanes (lane, leased_until) SELECT 'slack:C0SEED' || n, '-infinity' FROM generate_series(0, 9) AS n ON CONFLICT DO NOTHING;
-\echo '== outbox lanes with work: skip scan (src/service/outbox-lease.ts leaseLanes)'
+\echo '== outbox lanes with work: skip scan (src/service/delivery/outbox-lease.ts leaseLanes)'
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) WITH RECURSIVE lanes(lane) AS (
   (SELECT lane FROM outbox WHERE delivered_at IS NULL AND dead_at IS NULL ORDER BY lane LIMIT 1)
   UNION ALL
@@ -37,7 +37,7 @@ WHERE l.lane IN (
     AND EXISTS (SELECT 1 FROM outbox o WHERE o.lane = c.lane AND o.delivered_at IS NULL AND o.dead_at IS NULL AND o.available_at <= now() + interval '2 hours')
   ORDER BY c.leased_until LIMIT 8 FOR UPDATE SKIP LOCKED)
 RETURNING l.lane;
-\echo '== a lane next delivery, every row due, coalescing up to 10 (src/service/outbox-lease.ts takeNext)'
+\echo '== a lane next delivery, every row due, coalescing up to 10 (src/service/delivery/outbox-lease.ts takeNext)'
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) WITH head AS (
   SELECT o.id, o.plan_id, o.kind, (o.payload::json->>'type') IN ('plan.submitted', 'plan.reminder') AS alone FROM outbox o
   WHERE o.lane = 'slack:C0SEED3' AND o.delivered_at IS NULL AND o.dead_at IS NULL AND o.available_at <= now() + interval '2 hours'
@@ -58,24 +58,24 @@ taken AS (
 UPDATE outbox SET available_at = now() + interval '3 hours', attempts = attempts + 1
 WHERE id IN (SELECT id FROM taken)
 RETURNING id, plan_id, kind, payload, attempts;
-\echo '== plan page: dead-lettered deliveries (src/service/review-plan.ts reviewPlan)'
+\echo '== plan page: dead-lettered deliveries (src/service/review/review-plan.ts reviewPlan)'
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT * FROM outbox WHERE plan_id = md5('plan1')::uuid AND dead_at IS NOT NULL ORDER BY id;
-\echo '== plan page live stream: version and dead count (src/service/plan-signals.ts)'
+\echo '== plan page live stream: version and dead count (src/service/records/plan-signals.ts)'
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT (SELECT max(id) FROM audit_events WHERE plan_id = md5('plan1')::uuid) AS v,
   (SELECT count(*) FROM outbox WHERE plan_id = md5('plan1')::uuid AND dead_at IS NOT NULL) AS dead;
 \echo '== browser list, before issue 13: newest 100 of every status'
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT * FROM plans ORDER BY created_at DESC LIMIT 100;
 \echo '== browser list: every pending plan, soonest expiry first, first page (listPendingForReview)'
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT * FROM plans WHERE status = 'pending' ORDER BY expires_at, id LIMIT 101;
-\echo '== browser list: pending, the page after a cursor (src/service/review-plan.ts listPendingForReview)'
+\echo '== browser list: pending, the page after a cursor (src/service/review/review-plan.ts listPendingForReview)'
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT * FROM plans WHERE status = 'pending' AND (expires_at, id) > (now() + interval '2 hours', '00000000-0000-4000-8000-000000000000'::uuid) ORDER BY expires_at, id LIMIT 101;
 \echo '== browser list: the newest 100 that are not pending (listPlansForReview with every other status)'
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT * FROM plans WHERE status IN ('approved', 'rejected', 'expired', 'cancelled', 'executing', 'applied', 'failed', 'stale') ORDER BY created_at DESC LIMIT 100;
 \echo '== browser list filtered by a rare status (?status=failed)'
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT * FROM plans WHERE status IN ('failed') ORDER BY created_at DESC LIMIT 100;
-\echo '== Slack home / login: pending plans waiting for a person (src/service/plans-for-person.ts)'
+\echo '== Slack home / login: pending plans waiting for a person (src/service/review/plans-for-person.ts)'
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT id, status, hash, document, expires_at FROM plans WHERE status = 'pending' ORDER BY created_at DESC LIMIT 200;
-\echo '== reminders, before issue 13: every pending plan document (src/service/remind-due.ts)'
+\echo '== reminders, before issue 13: every pending plan document (src/service/watch/remind-due.ts)'
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT id, document, expires_at FROM plans WHERE status = 'pending' AND expires_at > now();
 \echo '== reminders: only plans whose own point has come and is not recorded (points 7200 and 600 s on crm)'
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT id, document, expires_at FROM plans

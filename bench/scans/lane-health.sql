@@ -1,5 +1,5 @@
--- EXPLAIN ANALYZE of the delivery lanes page's reads (src/service/lane-health.ts laneHealth,
--- src/service/outbox-visibility.ts deadDeliveries), as the code issues them, on a database
+-- EXPLAIN ANALYZE of the delivery lanes page's reads (src/service/delivery/lane-health.ts laneHealth,
+-- src/service/delivery/outbox-visibility.ts deadDeliveries), as the code issues them, on a database
 -- seeded by bench/scans/seed.sql (e.g. -v plans=100000: 400 000 delivered rows, 1 000
 -- undelivered in 10 lanes, 100 dead). Then the same reads with a backlog piled on top, inside
 -- the transaction (rolled back): :backlog more undelivered rows in one lane (default 100 000) and

@@ -5,7 +5,7 @@ import type { Json } from "../plan/json.ts";
 import type { Refusal } from "../policy/allowlist.ts";
 
 /**
- * One kind of target (issue 17). An adapter is found by its `kind` in the registry
+ * One kind of target. An adapter is found by its `kind` in the registry
  * (./registry.ts); submit, watch, the executor and `policy check` are meant to reach targets
  * only through it. Credentials are split by construction: `openReader` gets the read
  * credential and returns the only things preview, revalidation and verification may do;

@@ -1,10 +1,11 @@
-import { TargetConfig } from "../config/schema.ts";
+import { HttpJsonTargetConfig as TargetConfig } from "./http-json-target.ts";
 import { currentVersion, driftOf } from "../plan/drift.ts";
 import { afterApplyMismatches, holdsChange } from "../plan/holds-change.ts";
 import { HttpJsonAction, HttpJsonPlanned as PlannedAction } from "../plan/schema.ts";
 import { refusalsFor } from "../policy/allowlist.ts";
 import { AdapterError, type Revalidation, NOTHING_ALLOWED, type Adapter, type AdapterApplyResult, type ErrorClass, type TargetState } from "./adapter.ts";
-import { previewHttpJson, readResource, TargetReadError, type ResourceState } from "./http-json.ts";
+import type { ResourceState } from "../plan/resource-state.ts";
+import { previewHttpJson, readResource, TargetReadError } from "./http-json.ts";
 import { applyHttpJson } from "./http-json-apply.ts";
 import { nodeHttpClient, type HttpClient } from "./node-http-client.ts";
 import { createReadOnlyHttp, nodeHttpPools, type ReadOnlyHttp } from "./read-only-http.ts";

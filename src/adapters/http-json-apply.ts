@@ -1,4 +1,4 @@
-import type { TargetConfig } from "../config/schema.ts";
+import type { HttpJsonTargetConfig as TargetConfig } from "./http-json-target.ts";
 import type { HttpJsonPlanned as PlannedAction } from "../plan/schema.ts";
 import type { HttpClient, HttpClientAnswer } from "./node-http-client.ts";
 import { targetUrl } from "./target-url.ts";

@@ -1,10 +1,12 @@
-import type { HttpJsonServerTarget as ServerTarget } from "../config/load.ts";
+import type { ResourceState } from "../plan/resource-state.ts";
+import type { HttpJsonServerTarget as ServerTarget } from "./http-json-target.ts";
 import { listChanges } from "../plan/changes.ts";
 import { fingerprint } from "../plan/fingerprint.ts";
 import type { Json } from "../plan/json.ts";
 import { parseHashableJson } from "../plan/faithful-json.ts";
 import { applyMergePatch } from "../plan/merge-patch.ts";
-import type { ActionPreview, HttpJsonAction, HttpJsonPlanned as PlannedAction, Precondition } from "../plan/schema.ts";
+import type { ActionPreview } from "../contract/agent-api.ts";
+import type { HttpJsonAction, HttpJsonPlanned as PlannedAction, Precondition } from "../plan/schema.ts";
 import type { HttpAnswer, ReadOnlyHttp } from "./read-only-http.ts";
 import { targetUrl } from "./target-url.ts";
 
@@ -24,8 +26,6 @@ export class TargetReadError extends Error {
   }
 }
 
-/** What one read of a JSON resource found: its document and version, or nothing there. */
-export type ResourceState = { exists: true; body: Json; etag: string | null } | { exists: false };
 
 /** GET the resource with the read credential. The state the preview and, later, revalidation compare against. */
 export async function readResource(http: ReadOnlyHttp, name: string, target: ServerTarget, path: string): Promise<ResourceState> {

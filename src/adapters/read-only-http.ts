@@ -44,10 +44,11 @@ export function createReadOnlyHttp(fetchImpl?: typeof fetch, maxBytes = MAX_READ
     async get(url, headers, timeoutMs) {
       const signal = AbortSignal.timeout(timeoutMs);
       const send = () => fetchImpl(url, { method: "GET", headers: { ...READ_HEADERS, ...headers }, redirect: "manual", signal });
-      // fetch reuses a kept-alive connection the target may be closing at that moment (undici
-      // #3492; a busy client notices the target's idle timeout late): the GET then fails before
+      // fetch reuses a kept-alive connection the target may be closing at that moment (a busy
+      // client notices the target's idle timeout late; https://github.com/nodejs/undici/issues/3492):
+      // the GET then fails before
       // any answer. A GET changes nothing, so it is sent once more (the closed connection has left
-      // the pool), within the same deadline. The suite met this as preview_failed ECONNRESET at load 8.
+      // the pool), within the same deadline. The suite meets this as preview_failed ECONNRESET at load 8.
       const response = await send().catch((err: unknown) => (closedBeforeAnswer(err) && !signal.aborted ? send() : Promise.reject(err)));
       const { text, truncated } = await readCapped(response, maxBytes);
       return { status: response.status, headers: response.headers, text, truncated };

@@ -7,7 +7,7 @@ export interface ConfiguredTarget {
 }
 
 /**
- * The server's way to reach targets (issue 17): one reader per configured target, opened once
+ * The server's way to reach targets: one reader per configured target, opened once
  * at start from `config.targets` with the READ credential only (an adapter's reader never holds
  * the write block, and the server's config has none to give), closed at stop. Submit previews
  * through it; the Approve re-check and the watcher revalidate through it.

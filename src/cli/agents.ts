@@ -1,12 +1,12 @@
 import { parseArgs } from "node:util";
 import type { CliConfig } from "../config/load.ts";
 import { runningServer } from "../server/data-dir-lock.ts";
-import { addAgent } from "../service/add-agent.ts";
+import { addAgent } from "../service/agents/index.ts";
 import { ServiceError } from "../service/errors.ts";
-import { listAgents, type AgentSummary } from "../service/list-agents.ts";
-import { revokeAgent } from "../service/revoke-agent.ts";
-import { createLoginLink } from "../service/login-links.ts";
-import { verifyAudit, type AuditProblem, type AuditVerdict } from "../service/verify-audit.ts";
+import { listAgents, type AgentSummary } from "../service/agents/index.ts";
+import { revokeAgent } from "../service/agents/index.ts";
+import { createLoginLink } from "../service/sign-in/index.ts";
+import { verifyAudit, type AuditProblem, type AuditVerdict } from "../service/audit/index.ts";
 import { openMigrated } from "../store/open-migrated.ts";
 import { cliContext } from "./cli-context.ts";
 
@@ -108,7 +108,7 @@ export async function auditVerifyCommand(config: CliConfig, out: (line: string) 
   const admin = await agentAdmin(config);
   try {
     const verdict = await admin.auditVerify();
-    auditVerdictLines(verdict).forEach((line) => out(line));
+    for (const line of auditVerdictLines(verdict)) out(line);
     return verdict.ok ? 0 : 1;
   } finally {
     await admin.close();

@@ -5,11 +5,11 @@ import { parseArgs } from "node:util";
 import type { CliConfig } from "../config/load.ts";
 import { runningServer } from "../server/data-dir-lock.ts";
 import { ServiceError } from "../service/errors.ts";
-import { exportAudit } from "../service/export-audit.ts";
-import { loadSealPublicKeys } from "../service/seal-signature.ts";
-import { verifyAudit } from "../service/verify-audit.ts";
-import { parseSealsFile, sealsVerdictLines, verifySeals, type SealsVerdict } from "../service/verify-seals.ts";
-import type { AuditVerdict } from "../service/verify-audit.ts";
+import { exportAudit } from "../service/audit/index.ts";
+import { loadSealPublicKeys } from "../service/audit/index.ts";
+import { verifyAudit } from "../service/audit/index.ts";
+import { parseSealsFile, sealsVerdictLines, verifySeals, type SealsVerdict } from "../service/audit/index.ts";
+import type { AuditVerdict } from "../service/audit/index.ts";
 import { openMigrated } from "../store/open-migrated.ts";
 import { auditVerdictLines, auditVerifyCommand } from "./agents.ts";
 
@@ -56,7 +56,7 @@ async function verifyWithSeals(config: CliConfig, sealsFile: string, publicKeyAr
   const text = await readText(sealsFile, "the seals file");
   const entries = parseSealsFile(text, sealsFile);
   const pem = publicKeyArg.includes("BEGIN PUBLIC KEY") ? publicKeyArg : await readText(publicKeyArg, "the public key file");
-  let keys;
+  let keys: ReturnType<typeof loadSealPublicKeys>;
   try {
     keys = loadSealPublicKeys(pem);
   } catch (err) {
@@ -75,8 +75,8 @@ async function verifyWithSeals(config: CliConfig, sealsFile: string, publicKeyAr
       await database.close();
     }
   }
-  sealsVerdictLines(result.published).forEach((l) => out(l));
-  auditVerdictLines(result.verdict).forEach((l) => out(l));
+  for (const l of sealsVerdictLines(result.published)) out(l);
+  for (const l of auditVerdictLines(result.verdict)) out(l);
   return result.published.ok && result.verdict.ok ? 0 : 1;
 }
 

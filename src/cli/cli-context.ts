@@ -1,4 +1,3 @@
-import type { Config } from "../config/load.ts";
 import type { ServiceContext } from "../service/context.ts";
 import type { Database } from "../store/db.ts";
 

@@ -2,11 +2,11 @@ import { ConfigError, type ExecutorConfig } from "../config/load.ts";
 import { runExecutor } from "../executor/run-executor.ts";
 import { executorServer } from "../executor/server-client.ts";
 import { loadVerifyingKeys } from "../grant/keys.ts";
-import { createLogger } from "../logger.ts";
+import { createLogger } from "../logging/logger.ts";
 
 /** `countersign executor`: the only process with write credentials. Runs until stopped. */
 export async function startExecutor(config: ExecutorConfig): Promise<{ stop(): Promise<void> }> {
-  let keys;
+  let keys: Awaited<ReturnType<typeof loadVerifyingKeys>>;
   try {
     keys = await loadVerifyingKeys(config.grantPublicKeyPem);
   } catch (err) {

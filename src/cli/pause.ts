@@ -3,7 +3,8 @@ import { parseArgs } from "node:util";
 import type { CliConfig } from "../config/load.ts";
 import { runningServer } from "../server/data-dir-lock.ts";
 import { ServiceError } from "../service/errors.ts";
-import { pauseCountersign, readPause, resumeCountersign, type PauseState } from "../service/pause.ts";
+import { pauseCountersign, readPause, resumeCountersign } from "../service/operations/index.ts";
+import { type PauseState } from "../service/context.ts";
 import { openMigrated } from "../store/open-migrated.ts";
 import { cliContext } from "./cli-context.ts";
 

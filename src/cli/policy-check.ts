@@ -16,7 +16,7 @@ const USAGE = "usage: countersign policy check [FILE] [--role server|executor]";
  * loads the config exactly as that process would, with this environment, and fails where it would.
  */
 export function policyCheck(args: string[], env: NodeJS.ProcessEnv, out: (line: string) => void): number {
-  let parsed;
+  let parsed: { values: { role?: string }; positionals: string[] };
   try {
     parsed = parseArgs({ args, options: { role: { type: "string" } }, allowPositionals: true, strict: true });
   } catch (err) {

@@ -1,5 +1,5 @@
 import type { ServerConfig } from "../config/load.ts";
-import { createLogger } from "../logger.ts";
+import { createLogger } from "../logging/logger.ts";
 import { runServer } from "../server/run-server.ts";
 import type { StopSignals } from "./stop-signals.ts";
 

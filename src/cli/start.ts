@@ -8,10 +8,10 @@ import { demoAgentKey, demoConfig, demoCurl, demoLookCurl, DEMO_REVIEWER, startD
 import type { JsonResourceServer } from "../demo/json-resource-server.ts";
 import { PG_DEMO_ENV, PG_DEMO_HINT, PG_DEMO_TARGET, postgresRowDemoCurl, postgresRowLookCommand } from "../demo/postgres-row-demo.ts";
 import type { ProvisionResult } from "../demo/provision-postgres-row-demo.ts";
-import { createLogger } from "../logger.ts";
+import { createLogger } from "../logging/logger.ts";
 import { resolveGrantKey } from "../server/grant-key.ts";
 import { runServer } from "../server/run-server.ts";
-import { createLoginLink } from "../service/login-links.ts";
+import { createLoginLink } from "../service/sign-in/index.ts";
 import { PARENT_PID_ENV } from "./parent-watch.ts";
 import type { StopSignals } from "./stop-signals.ts";
 

@@ -5,7 +5,7 @@ import type { z } from "zod";
 import { isUserGroup } from "../policy/approvers.ts";
 import { effectivePolicy, type TargetPolicy } from "../policy/effective-policy.ts";
 import { interpolate } from "./interpolate.ts";
-import { EnvConfig, FileConfig, type AnyTargetConfig, type TargetConfig } from "./schema.ts";
+import { EnvConfig, FileConfig, type AnyTargetConfig } from "./schema.ts";
 
 /** Who is reading the config: each resolves only the credentials it uses. */
 export type Role = "server" | "executor" | "cli" | "check";
@@ -15,7 +15,7 @@ type OmitEach<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
 /** A target as the server sees it, of any adapter: no write block, not even an unresolved one. */
 export type ServerTarget = OmitEach<AnyTargetConfig, "write">;
 /** An http.json target as the server sees it. */
-export type HttpJsonServerTarget = Omit<TargetConfig, "write">;
+export type { HttpJsonServerTarget } from "../adapters/http-json-target.ts";
 /** A target as the executor sees it, of any adapter: its write credentials are always there. */
 export type ExecutorTarget = AnyTargetConfig extends infer T ? T extends { write?: infer W } ? T & { write: NonNullable<W> } : never : never;
 

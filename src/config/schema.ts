@@ -1,98 +1,24 @@
 import { z } from "zod";
-import { POSTGRES_ROW_OPS, PostgresRowTarget } from "../adapters/postgres-row/schema.ts";
-import { ApproverId, OPS } from "../plan/schema.ts";
+import { POSTGRES_ROW_OPS, PostgresRowTarget } from "../plan/postgres-row-schema.ts";
 
-const Seconds = z.int().positive();
+import { HttpJsonTargetConfig, TargetWatch } from "../adapters/http-json-target.ts";
+import { ChannelId, LimitsConfig, PolicyDefaults, PolicyOverride, policyOverride } from "../policy/policy-config.ts";
+import { ApproverId } from "../plan/schema.ts";
 
-export const TtlConfig = z
-  .strictObject({ default: Seconds.default(900), max: Seconds.default(86_400) })
-  .refine((t) => t.default <= t.max, { message: "ttl.default must not exceed ttl.max", path: ["default"] });
+export { LimitsConfig, PolicyDefaults, PolicyOverride };
+/** The http.json target's block, named as every config reader knows it. */
+export const TargetConfig = HttpJsonTargetConfig;
+export type TargetConfig = HttpJsonTargetConfig;
+export { HttpJsonTargetConfig };
 
-const Risk = z.enum(["low", "medium", "high"]);
-/** A risk level per op, over the ops `ops` names (one adapter's, or every adapter's for `defaults`). */
-const riskByOp = (ops: readonly string[]) => z.strictObject(Object.fromEntries(ops.map((op) => [op, Risk.optional()]))) as unknown as z.ZodType<Partial<Record<string, z.infer<typeof Risk>>>>;
-/** Every op of every adapter: `defaults.riskByOp` applies to targets of all kinds. */
-const ALL_OPS = [...new Set([...OPS, ...POSTGRES_ROW_OPS])];
-
-/** Seconds an executor has, after approval, to start applying a plan. */
-const GrantTtl = z.int().min(30).max(86_400);
-
-export const PolicyDefaults = z.strictObject({
-  approvers: z.array(ApproverId).default([]),
-  requiredApprovals: z.int().positive().default(1),
-  ttl: TtlConfig.default({ default: 900, max: 86_400 }),
-  grantTtl: GrantTtl.default(600),
-  /** Seconds before expiry at which undecided plans get a reminder in their thread, mentioning who is still needed. */
-  reminders: z.array(Seconds).max(5).default([]),
-  /** How risky changes are by default; shown to reviewers. */
-  risk: Risk.default("low"),
-  riskByOp: riskByOp(ALL_OPS).optional(),
-  /** What a high-risk plan needs instead: more approvals, less time. */
-  highRisk: z.strictObject({ requiredApprovals: z.int().positive().optional(), ttlMax: Seconds.optional() }).optional(),
-});
-
-const ChannelId = z.string().regex(/^[CG][A-Z0-9]+$/, "must be a Slack channel id such as C0123ABCD");
-
-/** A target's own policy; `riskByOp` names the ops of the target's adapter. */
-const policyOverride = (ops: readonly string[]) => z.strictObject({
-  /** Where this target's plans are reviewed, instead of slack.reviewChannel. */
-  reviewChannel: ChannelId.optional(),
-  approvers: z.array(ApproverId).optional(),
-  requiredApprovals: z.int().positive().optional(),
-  ttl: TtlConfig.optional(),
-  grantTtl: GrantTtl.optional(),
-  reminders: z.array(Seconds).max(5).optional(),
-  risk: Risk.optional(),
-  riskByOp: riskByOp(ops).optional(),
-});
-export const PolicyOverride = policyOverride(OPS);
-
-const Headers = z.record(z.string().min(1), z.string());
-const Credentials = z.strictObject({ headers: Headers.default({}) });
-
-/** What agents may propose on a target: `watch`, the re-reads of open plans' targets (issue 15), is the server's for every kind. */
-const Watch = z.strictObject({ intervalSeconds: z.int().min(0).max(86_400).default(30) }).default({ intervalSeconds: 30 });
-
-/** An `http.json` target (`adapter: http.json`): a JSON resource behind a REST API. */
-export const TargetConfig = z.strictObject({
-  adapter: z.literal("http.json"),
-  baseUrl: z.url({ protocol: /^https?$/, error: "baseUrl must be an http(s) URL such as http://127.0.0.1:4010" }),
-  read: Credentials.default({ headers: {} }),
-  /** Only the executor resolves this; the server drops it before it is ever validated. */
-  write: Credentials.optional(),
-  policy: PolicyOverride.optional(),
-  /** What agents may propose here. Deny by default: without it, every plan for this target is refused. */
-  allow: z.strictObject({
-    ops: z.array(z.enum(["merge", "replace", "delete", "create"])).min(1),
-    paths: z.array(z.string().regex(/^\//, "path patterns start with '/' (use * for one segment, ** for any)")).min(1),
-    maxActions: z.int().positive().max(20).optional(),
-    maxBodyBytes: z.int().positive().optional(),
-  }).optional(),
-  /**
-   * How a change since the preview is detected: the target's ETag (If-Match on write), or, for
-   * targets without one, a digest of the state read (checked by re-reading: weaker, as the target
-   * itself cannot refuse a write that races the check).
-   */
-  precondition: z.enum(["etag", "digest"]).default("etag"),
-  /** Milliseconds a preview read may take before it fails. */
-  timeoutMs: z.int().positive().max(60_000).default(5_000),
-  /**
-   * Re-reading this target's resources while a plan on them is pending or approved (issue 15):
-   * a plan whose precondition no longer holds becomes stale before anyone approves it. At most
-   * one read per resource per interval, whatever the plans and replicas; 0 turns it off.
-   */
-  watch: Watch,
-});
-export type TargetConfig = z.infer<typeof TargetConfig>;
-export { TargetConfig as HttpJsonTargetConfig };
 
 /**
- * A `postgres.row` target: the adapter's own target schema (src/adapters/postgres-row/schema.ts:
+ * A `postgres.row` target: the adapter's own target schema (src/plan/postgres-row-schema.ts:
  * read/write connections, tables, allow) plus what the server keeps for every kind (policy, watch).
  */
 export const PostgresRowTargetConfig = PostgresRowTarget.safeExtend({
   policy: policyOverride(POSTGRES_ROW_OPS).optional(),
-  watch: Watch,
+  watch: TargetWatch,
 });
 export type PostgresRowTargetConfig = z.infer<typeof PostgresRowTargetConfig>;
 
@@ -128,22 +54,6 @@ export const OidcConfig = z.strictObject({
 });
 export type OidcConfig = z.infer<typeof OidcConfig>;
 
-/** How fast one agent may submit, and how many of its plans may wait at once (pending or approved). */
-const AgentLimits = z.strictObject({
-  plansPerMinute: z.int("must be a whole number of plans").positive("must be at least 1").optional(),
-  maxPending: z.int("must be a whole number of plans").positive("must be at least 1").optional(),
-});
-
-/**
- * Agent limits, each agent's own under `agents.<name>` on top of the top-level values. Names
- * there are not checked against the agents that exist: agents are added at run time.
- */
-export const LimitsConfig = z.strictObject({
-  plansPerMinute: z.int("must be a whole number of plans").positive("must be at least 1").default(60),
-  maxPending: z.int("must be a whole number of plans").positive("must be at least 1").default(100),
-  agents: z.record(z.string().min(1), AgentLimits).default({}),
-});
-export type LimitsConfig = z.infer<typeof LimitsConfig>;
 
 /** Default of `slack.digest.afterSeconds`: how long a preview may wait in its channel's queue before a digest is posted instead. */
 export const DIGEST_AFTER_SECONDS = 30;
@@ -177,7 +87,7 @@ export const FileConfig = z.strictObject({
     digest: z.strictObject({
       afterSeconds: z.int("must be a whole number of seconds").min(0).max(3600).default(DIGEST_AFTER_SECONDS),
     }).optional(),
-    /** Where signed audit seals are published (issue 16): a short message per signed seal. */
+    /** Where signed audit seals are published: a short message per signed seal. */
     auditChannel: ChannelId.optional(),
   }).default({}),
   defaults: PolicyDefaults.default({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600, reminders: [], risk: "low" }),
@@ -206,13 +116,13 @@ export const FileConfig = z.strictObject({
     leaseSeconds: z.int().min(5).max(3600).default(60),
   }).default({ leaseSeconds: 60 }),
   limits: LimitsConfig.default({ plansPerMinute: 60, maxPending: 100, agents: {} }),
-  /** What the background sweep deletes (issue 16): delivered outbox rows after `days`, and with `plans: true` final plans too. */
+  /** What the background sweep deletes: delivered outbox rows after `days`, and with `plans: true` final plans too. */
   retention: z.strictObject({
     days: z.int("must be a whole number of days").min(1, "must be at least 1").max(36_500).default(90),
     /** Delete final plans last changed over `days` ago, with their decisions, outbox rows and (behind a checkpoint, once sealed) audit events. */
     plans: z.boolean().default(false),
   }).default({ days: 90, plans: false }),
-  /** The audit log (issue 16): how often the newest seal is signed with COUNTERSIGN_AUDIT_SEAL_KEY and where it is published besides slack.auditChannel. */
+  /** The audit log: how often the newest seal is signed with COUNTERSIGN_AUDIT_SEAL_KEY and where it is published besides slack.auditChannel. */
   audit: z.strictObject({ seal: AuditSealConfig.optional() }).default({}),
   targets: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "target names use lower-case letters, digits, '-' and '_'"), AnyTargetConfig).default({}),
 });

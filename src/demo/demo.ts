@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { addAgent } from "../service/add-agent.ts";
-import { authenticateAgent } from "../service/authenticate-agent.ts";
+import { addAgent } from "../service/agents/index.ts";
+import { authenticateAgent } from "../service/agents/index.ts";
 import type { ServiceContext } from "../service/context.ts";
 import type { Json } from "../plan/json.ts";
 import { JsonResourceServer } from "./json-resource-server.ts";

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 
 /**
- * The `postgres.row` demo of `countersign start` (issue 17), the part without a database driver:
+ * The `postgres.row` demo of `countersign start`, the part without a database driver:
  * its names, its config block and what `start` prints. Provisioning (which loads postgres.js) is
  * in provision-postgres-row-demo.ts, imported only when DATABASE_URL is set.
  */

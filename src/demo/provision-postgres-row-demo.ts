@@ -3,13 +3,13 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import postgres from "postgres";
 import { quoteIdent } from "../adapters/postgres-row/column-types.ts";
-import { databaseStartupError } from "../config/startup-errors.ts";
+import { databaseStartupError } from "../util/startup-errors.ts";
 import { isDatabaseUnreachable } from "../store/database-errors.ts";
 import { demoDatabaseNames } from "./postgres-row-demo.ts";
 import { scramSha256Verifier } from "./scram-verifier.ts";
 
 /**
- * The `postgres.row` demo of `countersign start` (issue 17): when DATABASE_URL is set, a database
+ * The `postgres.row` demo of `countersign start`: when DATABASE_URL is set, a database
  * of its own on the same server with a `contacts` table, a role that may only SELECT it and a
  * role that may write it, so a newcomer sees an agent's change to a database row previewed with
  * a credential that cannot write and applied by the executor.

@@ -1,3 +1,4 @@
+import type { Claim } from "../contract/executor-api.ts";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { AdapterApplyResult, AdapterPlanned, ErrorClass } from "../adapters/adapter.ts";
 import { verifyGrant } from "../grant/grant.ts";
@@ -5,18 +6,9 @@ import type { VerifyingKeys } from "../grant/keys.ts";
 import { staleOutcome } from "../plan/drift.ts";
 import { fingerprint } from "../plan/fingerprint.ts";
 import type { ActionOutcome, Outcome } from "../plan/outcome.ts";
-import type { ActionPreview, PlanDocument } from "../plan/schema.ts";
 import type { OpenTarget } from "./open-targets.ts";
 import { settleWrite, type Seen } from "./verify-write.ts";
 
-/** What the server hands an executor for one approved plan. */
-export interface Claim {
-  plan: PlanDocument;
-  preview: { actions: ActionPreview[] };
-  grant: string;
-  claimToken: string;
-  leaseExpiresAt: string;
-}
 
 export interface ExecutionPorts {
   keys: VerifyingKeys;
@@ -69,6 +61,7 @@ type Check =
  * before the grant expires, so none can land after it: otherwise the plan stops there, `expired`
  * (with `partial` when earlier actions were written).
  */
+
 export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<Outcome> {
   const { plan } = claim;
   const actions = plan.actions as AdapterPlanned[];

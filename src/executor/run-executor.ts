@@ -1,7 +1,8 @@
 import type { Logger } from "pino";
 import { defaultRegistry, type AdapterRegistry } from "../adapters/registry.ts";
 import type { VerifyingKeys } from "../grant/keys.ts";
-import { executePlan, LeftToLease, type Claim, type ExecutionPorts } from "./execute-plan.ts";
+import { executePlan, LeftToLease, type ExecutionPorts } from "./execute-plan.ts";
+import { type Claim } from "../contract/executor-api.ts";
 import { openTargets } from "./open-targets.ts";
 import type { Outcome } from "../plan/outcome.ts";
 import { minimalOutcome, reportableOutcome } from "./reportable-outcome.ts";

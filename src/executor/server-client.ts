@@ -1,7 +1,7 @@
 import { nodeHttpClient, type HttpClient } from "../adapters/node-http-client.ts";
 import { nodeHttpPools } from "../adapters/read-only-http.ts";
 import type { Outcome } from "../plan/outcome.ts";
-import type { Claim } from "./execute-plan.ts";
+import { Claim } from "../contract/executor-api.ts";
 
 /** The executor's side of `/v1/executor`: claim, heartbeat, report. */
 export interface ExecutorServer {
@@ -74,7 +74,7 @@ export function executorServer(baseUrl: string, token: string, fetchImpl: HttpCl
       const response = await post("/claim", undefined, signal);
       if (response.status === 204) return undefined;
       if (!response.ok) throw new Error(`claim failed with HTTP ${response.status}: ${response.text.slice(0, 300)}`);
-      return JSON.parse(response.text) as Claim;
+      return parseClaim(response.text);
     },
     heartbeat: async (claimToken) => leaseAnswer(await post(`/claims/${encodeURIComponent(claimToken)}/heartbeat`)),
     async report(claimToken, outcome) {
@@ -83,4 +83,20 @@ export function executorServer(baseUrl: string, token: string, fetchImpl: HttpCl
       return leaseAnswer(response);
     },
   };
+}
+
+/** A claim as the server sent it, checked against the executor API's schema: a body that is not one is refused by what is wrong. */
+function parseClaim(text: string): Claim {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new Error(`the server's claim is not JSON: ${text.slice(0, 200)}`);
+  }
+  const parsed = Claim.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Error(`the server's claim does not match the executor API: /${issue.path.join("/")} ${issue.message}`);
+  }
+  return parsed.data;
 }

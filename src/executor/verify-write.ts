@@ -1,6 +1,6 @@
 import type { AdapterApplyResult, Verification } from "../adapters/adapter.ts";
 import type { ActionOutcome } from "../plan/outcome.ts";
-import type { ActionPreview } from "../plan/schema.ts";
+import type { ActionPreview } from "../contract/agent-api.ts";
 
 type Where = Pick<ActionOutcome, "index" | "target" | "path">;
 

@@ -1,4 +1,4 @@
-import type { ResourceState } from "../adapters/http-json.ts";
+import type { ResourceState } from "./resource-state.ts";
 import { listChanges, type Change } from "./changes.ts";
 import { fingerprint } from "./fingerprint.ts";
 import type { Json } from "./json.ts";
@@ -8,7 +8,7 @@ import type { HttpJsonPlanned as PlannedAction, Precondition } from "./schema.ts
 /**
  * The one rule for "has the world moved past this action?" for http.json, which its adapter's
  * revalidation applies (src/adapters/http-json-adapter.ts) for the executor, the server's
- * watcher and the Approve re-check alike (issue 15): the action's
+ * watcher and the Approve re-check alike: the action's
  * precondition is compared with a fresh read, and when it no longer holds the answer is the
  * stale action outcome that says what changed since the preview. Pure: the read is the caller's.
  */

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { PostgresRowAction, PostgresRowPlanned } from "../adapters/postgres-row/schema.ts";
+import { PostgresRowAction, PostgresRowPlanned } from "./postgres-row-schema.ts";
 import { SHA256_PATTERN } from "./fingerprint.ts";
 import { canonicalPath, whyUnsafePath } from "./target-path.ts";
 import type { Json } from "./json.ts";
@@ -188,4 +188,3 @@ export const PlanDocument = z.strictObject({
 export type PlanDocument = z.infer<typeof PlanDocument>;
 
 /** What the preview shows a reviewer for one action: part of the agent API's wire contract. */
-export type { ActionPreview } from "../wire/agent-api.ts";

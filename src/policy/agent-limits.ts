@@ -1,9 +1,9 @@
-import { LimitsConfig } from "../config/schema.ts";
+import { LimitsConfig } from "./policy-config.ts";
 
 /*
- * Agent limits (issue 14), the rule: how many plans one agent may submit per minute, and how
+ * Agent limits, the rule: how many plans one agent may submit per minute, and how
  * many of its plans may wait at once (`pending` or `approved`). Pure: the usage it judges is
- * read by src/service/agent-limits.ts. (No database import here: `policy check` prints limits.)
+ * read by src/service/agents/agent-limits.ts. (No database import here: `policy check` prints limits.)
  */
 
 /** The sliding window of `plansPerMinute`. */

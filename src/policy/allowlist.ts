@@ -1,3 +1,4 @@
+import type { PostgresRowAction, PostgresRowTarget } from "../plan/postgres-row-schema.ts";
 import type { Op } from "../plan/schema.ts";
 
 /** What a target lets agents propose. Deny by default: a target without it accepts nothing. */
@@ -63,4 +64,21 @@ export function pathMatches(pattern: string, path: string): boolean {
     return (want[i] === "*" || want[i] === got[j]) && match(i + 1, j + 1);
   };
   return match(0, 0);
+}
+
+/**
+ * What `allow` refuses among a plan's actions on one postgres.row target: every op outside
+ * `allow.ops` and every table outside `allow.tables`, each naming its config key; without
+ * `allow`, everything (deny by default).
+ */
+export function postgresRowRefusals(name: string, target: PostgresRowTarget, actions: readonly { index: number; action: Pick<PostgresRowAction, "op" | "table"> }[]): Refusal[] {
+  const key = `targets.${name}.allow`;
+  const allow = target.allow;
+  if (!allow) return [{ rule: key, path: `/actions/${actions[0]?.index ?? 0}/target`, message: `target '${name}' allows no proposals: its config has no 'allow' block (deny by default)` }];
+  const refusals: Refusal[] = [];
+  for (const { index, action } of actions) {
+    if (!allow.ops.includes(action.op)) refusals.push({ rule: `${key}.ops`, path: `/actions/${index}/op`, message: `op '${action.op}' is not allowed on '${name}' (allowed: ${allow.ops.join(", ")})` });
+    if (!allow.tables.includes(action.table)) refusals.push({ rule: `${key}.tables`, path: `/actions/${index}/table`, message: `table '${action.table.slice(0, 63)}' is not one agents may change on '${name}' (allowed: ${allow.tables.join(", ")})` });
+  }
+  return refusals;
 }

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import type { PolicyDefaults, PolicyOverride } from "../config/schema.ts";
+import type { PolicyDefaults, PolicyOverride } from "./policy-config.ts";
 
 export type PolicyDefaultsConfig = z.infer<typeof PolicyDefaults>;
 export type PolicyOverrideConfig = z.infer<typeof PolicyOverride>;

@@ -25,7 +25,7 @@ export interface ReadRights {
 /**
  * What a person wants to do. `decide` without a verdict or hash asks "would buttons work now"
  * (for doors showing them, and lists of what waits for someone); with them it is the decision
- * itself. `revoke` withdraws an approval no executor has taken yet (issue 16).
+ * itself. `revoke` withdraws an approval no executor has taken yet.
  */
 export type Act =
   | { verb: "decide"; verdict?: "approve" | "reject" | undefined; hash?: string | undefined }

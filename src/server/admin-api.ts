@@ -2,19 +2,19 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { SlackUserId } from "../plan/schema.ts";
 import { whyUnstorableText } from "../plan/storable.ts";
-import { addAgent } from "../service/add-agent.ts";
+import { addAgent } from "../service/agents/index.ts";
 import { ServiceError } from "../service/errors.ts";
-import { listAgents } from "../service/list-agents.ts";
-import { pauseCountersign, readPause, resumeCountersign } from "../service/pause.ts";
-import { revokeAgent } from "../service/revoke-agent.ts";
+import { listAgents } from "../service/agents/index.ts";
+import { pauseCountersign, readPause, resumeCountersign } from "../service/operations/index.ts";
+import { revokeAgent } from "../service/agents/index.ts";
 import { validate } from "../service/validate.ts";
-import { verifyAudit } from "../service/verify-audit.ts";
-import { exportAudit } from "../service/export-audit.ts";
-import { loadSealPublicKeys } from "../service/seal-signature.ts";
-import { parseSealsFile, verifySeals } from "../service/verify-seals.ts";
+import { verifyAudit } from "../service/audit/index.ts";
+import { exportAudit } from "../service/audit/index.ts";
+import { loadSealPublicKeys } from "../service/audit/index.ts";
+import { parseSealsFile, verifySeals } from "../service/audit/index.ts";
 import type { ServiceContext } from "../service/context.ts";
-import { bearerMatches } from "./bearer.ts";
-import { readJsonBody } from "./json-body.ts";
+import { bearerMatches } from "../util/bearer.ts";
+import { readJsonBody } from "../http/json-body.ts";
 
 const ADMIN_BODY_BYTES = 16 * 1024;
 const NewAgent = z.strictObject({ name: z.string().min(1).max(100) });
@@ -55,7 +55,7 @@ export function adminApi(ctx: Pick<ServiceContext, "database" | "clock" | "confi
   admin.post("/audit/verify-seals", async (c) => {
     const { seals, publicKey } = validate(VerifySealsRequest, await readJsonBody(c.req.raw, { what: "the published seals", maxBytes: SEALS_BODY_BYTES }), "the published seals");
     const entries = parseSealsFile(seals);
-    let keys;
+    let keys: ReturnType<typeof loadSealPublicKeys>;
     try {
       keys = loadSealPublicKeys(publicKey);
     } catch (err) {

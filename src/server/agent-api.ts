@@ -1,17 +1,17 @@
 import { Hono } from "hono";
 import { createMiddleware } from "hono/factory";
-import type { ReadUsage } from "../service/agent-limits.ts";
-import { authenticateAgent, authenticateAgentForSubmit, type AgentIdentity } from "../service/authenticate-agent.ts";
-import { cancelPlan } from "../service/cancel-plan.ts";
+import type { ReadUsage } from "../service/agents/index.ts";
+import { authenticateAgent, authenticateAgentForSubmit, type AgentIdentity } from "../service/agents/index.ts";
+import { cancelPlan } from "../service/intake/index.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { ServiceError } from "../service/errors.ts";
-import { getPlan } from "../service/get-plan.ts";
-import { listPlanEvents } from "../service/list-events.ts";
-import { submitPlan } from "../service/submit-plan.ts";
-import { MAX_WAIT_SECONDS, waitForPlan } from "../service/wait-for-plan.ts";
-import { readJsonBody } from "./json-body.ts";
+import { getPlan } from "../service/intake/index.ts";
+import { listPlanEvents } from "../service/intake/index.ts";
+import { submitPlan } from "../service/intake/index.ts";
+import { MAX_WAIT_SECONDS, waitForPlan } from "../service/intake/index.ts";
+import { readJsonBody } from "../http/json-body.ts";
 import { openApiDocument } from "./openapi.ts";
-import { noteOnRequestLine } from "./request-id.ts";
+import { noteOnRequestLine } from "../http/request-id.ts";
 
 type Env = { Variables: { agent: AgentIdentity; usage: ReadUsage | undefined } };
 
@@ -40,7 +40,7 @@ export function agentApi(ctx: ServiceContext): Hono<Env> {
   api.post("/plans", async (c) => {
     const agent = c.get("agent");
     const { created, plan } = await submitPlan(ctx, { agent, usage: c.get("usage"), request: await readJsonBody(c.req.raw, { what: "the plan request", requireJsonType: true }) });
-    // The request's line is the submit's only line (an intake used to write two, synchronously).
+    // The submit's facts go on the request's line, so a submit costs one log line.
     noteOnRequestLine(c, { planId: plan.id, hash: plan.hash, agent: agent.name, actions: plan.plan.actions.length, created });
     return c.json(plan, created ? 201 : 200);
   });

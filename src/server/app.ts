@@ -4,17 +4,18 @@ import type { ServiceContext } from "../service/context.ts";
 import { ServiceError } from "../service/errors.ts";
 import { adminApi } from "./admin-api.ts";
 import { agentApi } from "./agent-api.ts";
-import { createLoginLink } from "../service/login-links.ts";
+import { createLoginLink } from "../service/sign-in/index.ts";
 import { webRoutes } from "../web/web-routes.tsx";
 import { OIDC_START_PATH } from "../web/oidc-routes.tsx";
-import type { SlackSignIn } from "../service/oidc-sign-in.ts";
+import type { SlackSignIn } from "../service/sign-in/index.ts";
 import { executorApi } from "./executor-api.ts";
 import { errorResponse } from "./http-errors.ts";
-import { DATABASE_UNAVAILABLE, isDatabaseUnreachable } from "../store/database-errors.ts";
+import { DATABASE_UNAVAILABLE } from "../contract/error-codes.ts";
+import { isDatabaseUnreachable } from "../store/database-errors.ts";
 import { migrationState } from "../store/migration-state.ts";
-import { countRefusal } from "../service/metrics.ts";
+import { countRefusal } from "../service/operations/index.ts";
 import { metricsRoutes } from "./metrics.ts";
-import { requestIds, requestLogger } from "./request-id.ts";
+import { requestIds, requestLogger } from "../http/request-id.ts";
 
 /** Countersign's one HTTP app: agent API, executor API, Slack's requests and the browser pages. */
 export function createApp(

@@ -1,12 +1,12 @@
 import type { Config } from "../config/load.ts";
 import { AUDIT_KEY_IS_GRANT_KEY } from "../config/load.ts";
-import { StartupError } from "../config/startup-errors.ts";
+import { StartupError } from "../util/startup-errors.ts";
 import type { SigningKey } from "../grant/keys.ts";
 import type { ServiceContext } from "../service/context.ts";
-import type { OutboxHandler } from "../service/outbox.ts";
-import { sealFileSink, sealWebhookSink } from "../service/seal-sinks.ts";
-import { loadSealKey, samePublicKey } from "../service/seal-signature.ts";
-import { SEAL_SINKS, type SealSigning } from "../service/sign-seals.ts";
+import type { OutboxHandler } from "../service/delivery/index.ts";
+import { sealFileSink, sealWebhookSink } from "../service/audit/index.ts";
+import { loadSealKey, samePublicKey } from "../service/audit/index.ts";
+import { SEAL_SINKS, type SealSigning } from "../service/audit/index.ts";
 import { deliveryClient } from "../slack/deliver.ts";
 import { sealSlackSink } from "../slack/seal-sink.ts";
 

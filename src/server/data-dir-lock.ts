@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { StartupError } from "../config/startup-errors.ts";
+import { StartupError } from "../util/startup-errors.ts";
 
 /** What a running server leaves in its embedded data dir so the CLI can reach it instead of opening the dir twice. */
 export interface ServerFile {

@@ -1,12 +1,12 @@
 import { Hono } from "hono";
-import { claimApprovedWaiting } from "../service/claim-approved.ts";
+import { claimApprovedWaiting } from "../service/execution/index.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { ServiceError } from "../service/errors.ts";
-import { heartbeatClaim, leaseLost } from "../service/heartbeat-claim.ts";
-import { reportOutcome } from "../service/report-outcome.ts";
-import { answerNow } from "./answer-now.ts";
-import { bearerMatches } from "./bearer.ts";
-import { readJsonBody } from "./json-body.ts";
+import { heartbeatClaim, leaseLost } from "../service/execution/index.ts";
+import { reportOutcome } from "../service/execution/index.ts";
+import { answerNow } from "../http/answer-now.ts";
+import { bearerMatches } from "../util/bearer.ts";
+import { readJsonBody } from "../http/json-body.ts";
 
 export const MAX_CLAIM_WAIT_SECONDS = 25;
 /** An outcome carries up to 200 changed fields per action, so it may be larger than a plan request. */

@@ -1,8 +1,8 @@
 import { Hono } from "hono";
 import { Counter, Gauge, Registry } from "prom-client";
 import type { ServiceContext } from "../service/context.ts";
-import { readMetrics, type HistogramSnapshot, type MetricsSnapshot } from "../service/metrics.ts";
-import { bearerMatches } from "./bearer.ts";
+import { readMetrics, type HistogramSnapshot, type MetricsSnapshot } from "../service/operations/index.ts";
+import { bearerMatches } from "../util/bearer.ts";
 
 /**
  * `GET /metrics` in Prometheus text format. With a token (COUNTERSIGN_METRICS_TOKEN) a scrape must

@@ -1,14 +1,14 @@
 import { z } from "zod";
 import pkg from "../../package.json" with { type: "json" };
 import { LIMITS } from "../plan/schema.ts";
-import { MAX_WAIT_SECONDS } from "../service/wait-for-plan.ts";
-import type { ErrorCode } from "../wire/agent-api.ts";
-import { COMPONENT_PREFIX, wireJsonSchemas, type JsonSchema } from "../wire/json-schema.ts";
-import { HTTP_STATUS_OF } from "./http-errors.ts";
+import { MAX_WAIT_SECONDS } from "../service/intake/index.ts";
+import type { ErrorCode } from "../contract/agent-api.ts";
+import { COMPONENT_PREFIX, wireJsonSchemas, type JsonSchema } from "../contract/json-schema.ts";
+import { HTTP_STATUS_OF } from "../contract/error-codes.ts";
 
 /*
  * The OpenAPI 3.1 document of the agent API (`/v1`, without the executor's routes). Its schemas
- * are the wire contract's (src/wire/agent-api.ts); this module adds only the operations.
+ * are the wire contract's (src/contract/agent-api.ts); this module adds only the operations.
  */
 
 /** The status each code is answered with; the two that are not the service's refusals are fixed here. */

@@ -8,36 +8,36 @@ import { defaultRegistry } from "../adapters/registry.ts";
 import { openTargetReaders, type TargetReaders } from "../adapters/target-readers.ts";
 import type { Config } from "../config/load.ts";
 import type { ServiceContext } from "../service/context.ts";
-import { expireDue } from "../service/expire-due.ts";
-import { remindDue } from "../service/remind-due.ts";
-import { sealAudit } from "../service/seal-audit.ts";
-import { signSeals } from "../service/sign-seals.ts";
+import { expireDue } from "../service/watch/index.ts";
+import { remindDue } from "../service/watch/index.ts";
+import { sealAudit } from "../service/audit/index.ts";
+import { signSeals } from "../service/audit/index.ts";
 import { auditSealing, sealHandlers } from "./audit-sealing.ts";
-import { watchTargets } from "../service/watch-targets.ts";
-import { DEFAULT_RETENTION, sweepRetention } from "../service/retention.ts";
-import { rollUpMetrics } from "../service/metrics.ts";
-import { DEFAULT_DELIVERY, type DeliveryPolicy, type OutboxHandler } from "../service/outbox.ts";
-import { startOutboxWorker } from "../service/outbox-worker.ts";
+import { watchTargets } from "../service/watch/index.ts";
+import { DEFAULT_RETENTION, sweepRetention } from "../service/operations/index.ts";
+import { rollUpMetrics } from "../service/operations/index.ts";
+import { DEFAULT_DELIVERY, type DeliveryPolicy, type OutboxHandler } from "../service/delivery/index.ts";
+import { startOutboxWorker } from "../service/delivery/index.ts";
 import { webhookSink } from "../webhooks/webhook-sink.ts";
 import { redactionRules } from "../policy/redact.ts";
 import { openSlackDoor } from "../slack/slack-door.ts";
 import { deliveryClient } from "../slack/deliver.ts";
 import { homeSink } from "../slack/home-publish.ts";
-import { HOME_SINK } from "../service/home-events.ts";
-import { createLoginLink } from "../service/login-links.ts";
-import { PlanSignals } from "../service/plan-signals.ts";
-import { PauseWatch } from "../service/pause-watch.ts";
-import { NOTICE_SINK } from "../service/outbox-lanes.ts";
+import { HOME_SINK } from "../service/records/index.ts";
+import { createLoginLink } from "../service/sign-in/index.ts";
+import { ListeningPlanSignals } from "../service/records/index.ts";
+import { PauseWatch } from "../service/operations/index.ts";
+import { NOTICE_SINK } from "../service/records/index.ts";
 import { noticeSink } from "../slack/notice-sink.ts";
 import type { Database } from "../store/db.ts";
 import { isDatabaseUnreachable } from "../store/database-errors.ts";
 import { createApp } from "./app.ts";
-import { slackSignIn } from "../service/oidc-sign-in.ts";
+import { slackSignIn } from "../service/sign-in/index.ts";
 import { OIDC_START_PATH } from "../web/oidc-routes.tsx";
 import { claimDataDir } from "./data-dir-lock.ts";
-import { every, outageAwareReport } from "./every.ts";
+import { every, outageAwareReport } from "../util/every.ts";
 import { resolveGrantKey } from "./grant-key.ts";
-import { listenStartupError, StartupError } from "../config/startup-errors.ts";
+import { listenStartupError, StartupError } from "../util/startup-errors.ts";
 import { openMigrated } from "../store/open-migrated.ts";
 import type { SigningKey } from "../grant/keys.ts";
 
@@ -88,7 +88,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     const sealSigning = await auditSealing(config, grantKey);
     database = options.database ?? (await openMigrated(config.database));
     if (options.database) await database.migrate();
-    const signals = new PlanSignals(database);
+    const signals = new ListeningPlanSignals(database);
     await signals.start();
     // What this replica shows about the kill switch (banner, held plans); claims read the table itself.
     const pause = (pauseWatch = new PauseWatch(database));
@@ -148,7 +148,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
       await sealAudit(ctx);
       if (sealSigning) await signSeals(ctx, sealSigning);
     }, report("audit sealing"));
-    // Open plans' targets re-read while they wait (issue 15); replicas share the reads through the database.
+    // Open plans' targets re-read while they wait; replicas share the reads through the database.
     const replica = `${machineName()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     const watcher = every(options.watchMs ?? 1000, () => watchTargets(ctx, { replica }), report("target watch"));
     // Sums sealed audit events into metrics_rollup in short steps, so a scrape reads only the newest.

@@ -1,13 +1,11 @@
 import type { Logger } from "pino";
+import type { Claim } from "../contract/executor-api.ts";
 import type { ReadOnlyHttp } from "../adapters/read-only-http.ts";
 import type { TargetReaders } from "../adapters/target-readers.ts";
 import type { Config } from "../config/load.ts";
 import type { SigningKey } from "../grant/keys.ts";
 import type { RedactionRules } from "../policy/redact.ts";
-import type { ApproverDirectory } from "./approver-groups.ts";
 import type { Database } from "../store/db.ts";
-import type { PlanSignals } from "./plan-signals.ts";
-import type { PauseWatch } from "./pause-watch.ts";
 
 /** Everything a service verb may touch, injected once at start. Nothing below reads process.env. */
 export interface ServiceContext {
@@ -26,8 +24,61 @@ export interface ServiceContext {
   clock: () => Date;
   logger: Logger;
   signals: PlanSignals;
-  /** This replica's view of the kill switch (issue 16), for what it shows; absent, the pause is read when needed. */
-  pause?: PauseWatch | undefined;
+  /** This replica's view of the kill switch, for what it shows; absent, the pause is read when needed. */
+  pause?: PauseView | undefined;
   /** Outbox sinks that deliver side effects of every plan event (e.g. "slack"). */
   sinks: readonly string[];
+}
+
+/*
+ * The ports a verb reaches through the context. Each is declared here and implemented in the
+ * folder that needs the context (access, records, operations), so no implementation is
+ * imported by the context it is injected into.
+ */
+
+/** Where user group membership comes from (Slack's usergroups.users.list), behind a small port. */
+export interface ApproverDirectory {
+  membersOf(groupId: string): Promise<readonly string[]>;
+}
+
+/** Wakes waiters when a plan changes: agents' long-polls, live pages, executors waiting for work. */
+export interface PlanSignals {
+  /** Where one plan (or, without an id, every plan) stands now; changes whenever it does. */
+  version(planId?: string): Promise<string>;
+  /** Resolves when the plan changes, `ms` pass, or `signal` aborts. Arm it before reading what it guards. */
+  wait(planId: string, ms: number, signal?: AbortSignal): Promise<void>;
+  /** Resolves when any plan changes, `ms` pass, or `signal` aborts. */
+  waitAny(ms: number, signal?: AbortSignal): Promise<void>;
+  /** Waits, as an executor, to be handed a claim or woken to look for one. */
+  waitClaimable(ms: number, signal?: AbortSignal): Promise<Claim | undefined>;
+  /** Executors of this replica waiting for work. */
+  readonly claimersWaiting: number;
+  /** Takes the longest-waiting executor out of the queue, for an approval to hand its plan to. */
+  takeClaimer(): ClaimerTaken | undefined;
+}
+
+/** A waiting executor taken out of the queue by an approval (PlanSignals.takeClaimer). */
+export interface ClaimerTaken {
+  /** Its request's signal: aborted, it is not handed anything. */
+  signal: AbortSignal | undefined;
+  /** Answers the waiting request with a claim committed for it; false if the request has gone meanwhile. */
+  give(claim: Claim): boolean;
+  /** Returns it to the front of the queue, unused. */
+  putBack(): void;
+}
+
+/** Countersign is paused: since when, by whom, why. */
+export interface PauseState {
+  reason: string;
+  /** A Slack user id (the browser) or an operating-system user (the CLI). */
+  by: string;
+  via: "web" | "cli";
+  since: string;
+}
+
+/** This replica's view of the kill switch. */
+export interface PauseView {
+  current(): PauseState | undefined;
+  /** Re-reads the pause now (after this replica changed it). */
+  refresh(): Promise<void>;
 }

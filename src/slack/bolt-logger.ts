@@ -1,6 +1,6 @@
 import { LogLevel, type Logger as SlackLogger } from "@slack/bolt";
 import type { Logger } from "pino";
-import { scrubText } from "../log-redaction.ts";
+import { scrubText } from "../logging/log-redaction.ts";
 
 const ORDER: LogLevel[] = [LogLevel.DEBUG, LogLevel.INFO, LogLevel.WARN, LogLevel.ERROR];
 

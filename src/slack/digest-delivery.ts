@@ -1,6 +1,6 @@
 import type { WebClient } from "@slack/web-api";
 import type { ServiceContext } from "../service/context.ts";
-import { digestAt, digestLinesOf, nextPostInMs, recordDigest, waitingPreviews } from "../service/digest.ts";
+import { digestAt, digestLinesOf, nextPostInMs, recordDigest, waitingPreviews } from "../service/review/index.ts";
 import { DIGEST_MAX_LINES, digestCapacity, previewsToDigest, renderDigest } from "./digest.ts";
 
 /** How many queued previews are read to judge a channel's delay: far more than one digest holds. */

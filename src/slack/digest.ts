@@ -1,5 +1,5 @@
 /**
- * Digests (issue 14): when a channel's queue would delay new previews past
+ * Digests: when a channel's queue would delay new previews past
  * `slack.digest.afterSeconds`, the waiting plans are shown as lines of ONE message instead of a
  * preview each — Slack's ~1 message a second per channel is then spent on making every plan
  * visible in time. Pure: which previews to digest (`previewsToDigest`), how many lines fit one
@@ -10,20 +10,13 @@
  * there, and the approval binds the hash of what the person saw. Each line links to the plan's
  * page, where Approve / Reject are; App Home lists the plan with the preview's own bound buttons.
  */
+import type { DigestLine, WaitingPreview } from "../service/review/index.ts";
 import { shortHash } from "../plan/fingerprint.ts";
 import type { PlanStatus } from "../plan/status.ts";
 import { inlineCode, mrkdwn, mrkdwnText, singleLine, slackDate, truncate } from "./escape.ts";
 import type { Block, SlackMessage } from "./plan-message.ts";
 import { BLOCKS_JSON_BUDGET, SLACK_LIMITS } from "./render.ts";
 
-/** A preview still queued in a channel's lane, in lane order (the next to be posted first). */
-export interface WaitingPreview {
-  planId: string;
-  /** When the plan was submitted (ms since the epoch): how long it has waited already. */
-  submittedAt: number;
-  /** Risk as recorded in the plan's policy: a high-risk plan always gets its own preview. */
-  highRisk: boolean;
-}
 
 export interface DigestDecisionInput {
   /** Now, ms since the epoch. */
@@ -55,22 +48,6 @@ export function previewsToDigest(input: DigestDecisionInput): string[] {
   return digested.length >= 2 ? digested : [];
 }
 
-/** A plan as one line of a digest, from its stored row (plan-supplied strings shown escaped). */
-export interface DigestLine {
-  planId: string;
-  /** Agent-supplied. */
-  title: string;
-  /** The first action's target and op; `moreActions` counts the others. */
-  target: string;
-  op: string;
-  moreActions: number;
-  hash: string;
-  /** ISO time. */
-  expiresAt: string;
-  status: PlanStatus;
-  /** `PUBLIC_URL/plans/:id`: where the plan is reviewed and approved. */
-  reviewUrl: string;
-}
 
 /** At most this many plans in one digest, whatever fits: a reviewer scans a list, not a wall. */
 export const DIGEST_MAX_LINES = 40;
@@ -103,6 +80,8 @@ const PACKING_ROOM = 300;
  * had the widest status, so re-rendering after any transition still fits. The rest wait for the
  * next digest (several digests, never a cut list).
  */
+export type { DigestLine, WaitingPreview };
+
 export function digestCapacity(lines: readonly DigestLine[]): number {
   const widest = lines.slice(0, DIGEST_MAX_LINES).map((l) => ({ ...l, status: WIDEST_STATUS }));
   const fits = (n: number) => {

@@ -1,5 +1,5 @@
 import type { WebClient } from "@slack/web-api";
-import type { ApproverDirectory } from "../service/approver-groups.ts";
+import type { ApproverDirectory } from "../service/context.ts";
 
 /** Membership changes rarely; a minute of staleness is the price of not asking Slack on every click. */
 export const GROUP_CACHE_MS = 60_000;

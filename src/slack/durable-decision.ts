@@ -1,5 +1,5 @@
 import { sleepUnlessAborted } from "../abortable-sleep.ts";
-import { decide, type DecideInput, type DecideResult } from "../service/decide.ts";
+import { decide, type DecideInput, type DecideResult } from "../service/decide/index.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { isServiceError } from "../service/errors.ts";
 import { isDatabaseUnreachable } from "../store/database-errors.ts";

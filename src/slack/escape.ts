@@ -167,9 +167,9 @@ export function truncate(text: string, max: number): string {
  * escaping, so it never splits an entity, an escape sequence or a character. Relies on `escape`
  * never shrinking text, which holds for every escape here (each character maps to ≥ 1).
  */
-export function truncateEscaped(text: string, max: number, escape: (text: string) => string): string {
+export function truncateEscaped(text: string, max: number, escapeText: (text: string) => string): string {
   if (text.length <= max) {
-    const whole = escape(text);
+    const whole = escapeText(text);
     if (whole.length <= max) return whole;
   }
   const room = max - ELLIPSIS.length;
@@ -179,10 +179,10 @@ export function truncateEscaped(text: string, max: number, escape: (text: string
   let tooLong = Math.min(text.length, room) + 1;
   while (tooLong - fits > 1) {
     const middle = Math.floor((fits + tooLong) / 2);
-    if (escape(prefixWithin(text, middle)).length <= room) fits = middle;
+    if (escapeText(prefixWithin(text, middle)).length <= room) fits = middle;
     else tooLong = middle;
   }
-  return escape(prefixWithin(text, fits)) + ELLIPSIS;
+  return escapeText(prefixWithin(text, fits)) + ELLIPSIS;
 }
 
 const graphemes = new Intl.Segmenter("en", { granularity: "grapheme" });

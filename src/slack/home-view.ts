@@ -4,7 +4,7 @@
  * ids and values, so the same listeners decide on them). Pure: home-publish.ts publishes it.
  */
 import { shortHash } from "../plan/fingerprint.ts";
-import type { WaitingPlan } from "../service/plans-for-person.ts";
+import type { WaitingPlan } from "../service/review/index.ts";
 import { mrkdwn, mrkdwnText, plainText, singleLine, slackDate } from "./escape.ts";
 import type { Block } from "./plan-message.ts";
 import { decisionButtons, SLACK_LIMITS, viewButton } from "./render.ts";

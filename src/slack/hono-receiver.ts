@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { App, Receiver, ReceiverEvent } from "@slack/bolt";
 import type { Context } from "hono";
 import type { Logger } from "pino";
-import { answerNow } from "../server/answer-now.ts";
+import { answerNow } from "../http/answer-now.ts";
 import { readCappedBody } from "../http/read-capped-body.ts";
 import { whyNotFresh, whyUnsigned } from "./verify-request.ts";
 

@@ -2,16 +2,16 @@ import type { App, BlockAction, ButtonAction, SlashCommand, ViewSubmitAction } f
 import type { WebClient } from "@slack/web-api";
 import type { Logger } from "pino";
 import type { ServiceContext } from "../service/context.ts";
-import { plansWaitingFor } from "../service/plans-for-person.ts";
-import type { DecideInput } from "../service/decide.ts";
+import { plansWaitingFor } from "../service/review/index.ts";
+import type { DecideInput } from "../service/decide/index.ts";
 import type { DecisionQueue } from "./decision-queue.ts";
 import { decideDurably } from "./durable-decision.ts";
 import { escapeMrkdwn } from "./escape.ts";
 import { publishHome } from "./home-publish.ts";
 import { refusalText } from "./refusal-text.ts";
-import { countIfRefusal } from "../service/metrics.ts";
+import { countIfRefusal } from "../service/operations/index.ts";
 import { rejectModal, revokeModal } from "./reason-modal.ts";
-import { revokePlan } from "../service/revoke-plan.ts";
+import { revokePlan } from "../service/decide/index.ts";
 
 /** The plan and exact hash a button was rendered for; the click decides on exactly this. */
 interface ButtonValue {
@@ -67,7 +67,7 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
     const tell = (text: string) => tellClicker(client, channel, input.actor.userId, text);
     try {
       const result = await decideDurably(ctx, input, { windowMs: deps.decisionRetryMs, tell, signal: deps.stopping });
-      // Recorded, but the target could not be re-read at the click (issue 15): the clicker hears so.
+      // Recorded, but the target could not be re-read at the click: the clicker hears so.
       if (result?.recheckFailed) await tell(`Your approval was recorded, but Countersign could not re-check the target against the preview (${escapeMrkdwn(result.recheckFailed)}); the executor re-checks before writing anything.`);
     } catch (err) {
       logRefusal(logger, err);
@@ -97,7 +97,7 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
     });
   });
 
-  // Revoke (issue 16): the reason modal is its confirmation, as for Reject.
+  // Revoke: the reason modal is its confirmation, as for Reject.
   app.action<BlockAction<ButtonAction>>("revoke", async ({ ack, body, client }) => {
     await ack();
     const channel = body.channel?.id;

@@ -1,8 +1,8 @@
 import type { WebClient } from "@slack/web-api";
 import type { ServiceContext } from "../service/context.ts";
-import type { OutboxHandler } from "../service/outbox.ts";
-import type { PauseNotice } from "../service/pause.ts";
-import { bookChannelSlot } from "../service/slack-messages.ts";
+import type { OutboxHandler } from "../service/delivery/index.ts";
+import type { PauseNotice } from "../service/operations/index.ts";
+import { bookChannelSlot } from "../service/delivery/index.ts";
 import { inlineCode, mention, mrkdwnText } from "./escape.ts";
 import { deliveryErrorOf } from "./slack-errors.ts";
 

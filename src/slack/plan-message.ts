@@ -1,6 +1,7 @@
 import type { Outcome } from "../plan/outcome.ts";
-import type { PlanDiff } from "../plan/plan-diff.ts";
-import type { ActionPreview, PlanStatus } from "../plan/schema.ts";
+import type { PlanDiff } from "../policy/plan-diff.ts";
+import type { ActionPreview } from "../contract/agent-api.ts";
+import type { PlanStatus } from "../plan/schema.ts";
 
 /** Everything the Slack preview message shows about a plan. Built from the store; rendered by render.ts (pure). */
 export interface PlanMessage {
@@ -23,12 +24,12 @@ export interface PlanMessage {
   policy: { approvers: string[]; requiredApprovals: number; rule?: string | undefined };
   /** How risky, and the config rule that says so. */
   risk?: { level: "low" | "medium" | "high"; rule: string } | undefined;
-  /** `recheckFailed`: recorded although the targets could not be re-read at the click (issue 15). */
+  /** `recheckFailed`: recorded although the targets could not be re-read at the click. */
   approvals: { userId: string; via: "slack" | "web"; at: string; recheckFailed?: string | undefined }[];
-  /** The server's re-reads of the plan's targets while it is open (issue 15): since when they fail, if they do. */
+  /** The server's re-reads of the plan's targets while it is open: since when they fail, if they do. */
   watch?: { checkedAt: string | null; failingSince: string | null } | undefined;
   rejection?: { userId: string; reason: string } | undefined;
-  /** Who withdrew the approval before an executor took the plan, and why (issue 16). */
+  /** Who withdrew the approval before an executor took the plan, and why. */
   revocation?: { userId: string; reason: string } | undefined;
   outcome?: Outcome | undefined;
   /** A re-plan: what it does differently from the version it replaces (masked as previews are). */

@@ -1,5 +1,5 @@
 import type { View } from "@slack/types";
-import { MAX_STATED_REASON_CHARS } from "../service/stated-reason.ts";
+import { MAX_STATED_REASON_CHARS } from "../service/access/index.ts";
 
 /** What a plan's reason dialog carries to its submission: the plan and exact hash clicked, and where. */
 export interface ReasonModalMeta {

@@ -1,6 +1,6 @@
 import { isUserGroup } from "../policy/approvers.ts";
 import { ServiceError } from "../service/errors.ts";
-import { whyNotRevocable } from "../service/refusal-error.ts";
+import { whyNotRevocable } from "../service/access/index.ts";
 import type { PlanStatus } from "../plan/schema.ts";
 import { escapeMrkdwn, mention } from "./escape.ts";
 

@@ -13,7 +13,7 @@ import { weakPrecondition } from "../plan/weak-precondition.ts";
 import { shortHash } from "../plan/fingerprint.ts";
 import type { Json } from "../plan/json.ts";
 import type { ActionOutcome, Outcome } from "../plan/outcome.ts";
-import type { ActionPreview } from "../plan/schema.ts";
+import type { ActionPreview } from "../contract/agent-api.ts";
 import {
   inlineCode,
   mention,
@@ -50,9 +50,10 @@ export const SLACK_LIMITS = {
 
 /**
  * Slack also refuses a message whose blocks are too big in total (`msg_blocks_too_long`). That
- * limit is undocumented: reported at about 13,300 characters of block text (bolt-js #2509, where
- * a Slack engineer put it as "12,000 text characters with a buffer for block containers"), and
- * once below 12,000 (bolt-js #2867). We measure the serialised blocks — text, structure and JSON
+ * limit is undocumented: reported at about 13,300 characters of block text
+ * (https://github.com/slackapi/bolt-js/issues/2509, where a Slack engineer puts it as "12,000
+ * text characters with a buffer for block containers"), and once below 12,000
+ * (https://github.com/slackapi/bolt-js/issues/2867). We measure the serialised blocks — text, structure and JSON
  * escaping — and stay under this, which leaves a margin whichever way Slack counts.
  */
 export const BLOCKS_JSON_BUDGET = 10_000;
@@ -187,7 +188,7 @@ function statusLine(m: PlanMessage): string {
 }
 
 /**
- * What changed since the preview, said on the message itself (issue 15): the first changed field
+ * What changed since the preview, said on the message itself: the first changed field
  * of the first stale action, "`/email` is now `b@…`, was `a@…` when you were asked". The values
  * come from the reviewer's view, masked as previews are; the thread reply lists the rest.
  */
@@ -537,7 +538,7 @@ function actionResult(result: ActionOutcome | undefined): string {
   return result.status;
 }
 
-/** Writes whose re-read differs from the preview (issue 15, verify after apply). */
+/** Writes whose re-read differs from the preview (verify after apply). */
 function driftedWrites(outcome: Outcome): number {
   return outcome.actions.filter((a) => a.verified === false).length;
 }

@@ -1,8 +1,8 @@
 import type { WebClient } from "@slack/web-api";
 import type { ServiceContext } from "../service/context.ts";
-import type { OutboxHandler } from "../service/outbox.ts";
-import type { PublishedSeal } from "../service/seal-signature.ts";
-import { bookChannelSlot } from "../service/slack-messages.ts";
+import type { OutboxHandler } from "../service/delivery/index.ts";
+import type { PublishedSeal } from "../service/audit/index.ts";
+import { bookChannelSlot } from "../service/delivery/index.ts";
 import { deliveryErrorOf } from "./slack-errors.ts";
 
 const CHANNEL_SPACING_MS = 1000;

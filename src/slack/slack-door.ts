@@ -4,16 +4,16 @@ import type { Logger } from "pino";
 import type { Config } from "../config/load.ts";
 import type { PlanDocument } from "../plan/schema.ts";
 import type { ServiceContext } from "../service/context.ts";
-import type { OutboxHandler } from "../service/outbox.ts";
+import type { OutboxHandler } from "../service/delivery/index.ts";
 import { deliveryClient, slackSink } from "./deliver.ts";
-import type { ApproverDirectory } from "../service/approver-groups.ts";
+import type { ApproverDirectory } from "../service/context.ts";
 import { slackDirectory } from "./directory.ts";
 import { HonoReceiver } from "./hono-receiver.ts";
 import { DecisionQueue } from "./decision-queue.ts";
 import { boltLogger } from "./bolt-logger.ts";
 import { slackStartupError } from "./slack-startup-error.ts";
 import { registerListeners, type ListenerDeps } from "./listeners.ts";
-import { reviewChannelOf } from "../service/outbox-lanes.ts";
+import { reviewChannelOf } from "../service/records/index.ts";
 import { DIGEST_AFTER_SECONDS } from "../config/schema.ts";
 
 export interface SlackDoor {

@@ -1,5 +1,5 @@
 import { WebAPIHTTPError, WebAPIPlatformError, WebAPIRateLimitedError } from "@slack/web-api";
-import { DeliveryError } from "../service/outbox.ts";
+import { DeliveryError } from "../service/delivery/index.ts";
 
 /** Slack answers that no retry will fix: delivery stops and the failure is kept for people to see. */
 const PERMANENT = new Set([

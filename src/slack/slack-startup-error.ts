@@ -1,5 +1,5 @@
 import { ErrorCode, type WebAPIPlatformError, type WebAPIRequestError } from "@slack/web-api";
-import { StartupError } from "../config/startup-errors.ts";
+import { StartupError } from "../util/startup-errors.ts";
 
 /** Which credential a start-up call used, and where people find a good one. */
 const TOKENS = {

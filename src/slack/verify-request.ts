@@ -1,5 +1,5 @@
 import { createHmac } from "node:crypto";
-import { sameSecret } from "../server/bearer.ts";
+import { sameSecret } from "../util/bearer.ts";
 
 /** Slack's requests are refused when their timestamp is this far from now, in either direction. */
 export const MAX_SKEW_SECONDS = 5 * 60;

@@ -1,3 +1,5 @@
+import { causeChain } from "../util/cause-chain.ts";
+
 /**
  * The one place that decides whether an error means "the database cannot be reached right now"
  * (a restart, a failover, a network cut) rather than "this query is wrong". Callers retry the
@@ -22,19 +24,3 @@ export function isDatabaseUnreachable(err: unknown): boolean {
   return false;
 }
 
-/**
- * An error and its causes, outermost first, at most six deep: drizzle wraps driver errors in
- * DrizzleQueryError (cause), and Node may raise an AggregateError of per-address failures
- * (`errors`, left to the caller). Every reader of driver errors walks them through this.
- */
-export function causeChain(err: unknown): object[] {
-  const chain: object[] = [];
-  for (let e = err; e && typeof e === "object" && chain.length < 6; e = (e as { cause?: unknown }).cause) chain.push(e);
-  return chain;
-}
-
-/** What the HTTP doors answer while the database is unreachable: retry shortly, nothing was done. */
-export const DATABASE_UNAVAILABLE = {
-  code: "database_unavailable",
-  message: "Countersign's database is unreachable for the moment; nothing was done. Retry shortly.",
-} as const;

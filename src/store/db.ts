@@ -209,9 +209,9 @@ export function endingWithCommit(client: import("postgres").Sql, drizzle: (confi
 /**
  * A transaction that only reads and writes rows by key has no statement whose plan depends on a
  * parameter's value, so its statements take generic plans from their first execution on a
- * connection, not after five custom ones (PLAN_CACHE's `auto`): planning its CTEs cost PostgreSQL
- * 0.15–0.5 ms per statement on an approval's path (2026-12-03, five statements, when every
- * execution was planned). SET LOCAL ends with the transaction. Sent with the first reads, so it
+ * connection, not after five custom ones (PLAN_CACHE's `auto`): planning its CTEs costs PostgreSQL
+ * 0.15–0.5 ms per statement on an approval's path (five statements, when every execution is
+ * planned). SET LOCAL ends with the transaction. Sent with the first reads, so it
  * costs no round trip.
  */
 const GENERIC_PLANS = sql`SET LOCAL plan_cache_mode = force_generic_plan`;

@@ -1,4 +1,4 @@
-import { databaseStartupError } from "../config/startup-errors.ts";
+import { databaseStartupError } from "../util/startup-errors.ts";
 import { openDatabase, type Database, type DatabaseTarget } from "./db.ts";
 
 /** The configured database, migrated; a failure names DATABASE_URL (or COUNTERSIGN_DATA_DIR) and the fix. */

@@ -72,7 +72,7 @@ export const plans = pgTable(
     leaseExpiresAt: at("lease_expires_at"),
     claims: integer("claims").notNull().default(0),
     outcome: jsonText<unknown>("outcome"),
-    /** The earlier version this plan replaces (issue 15, `supersedes`), and the later one that replaced this. */
+    /** The earlier version this plan replaces (`supersedes`), and the later one that replaced this. */
     supersedes: uuid("supersedes"),
     supersededBy: uuid("superseded_by"),
     createdAt: at("created_at").notNull().defaultNow(),
@@ -91,10 +91,10 @@ export const plans = pgTable(
     // that page. Statistics rarely know how many plans expire in the future, and with the
     // (status, expires_at) index the planner then sorted every remaining pending plan per page.
     index("plans_pending_expiry").on(t.expiresAt, t.id).where(sql`status = 'pending'`),
-    // Agent limits (issue 14): an agent's open plans are counted, and its soonest pending expiry
+    // Agent limits: an agent's open plans are counted, and its soonest pending expiry
     // read, from this index alone, however many final plans it has.
     index("plans_agent_open").on(t.agentId, t.status, t.expiresAt).where(sql`status IN ('pending', 'approved')`),
-    // Retention (issue 16): final plans by last change, the order countersign_purge_plans() takes
+    // Retention: final plans by last change, the order countersign_purge_plans() takes
     // them in small batches, without reading the open ones or the whole table. Open statuses
     // named: a migration run in one transaction with 0017 may not name the values
     // it added, and an index predicate may not cast the enum to text (not immutable).
@@ -114,7 +114,7 @@ export const decisions = pgTable(
     verdict: verdict("verdict").notNull(),
     reason: text("reason"),
     /**
-     * An approval recorded although the targets could not be re-read at the click (issue 15):
+     * An approval recorded although the targets could not be re-read at the click:
      * why, as the person was told ("could not re-check"). Null when the re-check ran, or none was due.
      */
     recheckFailed: text("recheck_failed"),
@@ -131,7 +131,7 @@ const xid8 = customType<{ data: string; driverData: string }>({ dataType: () => 
 /**
  * The audit log: one hash chain per plan, one for events with no plan, and the legacy global
  * chain of events written before that split (xid IS NULL), tied together by audit_seals
- * (src/service/audit.ts and seal-audit.ts; docs/DESIGN.md, "Audit log").
+ * (src/service/records/audit.ts and seal-audit.ts; docs/DESIGN.md, "Audit log").
  */
 export const auditEvents = pgTable(
   "audit_events",
@@ -176,7 +176,7 @@ export const auditSeals = pgTable("audit_seals", {
 });
 
 /**
- * Signed seals (issue 16, src/service/sign-seals.ts): every so often the newest seal's canonical
+ * Signed seals (src/service/audit/sign-seals.ts): every so often the newest seal's canonical
  * statement (seq, hash, xid_to, sealed_at, events_total) signed with COUNTERSIGN_AUDIT_SEAL_KEY,
  * written with its publication's outbox rows, so it is published once whatever the replicas.
  * Append-only, like the seals it signs.
@@ -193,7 +193,7 @@ export const auditSealSignatures = pgTable("audit_seal_signatures", {
 });
 
 /**
- * The checkpoint a retention purge leaves for the audit events it deletes (issue 16; written only
+ * The checkpoint a retention purge leaves for the audit events it deletes (written only
  * by countersign_purge_plans(), in the transaction that deletes them, never changed): per pruned
  * event what the seals and chains need without its content, its id, plan, transaction, time and
  * both hashes. Only events under a seal the metrics rollup has counted (and, once seals are
@@ -228,7 +228,7 @@ export const outbox = pgTable(
     /** Which sink delivers it, e.g. "slack.post", "webhook". */
     kind: text("kind").notNull(),
     /**
-     * The queue it waits in (src/service/outbox-lanes.ts): `slack:<channel>`, `webhook:<agent>`,
+     * The queue it waits in (src/service/records/outbox-lanes.ts): `slack:<channel>`, `webhook:<agent>`,
      * or the kind. Lanes drain independently; rows delivered before migration 0014 have "".
      */
     lane: text("lane").notNull(),
@@ -259,7 +259,7 @@ export const outbox = pgTable(
     index("outbox_undelivered_plan_kind").on(t.planId, t.kind, t.id).where(sql`delivered_at IS NULL AND dead_at IS NULL`),
     /** The plan page's dead-lettered deliveries (and the live stream's count of them). */
     index("outbox_dead_plan").on(t.planId, t.id).where(sql`dead_at IS NOT NULL`),
-    /** Retention (issue 16): delivered rows past `retention.days`, oldest first, in small batches. */
+    /** Retention: delivered rows past `retention.days`, oldest first, in small batches. */
     index("outbox_delivered_at").on(t.deliveredAt).where(sql`delivered_at IS NOT NULL`),
   ],
 );
@@ -287,7 +287,7 @@ export const slackMessages = pgTable(
     digest: boolean("digest").notNull().default(false),
     /**
      * The root of the thread this message is a reply in: a re-plan's preview is posted in its
-     * first version's thread (issue 15), and its own replies go there too. Null: `ts` is the root.
+     * first version's thread, and its own replies go there too. Null: `ts` is the root.
      */
     threadTs: text("thread_ts"),
   },
@@ -358,7 +358,7 @@ export const purges = pgTable("purges", {
 });
 
 /**
- * The kill switch (issue 16): a row here means Countersign is paused, and no executor is handed
+ * The kill switch: a row here means Countersign is paused, and no executor is handed
  * a plan (claimApproved reads this table in its one UPDATE, so a claim never depends on a replica
  * having heard of the pause). At most one row (id 1); resuming deletes it. Who paused and resumed
  * when is in the audit log.
@@ -374,7 +374,7 @@ export const pause = pgTable("pause", {
 }, (t) => [check("pause_one_row", sql`${t.id} = 1`)]);
 
 /**
- * Refusals answered, per error code (issue 16, `countersign_refusals_total{code}`): a refusal
+ * Refusals answered, per error code (`countersign_refusals_total{code}`): a refusal
  * records nothing else, so this count is the only trace a scrape can read. One upsert each.
  */
 export const refusalCounts = pgTable("refusal_counts", {
@@ -383,7 +383,7 @@ export const refusalCounts = pgTable("refusal_counts", {
 });
 
 /**
- * The metrics counted from the audit log (src/service/metrics.ts), summed up to a seal so a scrape
+ * The metrics counted from the audit log (src/service/operations/metrics.ts), summed up to a seal so a scrape
  * reads only the events since: one row per metric, label and histogram bucket (-1 for a counter).
  */
 export const metricsRollup = pgTable("metrics_rollup", {
@@ -403,7 +403,7 @@ export const metricsRollupState = pgTable("metrics_rollup_state", {
 }, (t) => [check("metrics_rollup_state_one_row", sql`${t.id} = 1`)]);
 
 /**
- * The watcher's work list (issue 15, src/service/watch-targets.ts): one row per target resource
+ * The watcher's work list (src/service/watch/watch-targets.ts): one row per target resource
  * some open plan's action is on. A replica takes due rows with FOR UPDATE SKIP LOCKED and pushes
  * next_at one interval ahead in the same statement, so a resource is read at most once an
  * interval whatever the replicas; the read itself happens after that commits.

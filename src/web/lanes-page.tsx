@@ -1,7 +1,7 @@
 /** @jsxRuntime automatic @jsxImportSource hono/jsx */
-import type { LaneHealth } from "../service/lane-health.ts";
-import type { WebSession } from "../service/login-links.ts";
-import type { DeadDelivery, OutboxVisibility } from "../service/outbox-visibility.ts";
+import type { LaneHealth } from "../service/delivery/index.ts";
+import type { WebSession } from "../service/sign-in/index.ts";
+import type { DeadDelivery, OutboxVisibility } from "../service/delivery/index.ts";
 import { Layout } from "./layout.tsx";
 
 /** Where the page lives, and where a dead delivery's retry is posted. */

@@ -1,6 +1,6 @@
 /** @jsxRuntime automatic @jsxImportSource hono/jsx */
 import type { Child } from "hono/jsx";
-import type { WebSession } from "../service/login-links.ts";
+import type { WebSession } from "../service/sign-in/index.ts";
 
 export const STYLESHEET = `
 :root{--bg:#f6f7f9;--card:#fff;--ink:#111827;--muted:#6b7280;--line:#e5e7eb;--accent:#2563eb;--ok:#047857;--okbg:#ecfdf5;--bad:#b91c1c;--badbg:#fef2f2;--warn:#92400e;--warnbg:#fffbeb;--code:#f3f4f6}

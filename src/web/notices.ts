@@ -1,5 +1,5 @@
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { HTTP_STATUS_OF } from "../server/http-errors.ts";
+import { HTTP_STATUS_OF } from "../contract/error-codes.ts";
 import { ServiceError } from "../service/errors.ts";
 
 export interface Notice {

@@ -2,8 +2,8 @@
 import { Hono, type Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { ServiceError } from "../service/errors.ts";
-import { FLOW_TTL_SECONDS } from "../service/oidc-flow-state.ts";
-import { SignInUnavailable, type SlackSignIn } from "../service/oidc-sign-in.ts";
+import { FLOW_TTL_SECONDS } from "../service/sign-in/index.ts";
+import { SignInUnavailable, type SlackSignIn } from "../service/sign-in/index.ts";
 import { MessagePage } from "./login-page.tsx";
 import { setSessionCookie } from "./session-cookie.ts";
 

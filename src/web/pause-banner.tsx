@@ -1,9 +1,10 @@
 /** @jsxRuntime automatic @jsxImportSource hono/jsx */
 import type { Context, MiddlewareHandler } from "hono";
 import type { ServiceContext } from "../service/context.ts";
-import type { WebSession } from "../service/login-links.ts";
-import { isAdmin, pauseNow, type PauseState } from "../service/pause.ts";
-import { MAX_STATED_REASON_CHARS } from "../service/stated-reason.ts";
+import type { WebSession } from "../service/sign-in/index.ts";
+import { isAdmin, pauseNow } from "../service/operations/index.ts";
+import { type PauseState } from "../service/context.ts";
+import { MAX_STATED_REASON_CHARS } from "../service/access/index.ts";
 
 /** The kill switch as a page shows it: everyone sees that it is on; admins may lift it. */
 export function PauseBanner(props: { pause: PauseState; csrf?: string | undefined }) {

@@ -3,11 +3,11 @@ import { RevocationLine, RevokeForm } from "./revoke-form.tsx";
 import { weakPrecondition } from "../plan/weak-precondition.ts";
 import { shortHash } from "../plan/fingerprint.ts";
 import type { Json } from "../plan/json.ts";
-import type { ActionPreview } from "../plan/schema.ts";
-import type { PlanDiff } from "../plan/plan-diff.ts";
-import type { WebSession } from "../service/login-links.ts";
-import { MAX_STATED_REASON_CHARS } from "../service/stated-reason.ts";
-import type { DecisionRefusal, ReviewedPlan } from "../service/review-plan.ts";
+import type { ActionPreview } from "../contract/agent-api.ts";
+import type { PlanDiff } from "../policy/plan-diff.ts";
+import type { WebSession } from "../service/sign-in/index.ts";
+import { MAX_STATED_REASON_CHARS } from "../service/access/index.ts";
+import type { DecisionRefusal, ReviewedPlan } from "../service/review/index.ts";
 import { Layout, StatusBadge } from "./layout.tsx";
 import { DriftAfterApply, driftHeading, VerifiedNote } from "./verification.tsx";
 import type { Notice } from "./notices.ts";
@@ -180,7 +180,7 @@ function ChangedSince(props: { diff: PlanDiff }) {
 }
 
 /**
- * What changed on the target since the preview, for a stale plan (issue 15): "`/email` is now
+ * What changed on the target since the preview, for a stale plan: "`/email` is now
  * "b@…", was "a@…" when you were asked", per stale action, from the reviewer's (masked) view.
  */
 function ChangedSincePreview(props: { outcome: NonNullable<ReviewedPlan["plan"]["outcome"]> }) {

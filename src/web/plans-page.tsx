@@ -1,8 +1,8 @@
 /** @jsxRuntime automatic @jsxImportSource hono/jsx */
 import { shortHash } from "../plan/fingerprint.ts";
 import { PLAN_STATUSES } from "../plan/status.ts";
-import type { WebSession } from "../service/login-links.ts";
-import { pendingCursorText, type BrowserList, type PlanForReader } from "../service/review-plan.ts";
+import type { WebSession } from "../service/sign-in/index.ts";
+import { pendingCursorText, type BrowserList, type PlanForReader } from "../service/review/index.ts";
 import { Layout, StatusBadge } from "./layout.tsx";
 
 /** Which list a page shows: its status filter and where its page of pending plans starts (both as in the URL). */

@@ -1,8 +1,8 @@
 /** @jsxRuntime automatic @jsxImportSource hono/jsx */
-import { MAX_STATED_REASON_CHARS } from "../service/stated-reason.ts";
-import type { Revocation } from "../wire/agent-api.ts";
+import { MAX_STATED_REASON_CHARS } from "../service/access/index.ts";
+import type { Revocation } from "../contract/agent-api.ts";
 
-/** Withdraw an approval before an executor takes the plan (issue 16): a reason is required, the agent reads it. */
+/** Withdraw an approval before an executor takes the plan: a reason is required, the agent reads it. */
 export function RevokeForm(props: { planId: string; csrf: string }) {
   return (
     <form method="post" action={`/plans/${props.planId}/revoke`} class="inline revoke">

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { setCookie } from "hono/cookie";
-import { SESSION_TTL_MS } from "../service/login-links.ts";
+import { SESSION_TTL_MS } from "../service/sign-in/index.ts";
 
 export const SESSION_COOKIE = "cs_session";
 

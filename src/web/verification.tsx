@@ -6,7 +6,7 @@ import { Wrappable } from "./wrap-points.tsx";
 const show = (value: Json | undefined) => (value === undefined ? "(absent)" : JSON.stringify(value, null, 2));
 
 /**
- * What the executor's re-read after each write found (issue 15, verify after apply), on the
+ * What the executor's re-read after each write found (verify after apply), on the
  * plan page: a note per action in the outcome table, and for each write that did not land as
  * previewed, the fields where the target differs. The values arrive masked (the reviewer's view).
  */

@@ -3,30 +3,30 @@ import { Hono, type Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { streamSSE } from "hono/streaming";
 import type { ServiceContext } from "../service/context.ts";
-import { decide } from "../service/decide.ts";
+import { decide } from "../service/decide/index.ts";
 import { ServiceError } from "../service/errors.ts";
-import { consumeLoginLink, endSession, SESSION_TTL_MS, sessionOf, type WebSession } from "../service/login-links.ts";
-import { listForBrowser, parsePendingCursor, parseStatusFilter, reviewPlan } from "../service/review-plan.ts";
-import { maySeeLanes, outboxVisibility } from "../service/outbox-visibility.ts";
-import { retryDelivery } from "../service/retry-delivery.ts";
+import { consumeLoginLink, endSession, SESSION_TTL_MS, sessionOf, type WebSession } from "../service/sign-in/index.ts";
+import { listForBrowser, parsePendingCursor, parseStatusFilter, reviewPlan } from "../service/review/index.ts";
+import { maySeeLanes, outboxVisibility } from "../service/delivery/index.ts";
+import { retryDelivery } from "../service/delivery/index.ts";
 import { LANES_PATH, LanesPage } from "./lanes-page.tsx";
-import { sameSecret } from "../server/bearer.ts";
+import { sameSecret } from "../util/bearer.ts";
 import { declaresTooLargeForm, readForm, TOO_LARGE_FORM } from "../http/form-body.ts";
-import { HTTP_STATUS_OF } from "../server/http-errors.ts";
+import { HTTP_STATUS_OF } from "../contract/error-codes.ts";
 import { APP_SCRIPT } from "./app-script.ts";
 import { STYLESHEET } from "./layout.tsx";
 import { LoginConfirmPage, MessagePage } from "./login-page.tsx";
 import { refusalOf } from "./notices.ts";
-import { countIfRefusal } from "../service/metrics.ts";
+import { countIfRefusal } from "../service/operations/index.ts";
 import { PlanBody, PlanPage } from "./plan-page.tsx";
 import { PlansPage, PlansTable } from "./plans-page.tsx";
 import { SignInRequiredPage, type SignInOptions } from "./sign-in-page.tsx";
 import { OIDC_START_PATH, oidcRoutes } from "./oidc-routes.tsx";
-import type { SlackSignIn } from "../service/oidc-sign-in.ts";
+import type { SlackSignIn } from "../service/sign-in/index.ts";
 import { SESSION_COOKIE, setSessionCookie } from "./session-cookie.ts";
 import { isPlanId } from "../plan/schema.ts";
-import { revokePlan } from "../service/revoke-plan.ts";
-import { pauseCountersign, resumeCountersign } from "../service/pause.ts";
+import { revokePlan } from "../service/decide/index.ts";
+import { pauseCountersign, resumeCountersign } from "../service/operations/index.ts";
 import { pauseBanner } from "./pause-banner.tsx";
 
 const COOKIE = SESSION_COOKIE;
@@ -103,7 +103,7 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
     const filter = c.req.query("status");
     const statuses = parseStatusFilter(filter);
     const pendingAfter = c.req.query("pending_after");
-    let cursor;
+    let cursor: ReturnType<typeof parsePendingCursor> | undefined;
     try {
       cursor = pendingAfter ? parsePendingCursor(pendingAfter) : undefined;
     } catch (err) {
@@ -213,7 +213,7 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
       decide(ctx, { planId, hash: form.hash ?? "", actor: { userId, via: "web" }, verdict, reason: form.reason })));
   }
 
-  /** Revoke an approved plan no executor has taken (issue 16); a refusal is shown on the plan page, like a decision's. */
+  /** Revoke an approved plan no executor has taken; a refusal is shown on the plan page, like a decision's. */
   web.post("/plans/:id/revoke", actOnPlan((planId, userId, form) =>
     revokePlan(ctx, { planId, person: { userId, via: "web" }, reason: form.reason })));
 

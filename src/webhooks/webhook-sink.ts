@@ -1,8 +1,8 @@
-import type { PlanStatus, WebhookPayload } from "../wire/agent-api.ts";
+import type { PlanStatus, WebhookPayload } from "../contract/agent-api.ts";
 import { signWebhook } from "./sign-webhook.ts";
 import type { ServiceContext } from "../service/context.ts";
-import { DeliveryError, type OutboxHandler } from "../service/outbox.ts";
-import { webhookOfPlan } from "../service/webhook-of-plan.ts";
+import { DeliveryError, type OutboxHandler } from "../service/delivery/index.ts";
+import { webhookOfPlan } from "../service/delivery/index.ts";
 
 const TIMEOUT_MS = 10_000;
 

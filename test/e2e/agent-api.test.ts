@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { addAgent } from "../../src/service/add-agent.ts";
-import { decide } from "../../src/service/decide.ts";
+import { addAgent } from "../../src/service/agents/add-agent.ts";
+import { decide } from "../../src/service/decide/decide.ts";
 import { fingerprint } from "../../src/plan/fingerprint.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { useServer } from "../support/use-harness.ts";

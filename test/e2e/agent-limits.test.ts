@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Countersign, CountersignError, RateLimitedError } from "../../src/client/index.ts";
 import { createMcpServer } from "../../src/mcp/mcp-server.ts";
 import { openApiDocument } from "../../src/server/openapi.ts";
-import { addAgent } from "../../src/service/add-agent.ts";
+import { addAgent } from "../../src/service/agents/add-agent.ts";
 import { pglite } from "../support/databases.ts";
 import { mergeRequest, targetConfig, testConfig } from "../support/harness.ts";
 import { useServer } from "../support/use-harness.ts";

@@ -2,14 +2,14 @@ import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { createLogger } from "../../src/logger.ts";
+import { createLogger } from "../../src/logging/logger.ts";
 
 /**
- * The logger writes stdout asynchronously (src/logger.ts). These run a real child process that
+ * The logger writes stdout asynchronously (src/logging/logger.ts). These run a real child process that
  * logs many lines (far more than a pipe holds, so most are still queued) and then exits at once,
  * and check that every line reached the parent, the last one included.
  */
-const LOGGER = fileURLToPath(new URL("../../src/logger.ts", import.meta.url));
+const LOGGER = fileURLToPath(new URL("../../src/logging/logger.ts", import.meta.url));
 const LINES = 3000;
 
 function runChild(ending: string): Promise<{ code: number | null; stdout: string; stderr: string }> {

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_FORM_BYTES } from "../../src/http/form-body.ts";
 import { runServer, type RunningServer } from "../../src/server/run-server.ts";
-import { addAgent } from "../../src/service/add-agent.ts";
-import { createLoginLink } from "../../src/service/login-links.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
+import { addAgent } from "../../src/service/agents/add-agent.ts";
+import { createLoginLink } from "../../src/service/sign-in/login-links.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
 import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
 import type { Database } from "../../src/store/db.ts";
 import { pglite } from "../support/databases.ts";

@@ -4,7 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addAgent } from "../../src/service/add-agent.ts";
+import { addAgent } from "../../src/service/agents/add-agent.ts";
 import { signWebhook } from "../../src/webhooks/sign-webhook.ts";
 import { pglite } from "../support/databases.ts";
 import { useServer } from "../support/use-harness.ts";

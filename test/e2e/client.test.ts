@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { Countersign, CountersignError, type PlanRequestInput } from "../../src/client/index.ts";
-import { addAgent } from "../../src/service/add-agent.ts";
-import { decide } from "../../src/service/decide.ts";
+import { addAgent } from "../../src/service/agents/add-agent.ts";
+import { decide } from "../../src/service/decide/decide.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { useServer } from "../support/use-harness.ts";
 

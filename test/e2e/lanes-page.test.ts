@@ -1,9 +1,9 @@
 import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { addAgent } from "../../src/service/add-agent.ts";
-import { createLoginLink } from "../../src/service/login-links.ts";
-import { DeliveryError } from "../../src/service/outbox.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
+import { addAgent } from "../../src/service/agents/add-agent.ts";
+import { createLoginLink } from "../../src/service/sign-in/login-links.ts";
+import { DeliveryError } from "../../src/service/delivery/sink-contract.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
 import { pglite } from "../support/databases.ts";
 import { freePort } from "../support/free-port.ts";
 import { targetConfig, testConfig } from "../support/harness.ts";

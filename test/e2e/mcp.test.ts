@@ -4,9 +4,9 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ACTION_KINDS } from "../../src/plan/schema.ts";
-import { addAgent } from "../../src/service/add-agent.ts";
-import { decide } from "../../src/service/decide.ts";
-import type { PlanView } from "../../src/service/plan-view.ts";
+import { addAgent } from "../../src/service/agents/add-agent.ts";
+import { decide } from "../../src/service/decide/decide.ts";
+import type { PlanView } from "../../src/service/lifecycle/plan-view.ts";
 import { BIN, runCli } from "../support/cli.ts";
 import { pglite } from "../support/databases.ts";
 import { useServer } from "../support/use-harness.ts";

@@ -5,8 +5,8 @@ import addFormats from "ajv-formats";
 import { beforeAll, describe, expect, it } from "vitest";
 import { agentApi } from "../../src/server/agent-api.ts";
 import { openApiDocument } from "../../src/server/openapi.ts";
-import { ERROR_CODES } from "../../src/wire/agent-api.ts";
-import { addAgent } from "../../src/service/add-agent.ts";
+import { ERROR_CODES } from "../../src/contract/agent-api.ts";
+import { addAgent } from "../../src/service/agents/add-agent.ts";
 import { pglite } from "../support/databases.ts";
 import { useServer } from "../support/use-harness.ts";
 

@@ -1,9 +1,9 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { addAgent } from "../../src/service/add-agent.ts";
-import { createLoginLink } from "../../src/service/login-links.ts";
-import type { PlanView } from "../../src/service/plan-view.ts";
-import { pendingCursorText } from "../../src/service/review-plan.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
+import { addAgent } from "../../src/service/agents/add-agent.ts";
+import { createLoginLink } from "../../src/service/sign-in/login-links.ts";
+import type { PlanView } from "../../src/service/lifecycle/plan-view.ts";
+import { pendingCursorText } from "../../src/service/review/review-plan.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { freePort } from "../support/free-port.ts";
 import { targetConfig, testConfig } from "../support/harness.ts";

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { PostgresRowTargetConfig } from "../../src/config/schema.ts";
 import { fingerprint } from "../../src/plan/fingerprint.ts";
-import { addAgent } from "../../src/service/add-agent.ts";
-import { slackViewOf } from "../../src/service/slack-messages.ts";
-import { reviewPlan } from "../../src/service/review-plan.ts";
+import { addAgent } from "../../src/service/agents/add-agent.ts";
+import { slackViewOf } from "../../src/service/delivery/slack-messages.ts";
+import { reviewPlan } from "../../src/service/review/review-plan.ts";
 import { planMessageOf } from "../../src/slack/deliver.ts";
 import { renderPlanMessage } from "../../src/slack/render.ts";
 import { PlanBody } from "../../src/web/plan-page.tsx";

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
 import { runServer, type RunningServer } from "../../src/server/run-server.ts";
-import { addAgent } from "../../src/service/add-agent.ts";
-import type { AgentIdentity } from "../../src/service/authenticate-agent.ts";
-import { decide } from "../../src/service/decide.ts";
-import type { PlanView } from "../../src/service/plan-view.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
+import { addAgent } from "../../src/service/agents/add-agent.ts";
+import type { AgentIdentity } from "../../src/service/agents/authenticate-agent.ts";
+import { decide } from "../../src/service/decide/decide.ts";
+import type { PlanView } from "../../src/service/lifecycle/plan-view.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
 import type { Database } from "../../src/store/db.ts";
 import { pglite } from "../support/databases.ts";
 import { READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";

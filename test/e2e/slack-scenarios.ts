@@ -4,12 +4,12 @@ import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
 import { runExecutor } from "../../src/executor/run-executor.ts";
 import { executorServer } from "../../src/executor/server-client.ts";
 import { runServer, type RunningServer } from "../../src/server/run-server.ts";
-import { addAgent } from "../../src/service/add-agent.ts";
-import type { AgentIdentity } from "../../src/service/authenticate-agent.ts";
-import { expireDue } from "../../src/service/expire-due.ts";
-import { remindDue } from "../../src/service/remind-due.ts";
-import type { PlanView } from "../../src/service/plan-view.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
+import { addAgent } from "../../src/service/agents/add-agent.ts";
+import type { AgentIdentity } from "../../src/service/agents/authenticate-agent.ts";
+import { expireDue } from "../../src/service/watch/expire-due.ts";
+import { remindDue } from "../../src/service/watch/remind-due.ts";
+import type { PlanView } from "../../src/service/lifecycle/plan-view.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
 import type { Database } from "../../src/store/db.ts";
 import type { TestDatabaseKind } from "../support/databases.ts";
 import { READ_TOKEN, silentLogger, targetConfig, testConfig, testGrantKeys, WRITE_TOKEN } from "../support/harness.ts";
@@ -552,7 +552,7 @@ export function slackDeliveryScenarios(kind: TestDatabaseKind, door: Door): void
       for (let i = 0; i < 3; i++) {
         plans.push((await submitPlan(s.server.ctx, { agent: s.agent, request: { title: `while down ${i}`, actions: [{ kind: "http.json", target: "crm", path: `/contacts/${55 + i}`, op: "merge", body: { b: i } }] } })).plan);
       }
-      const { decide } = await import("../../src/service/decide.ts");
+      const { decide } = await import("../../src/service/decide/decide.ts");
       await decide(s.server.ctx, { planId: plans[0]!.id, hash: plans[0]!.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
       await new Promise((r) => setTimeout(r, 2500));
     } finally {

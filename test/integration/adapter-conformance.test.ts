@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { httpJsonAdapter } from "../../src/adapters/http-json-adapter.ts";
 import { postgresRowAdapter } from "../../src/adapters/postgres-row/postgres-row-adapter.ts";
-import { PostgresRowTarget, type PostgresRowAction } from "../../src/adapters/postgres-row/schema.ts";
+import { PostgresRowTarget, type PostgresRowAction } from "../../src/plan/postgres-row-schema.ts";
 import { AdapterRegistry } from "../../src/adapters/registry.ts";
 import { TargetConfig } from "../../src/config/schema.ts";
 import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";

@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import type { LimitsConfig } from "../../src/config/schema.ts";
 import type { ServiceContext } from "../../src/service/context.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
 import { databaseKinds, postgresKind } from "../support/databases.ts";
 import { mergeRequest, targetConfig } from "../support/harness.ts";
 import { refusal } from "../support/refusal.ts";

@@ -3,9 +3,9 @@ import type { AddressInfo } from "node:net";
 import { serve, type ServerType } from "@hono/node-server";
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addAgent } from "../../src/service/add-agent.ts";
+import { addAgent } from "../../src/service/agents/add-agent.ts";
 import { createApp } from "../../src/server/app.ts";
-import { requestIds } from "../../src/server/request-id.ts";
+import { requestIds } from "../../src/http/request-id.ts";
 import { pglite } from "../support/databases.ts";
 import { mergeRequest, silentLogger } from "../support/harness.ts";
 import { useHarness } from "../support/use-harness.ts";
@@ -39,7 +39,7 @@ function listen(fetch: (req: Request) => Response | Promise<Response>): Promise<
 const urlOf = (server: ServerType) => `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
 /**
- * The answer's X-Request-Id is set on the answer a handler made (src/server/request-id.ts), which
+ * The answer's X-Request-Id is set on the answer a handler made (src/http/request-id.ts), which
  * hono's `c.header()` would rebuild around a web stream; on the wire the answers keep their id,
  * Content-Length and body, also an answer passed on from fetch, whose headers cannot be changed.
  */

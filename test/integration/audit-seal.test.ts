@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { appendAudit } from "../../src/service/audit.ts";
-import { cancelPlan } from "../../src/service/cancel-plan.ts";
-import { decide } from "../../src/service/decide.ts";
-import { sealAudit, type Seal } from "../../src/service/seal-audit.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
-import { verifyAudit } from "../../src/service/verify-audit.ts";
+import { appendAudit } from "../../src/service/records/audit.ts";
+import { cancelPlan } from "../../src/service/intake/cancel-plan.ts";
+import { decide } from "../../src/service/decide/decide.ts";
+import { sealAudit, type Seal } from "../../src/service/audit/seal-audit.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
+import { verifyAudit } from "../../src/service/audit/verify-audit.ts";
 import type { Tx } from "../../src/store/db.ts";
 import { useSealingPostgres } from "../support/sealing-postgres.ts";
 import { mergeRequest } from "../support/harness.ts";

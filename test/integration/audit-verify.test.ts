@@ -1,10 +1,10 @@
 import { sql, type SQL } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { appendAudit } from "../../src/service/audit.ts";
-import { decide } from "../../src/service/decide.ts";
-import { sealAudit } from "../../src/service/seal-audit.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
-import { verifyAudit } from "../../src/service/verify-audit.ts";
+import { appendAudit } from "../../src/service/records/audit.ts";
+import { decide } from "../../src/service/decide/decide.ts";
+import { sealAudit } from "../../src/service/audit/seal-audit.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
+import { verifyAudit } from "../../src/service/audit/verify-audit.ts";
 import type { Database } from "../../src/store/db.ts";
 import { pglite } from "../support/databases.ts";
 import { mergeRequest, openHarness, type Harness } from "../support/harness.ts";

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { addAgent } from "../../src/service/add-agent.ts";
-import { authenticateAgent } from "../../src/service/authenticate-agent.ts";
+import { addAgent } from "../../src/service/agents/add-agent.ts";
+import { authenticateAgent } from "../../src/service/agents/authenticate-agent.ts";
 import { ServiceError } from "../../src/service/errors.ts";
-import { revokeAgent } from "../../src/service/revoke-agent.ts";
+import { revokeAgent } from "../../src/service/agents/revoke-agent.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { useHarness } from "../support/use-harness.ts";
 

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { decisionTermsOf, decisionTermsOfPlans, plannedActionsOf } from "../../src/service/decision-terms.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
+import { decisionTermsOf, decisionTermsOfPlans, plannedActionsOf } from "../../src/service/lifecycle/decision-terms.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
 import { openDatabase } from "../../src/store/db.ts";
 import { postgresKind } from "../support/databases.ts";
 import { mergeRequest } from "../support/harness.ts";

@@ -1,15 +1,15 @@
 import { and, asc, eq, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { decide } from "../../src/service/decide.ts";
-import { digestAt, nextPostInMs, recordDigest, waitingPreviews } from "../../src/service/digest.ts";
-import { bookChannelSlot, postedPreviewOf, recordPostedPreview } from "../../src/service/slack-messages.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
+import { decide } from "../../src/service/decide/decide.ts";
+import { digestAt, nextPostInMs, recordDigest, waitingPreviews } from "../../src/service/review/digest.ts";
+import { bookChannelSlot, postedPreviewOf, recordPostedPreview } from "../../src/service/delivery/slack-messages.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
 import { outbox } from "../../src/store/schema.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { mergeRequest, targetConfig } from "../support/harness.ts";
 import { useHarness } from "../support/use-harness.ts";
 
-/** The statements behind Slack digests (src/service/digest.ts), on each database. */
+/** The statements behind Slack digests (src/service/review/digest.ts), on each database. */
 describe.each(databaseKinds)("digest records on $name", (kind) => {
   const h = useHarness(kind, { sinks: ["slack"], targets: (url) => ({ crm: targetConfig(url, { policy: { riskByOp: { delete: "high" } } }) }) });
 

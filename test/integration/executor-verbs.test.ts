@@ -1,12 +1,12 @@
 import { asc, eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import type { Claim } from "../../src/executor/execute-plan.ts";
+import type { Claim } from "../../src/contract/executor-api.ts";
 import type { Outcome } from "../../src/plan/outcome.ts";
-import { claimApproved } from "../../src/service/claim-approved.ts";
-import { decide } from "../../src/service/decide.ts";
-import { heartbeatClaim } from "../../src/service/heartbeat-claim.ts";
-import { reportOutcome } from "../../src/service/report-outcome.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
+import { claimApproved } from "../../src/service/execution/claim-approved.ts";
+import { decide } from "../../src/service/decide/decide.ts";
+import { heartbeatClaim } from "../../src/service/execution/heartbeat-claim.ts";
+import { reportOutcome } from "../../src/service/execution/report-outcome.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
 import { auditEvents, plans } from "../../src/store/schema.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { mergeRequest } from "../support/harness.ts";

@@ -1,9 +1,10 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HOME_SINK } from "../../src/service/home-events.ts";
-import { deliverDue, type OutboxHandler } from "../../src/service/outbox.ts";
-import { takeAcrossPlans } from "../../src/service/outbox-lease.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
+import { HOME_SINK } from "../../src/service/records/home-events.ts";
+import { deliverDue } from "../../src/service/delivery/outbox-drain.ts";
+import { type OutboxHandler } from "../../src/service/delivery/sink-contract.ts";
+import { takeAcrossPlans } from "../../src/service/delivery/outbox-lease.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
 import { deliveryClient } from "../../src/slack/deliver.ts";
 import { slackDirectory } from "../../src/slack/directory.ts";
 import { homeSink } from "../../src/slack/home-publish.ts";

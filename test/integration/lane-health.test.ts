@@ -1,11 +1,12 @@
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import type { ServiceContext } from "../../src/service/context.ts";
-import { laneHealth } from "../../src/service/lane-health.ts";
-import { outboxVisibility } from "../../src/service/outbox-visibility.ts";
-import { retryDelivery } from "../../src/service/retry-delivery.ts";
-import { DeliveryError, deliverDue, type OutboxHandler } from "../../src/service/outbox.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
+import { laneHealth } from "../../src/service/delivery/lane-health.ts";
+import { outboxVisibility } from "../../src/service/delivery/outbox-visibility.ts";
+import { retryDelivery } from "../../src/service/delivery/retry-delivery.ts";
+import { DeliveryError, type OutboxHandler } from "../../src/service/delivery/sink-contract.ts";
+import { deliverDue } from "../../src/service/delivery/outbox-drain.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { mergeRequest, targetConfig } from "../support/harness.ts";
 import { refusal } from "../support/refusal.ts";

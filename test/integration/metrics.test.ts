@@ -1,17 +1,17 @@
 import { Writable } from "node:stream";
 import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { createLogger } from "../../src/logger.ts";
-import { addAgent } from "../../src/service/add-agent.ts";
-import { cancelPlan } from "../../src/service/cancel-plan.ts";
-import { claimApproved } from "../../src/service/claim-approved.ts";
-import { decide } from "../../src/service/decide.ts";
-import { expireDue } from "../../src/service/expire-due.ts";
-import { countIfRefusal, SECONDS_BUCKETS } from "../../src/service/metrics.ts";
+import { createLogger } from "../../src/logging/logger.ts";
+import { addAgent } from "../../src/service/agents/add-agent.ts";
+import { cancelPlan } from "../../src/service/intake/cancel-plan.ts";
+import { claimApproved } from "../../src/service/execution/claim-approved.ts";
+import { decide } from "../../src/service/decide/decide.ts";
+import { expireDue } from "../../src/service/watch/expire-due.ts";
+import { countIfRefusal, SECONDS_BUCKETS } from "../../src/service/operations/metrics.ts";
 import { ServiceError } from "../../src/service/errors.ts";
-import type { PlanView } from "../../src/service/plan-view.ts";
-import { reportOutcome } from "../../src/service/report-outcome.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
+import type { PlanView } from "../../src/service/lifecycle/plan-view.ts";
+import { reportOutcome } from "../../src/service/execution/report-outcome.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
 import { createApp } from "../../src/server/app.ts";
 import { latestMigration, migrationState } from "../../src/store/migration-state.ts";
 import { pglite } from "../support/databases.ts";
@@ -86,14 +86,18 @@ describe.each(databaseKinds)("GET /metrics, /readyz and request ids on $name", (
       SELECT extract(epoch FROM d.decided_at - p.created_at) AS s FROM plans p JOIN decisions d ON d.plan_id = p.id
       WHERE p.grant IS NOT NULL OR p.status = 'rejected'`)).map((r) => Number(r.s));
     expect(toDecision.length).toBeGreaterThan(0);
-    cumulative(toDecision).forEach((n, i) => expect(m.get(`countersign_time_to_decision_seconds_bucket{le="${SECONDS_BUCKETS[i]}"}`), `le ${SECONDS_BUCKETS[i]}`).toBe(n));
+    cumulative(toDecision).forEach((n, i) => {
+      expect(m.get(`countersign_time_to_decision_seconds_bucket{le="${SECONDS_BUCKETS[i]}"}`), `le ${SECONDS_BUCKETS[i]}`).toBe(n);
+    });
     expect(m.get('countersign_time_to_decision_seconds_bucket{le="+Inf"}')).toBe(toDecision.length);
     expect(m.get("countersign_time_to_decision_seconds_count")).toBe(toDecision.length);
     expect(m.get("countersign_time_to_decision_seconds_sum")).toBeCloseTo(toDecision.reduce((a, b) => a + b, 0), 3);
 
     const applySeconds = (await h.database.rows<{ s: string | number }>(sql`
       SELECT extract(epoch FROM p.updated_at - d.decided_at) AS s FROM plans p JOIN decisions d ON d.plan_id = p.id WHERE p.status = 'applied'`)).map((r) => Number(r.s));
-    cumulative(applySeconds).forEach((n, i) => expect(m.get(`countersign_apply_seconds_bucket{le="${SECONDS_BUCKETS[i]}"}`)).toBe(n));
+    cumulative(applySeconds).forEach((n, i) => {
+      expect(m.get(`countersign_apply_seconds_bucket{le="${SECONDS_BUCKETS[i]}"}`)).toBe(n);
+    });
     expect(m.get("countersign_apply_seconds_count")).toBe(applySeconds.length);
 
     expect(m.get('countersign_expired_total{from="pending"}') ?? 0).toBe(await count(sql`SELECT count(*) AS n FROM plans WHERE status = 'expired' AND "grant" IS NULL`));

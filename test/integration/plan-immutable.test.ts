@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { submitPlan } from "../../src/service/submit-plan.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { useHarness } from "../support/use-harness.ts";
 import { mergeRequest } from "../support/harness.ts";

@@ -1,10 +1,10 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { expireDue } from "../../src/service/expire-due.ts";
+import { expireDue } from "../../src/service/watch/expire-due.ts";
 import type { ServiceContext } from "../../src/service/context.ts";
-import type { PlanView } from "../../src/service/plan-view.ts";
-import { listForBrowser, listPendingForReview, parsePendingCursor, pendingCursorText, type PendingCursor } from "../../src/service/review-plan.ts";
+import type { PlanView } from "../../src/service/lifecycle/plan-view.ts";
+import { listForBrowser, listPendingForReview, parsePendingCursor, pendingCursorText, type PendingCursor } from "../../src/service/review/review-plan.ts";
 import { ServiceError } from "../../src/service/errors.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
 import { PlansTable } from "../../src/web/plans-page.tsx";
 import { databaseKinds } from "../support/databases.ts";
 import { mergeRequest, targetConfig } from "../support/harness.ts";

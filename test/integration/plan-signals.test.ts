@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from "vitest";
-import type { Claim } from "../../src/executor/execute-plan.ts";
+import type { Claim } from "../../src/contract/executor-api.ts";
 import type { Outcome } from "../../src/plan/outcome.ts";
-import { claimApproved, claimApprovedWaiting } from "../../src/service/claim-approved.ts";
-import { decide } from "../../src/service/decide.ts";
-import { parseAnnouncement } from "../../src/service/plan-signals.ts";
-import { reportOutcome } from "../../src/service/report-outcome.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
+import { claimApproved, claimApprovedWaiting } from "../../src/service/execution/claim-approved.ts";
+import { decide } from "../../src/service/decide/decide.ts";
+import { parseAnnouncement } from "../../src/service/records/plan-signals.ts";
+import { reportOutcome } from "../../src/service/execution/report-outcome.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { mergeRequest } from "../support/harness.ts";
 import { useHarness } from "../support/use-harness.ts";

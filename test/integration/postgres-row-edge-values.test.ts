@@ -3,7 +3,7 @@ import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AdapterError, type TargetReader, type TargetWriter } from "../../src/adapters/adapter.ts";
 import { fromText, readExpr, toText, whyNotForm, writeExpr, type Column } from "../../src/adapters/postgres-row/column-types.ts";
-import type { PostgresRowAction, PostgresRowPlanned } from "../../src/adapters/postgres-row/schema.ts";
+import type { PostgresRowAction, PostgresRowPlanned } from "../../src/plan/postgres-row-schema.ts";
 import type { Json } from "../../src/plan/json.ts";
 import { openRowDatabase, openRowTarget, type RowDatabase } from "../support/adapters-postgres.ts";
 import { postgresKind } from "../support/databases.ts";

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { AdapterError, TargetReader, TargetWriter } from "../../src/adapters/adapter.ts";
 import { postgresRowAdapter } from "../../src/adapters/postgres-row/postgres-row-adapter.ts";
-import { PostgresRowTarget, type PostgresRowAction, type PostgresRowPlanned } from "../../src/adapters/postgres-row/schema.ts";
+import { PostgresRowTarget, type PostgresRowAction, type PostgresRowPlanned } from "../../src/plan/postgres-row-schema.ts";
 import { PlanRequest } from "../../src/plan/schema.ts";
 import { openRowDatabase, openRowTarget, type RowDatabase } from "../support/adapters-postgres.ts";
 import { postgresKind } from "../support/databases.ts";

@@ -1,10 +1,10 @@
 import { and, asc, eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import type { ServiceContext } from "../../src/service/context.ts";
-import { decide } from "../../src/service/decide.ts";
-import type { PlanView } from "../../src/service/plan-view.ts";
-import { reminderPoints, reminderCandidates, remindDue } from "../../src/service/remind-due.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
+import { decide } from "../../src/service/decide/decide.ts";
+import type { PlanView } from "../../src/service/lifecycle/plan-view.ts";
+import { reminderPoints, reminderCandidates, remindDue } from "../../src/service/watch/remind-due.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
 import { auditEvents } from "../../src/store/schema.ts";
 import type { Database } from "../../src/store/db.ts";
 import { databaseKinds } from "../support/databases.ts";

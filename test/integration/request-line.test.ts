@@ -1,13 +1,13 @@
 import { Writable } from "node:stream";
 import { beforeAll, describe, expect, it } from "vitest";
-import { createLogger } from "../../src/logger.ts";
-import { addAgent } from "../../src/service/add-agent.ts";
+import { createLogger } from "../../src/logging/logger.ts";
+import { addAgent } from "../../src/service/agents/add-agent.ts";
 import { createApp } from "../../src/server/app.ts";
 import { pglite } from "../support/databases.ts";
 import { mergeRequest } from "../support/harness.ts";
 import { useHarness } from "../support/use-harness.ts";
 
-/** A plan submit writes one log line, the request's, and it names the plan (src/server/request-id.ts). */
+/** A plan submit writes one log line, the request's, and it names the plan (src/http/request-id.ts). */
 describe("the request's line is a submit's only line", () => {
   const h = useHarness(pglite);
   const lines: Record<string, unknown>[] = [];

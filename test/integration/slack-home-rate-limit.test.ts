@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ServiceContext } from "../../src/service/context.ts";
-import { HOME_SINK } from "../../src/service/home-events.ts";
-import { laneHealth } from "../../src/service/lane-health.ts";
-import { startOutboxWorker } from "../../src/service/outbox-worker.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
+import { HOME_SINK } from "../../src/service/records/home-events.ts";
+import { laneHealth } from "../../src/service/delivery/lane-health.ts";
+import { startOutboxWorker } from "../../src/service/delivery/outbox-worker.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
 import { deliveryClient } from "../../src/slack/deliver.ts";
 import { homeSink } from "../../src/slack/home-publish.ts";
 import { pglite } from "../support/databases.ts";

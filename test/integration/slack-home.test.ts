@@ -1,10 +1,10 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HOME_SINK } from "../../src/service/home-events.ts";
-import { coveredLater, decidersOf } from "../../src/service/home-tab.ts";
-import { deliverDue } from "../../src/service/outbox.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
-import { transition } from "../../src/service/transition.ts";
+import { HOME_SINK } from "../../src/service/records/home-events.ts";
+import { coveredLater, decidersOf } from "../../src/service/review/home-tab.ts";
+import { deliverDue } from "../../src/service/delivery/outbox-drain.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
+import { transition } from "../../src/service/lifecycle/transition.ts";
 import { deliveryClient } from "../../src/slack/deliver.ts";
 import { slackDirectory } from "../../src/slack/directory.ts";
 import { homeSink } from "../../src/slack/home-publish.ts";

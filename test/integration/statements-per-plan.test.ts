@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Outcome } from "../../src/plan/outcome.ts";
 import { agentApi } from "../../src/server/agent-api.ts";
-import { addAgent } from "../../src/service/add-agent.ts";
-import { claimApproved } from "../../src/service/claim-approved.ts";
-import { decide } from "../../src/service/decide.ts";
-import { reportOutcome } from "../../src/service/report-outcome.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
+import { addAgent } from "../../src/service/agents/add-agent.ts";
+import { claimApproved } from "../../src/service/execution/claim-approved.ts";
+import { decide } from "../../src/service/decide/decide.ts";
+import { reportOutcome } from "../../src/service/execution/report-outcome.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
 import { openCountingPostgres, type CountingPostgres } from "../support/counting-postgres.ts";
 import { mergeRequest, openHarness, type Harness } from "../support/harness.ts";
 

@@ -1,8 +1,8 @@
 import { sql } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
-import { auditChainHash, auditContentDigest, planGenesis } from "../../src/service/audit.ts";
-import { PLAN_CHANNEL } from "../../src/service/plan-signals.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
+import { auditChainHash, auditContentDigest, planGenesis } from "../../src/service/records/audit.ts";
+import { PLAN_CHANNEL } from "../../src/service/records/plan-signals.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { mergeRequest } from "../support/harness.ts";
 import { useHarness } from "../support/use-harness.ts";

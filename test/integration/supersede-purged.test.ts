@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { ServiceError } from "../../src/service/errors.ts";
-import { supersedeIn } from "../../src/service/supersede.ts";
+import { supersedeIn } from "../../src/service/intake/supersede.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { useHarness } from "../support/use-harness.ts";
 

@@ -1,6 +1,6 @@
 import { eq, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { claimApproved } from "../../src/service/claim-approved.ts";
+import { claimApproved } from "../../src/service/execution/claim-approved.ts";
 import { plans } from "../../src/store/schema.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { useHarness } from "../support/use-harness.ts";

@@ -1,11 +1,11 @@
 import { asc, eq, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { cancelPlan } from "../../src/service/cancel-plan.ts";
-import { planChainTail, planGenesis } from "../../src/service/audit.ts";
-import { lockedWritesStatement, type LockedEvent, type LockedWrites } from "../../src/service/locked-writes.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
-import { isTransitionMissed, transitionsLocked } from "../../src/service/transition.ts";
-import { verifyAudit } from "../../src/service/verify-audit.ts";
+import { cancelPlan } from "../../src/service/intake/cancel-plan.ts";
+import { planChainTail, planGenesis } from "../../src/service/records/audit.ts";
+import { lockedWritesStatement, type LockedEvent, type LockedWrites } from "../../src/service/lifecycle/locked-writes.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
+import { isTransitionMissed, transitionsLocked } from "../../src/service/lifecycle/transition.ts";
+import { verifyAudit } from "../../src/service/audit/verify-audit.ts";
 import { auditEvents, decisions, outbox, pause, plans } from "../../src/store/schema.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { mergeRequest } from "../support/harness.ts";

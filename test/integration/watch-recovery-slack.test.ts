@@ -1,7 +1,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { submitPlan } from "../../src/service/submit-plan.ts";
-import { watchTargets } from "../../src/service/watch-targets.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
+import { watchTargets } from "../../src/service/watch/watch-targets.ts";
 import { outbox, targetWatches } from "../../src/store/schema.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { mergeRequest, targetConfig } from "../support/harness.ts";

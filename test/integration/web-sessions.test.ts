@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { consumeLoginLink, createLoginLink, endSession, LOGIN_LINK_TTL_MS, SESSION_TTL_MS, sessionOf } from "../../src/service/login-links.ts";
+import { consumeLoginLink, createLoginLink, endSession, LOGIN_LINK_TTL_MS, SESSION_TTL_MS, sessionOf } from "../../src/service/sign-in/login-links.ts";
 import { databaseKinds } from "../support/databases.ts";
 import { refusal } from "../support/refusal.ts";
 import { useHarness } from "../support/use-harness.ts";

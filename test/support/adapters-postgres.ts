@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import postgres from "postgres";
 import type { TargetReader, TargetWriter } from "../../src/adapters/adapter.ts";
 import { postgresRowAdapter } from "../../src/adapters/postgres-row/postgres-row-adapter.ts";
-import { PostgresRowTarget, type PostgresRowAction, type PostgresRowPlanned } from "../../src/adapters/postgres-row/schema.ts";
+import { PostgresRowTarget, type PostgresRowAction, type PostgresRowPlanned } from "../../src/plan/postgres-row-schema.ts";
 
 /**
  * A database of its own (prefix `adapters_`) on TEST_DATABASE_URL's server, with the tables the

@@ -4,9 +4,9 @@ import { beforeAll, expect, it } from "vitest";
 import { findUnfaithfulNumber } from "../../src/plan/faithful-json.ts";
 import { findUnstorable } from "../../src/plan/storable.ts";
 import { createApp } from "../../src/server/app.ts";
-import { addAgent } from "../../src/service/add-agent.ts";
-import { createLoginLink, sessionOf } from "../../src/service/login-links.ts";
-import { submitPlan } from "../../src/service/submit-plan.ts";
+import { addAgent } from "../../src/service/agents/add-agent.ts";
+import { createLoginLink, sessionOf } from "../../src/service/sign-in/login-links.ts";
+import { submitPlan } from "../../src/service/intake/submit-plan.ts";
 import { plans } from "../../src/store/schema.ts";
 import type { TestDatabaseKind } from "./databases.ts";
 import { mergeRequest, WRITE_TOKEN } from "./harness.ts";
@@ -216,7 +216,7 @@ function acceptable(body: string | Uint8Array, contentType: string | undefined):
   } catch {
     return false;
   }
-  return contentType?.split(";")[0]!.trim().toLowerCase() === "application/json" && findUnstorable(parsed).length === 0 && findUnfaithfulNumber(text) === undefined;
+  return contentType?.split(";")[0]?.trim().toLowerCase() === "application/json" && findUnstorable(parsed).length === 0 && findUnfaithfulNumber(text) === undefined;
 }
 
 /** The app under fuzz, with an agent key, a pending plan and a signed-in browser session: filled in by beforeAll. */

@@ -6,10 +6,10 @@ import { openTargetReaders } from "../../src/adapters/target-readers.ts";
 import type { Config } from "../../src/config/load.ts";
 import { TargetConfig, type AnyTargetConfig } from "../../src/config/schema.ts";
 import { JsonResourceServer } from "../../src/demo/json-resource-server.ts";
-import { addAgent } from "../../src/service/add-agent.ts";
-import type { AgentIdentity } from "../../src/service/authenticate-agent.ts";
+import { addAgent } from "../../src/service/agents/add-agent.ts";
+import type { AgentIdentity } from "../../src/service/agents/authenticate-agent.ts";
 import type { ServiceContext } from "../../src/service/context.ts";
-import { PlanSignals } from "../../src/service/plan-signals.ts";
+import { ListeningPlanSignals } from "../../src/service/records/plan-signals.ts";
 import type { Database } from "../../src/store/db.ts";
 import { redactionRules } from "../../src/policy/redact.ts";
 
@@ -98,7 +98,7 @@ export async function openHarness(
   });
   await target.start();
   const clock = new TestClock();
-  const signals = new PlanSignals(database);
+  const signals = new ListeningPlanSignals(database);
   await signals.start();
   const config = testConfig(options.targets?.(target.url) ?? { crm: targetConfig(target.url) }, options.defaults);
   const http = createReadOnlyHttp();

@@ -130,11 +130,11 @@ export class OidcEmulator {
 
   private authorize(req: IncomingMessage, res: ServerResponse, q: Record<string, string>): void {
     const bad = (description: string) => this.send(req, res, q, 400, { error: "invalid_request", error_description: description });
-    if (q.client_id !== this.client.clientId) return bad("unknown client_id");
-    if (!q.redirect_uri || !this.client.redirectUris.includes(q.redirect_uri)) return bad("redirect_uri is not registered");
-    if (q.response_type !== "code") return bad("response_type must be code");
-    if (!(q.scope ?? "").split(" ").includes("openid")) return bad("scope must include openid");
-    if (!q.code_challenge || q.code_challenge_method !== "S256") return bad("PKCE with S256 is required");
+    if (q.client_id !== this.client.clientId) return void bad("unknown client_id");
+    if (!q.redirect_uri || !this.client.redirectUris.includes(q.redirect_uri)) return void bad("redirect_uri is not registered");
+    if (q.response_type !== "code") return void bad("response_type must be code");
+    if (!(q.scope ?? "").split(" ").includes("openid")) return void bad("scope must include openid");
+    if (!q.code_challenge || q.code_challenge_method !== "S256") return void bad("PKCE with S256 is required");
     const back = new URL(q.redirect_uri);
     if (q.state !== undefined) back.searchParams.set("state", q.state);
     if (this.deny) {

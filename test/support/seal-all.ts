@@ -1,5 +1,5 @@
-import { sealAudit, type Seal } from "../../src/service/seal-audit.ts";
-import { verifyAudit } from "../../src/service/verify-audit.ts";
+import { sealAudit, type Seal } from "../../src/service/audit/seal-audit.ts";
+import { verifyAudit } from "../../src/service/audit/verify-audit.ts";
 import type { ServiceContext } from "../../src/service/context.ts";
 import { waitFor } from "./wait-for.ts";
 

@@ -907,10 +907,19 @@ export function validateBlocks(blocks: JsonValue[], pointer = "/blocks", max: nu
   const blockIds = new Set<string>();
   blocks.forEach((block, i) => {
     const at = `${pointer}/${i}`;
-    if (!isObject(block)) return void errors.push(`must be an object [json-pointer:${at}]`);
+    if (!isObject(block)) {
+      errors.push(`must be an object [json-pointer:${at}]`);
+      return;
+    }
     const type = block.type;
-    if (typeof type !== "string") return void errors.push(`missing required field: type [json-pointer:${at}]`);
-    if (!KNOWN_BLOCK_TYPES.has(type)) return void errors.push(`unsupported type: ${type} [json-pointer:${at}/type]`);
+    if (typeof type !== "string") {
+      errors.push(`missing required field: type [json-pointer:${at}]`);
+      return;
+    }
+    if (!KNOWN_BLOCK_TYPES.has(type)) {
+      errors.push(`unsupported type: ${type} [json-pointer:${at}/type]`);
+      return;
+    }
     if (block.block_id !== undefined) {
       if (typeof block.block_id !== "string") errors.push(`must be a string [json-pointer:${at}/block_id]`);
       else {
@@ -927,7 +936,9 @@ export function validateBlocks(blocks: JsonValue[], pointer = "/blocks", max: nu
           if (!Array.isArray(block.fields)) errors.push(`must be an array [json-pointer:${at}/fields]`);
           else {
             if (block.fields.length > BLOCK_KIT_LIMITS.sectionFields) errors.push(`no more than ${BLOCK_KIT_LIMITS.sectionFields} items allowed [json-pointer:${at}/fields]`);
-            block.fields.forEach((field, j) => validateText(errors, field, `${at}/fields/${j}`, { max: BLOCK_KIT_LIMITS.sectionFieldText }));
+            block.fields.forEach((field, j) => {
+              validateText(errors, field, `${at}/fields/${j}`, { max: BLOCK_KIT_LIMITS.sectionFieldText });
+            });
           }
         }
         if (block.accessory !== undefined) validateElement(errors, block.accessory, `${at}/accessory`);

@@ -4,11 +4,11 @@ import os from "node:os";
 import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
-import { batchedDestination, createLogger, LOG_FLUSH_MS } from "../../src/logger.ts";
+import { batchedDestination, createLogger, LOG_FLUSH_MS } from "../../src/logging/logger.ts";
 import { waitFor } from "../support/wait-for.ts";
 
 /**
- * Log lines go out in batches (src/logger.ts): a line waits for the ones after it, but not for
+ * Log lines go out in batches (src/logging/logger.ts): a line waits for the ones after it, but not for
  * long, and never for good. Written to a file here, so what arrived can be read back.
  */
 describe("batched log lines", () => {

@@ -1,7 +1,7 @@
 import { DrizzleQueryError } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { createLogger } from "../../src/logger.ts";
-import { loggableError, printableError, scrubText } from "../../src/log-redaction.ts";
+import { createLogger } from "../../src/logging/logger.ts";
+import { loggableError, printableError, scrubText } from "../../src/logging/log-redaction.ts";
 import { MASK } from "../../src/policy/redact.ts";
 import { boltLogger } from "../../src/slack/bolt-logger.ts";
 

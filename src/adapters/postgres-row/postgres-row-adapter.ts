@@ -6,12 +6,13 @@ import { afterApplyMismatches } from "../../plan/holds-change.ts";
 import type { Json, JsonObject } from "../../plan/json.ts";
 import { AdapterError, type Revalidation, NOTHING_ALLOWED, type Adapter, type AdapterApplyResult, type ErrorClass, type TargetState } from "../adapter.ts";
 import { formOf, fromText, quoteIdent, readExpr, toText, UnreadableValue, whyNotForm, writeExpr, type Column } from "./column-types.ts";
-import { postgresRowRefusals, PostgresRowAction, PostgresRowPlanned, PostgresRowTarget, urlQueryProblems, type PostgresRowTable } from "./schema.ts";
+import { postgresRowRefusals } from "../../policy/allowlist.ts";
+import { PostgresRowAction, PostgresRowPlanned, PostgresRowTarget, urlQueryProblems, type PostgresRowTable } from "../../plan/postgres-row-schema.ts";
 
 type Sql = postgres.Sql;
 
 /**
- * `postgres.row` (issue 17): one row of a configured table, found by its key columns, updated,
+ * `postgres.row`: one row of a configured table, found by its key columns, updated,
  * inserted or deleted only if its version is still the one previewed. Identifiers come from the
  * config and must exist in the catalogue; every value is a parameter. No SQL from an agent runs.
  */
@@ -249,7 +250,9 @@ async function readState(sql: Sql, table: Table, key: Record<string, Json>): Pro
   const row = rows[0];
   if (!row) return { exists: false };
   const body: JsonObject = {};
-  table.shown.forEach((c, i) => (body[c.name] = fromText(c, row[`c${i}`] ?? null)));
+  table.shown.forEach((c, i) => {
+    body[c.name] = fromText(c, row[`c${i}`] ?? null);
+  });
   const jsonNull = table.shown.filter((c, i) => formOf(c) === "json" && row[`c${i}`] === "null").map((c) => c.name);
   return { exists: true, body, version: row.v ?? null, jsonNull };
 }

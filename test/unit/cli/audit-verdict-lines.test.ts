@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { auditVerdictLines } from "../../../src/cli/agents.ts";
-import type { AuditProblem, AuditVerdict } from "../../../src/service/verify-audit.ts";
+import type { AuditProblem, AuditVerdict } from "../../../src/service/audit/verify-audit.ts";
 
 const counts = { events: 12, sealed: 10, unsealed: 2, pruned: 0, head: { seq: 4, hash: "sha256:" + "a".repeat(64), xidTo: "900", sealedAt: "2026-12-03T07:00:00.000Z" } };
 

@@ -4,8 +4,8 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../../src/config/load.ts";
-import { loadSealKey, samePublicKey, signatureHolds, signSeal, statementOf, statementText } from "../../../src/service/seal-signature.ts";
-import { signatureDue } from "../../../src/service/sign-seals.ts";
+import { loadSealKey, samePublicKey, signatureHolds, signSeal, statementOf, statementText } from "../../../src/service/audit/seal-signature.ts";
+import { signatureDue } from "../../../src/service/audit/sign-seals.ts";
 
 const root = mkdtempSync(path.join(os.tmpdir(), "countersign-seal-config-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

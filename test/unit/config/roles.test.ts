@@ -5,7 +5,9 @@ import { afterAll, describe, expect, expectTypeOf, it } from "vitest";
 import { ConfigError, loadConfig, type CliConfig, type ExecutorConfig, type ServerConfig } from "../../../src/config/load.ts";
 
 const dirs: string[] = [];
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
 
 function dirWith(yaml: string | null): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), "countersign-roles-"));

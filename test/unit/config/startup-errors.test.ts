@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { databaseStartupError, listenStartupError, StartupError } from "../../../src/config/startup-errors.ts";
+import { databaseStartupError, listenStartupError, StartupError } from "../../../src/util/startup-errors.ts";
 
 const PG = { kind: "postgres" as const, url: "postgres://app:hunter2@db.internal:6543/countersign" };
 

@@ -24,6 +24,25 @@ async function server(handle: (req: IncomingMessage, res: ServerResponse, body: 
   return `http://127.0.0.1:${(s.address() as AddressInfo).port}/`;
 }
 
+const DIGEST = `sha256:${"ab".repeat(32)}`;
+/** A claim as the server sends one: every member the executor API's schema asks for. */
+const CLAIM = {
+  plan: {
+    v: 1,
+    id: "7b0c2a4e-3f51-4d7c-9a8e-2b6f1c0d9e11",
+    environment: "test",
+    agent: "unit-agent",
+    title: "Rename a contact",
+    actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { name: "Ana" }, precondition: { etag: '"v1"' }, beforeDigest: DIGEST, afterDigest: DIGEST }],
+    policy: { approvers: ["U0ALICE"], requiredApprovals: 1, grantTtlSeconds: 600 },
+    expiresAt: "2030-01-01T00:00:00.000Z",
+  },
+  preview: { actions: [] },
+  grant: "header.payload.signature",
+  claimToken: "t1",
+  leaseExpiresAt: "2030-01-01T00:00:00.000Z",
+};
+
 describe("executorServer on node:http", () => {
   it("claims (200 with the claim, 204 with none), heartbeats and reports with the bearer token, and tells refusals apart", async () => {
     const seen: string[] = [];
@@ -32,7 +51,7 @@ describe("executorServer on node:http", () => {
       seen.push(`${req.method} ${req.url} ${req.headers.authorization} ${body}`);
       if (req.headers.authorization !== "Bearer good") return void res.writeHead(401).end("{}");
       if (req.url === "/v1/executor/claim") {
-        if (claims++ === 0) return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ claimToken: "t1", leaseExpiresAt: "2030-01-01T00:00:00Z" }));
+        if (claims++ === 0) return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(CLAIM));
         return void res.writeHead(204).end();
       }
       if (req.url === "/v1/executor/claims/t1/heartbeat") return void res.writeHead(409, { "content-type": "application/json" }).end("{}");
@@ -40,7 +59,7 @@ describe("executorServer on node:http", () => {
       res.writeHead(404).end();
     });
     const client = executorServer(url, "good");
-    expect(await client.claim()).toEqual({ claimToken: "t1", leaseExpiresAt: "2030-01-01T00:00:00Z" });
+    expect(await client.claim()).toEqual(CLAIM);
     expect(await client.claim()).toBeUndefined();
     expect(await client.heartbeat("t1")).toBe(false);
     const refused = await client.report("t1", { status: "applied", actions: [] }).then(() => undefined, (e: unknown) => e);

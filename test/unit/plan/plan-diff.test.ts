@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { isEmptyDiff, planDiff, type Version } from "../../../src/plan/plan-diff.ts";
-import type { ActionPreview } from "../../../src/plan/schema.ts";
+import { isEmptyDiff, planDiff, type Version } from "../../../src/policy/plan-diff.ts";
+import type { ActionPreview } from "../../../src/contract/agent-api.ts";
 import { MASK, redactionRules } from "../../../src/policy/redact.ts";
 
 const rules = redactionRules();

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { policyCheck } from "../../../src/cli/policy-check.ts";
 import { ConfigError, loadConfig } from "../../../src/config/load.ts";
 import { limitsOf, limitVerdict, type AgentUsage } from "../../../src/policy/agent-limits.ts";
-import { rateLimited } from "../../../src/service/agent-limits.ts";
+import { rateLimited } from "../../../src/service/agents/agent-limits.ts";
 
 const NOW = Date.parse("2026-12-03T08:00:00.000Z");
 const idle: AgentUsage = { recent: 0, oldestRecentMs: null, open: 0, soonestExpiryMs: null };

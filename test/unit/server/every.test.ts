@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { every, outageAwareReport } from "../../../src/server/every.ts";
+import { every, outageAwareReport } from "../../../src/util/every.ts";
 import { waitFor } from "../../support/wait-for.ts";
 
 const outage = Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });

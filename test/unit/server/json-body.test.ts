@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isJsonMediaType, readJsonBody } from "../../../src/server/json-body.ts";
+import { isJsonMediaType, readJsonBody } from "../../../src/http/json-body.ts";
 import { ServiceError } from "../../../src/service/errors.ts";
 
 const post = (body: string | Uint8Array, contentType?: string) =>

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { auditChainHash, auditContentDigest, chainGenesis, GENESIS_HASH, planGenesis, SYSTEM_GENESIS } from "../../../src/service/audit.ts";
+import { auditChainHash, auditContentDigest, chainGenesis, GENESIS_HASH, planGenesis, SYSTEM_GENESIS } from "../../../src/service/records/audit.ts";
 import { fingerprint } from "../../../src/plan/fingerprint.ts";
-import { sealHash } from "../../../src/service/seal-audit.ts";
+import { sealHash } from "../../../src/service/audit/seal-audit.ts";
 
 const sha = (text: string) => "sha256:" + createHash("sha256").update(text, "utf8").digest("hex");
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FLOW_TTL_SECONDS, flowStateKey, openFlowState, safeReturnPath, sealFlowState } from "../../../src/service/oidc-flow-state.ts";
+import { FLOW_TTL_SECONDS, flowStateKey, openFlowState, safeReturnPath, sealFlowState } from "../../../src/service/sign-in/oidc-flow-state.ts";
 
 const FLOW = { state: "s".repeat(43), nonce: "n".repeat(43), codeVerifier: "v".repeat(43), returnTo: "/plans/1" };
 const NOW = new Date("2026-12-02T12:00:00Z");

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { HOME_SINK } from "../../../src/service/home-events.ts";
-import { laneIsOf, laneOf, NOTICE_SINK, noticeLaneOf, priorityOf, sinkLane, type LaneConfig } from "../../../src/service/outbox-lanes.ts";
+import { HOME_SINK } from "../../../src/service/records/home-events.ts";
+import { laneIsOf, laneOf, NOTICE_SINK, noticeLaneOf, priorityOf, sinkLane, type LaneConfig } from "../../../src/service/records/outbox-lanes.ts";
 
 const config = {
   targets: { crm: { policy: { reviewChannel: "C0CRM" } } },

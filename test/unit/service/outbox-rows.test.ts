@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { HOME_EVENTS, HOME_SINK } from "../../../src/service/home-events.ts";
-import { outboxRowsOf, outboxRowsOfEvents } from "../../../src/service/outbox.ts";
+import { HOME_EVENTS, HOME_SINK } from "../../../src/service/records/home-events.ts";
+import { outboxRowsOf, outboxRowsOfEvents } from "../../../src/service/records/outbox.ts";
 import type { ServiceContext } from "../../../src/service/context.ts";
 
 const ctx = {

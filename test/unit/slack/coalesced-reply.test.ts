@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Outcome } from "../../../src/plan/outcome.ts";
-import type { ActionPreview } from "../../../src/plan/schema.ts";
+import type { ActionPreview } from "../../../src/contract/agent-api.ts";
 import { renderCoalescedReply } from "../../../src/slack/coalesced-reply.ts";
 
 const action: ActionPreview = { target: "crm", path: "/contacts/42", op: "merge", before: { name: "Ada" }, after: { name: "Ada L." }, version: 'W/"41"', changes: [{ path: "/name", from: "Ada", to: "Ada L." }] };

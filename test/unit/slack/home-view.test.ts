@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { WaitingPlan } from "../../../src/service/plans-for-person.ts";
+import type { WaitingPlan } from "../../../src/service/review/plans-for-person.ts";
 import { HOME_MAX_BLOCKS, HOME_SHOWN, renderHome, type HomeContent } from "../../../src/slack/home-view.ts";
 import type { Block } from "../../../src/slack/plan-message.ts";
 import { renderPlanMessage } from "../../../src/slack/render.ts";

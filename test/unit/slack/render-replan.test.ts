@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { PlanDiff } from "../../../src/plan/plan-diff.ts";
-import type { PlanMessage } from "../../../src/slack/plan-message.ts";
+import type { PlanDiff } from "../../../src/policy/plan-diff.ts";
 import { BLOCKS_JSON_BUDGET, renderPlanMessage, SLACK_LIMITS } from "../../../src/slack/render.ts";
 import { blocksJson, buttonIds, planMessage } from "../../support/plan-fixtures.ts";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Change } from "../../../src/plan/changes.ts";
 import type { Outcome } from "../../../src/plan/outcome.ts";
-import type { ActionPreview } from "../../../src/plan/schema.ts";
+import type { ActionPreview } from "../../../src/contract/agent-api.ts";
 import { PLAN_STATUSES, type PlanStatus } from "../../../src/plan/status.ts";
 import type { Block, PlanMessage, SlackMessage, ThreadEvent } from "../../../src/slack/plan-message.ts";
 import { renderPlanMessage, renderThreadReply } from "../../../src/slack/render.ts";
@@ -63,11 +63,11 @@ interface TextObject {
 
 /** Every text object in a message, wherever it sits. */
 function textObjects(value: unknown, out: TextObject[] = []): TextObject[] {
-  if (Array.isArray(value)) value.forEach((v) => textObjects(v, out));
+  if (Array.isArray(value)) for (const v of value) textObjects(v, out);
   else if (typeof value === "object" && value !== null) {
     const o = value as Record<string, unknown>;
     if ((o.type === "plain_text" || o.type === "mrkdwn") && typeof o.text === "string") out.push(o as unknown as TextObject);
-    else Object.values(o).forEach((v) => textObjects(v, out));
+    else for (const v of Object.values(o)) textObjects(v, out);
   }
   return out;
 }
@@ -118,21 +118,27 @@ function limitProblems(message: SlackMessage): string[] {
         if (block.text !== undefined) text(block.text, 3000, `${at}/text`);
         const fields = (block.fields ?? []) as unknown[];
         check(fields.length <= 10, `${at}: ${fields.length} fields > 10`);
-        fields.forEach((f, j) => text(f, 2000, `${at}/fields/${j}`));
+        fields.forEach((f, j) => {
+          text(f, 2000, `${at}/fields/${j}`);
+        });
         if (block.accessory !== undefined) button(block.accessory as Record<string, unknown>, `${at}/accessory`);
         break;
       }
       case "context": {
         const elements = block.elements as unknown[];
         check(elements.length >= 1 && elements.length <= 10, `${at}: ${elements.length} elements`);
-        elements.forEach((e, j) => text(e, 3000, `${at}/elements/${j}`));
+        elements.forEach((e, j) => {
+          text(e, 3000, `${at}/elements/${j}`);
+        });
         break;
       }
       case "actions": {
         const elements = block.elements as Record<string, unknown>[];
         check(elements.length >= 1 && elements.length <= 25, `${at}: ${elements.length} elements`);
         check(new Set(elements.map((e) => e.action_id)).size === elements.length, `${at}: duplicate action_id`);
-        elements.forEach((e, j) => button(e, `${at}/elements/${j}`));
+        elements.forEach((e, j) => {
+          button(e, `${at}/elements/${j}`);
+        });
         break;
       }
       case "divider":

@@ -1,9 +1,9 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type * as Client from "../../../src/client/wire-types.ts";
-import type * as Wire from "../../../src/wire/agent-api.ts";
-import { CLIENT_WIRE_TYPES_PATH, clientWireTypesSource } from "../../../src/wire/client-types.ts";
-import { printTypes } from "../../../src/wire/print-types.ts";
+import type * as Wire from "../../../src/contract/agent-api.ts";
+import { CLIENT_WIRE_TYPES_PATH, clientWireTypesSource } from "../../../src/contract/client-types.ts";
+import { printTypes } from "../../../src/contract/print-types.ts";
 
 /** Identity of two types (mutual assignability would miss a dropped optional field). */
 type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false;

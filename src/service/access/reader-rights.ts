@@ -1,0 +1,64 @@
+import { approverGroups, names, userGroupsIn, type Person } from "../../policy/approvers.ts";
+import { whyMayNot, type PlanFacts, type Refusal } from "../../policy/may-act.ts";
+import type { PlanDocument } from "../../plan/schema.ts";
+import { membershipOf } from "./approver-groups.ts";
+import type { ServiceContext } from "../context.ts";
+import type { PlanView } from "../lifecycle/plan-view.ts";
+
+/**
+ * Why a person may not decide a plan now, as a door shows it: the rule's refusal, or that Slack
+ * could not say whether they are in one of its approver groups.
+ */
+export type DecisionRefusal = Refusal | { code: "approver_check_failed"; groups: string[] };
+
+/** A person asking, as the service sees them: who they are (a door has verified it). */
+export interface Reader {
+  userId: string;
+}
+
+/**
+ * What one person may do with some plans: their group memberships are looked up once for every
+ * group the question involves (admins, readers, the plans' approvers), then the one rule answers
+ * per plan. Groups Slack could not answer for count as "not a member", and say so.
+ */
+export async function rightsOf(ctx: ServiceContext, reader: Reader, documents: readonly PlanDocument[]) {
+  const rights = { readers: ctx.config.browser.readers, admins: ctx.config.admins };
+  const groups = userGroupsIn([...rights.admins, ...(rights.readers ?? []), ...documents.flatMap((d) => d.policy.approvers)]);
+  const { memberOf, unchecked } = await membershipOf(ctx, reader.userId, groups);
+  const person: Person = { userId: reader.userId, memberOf };
+  const uncheckedGroups = unchecked.map((u) => u.group);
+  const now = ctx.clock();
+  return {
+    uncheckedGroups,
+    /** Reads every plan whatever its approvers: an admin, a listed reader, or no readers list at all. */
+    readsEverything: rights.readers === undefined || names(rights.admins, person) || names(rights.readers, person),
+    /** Named by the top-level `admins` (by id or through a user group): may operate Countersign, e.g. retry a dead delivery. */
+    isAdmin: names(rights.admins, person),
+    /** Why not read (documents' approvals do not matter to reading). */
+    whyMayNotRead(doc: PlanDocument, plan: Pick<PlanFacts, "status" | "expiresAt" | "hash">): Refusal | undefined {
+      return whyMayNot(person, { ...plan, onBehalfOf: doc.onBehalfOf, policy: doc.policy, approvals: [] }, { verb: "read", rights }, now);
+    },
+    /** Why not revoke now, for showing the revoke form: admins may, and those who may decide it. */
+    whyMayNotRevoke(view: PlanView): Refusal | undefined {
+      return whyMayNot(person, factsOf(view), { verb: "revoke", admins: rights.admins }, now);
+    },
+    /** Why not decide now, for showing buttons. */
+    whyMayNotDecide(view: PlanView): DecisionRefusal | undefined {
+      const refusal = whyMayNot(person, factsOf(view), { verb: "decide" }, now);
+      const couldNotCheck = approverGroups(view.plan.policy).filter((g) => uncheckedGroups.includes(g));
+      if (refusal?.code === "not_an_approver" && couldNotCheck.length > 0) return { code: "approver_check_failed", groups: couldNotCheck };
+      return refusal;
+    },
+  };
+}
+
+export function factsOf(view: PlanView): PlanFacts {
+  return {
+    status: view.status,
+    expiresAt: new Date(view.expiresAt),
+    hash: view.hash,
+    onBehalfOf: view.plan.onBehalfOf,
+    policy: view.plan.policy,
+    approvals: view.approvals.map((a) => a.userId),
+  };
+}

@@ -1,0 +1,104 @@
+import { randomBytes } from "node:crypto";
+import { and, asc, eq, gt, lte, notExists, or, sql } from "drizzle-orm";
+import type { Claim } from "../../contract/executor-api.ts";
+import type { ActionPreview } from "../../contract/agent-api.ts";
+import type { PlanDocument } from "../../plan/schema.ts";
+import { pause, plans } from "../../store/schema.ts";
+import type { ServiceContext } from "../context.ts";
+import { planEventStatement } from "../lifecycle/transition.ts";
+import { statusIs } from "../../store/plan-status-sql.ts";
+
+/** Re-check for claimable plans this often even without a signal: leases run out silently (nothing announces them). */
+const RECHECK_MS = 1000;
+
+/**
+ * Hands one plan to an executor: an approved plan whose grant is still valid, or an executing
+ * plan whose lease ran out (its executor died or stalled; the new one may only reconcile if the
+ * grant has expired meanwhile). Rows another executor is claiming are skipped, so no two get
+ * the same plan. Every claim gets a fresh token; only the holder of the current token may
+ * heartbeat or report (fencing).
+ *
+ * The claim is one statement (find, lock and lease the row) plus its event, in one transaction:
+ * an executor that finds nothing costs BEGIN, UPDATE, COMMIT. The event is a statement of its own
+ * after the UPDATE (its chain's tail is read after the row lock is held, audit.ts) and is sent
+ * with the COMMIT: three round trips, not four; a failed event rolls the claim back.
+ */
+export async function claimApproved(ctx: ServiceContext): Promise<Claim | undefined> {
+  return ctx.database.transactionEndingWith(async (tx) => {
+    const now = ctx.clock();
+    const claimToken = randomBytes(24).toString("base64url");
+    const leaseExpiresAt = new Date(now.getTime() + ctx.config.executor.leaseSeconds * 1000);
+    const candidate = tx
+      .select({ id: plans.id, was: plans.status })
+      .from(plans)
+      .where(and(
+        or(
+          and(statusIs("approved"), gt(plans.grantExpiresAt, now)),
+          and(statusIs("executing"), lte(plans.leaseExpiresAt, now)),
+        ),
+        // The kill switch: read here, in the claim's own statement, so a pause holds
+        // on every replica the moment it commits, whether or not the replica has heard of it.
+        notExists(tx.select({ one: sql`1` }).from(pause)),
+      ))
+      .orderBy(asc(plans.updatedAt))
+      .limit(1)
+      .for("update", { skipLocked: true })
+      .as("candidate");
+    const [row] = await tx
+      .update(plans)
+      .set({ status: "executing", claimToken, leaseExpiresAt, updatedAt: now, claims: sql`${plans.claims} + 1` })
+      .from(candidate)
+      .where(eq(plans.id, candidate.id))
+      .returning({
+        id: plans.id,
+        status: plans.status,
+        hash: plans.hash,
+        callbackUrl: plans.callbackUrl,
+        document: plans.document,
+        preview: plans.preview,
+        grant: plans.grant,
+        claims: plans.claims,
+        was: candidate.was,
+      });
+    if (!row) return { result: undefined };
+    const takeover = row.was === "executing";
+    const event = planEventStatement(ctx, tx, {
+      plan: row,
+      type: takeover ? "plan.reclaimed" : "plan.executing",
+      actor: { type: "system", process: "executor" },
+      at: now,
+      data: { claim: row.claims, leaseExpiresAt: leaseExpiresAt.toISOString() },
+    });
+    const claim: Claim = {
+      plan: row.document as PlanDocument,
+      preview: row.preview as { actions: ActionPreview[] },
+      grant: row.grant!,
+      claimToken,
+      leaseExpiresAt: leaseExpiresAt.toISOString(),
+    };
+    return { result: claim, last: event };
+  });
+}
+
+/**
+ * Long-poll: claims at once if it can, else waits for an approval (or a lease to run out), or for
+ * an approval on this replica to hand it a plan claimed already (PlanSignals.takeClaimer). The
+ * wait is elapsed time on the monotonic timer; whether a grant or lease is still valid is judged
+ * by ctx.clock inside claimApproved.
+ */
+export async function claimApprovedWaiting(ctx: ServiceContext, input: { waitMs: number; signal?: AbortSignal | undefined }): Promise<Claim | undefined> {
+  const { waitMs, signal } = input;
+  const deadline = performance.now() + waitMs;
+  for (;;) {
+    const claim = await claimApproved(ctx);
+    const left = deadline - performance.now();
+    if (claim || left <= 0 || signal?.aborted) {
+      if (claim && signal?.aborted) ctx.logger.warn({ planId: claim.plan.id }, "executor went away while claiming; the lease will run out and another executor takes over");
+      return claim;
+    }
+    // An approval on this replica may hand its plan to this waiter, claimed in its own transaction
+    // (decide.ts). One heard since the read that woke nobody ends the wait at once (plan-signals.ts).
+    const handed = await ctx.signals.waitClaimable(Math.min(left, RECHECK_MS), signal);
+    if (handed) return handed;
+  }
+}

@@ -1,0 +1,34 @@
+import { and, eq } from "drizzle-orm";
+import { isPlanId } from "../../plan/schema.ts";
+import { plans } from "../../store/schema.ts";
+import type { AgentIdentity } from "../agents/authenticate-agent.ts";
+import type { ServiceContext } from "../context.ts";
+import { ServiceError } from "../errors.ts";
+import { pauseNow } from "../operations/pause.ts";
+import { planView, type PlanView } from "../lifecycle/plan-view.ts";
+import type { PlanRow } from "../lifecycle/transition.ts";
+
+/**
+ * A plan as its own agent sees it. Another agent's plan is indistinguishable from none. An
+ * approved plan waiting while Countersign is paused says so (`held`), so an agent polling or
+ * waiting knows why nothing happens.
+ */
+export async function getPlan(ctx: ServiceContext, input: AgentPlanInput): Promise<PlanView> {
+  const view = await planView(ctx.database.db, ctx.config.publicUrl, await ownPlanRow(ctx, input), "agent", ctx.redaction);
+  const paused = view.status === "approved" ? await pauseNow(ctx) : undefined;
+  return paused ? { ...view, held: { by: "pause", reason: paused.reason, since: paused.since } } : view;
+}
+
+/** Which plan an agent asks about, for every verb an agent runs on one of its own plans. */
+export interface AgentPlanInput {
+  agent: AgentIdentity;
+  planId: string;
+}
+
+export async function ownPlanRow(ctx: Pick<ServiceContext, "database">, { agent, planId }: AgentPlanInput): Promise<PlanRow> {
+  const notFound = new ServiceError("not_found", `there is no plan ${planId} for agent '${agent.name}'`);
+  if (!isPlanId(planId)) throw notFound;
+  const [row] = await ctx.database.db.select().from(plans).where(and(eq(plans.id, planId), eq(plans.agentId, agent.id)));
+  if (!row) throw notFound;
+  return row;
+}

@@ -1,0 +1,30 @@
+import { isOpen } from "../../plan/lifecycle.ts";
+import type { ServiceContext } from "../context.ts";
+import { getPlan, type AgentPlanInput } from "./get-plan.ts";
+import type { PlanView } from "../lifecycle/plan-view.ts";
+
+export const MAX_WAIT_SECONDS = 60;
+/** Waiters re-read on this period even without a signal, in case a notification was lost. */
+const RECHECK_MS = 1000;
+
+export interface WaitForPlanInput extends AgentPlanInput {
+  timeoutMs: number;
+  /** The caller went away (its HTTP request was aborted): stop waiting. */
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * Long-poll: returns as soon as the plan reaches a final status, or as it is when time runs out.
+ * How long the caller has waited is elapsed time, not the time of day, so it is measured on the
+ * monotonic timer: ctx.clock is the time the plan's rules are judged at, and a test may hold it still.
+ */
+export async function waitForPlan(ctx: ServiceContext, input: WaitForPlanInput): Promise<PlanView> {
+  const { planId, timeoutMs, signal } = input;
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const plan = await getPlan(ctx, input);
+    const left = deadline - performance.now();
+    if (!isOpen(plan.status) || left <= 0 || signal?.aborted) return plan;
+    await ctx.signals.wait(planId, Math.min(left, RECHECK_MS), signal);
+  }
+}
