@@ -148,7 +148,9 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
       try {
         const view = await waitForPlan(h.ctx, { agent: h.agent, planId: plan.id, timeoutMs: 60_000 });
         expect(view.status).toBe("cancelled");
-        expect(wait).not.toHaveBeenCalled();
+        // Armed before the read, and disarmed once the read shows the plan final.
+        expect(wait).toHaveBeenCalledOnce();
+        expect(wait.mock.calls[0]![2]?.aborted).toBe(true);
       } finally {
         wait.mockRestore();
       }
@@ -167,7 +169,7 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
       });
       try {
         const result = waitForPlan(h.ctx, { agent: h.agent, planId: plan.id, timeoutMs: 60_000 });
-        await waiting; // the waiter saw the plan pending and went to sleep
+        await waiting; // the waiter armed its wait; the rejection lands before or after its read
         await rejectAs(plan, "U0CAROL", "changed my mind");
         const view = await result;
         expect(view.status).toBe("rejected");

@@ -22,9 +22,18 @@ export async function waitForPlan(ctx: ServiceContext, input: WaitForPlanInput):
   const { planId, timeoutMs, signal } = input;
   const deadline = performance.now() + timeoutMs;
   for (;;) {
-    const plan = await getPlan(ctx, input);
-    const left = deadline - performance.now();
-    if (!isOpen(plan.status) || left <= 0 || signal?.aborted) return plan;
-    await ctx.signals.wait(planId, Math.min(left, RECHECK_MS), signal);
+    // Armed before the read, so a change committed after the read's snapshot still wakes it.
+    const armed = new AbortController();
+    const disarm = () => armed.abort();
+    signal?.addEventListener("abort", disarm);
+    try {
+      const woken = ctx.signals.wait(planId, Math.min(deadline - performance.now(), RECHECK_MS), armed.signal);
+      const plan = await getPlan(ctx, input);
+      if (!isOpen(plan.status) || deadline - performance.now() <= 0 || signal?.aborted) return plan;
+      await woken;
+    } finally {
+      signal?.removeEventListener("abort", disarm);
+      disarm();
+    }
   }
 }

@@ -6,6 +6,8 @@ import type { Database } from "../../store/db.ts";
 
 export const PLAN_CHANNEL = "countersign_plans";
 const ANY_PLAN = Symbol("any plan");
+/** How long an approval that woke no executor is kept for the next to wait: an executor's re-check period, the most missing it costs. */
+const UNHEEDED_MS = 1000;
 
 /**
  * Wakes whoever waits on a plan (agents' long-polls, pages) or on any plan (the list page) when
@@ -24,8 +26,13 @@ const ANY_PLAN = Symbol("any plan");
  *
  * An approval decided on this replica may hand its plan to the longest waiting executor directly,
  * claimed in the approval's own transaction (decide.ts): `takeClaimer` takes that waiter out of
- * the queue before the transaction, so two approvals cannot hand to the same one; it no longer
- * times out to re-check, and is either given the claim after the commit or put back.
+ * the queue before the transaction, so two approvals cannot hand to the same one; out of it, the
+ * waiter does not time out to re-check, and is either given the claim after the commit or put back.
+ *
+ * An executor reads (claimApproved) before it waits, and an approval heard in between, with no
+ * other executor queued, would wake nobody. Such an approval is kept for UNHEEDED_MS, and the
+ * next executor to wait or be put back looks at once. Executors cannot arm their wait before the
+ * read instead: queued while it claims one plan, an executor could be handed another.
  */
 export class ListeningPlanSignals implements PlanSignals {
   private readonly emitter = new EventEmitter().setMaxListeners(0);
@@ -33,8 +40,8 @@ export class ListeningPlanSignals implements PlanSignals {
   private claimers = new Set<Claimer>();
   /** Claimers taken out by an approval and not yet given a claim, put back or gone. */
   private readonly taken = new Set<Claimer>();
-  /** Approvals heard while a claimer was taken out: one put back unused re-checks at once if any came. */
-  private approvalsHeard = 0;
+  /** When approvals that woke no executor were heard (performance.now()), oldest first. */
+  private unheeded: number[] = [];
   private stopListening: (() => Promise<void>) | undefined;
 
   constructor(private readonly database: Database) {}
@@ -45,8 +52,10 @@ export class ListeningPlanSignals implements PlanSignals {
       this.emitter.emit(planId);
       this.emitter.emit(ANY_PLAN);
       if (claimable) {
-        this.approvalsHeard++;
-        this.claimers.values().next().value?.settle(undefined);
+        const first = this.claimers.values().next().value;
+        if (first) first.settle(undefined);
+        else this.unheeded.push(performance.now());
+        this.dropStale();
       }
     });
   }
@@ -72,7 +81,7 @@ export class ListeningPlanSignals implements PlanSignals {
    * missed.
    * - One plan: its newest event id. The plan's events are written under its row lock, one
    *   transaction after another, so each commits a larger id than the last.
-   * - All plans: how many events have committed. Not the newest id: appends no longer wait for
+   * - All plans: how many events have committed. Not the newest id: appends do not wait for
    *   each other, so a smaller id may commit after a larger one was seen. Counted cheaply as
    *   the newest seal's running total plus the events since it (seal-audit.ts): events never
    *   leave, so the count grows with every commit that writes one.
@@ -87,7 +96,7 @@ export class ListeningPlanSignals implements PlanSignals {
           FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT events_total, xid_to FROM audit_seals ORDER BY seq DESC LIMIT 1) AS newest ON true`);
       return String(row?.v ?? 0);
     }
-    // The watch's failing-since (issue 15) is on the page too, and changes with no event.
+    // The watch's failing-since is on the page too, and changes with no event.
     const [row] = await this.database.rows<{ v: string | number | null; dead: string | number; watch: string | number | null }>(
       sql`SELECT (SELECT max(id) FROM audit_events WHERE plan_id = ${planId}) AS v, (SELECT count(*) FROM outbox WHERE plan_id = ${planId} AND dead_at IS NOT NULL) AS dead,
         (SELECT floor(extract(epoch FROM min(t.failed_since)))::bigint FROM watched_actions w JOIN target_watches t ON t.target = w.target AND t.path = w.path WHERE w.plan_id = ${planId}) AS watch`,
@@ -105,6 +114,7 @@ export class ListeningPlanSignals implements PlanSignals {
    * with undefined; or with the claim of a plan an approval handed to this waiter (takeClaimer).
    */
   waitClaimable(ms: number, signal?: AbortSignal): Promise<Claim | undefined> {
+    if (!signal?.aborted && this.heedApproval()) return Promise.resolve(undefined);
     return new Promise((resolve) => {
       const claimer: Claimer = {
         signal,
@@ -144,7 +154,6 @@ export class ListeningPlanSignals implements PlanSignals {
     this.claimers.delete(claimer);
     this.taken.add(claimer);
     clearTimeout(claimer.timer);
-    const heard = this.approvalsHeard;
     return {
       signal: claimer.signal,
       give: (claim) => {
@@ -154,12 +163,22 @@ export class ListeningPlanSignals implements PlanSignals {
       },
       putBack: () => {
         if (claimer.settled || !this.taken.delete(claimer)) return;
-        // An approval heard while it was out woke nobody in its place: it re-checks now.
-        if (this.approvalsHeard !== heard) return claimer.settle(undefined);
+        if (this.heedApproval()) return claimer.settle(undefined);
         this.claimers = new Set([claimer, ...this.claimers]);
         claimer.timer = setTimeout(() => claimer.settle(undefined), Math.max(0, claimer.deadline - performance.now()));
       },
     };
+  }
+
+  /** Whether an approval that woke no executor is still waiting for one; if so, this caller takes it. */
+  private heedApproval(): boolean {
+    this.dropStale();
+    return this.unheeded.shift() !== undefined;
+  }
+
+  private dropStale(): void {
+    const since = performance.now() - UNHEEDED_MS;
+    while (this.unheeded[0] !== undefined && this.unheeded[0] < since) this.unheeded.shift();
   }
 
   /** Resolves when the plan may have changed, or after `ms`; aborted waits resolve at once. */
