@@ -25,9 +25,20 @@ if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`ROUNDS must be a p
 
 const server = new JsonResourceServer({ readTokens: ["read"], writeToken: "write" });
 await server.start();
-const httpTarget = TargetConfig.parse({ adapter: "http.json", baseUrl: server.url, read: { headers: { authorization: "Bearer read" } }, write: { headers: { authorization: "Bearer write" } } });
+const httpTarget = TargetConfig.parse({
+  adapter: "http.json",
+  baseUrl: server.url,
+  read: { headers: { authorization: "Bearer read" } },
+  write: { headers: { authorization: "Bearer write" } },
+});
 const db = await openRowDatabase(adminUrl);
-const rowTarget = PostgresRowTarget.parse({ adapter: "postgres.row", read: { url: db.readUrl }, write: { url: db.writeUrl }, tables: { contacts: { key: ["id"], version: "updated_at" } }, allow: { ops: ["update"], tables: ["contacts"] } });
+const rowTarget = PostgresRowTarget.parse({
+  adapter: "postgres.row",
+  read: { url: db.readUrl },
+  write: { url: db.writeUrl },
+  tables: { contacts: { key: ["id"], version: "updated_at" } },
+  allow: { ops: ["update"], tables: ["contacts"] },
+});
 await db.admin`INSERT INTO contacts (id, name) SELECT g, 'n' || g FROM generate_series(1, ${ROUNDS}) g`;
 for (let i = 1; i <= ROUNDS; i++) server.set(`/contacts/${i}`, { name: `n${i}` });
 
@@ -49,25 +60,41 @@ async function timed(into: number[], run: () => Promise<void>): Promise<void> {
 for (let i = 1; i <= ROUNDS; i++) {
   const path = `/contacts/${i}`;
   const rounds: [keyof typeof times, () => Promise<void>][] = [
-    ["direct", async () => {
-      const action = { kind: "http.json" as const, target: "crm", path, op: "merge" as const, body: { name: `direct ${i}` } };
-      const { planned } = await previewHttpJson(http, httpTarget, action);
-      const result = await applyHttpJson(fetch, "crm", httpTarget, planned, `d:${i}`);
-      if (result.status !== "applied") throw new Error(`direct: ${JSON.stringify(result)}`);
-      await readResource(http, "crm", httpTarget, path);
-    }],
-    ["wrapped", async () => {
-      const { planned, preview } = await httpReader.preview({ kind: "http.json", target: "crm", path, op: "merge", body: { name: `wrapped ${i}` } });
-      const result = await httpWriter.apply(planned, `w:${i}`);
-      if (result.status !== "applied") throw new Error(`wrapped: ${JSON.stringify(result)}`);
-      if (!(await httpReader.verify(planned, preview)).verified) throw new Error("wrapped: not verified");
-    }],
-    ["row", async () => {
-      const { planned, preview } = await rowReader.preview({ kind: "postgres.row", target: "crmdb", table: "contacts", key: { id: i }, op: "update", values: { name: `row ${i}` } });
-      const result = await rowWriter.apply(planned, `r:${i}`);
-      if (result.status !== "applied") throw new Error(`row: ${JSON.stringify(result)}`);
-      if (!(await rowReader.verify(planned, preview)).verified) throw new Error("row: not verified");
-    }],
+    [
+      "direct",
+      async () => {
+        const action = { kind: "http.json" as const, target: "crm", path, op: "merge" as const, body: { name: `direct ${i}` } };
+        const { planned } = await previewHttpJson(http, httpTarget, action);
+        const result = await applyHttpJson(fetch, "crm", httpTarget, planned, `d:${i}`);
+        if (result.status !== "applied") throw new Error(`direct: ${JSON.stringify(result)}`);
+        await readResource(http, "crm", httpTarget, path);
+      },
+    ],
+    [
+      "wrapped",
+      async () => {
+        const { planned, preview } = await httpReader.preview({ kind: "http.json", target: "crm", path, op: "merge", body: { name: `wrapped ${i}` } });
+        const result = await httpWriter.apply(planned, `w:${i}`);
+        if (result.status !== "applied") throw new Error(`wrapped: ${JSON.stringify(result)}`);
+        if (!(await httpReader.verify(planned, preview)).verified) throw new Error("wrapped: not verified");
+      },
+    ],
+    [
+      "row",
+      async () => {
+        const { planned, preview } = await rowReader.preview({
+          kind: "postgres.row",
+          target: "crmdb",
+          table: "contacts",
+          key: { id: i },
+          op: "update",
+          values: { name: `row ${i}` },
+        });
+        const result = await rowWriter.apply(planned, `r:${i}`);
+        if (result.status !== "applied") throw new Error(`row: ${JSON.stringify(result)}`);
+        if (!(await rowReader.verify(planned, preview)).verified) throw new Error("row: not verified");
+      },
+    ],
   ];
   // Rotate the order each round so none always runs first.
   for (let k = 0; k < rounds.length; k++) {

@@ -48,7 +48,8 @@ try {
     const acked = epochNow() - clicked;
     const patched = (await arrived) - clicked;
     await until(`plan ${plan.id} applied`, async () => (await planStatus(stack, plan.id)) === "applied", 120_000, 20);
-    const events = await stack.sql`SELECT type, extract(epoch FROM at) * 1000 AS at /* bench-probe */ FROM audit_events WHERE plan_id = ${plan.id} AND type <> 'plan.submitted' ORDER BY id`;
+    const events =
+      await stack.sql`SELECT type, extract(epoch FROM at) * 1000 AS at /* bench-probe */ FROM audit_events WHERE plan_id = ${plan.id} AND type <> 'plan.submitted' ORDER BY id`;
     const calls = slackAt.filter((c) => c.at >= clicked && c.at <= clicked + patched);
     const during = calls.length;
     if (during > 0) console.log(`  Slack calls before the PATCH: ${calls.map((c) => `${c.method} +${(c.at - clicked).toFixed(0)}`).join(", ")}`);
@@ -59,7 +60,9 @@ try {
     // The click's epoch (ms) lines it up with a socket trace of serve and the executor (bench/socket-trace.mjs).
     console.log(`${step.map(([name, ms]) => `${name} ${ms.toFixed(0)}`).join("  ")}  (ms; load ${loads.at(-1)!.toFixed(1)}; clicked @${clicked.toFixed(3)})`);
   }
-  console.log(`median of ${PLANS}: ${[...steps].map(([name, ms]) => `${name} ${median(ms).toFixed(1)}`).join("  ")}  (ms; load ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)})`);
+  console.log(
+    `median of ${PLANS}: ${[...steps].map(([name, ms]) => `${name} ${median(ms).toFixed(1)}`).join("  ")}  (ms; load ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)})`,
+  );
   const show = (ms: number[]) => (ms.length > 0 ? `${median(ms).toFixed(1)} ms (${ms.length})` : "none");
   console.log(`PATCH median, clicks with no Slack call before it: ${show(byOverlap.quiet)}; with one or more: ${show(byOverlap.overlapped)}`);
 } finally {

@@ -29,7 +29,8 @@ try {
   const at = new Date();
   for (let i = 0; i < events; i += 500) {
     await database.db.transaction(async (tx) => {
-      for (let j = i; j < Math.min(events, i + 500); j++) await appendAudit(tx, { planId: null, type: "bench.event", actor: { type: "system", process: "bench" }, data: { n: j }, at });
+      for (let j = i; j < Math.min(events, i + 500); j++)
+        await appendAudit(tx, { planId: null, type: "bench.event", actor: { type: "system", process: "bench" }, data: { n: j }, at });
     });
   }
   const ctx = { database, clock: () => new Date() };
@@ -41,7 +42,9 @@ try {
   let published: Awaited<ReturnType<typeof signSeals>>;
   for (let i = 0; i < 20; i++) {
     // A signature per new seal: append one event, seal it, sign it.
-    await database.db.transaction((tx) => appendAudit(tx, { planId: null, type: "bench.event", actor: { type: "system", process: "bench" }, data: { n: -i }, at }));
+    await database.db.transaction((tx) =>
+      appendAudit(tx, { planId: null, type: "bench.event", actor: { type: "system", process: "bench" }, data: { n: -i }, at }),
+    );
     while ((await sealAudit(ctx)).length > 0);
     const t = process.hrtime.bigint();
     const signed = await signSeals(ctx, signing);

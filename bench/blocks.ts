@@ -21,10 +21,18 @@ export interface Pace {
 
 export function pace(quick: boolean): Pace {
   const blocks = Number(process.env.BENCH_BLOCKS ?? 7);
-  if (!Number.isInteger(blocks) || blocks < 5) throw new Error(`BENCH_BLOCKS must be a whole number of at least 5 (each figure is the median of ≥ 5 block pairs), got '${process.env.BENCH_BLOCKS}'`);
+  if (!Number.isInteger(blocks) || blocks < 5)
+    throw new Error(`BENCH_BLOCKS must be a whole number of at least 5 (each figure is the median of ≥ 5 block pairs), got '${process.env.BENCH_BLOCKS}'`);
   return quick
     ? { quick, blocks: 3, seconds: 1.5, rounds: 1, runs: { help: 3, start: 1 }, largePlans: 100_000 }
-    : { quick, blocks, seconds: 8, rounds: 6, runs: { help: Number(process.env.BENCH_RUNS ?? 7), start: Number(process.env.BENCH_RUNS_START ?? 3) }, largePlans: 1_000_000 };
+    : {
+        quick,
+        blocks,
+        seconds: 8,
+        rounds: 6,
+        runs: { help: Number(process.env.BENCH_RUNS ?? 7), start: Number(process.env.BENCH_RUNS_START ?? 3) },
+        largePlans: 1_000_000,
+      };
 }
 
 /**
@@ -32,7 +40,11 @@ export function pace(quick: boolean): Pace {
  * warm-up of each, which pays JIT, connection pools and caches). Returns one value of each per pair
  * and the load average at each pair.
  */
-export async function alternate(blocks: number, product: () => Promise<number>, floor: () => Promise<number>): Promise<{ product: number[]; floor: number[]; load: number[] }> {
+export async function alternate(
+  blocks: number,
+  product: () => Promise<number>,
+  floor: () => Promise<number>,
+): Promise<{ product: number[]; floor: number[]; load: number[] }> {
   await product();
   await floor();
   const result = { product: [] as number[], floor: [] as number[], load: [] as number[] };
@@ -55,11 +67,13 @@ export async function throughput(inFlight: number, seconds: number, once: (worke
   const started = performance.now();
   const end = started + seconds * 1000;
   let done = 0;
-  await Promise.all(Array.from({ length: inFlight }, async (_, worker) => {
-    while (performance.now() < end) {
-      await once(worker);
-      done++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: inFlight }, async (_, worker) => {
+      while (performance.now() < end) {
+        await once(worker);
+        done++;
+      }
+    }),
+  );
   return done / ((performance.now() - started) / 1000);
 }

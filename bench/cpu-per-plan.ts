@@ -74,7 +74,11 @@ function roles(): Map<string, number> {
       ? "target"
       : command.includes("process-floor-child")
         ? "floor child"
-        : / serve\b/.test(command) ? "serve" : / executor\b/.test(command) ? "executor" : undefined;
+        : / serve\b/.test(command)
+          ? "serve"
+          : / executor\b/.test(command)
+            ? "executor"
+            : undefined;
     if (role) named.set(role, pid);
   }
   return named;
@@ -96,15 +100,22 @@ async function executed(stack: Stack): Promise<Executed> {
 
 /** The statements that took the most time between two readings, per plan. */
 function printTopStatements(label: string, before: Executed, after: Executed, plans: number): void {
-  const delta = [...after].map(([query, a]) => {
-    const b = before.get(query) ?? { calls: 0, ms: 0, planMs: 0 };
-    return { query, calls: a.calls - b.calls, ms: a.ms - b.ms, planMs: a.planMs - b.planMs };
-  }).filter((d) => d.calls > 0).sort((x, y) => y.ms - x.ms);
+  const delta = [...after]
+    .map(([query, a]) => {
+      const b = before.get(query) ?? { calls: 0, ms: 0, planMs: 0 };
+      return { query, calls: a.calls - b.calls, ms: a.ms - b.ms, planMs: a.planMs - b.planMs };
+    })
+    .filter((d) => d.calls > 0)
+    .sort((x, y) => y.ms - x.ms);
   const totalMs = delta.reduce((sum, d) => sum + d.ms, 0);
   const planMs = delta.reduce((sum, d) => sum + d.planMs, 0);
-  console.log(`statements over the ${label} blocks (${plans} plans): ${(totalMs / plans).toFixed(3)} ms of execution + planning per plan (planning ${(planMs / plans).toFixed(3)}); nested statements count inside their callers too`);
+  console.log(
+    `statements over the ${label} blocks (${plans} plans): ${(totalMs / plans).toFixed(3)} ms of execution + planning per plan (planning ${(planMs / plans).toFixed(3)}); nested statements count inside their callers too`,
+  );
   for (const d of delta.slice(0, 20)) {
-    console.log(`  ${(d.ms / plans).toFixed(3).padStart(7)} ms (plan ${(d.planMs / plans).toFixed(3)})  ${(d.calls / plans).toFixed(2).padStart(6)} calls  ${d.query.replace(/\s+/g, " ").slice(0, 150)}`);
+    console.log(
+      `  ${(d.ms / plans).toFixed(3).padStart(7)} ms (plan ${(d.planMs / plans).toFixed(3)})  ${(d.calls / plans).toFixed(2).padStart(6)} calls  ${d.query.replace(/\s+/g, " ").slice(0, 150)}`,
+    );
   }
 }
 
@@ -128,7 +139,9 @@ async function block(stack: Stack, label: string, work: (worker: number) => Prom
   const serveSystem = `(system ${per(cpu(processes.get("serve") ?? 0).system - serveSystemBefore)})`;
   const parts = [...processes].map(([role, pid]) => `${role} ${per(cpuMs(pid) - before.get(role)!)}${role === "serve" ? ` ${serveSystem}` : ""}`);
   const total = [...processes].reduce((sum, [role, pid]) => sum + cpuMs(pid) - before.get(role)!, 0) + postgresMs + (own.user + own.system) / 1000;
-  console.log(`${label}: ${rate.toFixed(1)}/s, CPU ms per plan: ${parts.join(", ")}, postgres ${per(postgresMs)}, bench ${per((own.user + own.system) / 1000)}; total ${per(total)}  (load ${os.loadavg()[0]!.toFixed(1)})`);
+  console.log(
+    `${label}: ${rate.toFixed(1)}/s, CPU ms per plan: ${parts.join(", ")}, postgres ${per(postgresMs)}, bench ${per((own.user + own.system) / 1000)}; total ${per(total)}  (load ${os.loadavg()[0]!.toFixed(1)})`,
+  );
   return done;
 }
 

@@ -21,11 +21,15 @@ const pg = await startPrivatePostgres();
 const dir = mkdtempSync(path.join(os.tmpdir(), "countersign-bench-restart-"));
 const target = new JsonResourceServer({ seed: { "/contacts/1": { id: 1 } }, readTokens: [READ_TOKEN], writeToken: WRITE_TOKEN });
 await target.start();
-writeFileSync(path.join(dir, "countersign.yml"), [
-  "defaults: { approvers: [U0ALICE] }",
-  ...crmTargetYaml(target.url, { allowMerges: true }),
-].join("\n"));
-const env = { COUNTERSIGN_CONFIG: path.join(dir, "countersign.yml"), CRM_READ: READ_TOKEN, DATABASE_URL: pg.url, PORT: "0", COUNTERSIGN_GRANT_PRIVATE_KEY: (await testGrantKeys()).privatePem, LOG_LEVEL: "info" };
+writeFileSync(path.join(dir, "countersign.yml"), ["defaults: { approvers: [U0ALICE] }", ...crmTargetYaml(target.url, { allowMerges: true })].join("\n"));
+const env = {
+  COUNTERSIGN_CONFIG: path.join(dir, "countersign.yml"),
+  CRM_READ: READ_TOKEN,
+  DATABASE_URL: pg.url,
+  PORT: "0",
+  COUNTERSIGN_GRANT_PRIVATE_KEY: (await testGrantKeys()).privatePem,
+  LOG_LEVEL: "info",
+};
 
 let exits = 0;
 let running = true;
@@ -48,8 +52,14 @@ await direct.close();
 let n = 0;
 const agent = async () => {
   while (running) {
-    const body = JSON.stringify({ title: `bench ${n}`, idempotencyKey: `bench-${n++}`, actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { n } }] });
-    await fetch(`${server.url}/v1/plans`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body }).then((r) => r.arrayBuffer()).catch(() => {});
+    const body = JSON.stringify({
+      title: `bench ${n}`,
+      idempotencyKey: `bench-${n++}`,
+      actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { n } }],
+    });
+    await fetch(`${server.url}/v1/plans`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body })
+      .then((r) => r.arrayBuffer())
+      .catch(() => {});
   }
 };
 const agents = Array.from({ length: 4 }, agent);

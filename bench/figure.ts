@@ -71,7 +71,8 @@ export interface RatioSummary {
 
 /** Medians of the blocks, and the median of the pairs' ratios. Refuses unpaired or empty blocks. */
 export function summarize(f: RatioFigure): RatioSummary {
-  if (f.product.length !== f.floor.length) throw new Error(`${f.name}: ${f.product.length} product blocks but ${f.floor.length} floor blocks; blocks come in pairs`);
+  if (f.product.length !== f.floor.length)
+    throw new Error(`${f.name}: ${f.product.length} product blocks but ${f.floor.length} floor blocks; blocks come in pairs`);
   const ratios = f.product.map((p, i) => p / f.floor[i]!);
   return { product: median(f.product), floor: median(f.floor), ratio: median(ratios), ratios };
 }

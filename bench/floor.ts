@@ -55,7 +55,19 @@ export async function floorSubmit(sql: postgres.Sql, t: Templates, read: () => P
 
 /** The template's columns for a new plan: a new id, and no value that must be unique. */
 function planRow(t: Templates, id: string, status: string): Row {
-  return { ...t.plan, id, status, idempotency_key: null, claim_token: null, grant: null, grant_expires_at: null, lease_expires_at: null, outcome: null, created_at: new Date(), updated_at: new Date() };
+  return {
+    ...t.plan,
+    id,
+    status,
+    idempotency_key: null,
+    claim_token: null,
+    grant: null,
+    grant_expires_at: null,
+    lease_expires_at: null,
+    outcome: null,
+    created_at: new Date(),
+    updated_at: new Date(),
+  };
 }
 
 /**
@@ -100,7 +112,8 @@ export async function floorApply(stack: Stack, planId: string, contact: number):
   const arrived = stack.nextWrite(path);
   const started = epochNow();
   await floorGet(stack, contact);
-  const [moved] = await stack.sql`UPDATE bench_floor.plans SET status = 'approved', updated_at = now() WHERE id = ${planId} AND status = 'pending' RETURNING id`;
+  const [moved] =
+    await stack.sql`UPDATE bench_floor.plans SET status = 'approved', updated_at = now() WHERE id = ${planId} AND status = 'pending' RETURNING id`;
   if (!moved) throw new Error(`floor: plan ${planId} was not pending`);
   const { etag } = await floorGet(stack, contact);
   await patchTarget(stack.targetUrl, path, WRITE_TOKEN, etag, { email: `floor-${planId.slice(0, 8)}@new.example` });

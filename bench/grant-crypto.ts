@@ -58,7 +58,13 @@ async function joseIssue(): Promise<string> {
     .sign(joseSigning);
 }
 async function joseVerify(): Promise<boolean> {
-  const { payload } = await jwtVerify(token, () => joseVerifying, { algorithms: ["EdDSA"], audience: grantAudience("bench"), typ: "countersign-grant+jwt", requiredClaims: ["sub", "exp", "iat", "jti"], currentDate: new Date() });
+  const { payload } = await jwtVerify(token, () => joseVerifying, {
+    algorithms: ["EdDSA"],
+    audience: grantAudience("bench"),
+    typ: "countersign-grant+jwt",
+    requiredClaims: ["sub", "exp", "iat", "jti"],
+    currentDate: new Date(),
+  });
   return GrantClaims.safeParse(payload).success;
 }
 
@@ -135,11 +141,17 @@ for (const name of names) {
 }
 
 const ms = (v: number): string => v.toFixed(3);
-console.log(`grant crypto, ${ROUNDS} cold rounds after ${IDLE_MS} ms idle, ${WARM} warm; load ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}`);
-console.log(`${"operation".padEnd(30)} ${"cold p50".padStart(9)} ${"cold p25".padStart(9)} ${"cold min".padStart(9)} ${"cold max".padStart(9)} ${"warm p50".padStart(9)} ${"warm p90".padStart(9)}  (ms)`);
+console.log(
+  `grant crypto, ${ROUNDS} cold rounds after ${IDLE_MS} ms idle, ${WARM} warm; load ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}`,
+);
+console.log(
+  `${"operation".padEnd(30)} ${"cold p50".padStart(9)} ${"cold p25".padStart(9)} ${"cold min".padStart(9)} ${"cold max".padStart(9)} ${"warm p50".padStart(9)} ${"warm p90".padStart(9)}  (ms)`,
+);
 for (const name of names) {
   const c = [...cold.get(name)!].sort((a, b) => a - b);
   const w = [...warm.get(name)!].sort((a, b) => a - b);
-  console.log(`${name.padEnd(30)} ${ms(percentile(c, 50)).padStart(9)} ${ms(percentile(c, 25)).padStart(9)} ${ms(c[0]!).padStart(9)} ${ms(c.at(-1)!).padStart(9)} ${ms(percentile(w, 50)).padStart(9)} ${ms(percentile(w, 90)).padStart(9)}`);
+  console.log(
+    `${name.padEnd(30)} ${ms(percentile(c, 50)).padStart(9)} ${ms(percentile(c, 25)).padStart(9)} ${ms(c[0]!).padStart(9)} ${ms(c.at(-1)!).padStart(9)} ${ms(percentile(w, 50)).padStart(9)} ${ms(percentile(w, 90)).padStart(9)}`,
+  );
 }
 target.close();

@@ -45,16 +45,22 @@ try {
     }
     return times.sort((a, b) => a - b)[Math.floor(runs / 2)]!.toFixed(1);
   };
-  console.log(`homeTabFor (one person's tab, ${PLANS} pending): median ${await median(20, () => homeTabFor(h.ctx, { userId: "U0ALICE", shown: HOME_SHOWN }))} ms, load ${load()}`);
+  console.log(
+    `homeTabFor (one person's tab, ${PLANS} pending): median ${await median(20, () => homeTabFor(h.ctx, { userId: "U0ALICE", shown: HOME_SHOWN }))} ms, load ${load()}`,
+  );
   const [first] = await database.rows<{ id: string; plan_id: string }>(sql`SELECT id, plan_id FROM outbox WHERE kind = ${HOME_SINK} ORDER BY id LIMIT 1`);
   const deciders = (await decidersOf(h.ctx, first!.plan_id))!.deciders;
-  console.log(`coveredLater (${PLANS - 1} later rows queued): median ${await median(20, () => coveredLater(h.ctx, Number(first!.id), deciders))} ms, load ${load()}`);
+  console.log(
+    `coveredLater (${PLANS - 1} later rows queued): median ${await median(20, () => coveredLater(h.ctx, Number(first!.id), deciders))} ms, load ${load()}`,
+  );
 
   const drained = performance.now();
   const handlers = { [HOME_SINK]: homeSink(h.ctx, client) };
   while ((await deliverDue(h.ctx, { handlers })) > 0);
   const publishes = slack.callsTo("views.publish").length;
-  console.log(`drained ${PLANS} slack_home rows in ${((performance.now() - drained) / 1000).toFixed(1)} s: ${publishes} views.publish (${["U0ALICE", "U0BOB", "U0CAROL"].map((u) => `${u} ${slack.published.filter((p) => p.user === u).length}`).join(", ")}), load ${load()}`);
+  console.log(
+    `drained ${PLANS} slack_home rows in ${((performance.now() - drained) / 1000).toFixed(1)} s: ${publishes} views.publish (${["U0ALICE", "U0BOB", "U0CAROL"].map((u) => `${u} ${slack.published.filter((p) => p.user === u).length}`).join(", ")}), load ${load()}`,
+  );
   await h.close();
 } finally {
   await slack.stop();

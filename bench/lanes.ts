@@ -21,7 +21,10 @@ import { openThrowawayPostgres } from "../test/support/throwaway-postgres.ts";
 
 const BACKLOG = Number(process.argv[2] ?? 5000);
 const PLANS = Number(process.argv[3] ?? 50);
-for (const [what, n] of [["BACKLOG", BACKLOG], ["PLANS", PLANS]] as const) {
+for (const [what, n] of [
+  ["BACKLOG", BACKLOG],
+  ["PLANS", PLANS],
+] as const) {
   if (!Number.isInteger(n) || n < 1) throw new Error(`${what} must be a positive whole number, got '${n}'`);
 }
 const serverUrl = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
@@ -43,8 +46,20 @@ const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/ho
 try {
   await database.migrate();
   const h = await openHarness(database, { targets: (u) => ({ crm: targetConfig(u, { policy: { reviewChannel: "C0BUSY" } }) }) });
-  const slackConfig = { enabled: true, botToken: "xoxb-bench", signingSecret: "s", appToken: undefined, apiUrl: undefined, reviewChannel: "C0BUSY" } as unknown as Config["slack"];
-  const ctx: ServiceContext = { ...h.ctx, clock: () => new Date(), sinks: ["slack", "webhook"], config: { ...h.ctx.config, slack: slackConfig, limits: { plansPerMinute: 100_000, maxPending: 100_000, agents: {} } as never } };
+  const slackConfig = {
+    enabled: true,
+    botToken: "xoxb-bench",
+    signingSecret: "s",
+    appToken: undefined,
+    apiUrl: undefined,
+    reviewChannel: "C0BUSY",
+  } as unknown as Config["slack"];
+  const ctx: ServiceContext = {
+    ...h.ctx,
+    clock: () => new Date(),
+    sinks: ["slack", "webhook"],
+    config: { ...h.ctx.config, slack: slackConfig, limits: { plansPerMinute: 100_000, maxPending: 100_000, agents: {} } as never },
+  };
   await database.rows(sql`
     INSERT INTO outbox (plan_id, kind, lane, priority, payload, available_at)
     SELECT NULL, 'slack', 'slack:C0BUSY', 1, '{"type":"plan.seeded"}', now() FROM generate_series(1, ${BACKLOG})`);
@@ -52,7 +67,10 @@ try {
   const worker = startOutboxWorker(ctx, {
     handlers: {
       // Slack's pace: a post a second in this channel.
-      slack: async () => { await new Promise((r) => setTimeout(r, 1000)); posted++; },
+      slack: async () => {
+        await new Promise((r) => setTimeout(r, 1000));
+        posted++;
+      },
       webhook: webhookSink(ctx),
     },
     intervalMs: 250,
@@ -70,9 +88,18 @@ try {
   await worker.stop();
   const latencies = [...submitted].map(([id, t]) => (arrived.get(id) ?? Infinity) - t).sort((a, b) => a - b);
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.ceil((p / 100) * latencies.length) - 1)]!;
-  const [{ left }] = await database.rows<{ left: string }>(sql`SELECT count(*) AS left FROM outbox WHERE lane = 'slack:C0BUSY' AND delivered_at IS NULL`) as [{ left: string }];
-  console.log(`load ${os.loadavg().map((l) => l.toFixed(1)).join(" ")}; Slack backlog ${BACKLOG} rows in slack:C0BUSY (${Number(left)} still queued at the end, ${posted} posted meanwhile)`);
-  console.log(`webhook of a submitted plan, submit → arrival over HTTP (${PLANS} plans, one every 200 ms): p50 ${pct(50).toFixed(0)} ms, p99 ${pct(99).toFixed(0)} ms, max ${latencies.at(-1)!.toFixed(0)} ms, ${arrived.size} of ${PLANS} arrived`);
+  const [{ left }] = (await database.rows<{ left: string }>(sql`SELECT count(*) AS left FROM outbox WHERE lane = 'slack:C0BUSY' AND delivered_at IS NULL`)) as [
+    { left: string },
+  ];
+  console.log(
+    `load ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")}; Slack backlog ${BACKLOG} rows in slack:C0BUSY (${Number(left)} still queued at the end, ${posted} posted meanwhile)`,
+  );
+  console.log(
+    `webhook of a submitted plan, submit → arrival over HTTP (${PLANS} plans, one every 200 ms): p50 ${pct(50).toFixed(0)} ms, p99 ${pct(99).toFixed(0)} ms, max ${latencies.at(-1)!.toFixed(0)} ms, ${arrived.size} of ${PLANS} arrived`,
+  );
   await h.close();
 } finally {
   receiver.close();

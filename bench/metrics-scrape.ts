@@ -40,7 +40,7 @@ const time = async <T>(what: () => Promise<T>): Promise<number> => {
   return performance.now() - started;
 };
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const load = () => (execFileSync("cat", ["/proc/loadavg"]).toString().split(" ")[0]);
+const load = () => execFileSync("cat", ["/proc/loadavg"]).toString().split(" ")[0];
 
 try {
   await database.migrate();
@@ -78,7 +78,9 @@ try {
   const sweep: number[] = [];
   const policy = { days: 36_500, plans: true };
   for (let i = 0; i < 5; i++) sweep.push(await time(() => sweepRetention(ctx, { policy })));
-  console.log(`retention sweep, nothing due (plans: true): median ${median(sweep).toFixed(1)} ms [${sweep.map((t) => t.toFixed(1)).join(", ")}] (load ${load()})`);
+  console.log(
+    `retention sweep, nothing due (plans: true): median ${median(sweep).toFixed(1)} ms [${sweep.map((t) => t.toFixed(1)).join(", ")}] (load ${load()})`,
+  );
 } finally {
   await database.close();
   if (keep) console.log(`kept database ${name}`);

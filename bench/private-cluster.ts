@@ -21,7 +21,8 @@ export async function privateCluster(track: "top" | "all" = "top"): Promise<{ ur
   const dir = mkdtempSync(path.join(os.tmpdir(), "countersign-bench-pgss-"));
   const asRoot = process.getuid?.() === 0;
   if (asRoot) chownSync(dir, Number((await run("id", ["-u", "postgres"])).stdout.trim()), Number((await run("id", ["-g", "postgres"])).stdout.trim()));
-  const pg = (command: string, a: string[]) => (asRoot ? run("runuser", ["-u", "postgres", "--", path.join(PG_BIN, command), ...a]) : run(path.join(PG_BIN, command), a));
+  const pg = (command: string, a: string[]) =>
+    asRoot ? run("runuser", ["-u", "postgres", "--", path.join(PG_BIN, command), ...a]) : run(path.join(PG_BIN, command), a);
   const port = await freePort();
   const data = path.join(dir, "data");
   await pg("initdb", ["-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C.UTF-8"]);

@@ -27,7 +27,9 @@ import { floorSubmit, type Row, type Templates } from "./floor.ts";
 
 const [role, databaseUrl, targetUrl, channel, readToken, writeToken] = process.argv.slice(2);
 if ((role !== "decider" && role !== "executor" && role !== "intake") || !databaseUrl || !targetUrl || !channel || !readToken || !writeToken || !process.send) {
-  console.error("usage (from process-floor.ts, with an IPC channel): process-floor-child.ts decider|executor|intake DATABASE_URL TARGET_URL CHANNEL READ_TOKEN WRITE_TOKEN");
+  console.error(
+    "usage (from process-floor.ts, with an IPC channel): process-floor-child.ts decider|executor|intake DATABASE_URL TARGET_URL CHANNEL READ_TOKEN WRITE_TOKEN",
+  );
   process.exit(2);
 }
 const send = (message: Record<string, unknown>) => process.send!(message);
@@ -67,7 +69,9 @@ if (role === "intake") {
       const request = JSON.parse(body) as { actions: { path: string }[] };
       if (!templates) throw new Error("no templates yet");
       const id = await floorSubmit(sql, templates, () => get(request.actions[0]!.path));
-      res.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify({ id, status: "pending", document: templates.plan.document, preview: templates.plan.preview }));
+      res
+        .writeHead(201, { "content-type": "application/json" })
+        .end(JSON.stringify({ id, status: "pending", document: templates.plan.document, preview: templates.plan.preview }));
     })().catch((err: unknown) => res.writeHead(500, { "content-type": "text/plain" }).end(String(err)));
   });
 } else if (role === "decider") {
@@ -76,7 +80,8 @@ if (role === "intake") {
     const { planId, contact } = JSON.parse(body) as { planId: string; contact: number };
     void (async () => {
       await get(`/contacts/${contact}`);
-      const [moved] = await sql`WITH moved AS (UPDATE bench_floor.plans SET status = 'executing', updated_at = now() WHERE id = ${planId} AND status = 'pending' RETURNING id)
+      const [moved] =
+        await sql`WITH moved AS (UPDATE bench_floor.plans SET status = 'executing', updated_at = now() WHERE id = ${planId} AND status = 'pending' RETURNING id)
         SELECT pg_notify(${channel}, id::text || ' ' || ${String(contact)}) AS notified FROM moved`;
       if (!moved) throw new Error(`plan ${planId} was not pending`);
     })().catch((err: unknown) => send({ failed: planId, error: String(err) }));
@@ -94,4 +99,10 @@ if (role === "intake") {
   send({ ready: true });
   stop = unlisten;
 }
-process.on("disconnect", () => void stop().finally(() => sql.end({ timeout: 5 })).then(() => process.exit(0)));
+process.on(
+  "disconnect",
+  () =>
+    void stop()
+      .finally(() => sql.end({ timeout: 5 }))
+      .then(() => process.exit(0)),
+);

@@ -36,7 +36,11 @@ export interface IntakeFloor {
 
 /** The intake process floor, its rows written from `templates` (the product's own, as floor.ts's). */
 export async function startIntakeFloor(stack: Stack, adminUrl: string, templates: Templates): Promise<IntakeFloor> {
-  const child = fork(CHILD, ["intake", databaseUrl(adminUrl, stack.database), stack.targetUrl, "-", READ_TOKEN, WRITE_TOKEN], { execArgv: ["--import", import.meta.resolve("tsx")], env: cleanEnv(), stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const child = fork(CHILD, ["intake", databaseUrl(adminUrl, stack.database), stack.targetUrl, "-", READ_TOKEN, WRITE_TOKEN], {
+    execArgv: ["--import", import.meta.resolve("tsx")],
+    env: cleanEnv(),
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
   const stop = () => stopChildren([child]);
   try {
     const url = await new Promise<string>((resolve, reject) => {
@@ -60,11 +64,15 @@ export async function startIntakeFloor(stack: Stack, adminUrl: string, templates
 }
 
 async function stopChildren(children: ChildProcess[]): Promise<void> {
-  await Promise.all(children.filter((c) => c.connected).map((c) => {
-    const exited = new Promise((r) => c.once("exit", r));
-    c.disconnect();
-    return exited;
-  }));
+  await Promise.all(
+    children
+      .filter((c) => c.connected)
+      .map((c) => {
+        const exited = new Promise((r) => c.once("exit", r));
+        c.disconnect();
+        return exited;
+      }),
+  );
 }
 
 export async function startProcessFloor(stack: Stack, adminUrl: string): Promise<ProcessFloor> {
@@ -72,16 +80,21 @@ export async function startProcessFloor(stack: Stack, adminUrl: string): Promise
   const dbUrl = databaseUrl(adminUrl, stack.database);
   const children: ChildProcess[] = [];
   const settled = new Map<string, { resolve: () => void; reject: (err: Error) => void }>();
-  const start = (role: "decider" | "executor") => new Promise<{ url?: string }>((resolve, reject) => {
-    const child = fork(CHILD, [role, dbUrl, stack.targetUrl, channel, READ_TOKEN, WRITE_TOKEN], { execArgv: ["--import", import.meta.resolve("tsx")], env: cleanEnv(), stdio: ["ignore", "inherit", "inherit", "ipc"] });
-    children.push(child);
-    child.once("exit", (code) => reject(new Error(`bench/process-floor-child.ts ${role} exited (${code}) before it was ready`)));
-    child.on("message", (m: { url?: string; ready?: boolean; applied?: string; failed?: string; error?: string }) => {
-      if (m.url || m.ready) resolve(m);
-      if (m.applied) settled.get(m.applied)?.resolve();
-      if (m.failed) settled.get(m.failed)?.reject(new Error(`process floor (${role}): ${m.error}`));
+  const start = (role: "decider" | "executor") =>
+    new Promise<{ url?: string }>((resolve, reject) => {
+      const child = fork(CHILD, [role, dbUrl, stack.targetUrl, channel, READ_TOKEN, WRITE_TOKEN], {
+        execArgv: ["--import", import.meta.resolve("tsx")],
+        env: cleanEnv(),
+        stdio: ["ignore", "inherit", "inherit", "ipc"],
+      });
+      children.push(child);
+      child.once("exit", (code) => reject(new Error(`bench/process-floor-child.ts ${role} exited (${code}) before it was ready`)));
+      child.on("message", (m: { url?: string; ready?: boolean; applied?: string; failed?: string; error?: string }) => {
+        if (m.url || m.ready) resolve(m);
+        if (m.applied) settled.get(m.applied)?.resolve();
+        if (m.failed) settled.get(m.failed)?.reject(new Error(`process floor (${role}): ${m.error}`));
+      });
     });
-  });
   const stop = () => stopChildren(children);
   try {
     const [{ url }] = await Promise.all([start("decider"), start("executor")]);

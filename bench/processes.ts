@@ -12,7 +12,8 @@ let productRoot = ROOT;
  */
 export function useProduct(dir: string): void {
   const root = path.resolve(dir);
-  if (!existsSync(path.join(root, "dist", "cli.js"))) throw new Error(`--product ${dir}: no dist/cli.js there; build it first (node scripts/build.mjs in that checkout)`);
+  if (!existsSync(path.join(root, "dist", "cli.js")))
+    throw new Error(`--product ${dir}: no dist/cli.js there; build it first (node scripts/build.mjs in that checkout)`);
   productRoot = root;
 }
 
@@ -26,7 +27,10 @@ export function countersignCommand(): { args: string[]; note?: string } {
   const built = path.join(productRoot, "dist", "cli.js");
   if (existsSync(built)) return { args: [built], ...(productRoot === ROOT ? {} : { note: `product ${productRoot}` }) };
   // tsx resolved here: `--import tsx` would look for it from the child's working directory.
-  return { args: ["--import", import.meta.resolve("tsx"), fileURLToPath(new URL("../src/cli.ts", import.meta.url))], note: "no dist/cli.js: CLI run through tsx; npm run build first" };
+  return {
+    args: ["--import", import.meta.resolve("tsx"), fileURLToPath(new URL("../src/cli.ts", import.meta.url))],
+    note: "no dist/cli.js: CLI run through tsx; npm run build first",
+  };
 }
 
 /** Runs `node args…` to completion and returns its stdout; throws with the output when the exit code is not 0. */
@@ -107,7 +111,9 @@ export function startUntilReady(args: string[], options: { cwd: string; env: Nod
         output: () => output,
         stop: async () => {
           // Each with its start time, so a pid reused by someone else's process after ours ended is left alone.
-          const descendants = processTree(child.pid!).slice(1).map((pid) => ({ pid, started: startTime(pid) }));
+          const descendants = processTree(child.pid!)
+            .slice(1)
+            .map((pid) => ({ pid, started: startTime(pid) }));
           if (child.exitCode === null && child.signalCode === null) {
             const kill = setTimeout(() => killTree("SIGKILL"), 30_000);
             child.kill("SIGINT");

@@ -23,14 +23,19 @@ import { sealAll } from "../test/support/seal-all.ts";
 
 const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
 if (!adminUrl) throw new Error("set TEST_DATABASE_URL or BENCH_DATABASE_URL to a server this bench may create a database on");
-const [plans = 1000, batch = 50] = process.argv.slice(2).filter((a) => /^\d+$/.test(a)).map(Number);
+const [plans = 1000, batch = 50] = process.argv
+  .slice(2)
+  .filter((a) => /^\d+$/.test(a))
+  .map(Number);
 const database = await openThrowawayPostgres(adminUrl, { prefix: "countersign_bench_prune" }); // dropped at close
 const ms = (t: bigint) => Number(process.hrtime.bigint() - t) / 1e6;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 try {
   await database.migrate();
   // The baseline: 0020's purge, which keeps audit events, under another name.
-  const body = readFileSync(packagePath("migrations/0020_metrics_retention.sql"), "utf8").split("--> statement-breakpoint").find((s) => s.includes("CREATE OR REPLACE FUNCTION countersign_purge_plans"))!;
+  const body = readFileSync(packagePath("migrations/0020_metrics_retention.sql"), "utf8")
+    .split("--> statement-breakpoint")
+    .find((s) => s.includes("CREATE OR REPLACE FUNCTION countersign_purge_plans"))!;
   await database.db.execute(sql.raw(body.replace("countersign_purge_plans(purge_before", "bench_purge_keeping_events(purge_before")));
   const h = await openHarness(database); // its agent limits are far above a plan a second
   const seeded = process.hrtime.bigint();
@@ -56,7 +61,9 @@ try {
   const [pruned] = await database.rows<{ n: number | string }>(sql`SELECT count(*) AS n FROM audit_pruned`);
   const p = median(timings.prune);
   const q = median(timings.keep);
-  console.log(`purge of ${batch} plans: pruning events ${p.toFixed(1)} ms (median of ${timings.prune.length}), keeping them ${q.toFixed(1)} ms (${timings.keep.length}), ratio ${(p / q).toFixed(2)}; ${pruned!.n} events pruned`);
+  console.log(
+    `purge of ${batch} plans: pruning events ${p.toFixed(1)} ms (median of ${timings.prune.length}), keeping them ${q.toFixed(1)} ms (${timings.keep.length}), ratio ${(p / q).toFixed(2)}; ${pruned!.n} events pruned`,
+  );
   const t = process.hrtime.bigint();
   const verdict = await verifyAudit(h.ctx);
   console.log(`verifyAudit: ${ms(t).toFixed(0)} ms, ok ${verdict.ok}, ${verdict.events} events, ${verdict.pruned} pruned lines`);

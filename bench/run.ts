@@ -53,14 +53,20 @@ const unknown = wanted.filter((name) => !(name in SOURCES));
 if (unknown.length > 0) usage(`no figure source named ${unknown.join(", ")}`);
 /** Figures that take minutes by definition: left out of a --quick run unless named. */
 const SLOW = new Set(["volume"]);
-const chosen = wanted.length === 0 ? Object.entries(SOURCES).filter(([key]) => !(quick && SLOW.has(key))) : Object.entries(SOURCES).filter(([key]) => wanted.includes(key));
+const chosen =
+  wanted.length === 0 ? Object.entries(SOURCES).filter(([key]) => !(quick && SLOW.has(key))) : Object.entries(SOURCES).filter(([key]) => wanted.includes(key));
 
 function usage(problem: string): never {
   console.error(`bench: ${problem}\nusage: npm run bench -- [--quick] [--product DIR] [figure …]; figures: ${Object.keys(SOURCES).join(", ")}`);
   process.exit(2);
 }
 
-console.log(`# ${new Date().toISOString()}  node ${process.version}  load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")} on ${os.availableParallelism()} cores  product ${productDir()}${quick ? "  --quick" : ""}`);
+console.log(
+  `# ${new Date().toISOString()}  node ${process.version}  load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ")} on ${os.availableParallelism()} cores  product ${productDir()}${quick ? "  --quick" : ""}`,
+);
 let failed = false;
 const began = performance.now();
 for (const [key, source] of chosen) {

@@ -32,7 +32,15 @@ export function sizeLabel(plans: number): string {
 /** The product's migrations, one "file sha256" line each, in order. */
 function migrationList(): string[] {
   const dir = path.join(productDir(), "migrations");
-  return readdirSync(dir).filter((f) => f.endsWith(".sql")).sort().map((f) => `${f} ${createHash("sha256").update(readFileSync(path.join(dir, f))).digest("hex")}`);
+  return readdirSync(dir)
+    .filter((f) => f.endsWith(".sql"))
+    .sort()
+    .map(
+      (f) =>
+        `${f} ${createHash("sha256")
+          .update(readFileSync(path.join(dir, f)))
+          .digest("hex")}`,
+    );
 }
 
 /** The product's migrations, as a short hash: a kept database is only used by a product with the same. */
@@ -44,7 +52,8 @@ export function migrationsTag(): string {
 async function seededWith(adminUrl: string, name: string): Promise<string[] | undefined> {
   const db = postgres(databaseUrl(adminUrl, name), { onnotice: () => {}, max: 1 });
   try {
-    const [row] = await db`SELECT to_regclass('bench_seeded') IS NOT NULL AS done, (SELECT count(*) FROM information_schema.columns WHERE table_name = 'bench_seeded' AND column_name = 'migrations') > 0 AS listed`;
+    const [row] =
+      await db`SELECT to_regclass('bench_seeded') IS NOT NULL AS done, (SELECT count(*) FROM information_schema.columns WHERE table_name = 'bench_seeded' AND column_name = 'migrations') > 0 AS listed`;
     if (!row!.done) return undefined;
     if (!row!.listed) return [];
     const [seed] = await db`SELECT migrations FROM bench_seeded`;
@@ -129,7 +138,10 @@ async function copiedTo(adminUrl: string, name: string, plans: number, mine: str
 /** `countersign migrate` of the product on a copied database, then the copy records the migrations it now has. */
 async function migrateForward(adminUrl: string, name: string, migrations: string[]): Promise<void> {
   const cli = countersignCommand();
-  await outputOf([...cli.args, "migrate"], { cwd: productDir(), env: cleanEnv({ DATABASE_URL: databaseUrl(adminUrl, name), COUNTERSIGN_CONFIG: "/dev/null" }) });
+  await outputOf([...cli.args, "migrate"], {
+    cwd: productDir(),
+    env: cleanEnv({ DATABASE_URL: databaseUrl(adminUrl, name), COUNTERSIGN_CONFIG: "/dev/null" }),
+  });
   const db = postgres(databaseUrl(adminUrl, name), { onnotice: () => {}, max: 1 });
   try {
     await db`UPDATE bench_seeded SET migrations = ${migrations.join("\n")}`;
@@ -144,11 +156,13 @@ async function recordTemplates(adminUrl: string, database: string): Promise<void
   const stack = await startStack({ adminUrl, database, contacts: TEMPLATES });
   try {
     // All at once: each on its own contact, so none goes stale on another's write.
-    await Promise.all(Array.from({ length: TEMPLATES }, async (_, i) => {
-      const plan = await stack.submit(i + 1);
-      if ((await clickApprove(stack, plan)) !== 200) throw new Error("seed: the Approve click was refused");
-      await until(`seed plan ${plan.id} to be applied`, async () => (await planStatus(stack, plan.id)) === "applied");
-    }));
+    await Promise.all(
+      Array.from({ length: TEMPLATES }, async (_, i) => {
+        const plan = await stack.submit(i + 1);
+        if ((await clickApprove(stack, plan)) !== 200) throw new Error("seed: the Approve click was refused");
+        await until(`seed plan ${plan.id} to be applied`, async () => (await planStatus(stack, plan.id)) === "applied");
+      }),
+    );
     await until("the seed's Slack posts and updates to be delivered", async () => (await undelivered(stack.sql)) === 0);
   } finally {
     await stack.stop();
@@ -179,21 +193,25 @@ function expression(table: string, column: Column): string | undefined {
   if (column.serial) return undefined; // its own default
   if (table === "plans" && column.name === "id") return copiedId("id");
   if (column.name === "plan_id") return copiedId("plan_id");
-  if (table === "plans" && (column.name === "idempotency_key" || column.name === "claim_token")) return `CASE WHEN ${c} IS NULL THEN NULL ELSE ${c} || ':' || g END`;
+  if (table === "plans" && (column.name === "idempotency_key" || column.name === "claim_token"))
+    return `CASE WHEN ${c} IS NULL THEN NULL ELSE ${c} || ':' || g END`;
   if (column.type === "timestamp with time zone") return `${c} - g * interval '20 seconds'`;
   // An audit chain's links, renamed alike in each copy: every copy is a chain of its own (unique
   // links stay unique) with the template's shape. The copies do not verify; nothing here verifies.
-  if (table !== "plans" && (column.name === "hash" || column.name === "prev_hash")) return `'sha256:' || encode(sha256(convert_to(${c} || ':' || g, 'UTF8')), 'hex')`;
+  if (table !== "plans" && (column.name === "hash" || column.name === "prev_hash"))
+    return `'sha256:' || encode(sha256(convert_to(${c} || ':' || g, 'UTF8')), 'hex')`;
   return c;
 }
 
 async function copyHistory(db: postgres.Sql, plans: number, log: (line: string) => void): Promise<void> {
   const templates = (await db`SELECT id FROM plans ORDER BY created_at`).map((r) => r.id as string);
   const copies = Math.ceil((plans - templates.length) / templates.length);
-  const children = (await db`
+  const children = (
+    await db`
     SELECT table_name FROM information_schema.columns
      WHERE table_schema = 'public' AND column_name = 'plan_id' AND table_name <> 'plans'
-     ORDER BY table_name`).map((r) => r.table_name as string);
+     ORDER BY table_name`
+  ).map((r) => r.table_name as string);
   const statements: string[] = [];
   for (const table of ["plans", ...children]) {
     const columns = (await columnsOf(db, table)).flatMap((column) => {

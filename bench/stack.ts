@@ -88,7 +88,15 @@ export function mergeBody(contact: number): string {
   return JSON.stringify({
     title: `Update contact ${contact}'s email`,
     reason: "bench: the customer asked by phone",
-    actions: [{ kind: "http.json", target: "crm", path: `/contacts/${contact}`, op: "merge", body: { email: `c${contact}-${randomBytes(3).toString("hex")}@new.example` } }],
+    actions: [
+      {
+        kind: "http.json",
+        target: "crm",
+        path: `/contacts/${contact}`,
+        op: "merge",
+        body: { email: `c${contact}-${randomBytes(3).toString("hex")}@new.example` },
+      },
+    ],
   });
 }
 
@@ -161,7 +169,11 @@ export async function startProduct(options: ProductOptions): Promise<Product> {
   };
   try {
     if (owned) await admin.unsafe(`CREATE DATABASE ${database}`);
-    target = fork(TARGET, [String(options.contacts), READ_TOKEN, WRITE_TOKEN], { execArgv: ["--import", import.meta.resolve("tsx")], env: cleanEnv(), stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    target = fork(TARGET, [String(options.contacts), READ_TOKEN, WRITE_TOKEN], {
+      execArgv: ["--import", import.meta.resolve("tsx")],
+      env: cleanEnv(),
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
     const targetUrl = await new Promise<string>((resolve, reject) => {
       target!.once("exit", (code) => reject(new Error(`bench/target.ts exited (${code}) before it listened`)));
       target!.on("message", (m: { url?: string; write?: string; at?: number }) => {
@@ -170,35 +182,41 @@ export async function startProduct(options: ProductOptions): Promise<Product> {
       });
     });
     await slack.start();
-    writeFileSync(path.join(dir, "countersign.yml"), [
-      "environment: bench",
-      `slack: { reviewChannel: ${REVIEW_CHANNEL} }`,
-      `defaults: { approvers: [${APPROVER}] }`,
-      ...crmTargetYaml(targetUrl, { write: true, allowMerges: true }),
-      ...(options.config ?? []),
-      ...(options.limits !== undefined && hasAgentLimits() ? [`limits: ${options.limits}`] : []),
-    ].join("\n"));
+    writeFileSync(
+      path.join(dir, "countersign.yml"),
+      [
+        "environment: bench",
+        `slack: { reviewChannel: ${REVIEW_CHANNEL} }`,
+        `defaults: { approvers: [${APPROVER}] }`,
+        ...crmTargetYaml(targetUrl, { write: true, allowMerges: true }),
+        ...(options.config ?? []),
+        ...(options.limits !== undefined && hasAgentLimits() ? [`limits: ${options.limits}`] : []),
+      ].join("\n"),
+    );
     const { privateKey, publicKey } = generateKeyPairSync("ed25519");
     const dbUrl = databaseUrl(options.adminUrl, database);
     const common = { COUNTERSIGN_CONFIG: path.join(dir, "countersign.yml"), COUNTERSIGN_EXECUTOR_TOKEN: EXECUTOR_TOKEN, CRM_READ: READ_TOKEN };
-    const serverEnv = (port: number) => cleanEnv({
-      ...common,
-      LOG_LEVEL: "info", // the "countersign serving" line that says it is ready is logged at info
-      DATABASE_URL: dbUrl,
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      PUBLIC_URL: `http://127.0.0.1:${port}`,
-      COUNTERSIGN_GRANT_PRIVATE_KEY: privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
-      SLACK_BOT_TOKEN: slack.botToken,
-      SLACK_API_URL: slack.url,
-      SLACK_SIGNING_SECRET: SIGNING_SECRET,
-    });
+    const serverEnv = (port: number) =>
+      cleanEnv({
+        ...common,
+        LOG_LEVEL: "info", // the "countersign serving" line that says it is ready is logged at info
+        DATABASE_URL: dbUrl,
+        PORT: String(port),
+        HOST: "127.0.0.1",
+        PUBLIC_URL: `http://127.0.0.1:${port}`,
+        COUNTERSIGN_GRANT_PRIVATE_KEY: privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
+        SLACK_BOT_TOKEN: slack.botToken,
+        SLACK_API_URL: slack.url,
+        SLACK_SIGNING_SECRET: SIGNING_SECRET,
+      });
     // BENCH_SERVE_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the server under a figure's work.
     const serveNodeArgs = process.env.BENCH_SERVE_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [];
     const ports: number[] = [];
     for (let r = 0; r < (options.replicas ?? 1); r++) {
       const port = await freePort();
-      processes.push(await startUntilReady([...serveNodeArgs, ...cli.args, "serve"], { cwd: dir, env: serverEnv(port), ready: /countersign serving/, timeoutMs: 300_000 }));
+      processes.push(
+        await startUntilReady([...serveNodeArgs, ...cli.args, "serve"], { cwd: dir, env: serverEnv(port), ready: /countersign serving/, timeoutMs: 300_000 }),
+      );
       ports.push(port);
     }
     const urls = ports.map((port) => `http://127.0.0.1:${port}`);
@@ -206,7 +224,9 @@ export async function startProduct(options: ProductOptions): Promise<Product> {
     // CLI process of its own, about a second apiece on a loaded machine).
     const keys = new Map<string, string>();
     for (let i = 0; i < options.agents.length; i += 4) {
-      const added = await Promise.all(options.agents.slice(i, i + 4).map((name) => outputOf([...cli.args, "agents", "add", name], { cwd: dir, env: serverEnv(ports[0]!) })));
+      const added = await Promise.all(
+        options.agents.slice(i, i + 4).map((name) => outputOf([...cli.args, "agents", "add", name], { cwd: dir, env: serverEnv(ports[0]!) })),
+      );
       added.forEach((out, j) => {
         keys.set(options.agents[i + j]!, out.trimEnd().split("\n").at(-1)!);
       });
@@ -214,12 +234,20 @@ export async function startProduct(options: ProductOptions): Promise<Product> {
     if (options.executor) {
       // BENCH_EXECUTOR_NODE_ARGS: the same for the executor (e.g. --cpu-prof under approve-to-patch).
       const executorNodeArgs = process.env.BENCH_EXECUTOR_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [];
-      processes.push(await startUntilReady([...executorNodeArgs, ...cli.args, "executor"], {
-        cwd: dir,
-        env: cleanEnv({ ...common, LOG_LEVEL: "info", COUNTERSIGN_URL: urls[0]!, CRM_WRITE: WRITE_TOKEN, COUNTERSIGN_GRANT_PUBLIC_KEY: publicKey.export({ type: "spki", format: "pem" }).toString() }),
-        ready: /executor running/,
-        timeoutMs: 300_000,
-      }));
+      processes.push(
+        await startUntilReady([...executorNodeArgs, ...cli.args, "executor"], {
+          cwd: dir,
+          env: cleanEnv({
+            ...common,
+            LOG_LEVEL: "info",
+            COUNTERSIGN_URL: urls[0]!,
+            CRM_WRITE: WRITE_TOKEN,
+            COUNTERSIGN_GRANT_PUBLIC_KEY: publicKey.export({ type: "spki", format: "pem" }).toString(),
+          }),
+          ready: /executor running/,
+          timeoutMs: 300_000,
+        }),
+      );
     }
     sql = postgres(dbUrl, { onnotice: () => {}, max: options.sqlMax });
     return { urls, database, sql, keys, targetUrl, stop };
@@ -262,14 +290,21 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     targetUrl: product.targetUrl,
     slack,
     clicks: new SlackRequests({ baseUrl: url, signingSecret: SIGNING_SECRET }),
-    nextWrite: (p) => new Promise((resolve) => waiting.set(p, (at) => {
-      waiting.delete(p);
-      resolve(at);
-    })),
+    nextWrite: (p) =>
+      new Promise((resolve) =>
+        waiting.set(p, (at) => {
+          waiting.delete(p);
+          resolve(at);
+        }),
+      ),
     async submit(contact, init = {}) {
       const key = agentKeys[init.agent ?? 0];
       if (!key) throw new Error(`bench: no agent ${init.agent}; the stack has ${agentKeys.length}`);
-      const res = await fetch(`${url}/v1/plans`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: mergeBody(contact) });
+      const res = await fetch(`${url}/v1/plans`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: mergeBody(contact),
+      });
       const text = await res.text();
       if (res.status !== 201) throw new Error(`POST /v1/plans answered ${res.status}: ${text.slice(0, 500)}`);
       const plan = JSON.parse(text) as { id: string; hash: string };
@@ -284,7 +319,13 @@ export async function startStack(options: StackOptions): Promise<Stack> {
 
 /** Sends the Approve click Slack would send for this plan (a signed `block_actions` POST); resolves with the HTTP status once acked. */
 export async function clickApprove(stack: Stack, plan: { id: string; hash: string }): Promise<number> {
-  const res = await stack.clicks.blockAction({ user: APPROVER, actionId: "approve", value: JSON.stringify({ planId: plan.id, hash: plan.hash }), channelId: REVIEW_CHANNEL, messageTs: "1733140000.000100" });
+  const res = await stack.clicks.blockAction({
+    user: APPROVER,
+    actionId: "approve",
+    value: JSON.stringify({ planId: plan.id, hash: plan.hash }),
+    channelId: REVIEW_CHANNEL,
+    messageTs: "1733140000.000100",
+  });
   await res.arrayBuffer();
   return res.status;
 }

@@ -59,8 +59,13 @@ async function measure(admin: postgres.Sql, stack: Stack, label: string, work: (
   await new Promise((r) => setTimeout(r, seconds * 1000));
   const idle = difference(await counts(admin, stack.database), idleBefore);
   const perPlan = (n: number, idleN: number) => ((n - idleN) / PLANS).toFixed(1);
-  console.log(`${label}: ${perPlan(total(during), total(idle))} statements, ${perPlan(begins(during), begins(idle))} of them BEGIN, per plan (${PLANS} plans in ${seconds.toFixed(1)} s; the idle background's ${total(idle)} statements over as long subtracted)`);
-  const top = [...during.statements].map(([q, n]) => [q, n - (idle.statements.get(q) ?? 0)] as const).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
+  console.log(
+    `${label}: ${perPlan(total(during), total(idle))} statements, ${perPlan(begins(during), begins(idle))} of them BEGIN, per plan (${PLANS} plans in ${seconds.toFixed(1)} s; the idle background's ${total(idle)} statements over as long subtracted)`,
+  );
+  const top = [...during.statements]
+    .map(([q, n]) => [q, n - (idle.statements.get(q) ?? 0)] as const)
+    .filter(([, n]) => n > 0)
+    .sort((a, b) => b[1] - a[1]);
   for (const [query, n] of top.slice(0, 25)) console.log(`  ${(n / PLANS).toFixed(2).padStart(6)}  ${query.replace(/\s+/g, " ").slice(0, 150)}`);
 }
 
@@ -83,7 +88,12 @@ try {
   await measure(admin, s, "approve click → applied (decide, claim, report)", async () => {
     for (const plan of plans) {
       if ((await clickApprove(s, plan)) !== 200) throw new Error("an Approve click was refused");
-      await until(`plan ${plan.id} applied`, async () => (await s.sql`SELECT status /* bench-probe */ FROM plans WHERE id = ${plan.id}`)[0]?.status === "applied", 120_000, 20);
+      await until(
+        `plan ${plan.id} applied`,
+        async () => (await s.sql`SELECT status /* bench-probe */ FROM plans WHERE id = ${plan.id}`)[0]?.status === "applied",
+        120_000,
+        20,
+      );
     }
   });
   await measure(admin, s, "Slack updates and thread replies delivered", quiet);

@@ -30,10 +30,17 @@ const epoch = Number(args[0]);
 const span = Number(args[1] ?? 25);
 if (!Number.isFinite(epoch) || !Number.isFinite(span)) throw new Error("usage: node bench/trace-timeline.mjs EPOCH [MS] [--profile FILE --from ROW --to ROW]");
 
-const logs = fs.readdirSync(DIR).filter((f) => f.endsWith(".log")).map((f) => ({
-  pid: path.basename(f, ".log"),
-  rows: fs.readFileSync(path.join(DIR, f), "utf8").trim().split("\n").map((line) => line.split(" ")),
-}));
+const logs = fs
+  .readdirSync(DIR)
+  .filter((f) => f.endsWith(".log"))
+  .map((f) => ({
+    pid: path.basename(f, ".log"),
+    rows: fs
+      .readFileSync(path.join(DIR, f), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => line.split(" ")),
+  }));
 const near = logs.flatMap(({ pid, rows }) => rows.filter((r) => Number(r[0]) >= epoch - 1 && Number(r[0]) <= epoch + span).map((r) => ({ pid, r })));
 near.sort((a, b) => Number(a.r[0]) - Number(b.r[0]));
 for (const { pid, r } of near) console.log(`${(Number(r[0]) - epoch).toFixed(2).padStart(8)} ${pid} ${r.slice(1).join(" ")}`);
@@ -43,7 +50,10 @@ if (profile) {
   if (!from || !to) throw new Error("--profile needs --from and --to");
   const p = JSON.parse(fs.readFileSync(profile, "utf8"));
   // `W 5432`: a write whose remote port is 5432; `M s:a`: the mark s:a.
-  const matches = (r, row) => { const [kind, field] = row.split(" "); return r[1] === kind && (kind === "M" ? r[2] === field : (r[2] ?? "").split(">")[1] === field); };
+  const matches = (r, row) => {
+    const [kind, field] = row.split(" ");
+    return r[1] === kind && (kind === "M" ? r[2] === field : (r[2] ?? "").split(">")[1] === field);
+  };
   // node names a profile CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile (unless --cpu-prof-name).
   const pid = path.basename(profile).split(".")[3];
   const log = logs.find((l) => l.pid === pid);
@@ -58,7 +68,8 @@ if (profile) {
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
   const parent = new Map(p.nodes.flatMap((n) => (n.children ?? []).map((c) => [c, n.id])));
   const frame = (n) => `${n.callFrame.functionName || "(anonymous)"} ${path.basename(n.callFrame.url)}:${n.callFrame.lineNumber + 1}`;
-  const lo = monoMs(Number(a[0])), hi = monoMs(Number(b[0]));
+  const lo = monoMs(Number(a[0])),
+    hi = monoMs(Number(b[0]));
   const counts = new Map();
   let at = p.startTime;
   let samples = 0;

@@ -14,7 +14,10 @@ import { openThrowawayPostgres } from "../test/support/throwaway-postgres.ts";
 
 const PLANS = Number(process.argv[2] ?? 2000);
 const PATHS = Number(process.argv[3] ?? 200);
-for (const [what, n] of [["PLANS", PLANS], ["PATHS", PATHS]] as const) {
+for (const [what, n] of [
+  ["PLANS", PLANS],
+  ["PATHS", PATHS],
+] as const) {
   if (!Number.isInteger(n) || n < 1) throw new Error(`${what} must be a positive whole number, got '${n}'`);
 }
 const INTERVAL = 30;
@@ -26,7 +29,17 @@ try {
   for (let p = 0; p < PATHS; p++) h.target.set(`/contacts/w${p}`, { id: p, email: `c${p}@old.example` });
   const submitted = Date.now();
   for (let i = 0; i < PLANS; i += 20) {
-    await Promise.all(Array.from({ length: Math.min(20, PLANS - i) }, (_, j) => submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: `plan ${i + j}`, actions: [{ kind: "http.json", target: "crm", path: `/contacts/w${(i + j) % PATHS}`, op: "merge", body: { email: `n${i + j}@example.com` } }] }) })));
+    await Promise.all(
+      Array.from({ length: Math.min(20, PLANS - i) }, (_, j) =>
+        submitPlan(h.ctx, {
+          agent: h.agent,
+          request: mergeRequest({
+            title: `plan ${i + j}`,
+            actions: [{ kind: "http.json", target: "crm", path: `/contacts/w${(i + j) % PATHS}`, op: "merge", body: { email: `n${i + j}@example.com` } }],
+          }),
+        }),
+      ),
+    );
   }
   console.log(`${PLANS} plans over ${PATHS} resources submitted in ${((Date.now() - submitted) / 1000).toFixed(1)} s`);
   const ms = async (run: () => Promise<unknown>) => {
@@ -57,8 +70,12 @@ try {
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!.toFixed(1);
   const max = (xs: number[]) => Math.max(...xs).toFixed(1);
   console.log(`listing passes (100 new plans each): median ${median(listing)} ms, max ${max(listing)} ms over ${listing.length}`);
-  console.log(`passes with nothing due (${PLANS} open plans listed, none created in the last minute): median ${median(idle)} ms, max ${max(idle)} ms over ${idle.length}`);
-  console.log(`one interval later: ${read} reads in ${reading.length} passes (median ${median(reading)} ms, max ${max(reading)} ms); reads per resource min ${Math.min(...perPath)} max ${Math.max(...perPath)}`);
+  console.log(
+    `passes with nothing due (${PLANS} open plans listed, none created in the last minute): median ${median(idle)} ms, max ${max(idle)} ms over ${idle.length}`,
+  );
+  console.log(
+    `one interval later: ${read} reads in ${reading.length} passes (median ${median(reading)} ms, max ${max(reading)} ms); reads per resource min ${Math.min(...perPath)} max ${Math.max(...perPath)}`,
+  );
   await h.close();
 } finally {
   await database.close();

@@ -50,7 +50,8 @@ try {
     // verified: the target, re-read after the write, holds what was approved (false: see driftAfterApply).
     const check = a.verified === true ? ", verified" : a.verified === false ? ", NOT as approved" : a.verified === null ? ", not re-checked" : "";
     console.log(`  ${a.target} ${a.path}: ${a.status}${check}${a.detail ? ` (${a.detail})` : ""}`);
-    for (const d of a.driftAfterApply ?? []) console.log(`    ${d.path}: approved ${JSON.stringify(d.expected) ?? "(absent)"}, target has ${JSON.stringify(d.actual) ?? "(absent)"}`);
+    for (const d of a.driftAfterApply ?? [])
+      console.log(`    ${d.path}: approved ${JSON.stringify(d.expected) ?? "(absent)"}, target has ${JSON.stringify(d.actual) ?? "(absent)"}`);
   }
   process.exit(outcome.status === "applied" ? 0 : 1);
 } catch (err) {

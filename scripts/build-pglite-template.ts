@@ -40,7 +40,9 @@ if (!process.argv.includes("--force") && isCurrent(readTemplateMeta(), wanted)) 
     // The dump first, then the meta that vouches for it: never new meta beside an old dump.
     writeAtomically(PGLITE_TEMPLATE, dump);
     writeAtomically(PGLITE_TEMPLATE_META, JSON.stringify(wanted, null, 2) + "\n");
-    console.log(`pglite template: ${path.relative(process.cwd(), PGLITE_TEMPLATE)} (${(dump.byteLength / 1e6).toFixed(1)} MB, ${wanted.migrations.length} migrations) in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    console.log(
+      `pglite template: ${path.relative(process.cwd(), PGLITE_TEMPLATE)} (${(dump.byteLength / 1e6).toFixed(1)} MB, ${wanted.migrations.length} migrations) in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    );
   } finally {
     await database.close();
   }

@@ -48,7 +48,8 @@ export async function buildCli({ keepSupersededMs = 10 * 60_000 } = {}) {
   });
   const bundled = result.outputFiles.map((f) => f.text).join("\n");
   const missing = patchedInBundle.filter((p) => !p.pattern.test(bundled));
-  if (missing.length > 0) throw new Error(`the bundled postgres driver lacks the restart patch (${missing.map((p) => p.edit).join("; ")}); see patches/README.md`);
+  if (missing.length > 0)
+    throw new Error(`the bundled postgres driver lacks the restart patch (${missing.map((p) => p.edit).join("; ")}); see patches/README.md`);
   mkdirSync(DIST, { recursive: true });
   const written = new Set();
   for (const file of [...result.outputFiles].sort((a, b) => Number(a.path === CLI_ENTRY) - Number(b.path === CLI_ENTRY))) {
@@ -85,7 +86,9 @@ function newestMtime(file) {
 /** Compiles src/client (no dependencies) file for file with its .d.ts into dist/client/. */
 export function buildClient() {
   rmSync(path.join(DIST, "client"), { recursive: true, force: true });
-  const tsc = spawnSync(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-p", path.join(ROOT, "tsconfig.client.json")], { stdio: "inherit" });
+  const tsc = spawnSync(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-p", path.join(ROOT, "tsconfig.client.json")], {
+    stdio: "inherit",
+  });
   if (tsc.status !== 0) throw new Error("the client did not compile (tsconfig.client.json, errors above); it may import only src/client/");
 }
 

@@ -38,17 +38,29 @@ function restrictions(entry, layerIndex) {
   const patterns = [];
   const above = LAYERS.slice(layerIndex + 1);
   for (const layer of above) {
-    patterns.push({ group: layer.entries.flatMap(specifiers), message: `a ${LAYERS[layerIndex].name} module may not import the ${layer.name} layer above it (CONTRIBUTING.md, "Layers")` });
+    patterns.push({
+      group: layer.entries.flatMap(specifiers),
+      message: `a ${LAYERS[layerIndex].name} module may not import the ${layer.name} layer above it (CONTRIBUTING.md, "Layers")`,
+    });
   }
   if (DOORS.includes(entry)) {
     const others = DOORS.filter((d) => d !== entry);
-    patterns.push({ group: others.flatMap(specifiers), message: `a door does not import another door: what ${entry} shares with it belongs in http/ or service/` });
+    patterns.push({
+      group: others.flatMap(specifiers),
+      message: `a door does not import another door: what ${entry} shares with it belongs in http/ or service/`,
+    });
   }
   if (entry === "executor") {
-    patterns.push({ group: ["service", "store", "http"].flatMap(specifiers), message: "the executor reaches the server only over the executor API (src/contract)" });
+    patterns.push({
+      group: ["service", "store", "http"].flatMap(specifiers),
+      message: "the executor reaches the server only over the executor API (src/contract)",
+    });
   }
   if (LAYERS.findIndex((l) => l.name === "service") < layerIndex) {
-    patterns.push({ group: ["./service/*/*", "../service/*/*", "!./service/*/index.ts", "!../service/*/index.ts"], message: "outside src/service a capability is reached through its index.ts only" });
+    patterns.push({
+      group: ["./service/*/*", "../service/*/*", "!./service/*/index.ts", "!../service/*/index.ts"],
+      message: "outside src/service a capability is reached through its index.ts only",
+    });
   }
   return patterns;
 }
@@ -60,11 +72,26 @@ export function layerOverrides() {
     for (const entry of layer.entries) {
       const patterns = restrictions(entry, i);
       if (patterns.length === 0) continue;
-      overrides.push({ includes: [entry.endsWith(".ts") ? `src/${entry}` : `src/${entry}/**`], linter: { rules: { style: { noRestrictedImports: { level: "error", options: { patterns } } } } } });
+      overrides.push({
+        includes: [entry.endsWith(".ts") ? `src/${entry}` : `src/${entry}/**`],
+        linter: { rules: { style: { noRestrictedImports: { level: "error", options: { patterns } } } } },
+      });
     }
   });
   for (const entry of STANDALONE) {
-    overrides.push({ includes: [`src/${entry}/**`], linter: { rules: { style: { noRestrictedImports: { level: "error", options: { patterns: [{ group: ["../**"], message: "the client agents install imports only its own siblings" }] } } } } } });
+    overrides.push({
+      includes: [`src/${entry}/**`],
+      linter: {
+        rules: {
+          style: {
+            noRestrictedImports: {
+              level: "error",
+              options: { patterns: [{ group: ["../**"], message: "the client agents install imports only its own siblings" }] },
+            },
+          },
+        },
+      },
+    });
   }
   return overrides;
 }

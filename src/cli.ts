@@ -77,14 +77,16 @@ async function main(argv: string[]): Promise<number> {
       return signals.untilStopped(() => executor.stop(), whenParentGone(env));
     }
     case "keys":
-      if (args[0] !== "generate" || (args[1] !== undefined && args[1] !== "--audit-seal") || args.length > 2) return usage("usage: countersign keys generate [--audit-seal]");
+      if (args[0] !== "generate" || (args[1] !== undefined && args[1] !== "--audit-seal") || args.length > 2)
+        return usage("usage: countersign keys generate [--audit-seal]");
       await (await import("./cli/keys.ts"))[args[1] ? "auditSealKeysGenerate" : "keysGenerate"](out);
       return 0;
     case "policy":
       if (args[0] !== "check") return usage("usage: countersign policy check [FILE] [--role server|executor]");
       return (await import("./cli/policy-check.ts")).policyCheck(args.slice(1), env, out);
     case "audit":
-      if (args[0] !== "verify" && args[0] !== "export") return usage("usage: countersign audit verify [--seals FILE --public-key PEM_FILE] | audit export --since ISO_TIME [--out FILE]");
+      if (args[0] !== "verify" && args[0] !== "export")
+        return usage("usage: countersign audit verify [--seals FILE --public-key PEM_FILE] | audit export --since ISO_TIME [--out FILE]");
       return (await import("./cli/audit.ts")).auditCommand((await loadConfig())({ env, role: "cli" }), args, out);
     case "login-link":
       await (await import("./cli/agents.ts")).loginLinkCommand((await loadConfig())({ env, role: "cli" }), args, out);

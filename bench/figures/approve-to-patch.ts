@@ -27,7 +27,10 @@ export const approveToPatch: FigureSource = {
     const adminUrl = benchDatabaseUrl();
     if (!adminUrl) {
       const skipped = "set BENCH_DATABASE_URL or TEST_DATABASE_URL to a PostgreSQL it may create databases on";
-      return [{ name: "approve_to_patch_p50", skipped }, { name: "approve_to_patch_p50_vs_process_floor", skipped }];
+      return [
+        { name: "approve_to_patch_p50", skipped },
+        { name: "approve_to_patch_p50_vs_process_floor", skipped },
+      ];
     }
     const stack = await startStack({ adminUrl, contacts: CONTACTS });
     let processFloor: ProcessFloor | undefined;
@@ -73,7 +76,13 @@ export const approveToPatch: FigureSource = {
       const blocks = await alternate(pace.blocks, product, floor);
       const clicks = `${pace.rounds} sequential clicks per block (signed Slack block_actions POST)`;
       return [
-        { name: "approve_to_patch_p50", unit: "ms", ...blocks, goal: { atMost: 3 }, note: `${clicks}; floor: GET, UPDATE, GET, PATCH If-Match in one process (+ UPDATE untimed), node:http` },
+        {
+          name: "approve_to_patch_p50",
+          unit: "ms",
+          ...blocks,
+          goal: { atMost: 3 },
+          note: `${clicks}; floor: GET, UPDATE, GET, PATCH If-Match in one process (+ UPDATE untimed), node:http`,
+        },
         {
           name: "approve_to_patch_p50_vs_process_floor",
           unit: "ms",

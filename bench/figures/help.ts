@@ -1,7 +1,6 @@
 import { median, type FigureSource } from "../figure.ts";
 import { countersignCommand, timeToExit } from "../processes.ts";
 
-
 /** `countersign --help`: what every one-shot command pays before doing anything, against bare `node -e 0`. */
 export const help: FigureSource = {
   title: "countersign --help",
@@ -16,6 +15,15 @@ export const help: FigureSource = {
       helpRuns.push(await timeToExit([...cli.args, "--help"]));
       nodeRuns.push(await timeToExit(["-e", "0"]));
     }
-    return [{ name: "help_seconds", value: median(helpRuns), unit: "s", goal: { below: 0.5 }, baseline: { label: "node -e 0", value: median(nodeRuns) }, ...(cli.note ? { note: cli.note } : {}) }];
+    return [
+      {
+        name: "help_seconds",
+        value: median(helpRuns),
+        unit: "s",
+        goal: { below: 0.5 },
+        baseline: { label: "node -e 0", value: median(nodeRuns) },
+        ...(cli.note ? { note: cli.note } : {}),
+      },
+    ];
   },
 };

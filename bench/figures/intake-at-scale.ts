@@ -36,7 +36,15 @@ export const intakeAtScale: FigureSource = {
         return median(times);
       };
       const blocks = await alternate(pace.blocks, p50(large), p50(small!));
-      return [{ name, unit: "ms", ...blocks, goal: { atMost: 1.2 }, note: `"product" = ${sizeLabel(pace.largePlans)} stored plans, "floor" = ${sizeLabel(SMALL)}; ${pace.rounds * 8} sequential intakes per block${pace.quick ? "; --quick: 100 k, not 1 M" : ""}` }];
+      return [
+        {
+          name,
+          unit: "ms",
+          ...blocks,
+          goal: { atMost: 1.2 },
+          note: `"product" = ${sizeLabel(pace.largePlans)} stored plans, "floor" = ${sizeLabel(SMALL)}; ${pace.rounds * 8} sequential intakes per block${pace.quick ? "; --quick: 100 k, not 1 M" : ""}`,
+        },
+      ];
     } finally {
       await small?.stop();
       await large.stop();

@@ -27,7 +27,10 @@ export const intake: FigureSource = {
     const adminUrl = benchDatabaseUrl();
     if (!adminUrl) {
       const skipped = "set BENCH_DATABASE_URL or TEST_DATABASE_URL to a PostgreSQL it may create databases on";
-      return [{ name: "intake_8_in_flight", skipped }, { name: "intake_8_in_flight_vs_process_floor", skipped }];
+      return [
+        { name: "intake_8_in_flight", skipped },
+        { name: "intake_8_in_flight_vs_process_floor", skipped },
+      ];
     }
     // One agent per request in flight: 8 agents at once, not one agent 8 times (which the
     // product may order under its per-agent limits, as it should).
@@ -47,9 +50,11 @@ export const intake: FigureSource = {
       const floor = async () => {
         processFloor ??= await startIntakeFloor(stack, adminUrl, templates!);
         const across = processFloor;
-        processFloors.push(await throughput(IN_FLIGHT, pace.seconds, async () => {
-          await across.submit(mergeBody(randomInt(1, CONTACTS + 1)));
-        }));
+        processFloors.push(
+          await throughput(IN_FLIGHT, pace.seconds, async () => {
+            await across.submit(mergeBody(randomInt(1, CONTACTS + 1)));
+          }),
+        );
         return throughput(IN_FLIGHT, pace.seconds, async () => {
           await floorSubmit(stack.sql, templates!, () => floorGet(stack, randomInt(1, CONTACTS + 1)));
         });

@@ -14,7 +14,8 @@ const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE
 export const servePostgres: FigureSource = {
   title: "countersign serve on PostgreSQL",
   async measure() {
-    if (!DATABASE_URL) return [{ name: "serve_idle_rss_mb_postgres", skipped: "set BENCH_DATABASE_URL or TEST_DATABASE_URL to a PostgreSQL it may create a database on" }];
+    if (!DATABASE_URL)
+      return [{ name: "serve_idle_rss_mb_postgres", skipped: "set BENCH_DATABASE_URL or TEST_DATABASE_URL to a PostgreSQL it may create a database on" }];
     const cli = countersignCommand();
     const admin = postgres(DATABASE_URL, { onnotice: () => {}, max: 1 });
     const name = `cs_bench_${randomBytes(6).toString("hex")}`;
@@ -23,10 +24,10 @@ export const servePostgres: FigureSource = {
     try {
       const url = new URL(DATABASE_URL);
       url.pathname = `/${name}`;
-      writeFileSync(path.join(dir, "countersign.yml"), [
-        "defaults: { approvers: [U0ALICE] }",
-        ...crmTargetYaml("http://127.0.0.1:9", { allowMerges: true }),
-      ].join("\n"));
+      writeFileSync(
+        path.join(dir, "countersign.yml"),
+        ["defaults: { approvers: [U0ALICE] }", ...crmTargetYaml("http://127.0.0.1:9", { allowMerges: true })].join("\n"),
+      );
       const { privateKey } = generateKeyPairSync("ed25519");
       const serve = await startUntilReady([...cli.args, "serve"], {
         cwd: dir,
@@ -42,7 +43,16 @@ export const servePostgres: FigureSource = {
       });
       try {
         const mb = await settledTreeRssMb(serve.child.pid!);
-        return [{ name: "serve_idle_rss_mb_postgres", value: mb, unit: "MB", goal: { below: 120 }, baseline: { label: "idle node", value: await idleNodeRssMb() }, ...(cli.note ? { note: cli.note } : {}) }];
+        return [
+          {
+            name: "serve_idle_rss_mb_postgres",
+            value: mb,
+            unit: "MB",
+            goal: { below: 120 },
+            baseline: { label: "idle node", value: await idleNodeRssMb() },
+            ...(cli.note ? { note: cli.note } : {}),
+          },
+        ];
       } finally {
         await serve.stop();
       }

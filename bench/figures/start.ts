@@ -26,7 +26,8 @@ export const start: FigureSource = {
     for (let i = 0; i < RUNS; i++) {
       const cwd = mkdtempSync(path.join(os.tmpdir(), "countersign-bench-start-"));
       try {
-        const run = async (): Promise<Started> => startUntilReady([...cli.args, "start"], { cwd, env: cleanEnv({ PORT: String(await freePort()) }), ready: READY });
+        const run = async (): Promise<Started> =>
+          startUntilReady([...cli.args, "start"], { cwd, env: cleanEnv({ PORT: String(await freePort()) }), ready: READY });
         const first = await run();
         try {
           fresh.push(first.readySeconds);
@@ -45,7 +46,14 @@ export const start: FigureSource = {
     return [
       { name: "start_ready_fresh_seconds", value: median(fresh), unit: "s", goal: { below: 4 }, ...note },
       { name: "start_ready_restart_seconds", value: median(restart), unit: "s", goal: { below: 2 }, ...note },
-      { name: "start_total_rss_mb", value: median(rss), unit: "MB", goal: { below: 350 }, baseline: { label: "idle node", value: await idleNodeRssMb() }, ...note },
+      {
+        name: "start_total_rss_mb",
+        value: median(rss),
+        unit: "MB",
+        goal: { below: 350 },
+        baseline: { label: "idle node", value: await idleNodeRssMb() },
+        ...note,
+      },
     ];
   },
 };

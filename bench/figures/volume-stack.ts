@@ -132,7 +132,8 @@ export async function startVolumeStack(options: { adminUrl: string; replicas: nu
 
 /** Slack outbox rows still to deliver: all of them, and those for channels (previews, replies, updates; not Home tabs). */
 export async function slackBacklog(sql: postgres.Sql): Promise<{ all: number; channel: number }> {
-  const [row] = await sql`SELECT count(*)::int AS all, (count(*) FILTER (WHERE kind = 'slack'))::int AS channel /* bench-probe */ FROM outbox WHERE delivered_at IS NULL AND dead_at IS NULL AND kind LIKE 'slack%'`;
+  const [row] =
+    await sql`SELECT count(*)::int AS all, (count(*) FILTER (WHERE kind = 'slack'))::int AS channel /* bench-probe */ FROM outbox WHERE delivered_at IS NULL AND dead_at IS NULL AND kind LIKE 'slack%'`;
   return { all: row!.all as number, channel: row!.channel as number };
 }
 

@@ -28,7 +28,11 @@ export const volume: FigureSource = {
     const plans = pace.quick ? 120 : 600;
     const backlogRows = pace.quick ? 1000 : 5000;
     const probes = pace.quick ? 8 : 20;
-    const names = [`review visibility: ${plans} plans in 60 s by ${AGENTS} agents`, `webhook p99 behind a Slack backlog of ${backlogRows} rows`, `duplicates across ${REPLICAS} replicas`];
+    const names = [
+      `review visibility: ${plans} plans in 60 s by ${AGENTS} agents`,
+      `webhook p99 behind a Slack backlog of ${backlogRows} rows`,
+      `duplicates across ${REPLICAS} replicas`,
+    ];
     const adminUrl = benchDatabaseUrl();
     if (!adminUrl) return names.map((name) => ({ name, skipped: "set BENCH_DATABASE_URL or TEST_DATABASE_URL to a PostgreSQL it may create databases on" }));
     const stack = await startVolumeStack({ adminUrl, replicas: REPLICAS, volumeAgents: AGENTS, contacts: CONTACTS });
@@ -67,16 +71,18 @@ async function reviewVisibility(stack: VolumeStack, name: string, plans: number,
       const at = start + (i * 60_000) / plans;
       await sleep(Math.max(0, at - epochNow()));
       const agent = stack.volumeAgents[i % stack.volumeAgents.length]!;
-      submissions.push((async () => {
-        const first = epochNow();
-        // An agent over its limit waits the Retry-After it was given; its plan counts from its first try.
-        for (;;) {
-          const answer = await stack.submit(agent, 1 + (i % CONTACTS), i);
-          if ("id" in answer) return void sentAt.set(answer.id, first);
-          limited += 1;
-          await sleep(answer.retryAfter * 1000);
-        }
-      })());
+      submissions.push(
+        (async () => {
+          const first = epochNow();
+          // An agent over its limit waits the Retry-After it was given; its plan counts from its first try.
+          for (;;) {
+            const answer = await stack.submit(agent, 1 + (i % CONTACTS), i);
+            if ("id" in answer) return void sentAt.set(answer.id, first);
+            limited += 1;
+            await sleep(answer.retryAfter * 1000);
+          }
+        })(),
+      );
     }
     await Promise.all(submissions);
     const deadline = epochNow() + waitAfterMs;
@@ -120,19 +126,23 @@ async function webhookBehindBacklog(stack: VolumeStack, name: string, rows: numb
   const backlogBefore = await slackBacklog(stack.sql);
   const latencies: number[] = [];
   let timedOut = 0;
-  await Promise.all(Array.from({ length: probes }, async (_, i) => {
-    await sleep(i * 1000);
-    const answer = await stack.submit(PROBE_AGENT, 1 + (i % CONTACTS), i);
-    if (!("id" in answer)) throw new Error(`the probe agent was limited (Retry-After ${answer.retryAfter} s)`);
-    const arrived = new Promise<number>((resolve) => stack.onWebhook((hook) => hook.planId === answer.id && hook.status === "cancelled" && (resolve(hook.at), true)));
-    const cancelled = epochNow(); // before the request: the transition happens inside it
-    await stack.cancel(PROBE_AGENT, answer.id, i);
-    const at = await Promise.race([arrived, sleep(timeoutMs).then(() => undefined)]);
-    if (at === undefined) {
-      timedOut += 1;
-      latencies.push(seconds(timeoutMs));
-    } else latencies.push(seconds(at - cancelled));
-  }));
+  await Promise.all(
+    Array.from({ length: probes }, async (_, i) => {
+      await sleep(i * 1000);
+      const answer = await stack.submit(PROBE_AGENT, 1 + (i % CONTACTS), i);
+      if (!("id" in answer)) throw new Error(`the probe agent was limited (Retry-After ${answer.retryAfter} s)`);
+      const arrived = new Promise<number>((resolve) =>
+        stack.onWebhook((hook) => hook.planId === answer.id && hook.status === "cancelled" && (resolve(hook.at), true)),
+      );
+      const cancelled = epochNow(); // before the request: the transition happens inside it
+      await stack.cancel(PROBE_AGENT, answer.id, i);
+      const at = await Promise.race([arrived, sleep(timeoutMs).then(() => undefined)]);
+      if (at === undefined) {
+        timedOut += 1;
+        latencies.push(seconds(timeoutMs));
+      } else latencies.push(seconds(at - cancelled));
+    }),
+  );
   const backlogAfter = await slackBacklog(stack.sql);
   return {
     name,
@@ -146,9 +156,11 @@ async function webhookBehindBacklog(stack: VolumeStack, name: string, rows: numb
 /** Runs `task(0…count-1)` eight at a time, each worker on its own replica in turn. */
 async function inParallel(count: number, task: (i: number, worker: number) => Promise<unknown>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: 8 }, async (_, worker) => {
-    while (next < count) await task(next++, worker);
-  }));
+  await Promise.all(
+    Array.from({ length: 8 }, async (_, worker) => {
+      while (next < count) await task(next++, worker);
+    }),
+  );
 }
 
 /** (c): over everything the stack delivered: plans named by more than one top-level message, repeated thread replies, repeated webhooks. */

@@ -31,7 +31,12 @@ export function httpJsonAdapter(deps: { fetch?: typeof fetch; http?: ReadOnlyHtt
     plannedSchema: PlannedAction,
     targetSchema: TargetConfig,
     address: (_name, _target, action) => ({ op: action.op, path: action.path }),
-    refusals: (name, target, actions) => refusalsFor(name, target.allow, actions.map(({ index, action }) => ({ index, op: action.op, path: action.path, body: action.body }))),
+    refusals: (name, target, actions) =>
+      refusalsFor(
+        name,
+        target.allow,
+        actions.map(({ index, action }) => ({ index, op: action.op, path: action.path, body: action.body })),
+      ),
     openReader(name, target) {
       // The reader never holds the write credential, even in the executor's process.
       const { write: _write, ...readOnly } = target;
@@ -56,13 +61,18 @@ export function httpJsonAdapter(deps: { fetch?: typeof fetch; http?: ReadOnlyHtt
       return {
         timeoutMs: target.timeoutMs,
         async apply(planned, idempotencyKey, deadline): Promise<AdapterApplyResult> {
-          if (deadline !== undefined && deadline - performance.now() < 1) return { status: "expired", detail: `${planned.op} ${planned.path} on '${name}' was not sent: the deadline had passed` };
+          if (deadline !== undefined && deadline - performance.now() < 1)
+            return { status: "expired", detail: `${planned.op} ${planned.path} on '${name}' was not sent: the deadline had passed` };
           const result = await applyHttpJson(write, name, target, planned, idempotencyKey, deadline);
           switch (result.status) {
-            case "applied": return { status: "applied" };
-            case "stale": return { status: "stale", detail: result.detail };
-            case "uncertain": return { status: "uncertain", detail: result.detail };
-            case "failed": return { status: "failed", errorClass: classOfStatus(result.httpStatus), detail: result.detail };
+            case "applied":
+              return { status: "applied" };
+            case "stale":
+              return { status: "stale", detail: result.detail };
+            case "uncertain":
+              return { status: "uncertain", detail: result.detail };
+            case "failed":
+              return { status: "failed", errorClass: classOfStatus(result.httpStatus), detail: result.detail };
           }
         },
         close: async () => {},
@@ -74,8 +84,8 @@ export function httpJsonAdapter(deps: { fetch?: typeof fetch; http?: ReadOnlyHtt
       reaches: target.baseUrl,
       lines: [
         target.allow
-          ? `may propose: ops ${target.allow.ops.join(", ")} on ${target.allow.paths.join(", ")}`
-            + `${target.allow.maxActions ? `, at most ${target.allow.maxActions} actions` : ""}${target.allow.maxBodyBytes ? `, bodies ≤ ${target.allow.maxBodyBytes} bytes` : ""}`
+          ? `may propose: ops ${target.allow.ops.join(", ")} on ${target.allow.paths.join(", ")}` +
+            `${target.allow.maxActions ? `, at most ${target.allow.maxActions} actions` : ""}${target.allow.maxBodyBytes ? `, bodies ≤ ${target.allow.maxBodyBytes} bytes` : ""}`
           : NOTHING_ALLOWED,
         `precondition: ${target.precondition === "etag" ? "etag (the target's ETag, sent as If-Match on write)" : "digest (a digest of the state read; weaker: the target cannot refuse a racing write)"} (targets.${name}.precondition)`,
       ],
@@ -117,7 +127,8 @@ async function guard<T>(name: string, path: string, run: () => Promise<T>): Prom
  */
 export function classifyHttpJsonError(err: unknown): ErrorClass {
   if (err instanceof AdapterError) return err.errorClass;
-  if (err instanceof TargetReadError) return err.answer ? classOfStatus(err.answer.status) : /did not answer|unreachable/.test(err.message) ? "transient" : "permanent";
+  if (err instanceof TargetReadError)
+    return err.answer ? classOfStatus(err.answer.status) : /did not answer|unreachable/.test(err.message) ? "transient" : "permanent";
   return "permanent";
 }
 

@@ -58,26 +58,46 @@ export async function applyHttpJson(
   try {
     response = await fetchImpl(url, { method, headers, redirect: "manual", signal: AbortSignal.timeout(timeoutMs), ...(body !== undefined ? { body } : {}) });
   } catch (err) {
-    return { status: "uncertain", detail: `${method} ${action.path} on '${name}' got no answer (${describe(err, timeoutMs)}); the write may or may not have happened` };
+    return {
+      status: "uncertain",
+      detail: `${method} ${action.path} on '${name}' got no answer (${describe(err, timeoutMs)}); the write may or may not have happened`,
+    };
   }
   let whole: string;
   try {
     whole = await response.text();
   } catch (err) {
-    if (response.ok) return { status: "uncertain", httpStatus: response.status, detail: `${method} ${action.path} on '${name}' answered HTTP ${response.status}, but the answer broke off (${describe(err, timeoutMs)})` };
+    if (response.ok)
+      return {
+        status: "uncertain",
+        httpStatus: response.status,
+        detail: `${method} ${action.path} on '${name}' answered HTTP ${response.status}, but the answer broke off (${describe(err, timeoutMs)})`,
+      };
     whole = "";
   }
   const text = whole.slice(0, 500);
   if (response.ok) {
     if (whole.trim() !== "" && !isJson(whole)) {
-      return { status: "uncertain", httpStatus: response.status, detail: `${method} ${action.path} on '${name}' answered HTTP ${response.status} with a body that is not JSON: ${text}`.trim() };
+      return {
+        status: "uncertain",
+        httpStatus: response.status,
+        detail: `${method} ${action.path} on '${name}' answered HTTP ${response.status} with a body that is not JSON: ${text}`.trim(),
+      };
     }
     return { status: "applied", httpStatus: response.status, etag: response.headers.get("etag") };
   }
   if (response.status === 412 || response.status === 409) {
-    return { status: "stale", httpStatus: response.status, detail: `target '${name}' refused ${method} ${action.path}: it changed since the preview (HTTP ${response.status}) ${text}`.trim() };
+    return {
+      status: "stale",
+      httpStatus: response.status,
+      detail: `target '${name}' refused ${method} ${action.path}: it changed since the preview (HTTP ${response.status}) ${text}`.trim(),
+    };
   }
-  return { status: "failed", httpStatus: response.status, detail: `target '${name}' answered HTTP ${response.status} to ${method} ${action.path}: ${text}`.trim() };
+  return {
+    status: "failed",
+    httpStatus: response.status,
+    detail: `target '${name}' answered HTTP ${response.status} to ${method} ${action.path}: ${text}`.trim(),
+  };
 }
 
 function isJson(text: string): boolean {

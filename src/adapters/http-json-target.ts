@@ -16,12 +16,14 @@ export const HttpJsonTargetConfig = z.strictObject({
   write: Credentials.optional(),
   policy: PolicyOverride.optional(),
   /** What agents may propose here. Deny by default: without it, every plan for this target is refused. */
-  allow: z.strictObject({
-    ops: z.array(z.enum(["merge", "replace", "delete", "create"])).min(1),
-    paths: z.array(z.string().regex(/^\//, "path patterns start with '/' (use * for one segment, ** for any)")).min(1),
-    maxActions: z.int().positive().max(20).optional(),
-    maxBodyBytes: z.int().positive().optional(),
-  }).optional(),
+  allow: z
+    .strictObject({
+      ops: z.array(z.enum(["merge", "replace", "delete", "create"])).min(1),
+      paths: z.array(z.string().regex(/^\//, "path patterns start with '/' (use * for one segment, ** for any)")).min(1),
+      maxActions: z.int().positive().max(20).optional(),
+      maxBodyBytes: z.int().positive().optional(),
+    })
+    .optional(),
   /**
    * How a change since the preview is detected: the target's ETag (If-Match on write), or, for
    * targets without one, a digest of the state read (checked by re-reading: weaker, as the target

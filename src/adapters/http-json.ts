@@ -26,7 +26,6 @@ export class TargetReadError extends Error {
   }
 }
 
-
 /** GET the resource with the read credential. The state the preview and, later, revalidation compare against. */
 export async function readResource(http: ReadOnlyHttp, name: string, target: ServerTarget, path: string): Promise<ResourceState> {
   const url = targetUrl(target.baseUrl, path);
@@ -49,11 +48,21 @@ export async function readResource(http: ReadOnlyHttp, name: string, target: Ser
   // A document that cannot be hashed or stored exactly is refused, never rounded or retried.
   const parsed = parseHashableJson(answer.text);
   if (!parsed.ok && parsed.kind === "syntax") throw new TargetReadError(name, path, `target '${name}' did not return JSON for ${path}`, shown);
-  if (!parsed.ok) throw new TargetReadError(name, path, `target '${name}' returned a document for ${path} that cannot be hashed exactly: at ${parsed.pointer || "/"}, ${parsed.message}`);
+  if (!parsed.ok)
+    throw new TargetReadError(
+      name,
+      path,
+      `target '${name}' returned a document for ${path} that cannot be hashed exactly: at ${parsed.pointer || "/"}, ${parsed.message}`,
+    );
   const body: Json = parsed.value;
   const etag = answer.headers.get("etag");
   if (!etag && target.precondition !== "digest") {
-    throw new TargetReadError(name, path, `target '${name}' gave no ETag for ${path}; Countersign needs one to detect changes before applying (or set targets.${name}.precondition: digest, which is weaker)`, shown);
+    throw new TargetReadError(
+      name,
+      path,
+      `target '${name}' gave no ETag for ${path}; Countersign needs one to detect changes before applying (or set targets.${name}.precondition: digest, which is weaker)`,
+      shown,
+    );
   }
   return { exists: true, body, etag };
 }
@@ -61,10 +70,14 @@ export async function readResource(http: ReadOnlyHttp, name: string, target: Ser
 /** The state an action leaves behind, computed from the state it starts from. Pure. */
 export function plannedAfter(action: ActionRequest, before: Json | null): Json | null {
   switch (action.op) {
-    case "merge": return applyMergePatch(before ?? {}, action.body ?? null);
-    case "replace": return action.body ?? null;
-    case "create": return action.body ?? null;
-    case "delete": return null;
+    case "merge":
+      return applyMergePatch(before ?? {}, action.body ?? null);
+    case "replace":
+      return action.body ?? null;
+    case "create":
+      return action.body ?? null;
+    case "delete":
+      return null;
   }
 }
 
@@ -81,11 +94,20 @@ export async function previewHttpJson(
   let precondition: Precondition;
   let before: Json | null;
   if (action.op === "create") {
-    if (state.exists) throw new TargetReadError(action.target, action.path, `'create' expects nothing at ${action.path} on '${action.target}', but a resource exists (ETag ${state.etag}); use 'replace' or 'merge'`);
+    if (state.exists)
+      throw new TargetReadError(
+        action.target,
+        action.path,
+        `'create' expects nothing at ${action.path} on '${action.target}', but a resource exists (ETag ${state.etag}); use 'replace' or 'merge'`,
+      );
     precondition = { absent: true };
     before = null;
   } else {
-    if (!state.exists) throw new TargetReadError(action.target, action.path, `target '${action.target}' has nothing at ${action.path} (HTTP 404); use op 'create' to make it`, { status: 404, body: "" });
+    if (!state.exists)
+      throw new TargetReadError(action.target, action.path, `target '${action.target}' has nothing at ${action.path} (HTTP 404); use op 'create' to make it`, {
+        status: 404,
+        body: "",
+      });
     precondition = state.etag ? { etag: state.etag } : { digest: fingerprint(state.body) };
     before = state.body;
   }

@@ -8,7 +8,10 @@ import { headersOf, type NodeHttpPools } from "./read-only-http.ts";
  * The part of fetch the executor uses for its writes and its calls to the server: the call, and
  * what it reads of the answer. `fetch` is one (tests pass it); `nodeHttpClient` is the other.
  */
-export type HttpClient = (url: URL, init: { method: string; headers: Record<string, string>; body?: string; redirect: "manual"; signal?: AbortSignal }) => Promise<HttpClientAnswer>;
+export type HttpClient = (
+  url: URL,
+  init: { method: string; headers: Record<string, string>; body?: string; redirect: "manual"; signal?: AbortSignal },
+) => Promise<HttpClientAnswer>;
 
 export interface HttpClientAnswer {
   status: number;
@@ -35,38 +38,44 @@ export interface HttpClientAnswer {
  * the target before it closed, and no client can tell.
  */
 export function nodeHttpClient(pools: NodeHttpPools): HttpClient {
-  return (url, { method, headers, body, signal }) => new Promise((resolve, reject) => {
-    const pool = pools[url.protocol];
-    if (!pool) {
-      reject(new TypeError(`${method} ${url.origin} failed`, { cause: new Error(`unsupported protocol ${url.protocol}`) }));
-      return;
-    }
-    const send = url.protocol === "https:" ? httpsRequest : httpRequest;
-    const sized = body === undefined ? {} : { "content-length": String(Buffer.byteLength(body)) };
-    let answered = false;
-    const onAbort = () => req.destroy(signal?.reason as Error);
-    const req = send(url, { method, agent: pool.agent, headers: { "accept-encoding": "identity", ...headers, ...sized } }, (res) => {
-      answered = true;
-      pool.noteAnswer(res);
-      // Read now, whether or not text() is called, so the connection goes back to the pool.
-      const whole = readWhole(res, signal).finally(() => signal?.removeEventListener("abort", onAbort));
-      whole.catch(() => undefined);
-      const status = res.statusCode ?? 0;
-      resolve({ status, ok: status >= 200 && status < 300, headers: headersOf(res), text: () => whole });
+  return (url, { method, headers, body, signal }) =>
+    new Promise((resolve, reject) => {
+      const pool = pools[url.protocol];
+      if (!pool) {
+        reject(new TypeError(`${method} ${url.origin} failed`, { cause: new Error(`unsupported protocol ${url.protocol}`) }));
+        return;
+      }
+      const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+      const sized = body === undefined ? {} : { "content-length": String(Buffer.byteLength(body)) };
+      let answered = false;
+      const onAbort = () => req.destroy(signal?.reason as Error);
+      const req = send(url, { method, agent: pool.agent, headers: { "accept-encoding": "identity", ...headers, ...sized } }, (res) => {
+        answered = true;
+        pool.noteAnswer(res);
+        // Read now, whether or not text() is called, so the connection goes back to the pool.
+        const whole = readWhole(res, signal).finally(() => signal?.removeEventListener("abort", onAbort));
+        whole.catch(() => undefined);
+        const status = res.statusCode ?? 0;
+        resolve({ status, ok: status >= 200 && status < 300, headers: headersOf(res), text: () => whole });
+      });
+      req.on("error", (err) => {
+        signal?.removeEventListener("abort", onAbort);
+        // Once the answer began, readWhole reports the failure through text().
+        if (!answered) reject(signal?.aborted ? signal.reason : new TypeError(`${method} ${url.origin} failed`, { cause: err }));
+      });
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener("abort", onAbort, { once: true });
+      req.end(body);
     });
-    req.on("error", (err) => {
-      signal?.removeEventListener("abort", onAbort);
-      // Once the answer began, readWhole reports the failure through text().
-      if (!answered) reject(signal?.aborted ? signal.reason : new TypeError(`${method} ${url.origin} failed`, { cause: err }));
-    });
-    if (signal?.aborted) onAbort();
-    else signal?.addEventListener("abort", onAbort, { once: true });
-    req.end(body);
-  });
 }
 
 /** Content codings fetch decodes, by name. */
-const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = { gzip: createGunzip, "x-gzip": createGunzip, deflate: createInflate, br: createBrotliDecompress };
+const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
+  gzip: createGunzip,
+  "x-gzip": createGunzip,
+  deflate: createInflate,
+  br: createBrotliDecompress,
+};
 
 /** An answer's body as text, through the decoders its Content-Encoding names (the last applied first). */
 function readWhole(res: IncomingMessage, signal: AbortSignal | undefined): Promise<string> {
@@ -77,7 +86,11 @@ function readWhole(res: IncomingMessage, signal: AbortSignal | undefined): Promi
       done = true;
       reject(signal?.aborted ? signal.reason : err);
     };
-    const codings = String(res.headers["content-encoding"] ?? "").toLowerCase().split(",").map((c) => c.trim()).filter((c) => c !== "" && c !== "identity");
+    const codings = String(res.headers["content-encoding"] ?? "")
+      .toLowerCase()
+      .split(",")
+      .map((c) => c.trim())
+      .filter((c) => c !== "" && c !== "identity");
     let stream: Readable = res;
     for (const coding of codings.reverse()) {
       const decoder = DECODERS[coding];

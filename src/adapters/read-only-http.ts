@@ -131,60 +131,68 @@ function keepAliveAgent(Base: typeof HttpAgent | typeof HttpsAgent): KeepAlivePo
 }
 
 function nodeReadOnlyHttp(maxBytes: number, pools: NodeHttpPools): ReadOnlyHttp {
-  const once = (url: URL, headers: Record<string, string>, signal: AbortSignal): Promise<HttpAnswer> => new Promise((resolve, reject) => {
-    const pool = pools[url.protocol];
-    if (!pool) {
-      reject(new TypeError(`GET ${url.origin} failed`, { cause: new Error(`unsupported protocol ${url.protocol}`) }));
-      return;
-    }
-    const send = url.protocol === "https:" ? httpsRequest : httpRequest;
-    let settled = false;
-    const fail = (err: unknown) => {
-      if (settled) return;
-      settled = true;
-      signal.removeEventListener("abort", onAbort);
-      req.destroy();
-      // The deadline's own error (a TimeoutError, as fetch rejects with); else fetch's shape: the socket's error as the cause.
-      reject(signal.aborted ? signal.reason : new TypeError(`GET ${url.origin} failed`, { cause: err }));
-    };
-    const onAbort = () => fail(signal.reason);
-    const req = send(url, { method: "GET", agent: pool.agent, headers: { ...READ_HEADERS, ...headers } }, (res) => {
-      pool.noteAnswer(res);
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on("data", (chunk: Buffer) => {
-        if (settled) return;
-        chunks.push(chunk);
-        size += chunk.byteLength;
-        if (size > maxBytes) {
-          settled = true;
-          signal.removeEventListener("abort", onAbort);
-          req.destroy();
-          resolve({ status: res.statusCode ?? 0, headers: headersOf(res), text: Buffer.concat(chunks).subarray(0, maxBytes).toString("utf8"), truncated: true });
-        }
-      });
-      res.on("end", () => {
+  const once = (url: URL, headers: Record<string, string>, signal: AbortSignal): Promise<HttpAnswer> =>
+    new Promise((resolve, reject) => {
+      const pool = pools[url.protocol];
+      if (!pool) {
+        reject(new TypeError(`GET ${url.origin} failed`, { cause: new Error(`unsupported protocol ${url.protocol}`) }));
+        return;
+      }
+      const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+      let settled = false;
+      const fail = (err: unknown) => {
         if (settled) return;
         settled = true;
         signal.removeEventListener("abort", onAbort);
-        resolve({ status: res.statusCode ?? 0, headers: headersOf(res), text: Buffer.concat(chunks).toString("utf8"), truncated: false });
+        req.destroy();
+        // The deadline's own error (a TimeoutError, as fetch rejects with); else fetch's shape: the socket's error as the cause.
+        reject(signal.aborted ? signal.reason : new TypeError(`GET ${url.origin} failed`, { cause: err }));
+      };
+      const onAbort = () => fail(signal.reason);
+      const req = send(url, { method: "GET", agent: pool.agent, headers: { ...READ_HEADERS, ...headers } }, (res) => {
+        pool.noteAnswer(res);
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on("data", (chunk: Buffer) => {
+          if (settled) return;
+          chunks.push(chunk);
+          size += chunk.byteLength;
+          if (size > maxBytes) {
+            settled = true;
+            signal.removeEventListener("abort", onAbort);
+            req.destroy();
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: headersOf(res),
+              text: Buffer.concat(chunks).subarray(0, maxBytes).toString("utf8"),
+              truncated: true,
+            });
+          }
+        });
+        res.on("end", () => {
+          if (settled) return;
+          settled = true;
+          signal.removeEventListener("abort", onAbort);
+          resolve({ status: res.statusCode ?? 0, headers: headersOf(res), text: Buffer.concat(chunks).toString("utf8"), truncated: false });
+        });
+        res.on("error", fail);
+        // Cut mid-answer: not the closed-before-answer case that is sent again (fetch's read failed there too).
+        res.on("aborted", () => fail(Object.assign(new Error("the target closed the connection mid-answer"), { code: "ERR_STREAM_PREMATURE_CLOSE" })));
       });
-      res.on("error", fail);
-      // Cut mid-answer: not the closed-before-answer case that is sent again (fetch's read failed there too).
-      res.on("aborted", () => fail(Object.assign(new Error("the target closed the connection mid-answer"), { code: "ERR_STREAM_PREMATURE_CLOSE" })));
+      req.on("error", fail);
+      if (signal.aborted) onAbort();
+      else signal.addEventListener("abort", onAbort, { once: true });
+      req.end();
     });
-    req.on("error", fail);
-    if (signal.aborted) onAbort();
-    else signal.addEventListener("abort", onAbort, { once: true });
-    req.end();
-  });
   return {
     async get(url, headers, timeoutMs) {
       const signal = AbortSignal.timeout(timeoutMs);
       // A kept-alive connection the target closes as the GET goes out fails before any answer
       // (node's "socket hang up", ECONNRESET): a GET changes nothing, so it is sent once more
       // within the same deadline, as with fetch above.
-      return once(url, headers, signal).catch((err: unknown) => (closedBeforeAnswer(err) && !signal.aborted ? once(url, headers, signal) : Promise.reject(err)));
+      return once(url, headers, signal).catch((err: unknown) =>
+        closedBeforeAnswer(err) && !signal.aborted ? once(url, headers, signal) : Promise.reject(err),
+      );
     },
   };
 }

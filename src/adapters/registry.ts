@@ -20,7 +20,14 @@ export class AdapterRegistry {
   /** The adapter for `kind`, or an error naming it and the kinds there are. */
   find(kind: string): Adapter<any, any, any> {
     const adapter = this.byKind.get(kind);
-    if (!adapter) throw new Error(`no adapter of kind '${kind}'; known kinds: ${this.kinds().map((k) => `'${k}'`).join(", ") || "none"}`);
+    if (!adapter)
+      throw new Error(
+        `no adapter of kind '${kind}'; known kinds: ${
+          this.kinds()
+            .map((k) => `'${k}'`)
+            .join(", ") || "none"
+        }`,
+      );
     return adapter;
   }
 

@@ -26,7 +26,10 @@ export interface TargetReaders {
 }
 
 export class UnknownTargetError extends Error {
-  constructor(readonly target: string, readonly known: readonly string[]) {
+  constructor(
+    readonly target: string,
+    readonly known: readonly string[],
+  ) {
     super(`target '${target}' is not configured; known targets: ${known.length ? known.join(", ") : "(none)"}`);
     this.name = "UnknownTargetError";
   }
@@ -41,7 +44,8 @@ export function openTargetReaders(targets: Readonly<Record<string, ConfiguredTar
   const opened = new Map<string, { adapter: Adapter<any, any, any>; config: ConfiguredTarget; reader: TargetReader<AdapterAction, AdapterPlanned> }>();
   try {
     for (const [name, config] of Object.entries(targets)) {
-      if (!registry.has(config.adapter)) throw new Error(`targets.${name}.adapter: no adapter of kind '${config.adapter}'; known kinds: ${registry.kinds().join(", ")}`);
+      if (!registry.has(config.adapter))
+        throw new Error(`targets.${name}.adapter: no adapter of kind '${config.adapter}'; known kinds: ${registry.kinds().join(", ")}`);
       const adapter = registry.find(config.adapter);
       opened.set(name, { adapter, config, reader: adapter.openReader(name, config) });
     }

@@ -68,7 +68,7 @@ function remoteAdmin(url: string, token: string): AgentAdmin {
 export async function agentsCommand(config: CliConfig, args: string[], out: (line: string) => void): Promise<void> {
   const [verb, name] = args;
   const usage = "usage: countersign agents add NAME | agents list | agents revoke NAME";
-  if (verb !== "list" && (verb !== "add" && verb !== "revoke" || !name)) throw new ServiceError("invalid_request", usage);
+  if (verb !== "list" && ((verb !== "add" && verb !== "revoke") || !name)) throw new ServiceError("invalid_request", usage);
   const admin = await agentAdmin(config);
   try {
     if (verb === "add") {
@@ -122,7 +122,13 @@ export function auditVerdictLines(verdict: AuditVerdict): string[] {
   const sealing = `${verdict.sealed} sealed${pruned}, ${verdict.unsealed} not yet sealed${head}`;
   if (verdict.ok) return [`Audit log intact: ${verdict.events} event(s), every hash, link and seal checks out (${sealing}).`];
   const where = (p: AuditProblem) =>
-    p.chain === "seals" ? `seal ${p.seal}` : p.chain === "plan" ? `plan ${p.planId}, event ${p.eventId}` : p.chain === "pruned" ? `the purge checkpoint${p.eventId !== undefined ? `, event ${p.eventId}` : ""}` : `the ${p.chain} chain${p.eventId !== undefined ? `, event ${p.eventId}` : ""}`;
+    p.chain === "seals"
+      ? `seal ${p.seal}`
+      : p.chain === "plan"
+        ? `plan ${p.planId}, event ${p.eventId}`
+        : p.chain === "pruned"
+          ? `the purge checkpoint${p.eventId !== undefined ? `, event ${p.eventId}` : ""}`
+          : `the ${p.chain} chain${p.eventId !== undefined ? `, event ${p.eventId}` : ""}`;
   const [first, ...more] = verdict.problems;
   return [
     `Audit log BROKEN at ${where(first!)} (${first!.kind}): ${first!.message}`,

@@ -21,13 +21,18 @@ export async function auditCommand(config: CliConfig, args: string[], out: (line
   if (verb === "verify") {
     const { values } = parseArgs({ args: rest, options: { seals: { type: "string" }, "public-key": { type: "string" } }, strict: true });
     if (!values.seals && !values["public-key"]) return auditVerifyCommand(config, out);
-    if (!values.seals || !values["public-key"]) throw new ServiceError("invalid_request", "--seals FILE and --public-key PEM_FILE go together: the published seals and the key that signed them");
+    if (!values.seals || !values["public-key"])
+      throw new ServiceError("invalid_request", "--seals FILE and --public-key PEM_FILE go together: the published seals and the key that signed them");
     return verifyWithSeals(config, values.seals, values["public-key"], out);
   }
   if (verb === "export") {
     const { values } = parseArgs({ args: rest, options: { since: { type: "string" }, out: { type: "string" } }, strict: true });
     const since = values.since === undefined ? undefined : new Date(values.since);
-    if (!since || Number.isNaN(since.getTime())) throw new ServiceError("invalid_request", `--since must be an ISO 8601 time such as 2026-01-31T00:00:00Z${values.since ? `, got '${values.since}'` : ""}`);
+    if (!since || Number.isNaN(since.getTime()))
+      throw new ServiceError(
+        "invalid_request",
+        `--since must be an ISO 8601 time such as 2026-01-31T00:00:00Z${values.since ? `, got '${values.since}'` : ""}`,
+      );
     return exportTrail(config, since, values.out, out);
   }
   throw new ServiceError("invalid_request", USAGE);

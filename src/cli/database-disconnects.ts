@@ -12,7 +12,9 @@ import { isDatabaseUnreachable } from "../store/database-errors.ts";
 export function surviveDatabaseDisconnects(warn: (line: string) => void = (line) => process.stderr.write(line + "\n")): void {
   process.on("unhandledRejection", (reason) => {
     if (isDatabaseUnreachable(reason)) {
-      warn(`countersign: a database query lost its connection with nobody waiting for it (${(reason as { code?: string }).code ?? "unreachable"}); carrying on`);
+      warn(
+        `countersign: a database query lost its connection with nobody waiting for it (${(reason as { code?: string }).code ?? "unreachable"}); carrying on`,
+      );
       return;
     }
     // Node's own behaviour for everything else: the process ends on it.

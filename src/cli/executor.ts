@@ -20,6 +20,14 @@ export async function startExecutor(config: ExecutorConfig): Promise<{ stop(): P
     targets: config.targets,
     logger,
   });
-  logger.info({ server: config.serverUrl, environment: config.environment, targets: Object.fromEntries(Object.entries(config.targets).map(([name, t]) => [name, t.adapter])), keys: [...keys.byKid.keys()] }, "executor running");
+  logger.info(
+    {
+      server: config.serverUrl,
+      environment: config.environment,
+      targets: Object.fromEntries(Object.entries(config.targets).map(([name, t]) => [name, t.adapter])),
+      keys: [...keys.byKid.keys()],
+    },
+    "executor running",
+  );
   return executor;
 }

@@ -61,11 +61,17 @@ const USAGE = "usage: countersign pause --reason '…' [--by NAME] | countersign
 export async function pauseCommand(config: CliConfig, verb: "pause" | "resume", args: string[], out: (line: string) => void): Promise<void> {
   let values: { reason?: string | undefined; by?: string | undefined; status?: boolean | undefined };
   try {
-    values = parseArgs({ args, options: { reason: { type: "string" }, by: { type: "string" }, status: { type: "boolean" } }, strict: true, allowPositionals: false }).values;
+    values = parseArgs({
+      args,
+      options: { reason: { type: "string" }, by: { type: "string" }, status: { type: "boolean" } },
+      strict: true,
+      allowPositionals: false,
+    }).values;
   } catch (err) {
     throw new ServiceError("invalid_request", `${(err as Error).message}\n${USAGE}`);
   }
-  if (verb === "resume" && (values.reason !== undefined || values.status)) throw new ServiceError("invalid_request", `resume takes no --reason or --status\n${USAGE}`);
+  if (verb === "resume" && (values.reason !== undefined || values.status))
+    throw new ServiceError("invalid_request", `resume takes no --reason or --status\n${USAGE}`);
   if (verb === "pause" && !values.status && !values.reason?.trim()) {
     throw new ServiceError("invalid_request", `countersign pause needs --reason "…": reviewers and agents are told why executors are held\n${USAGE}`);
   }
@@ -77,7 +83,9 @@ export async function pauseCommand(config: CliConfig, verb: "pause" | "resume", 
       out(state ? `Paused since ${state.since} by ${state.by} (${state.via}): ${state.reason}` : "Not paused: executors take approved plans.");
     } else if (verb === "pause") {
       const state = await admin.pause(values.reason!, by);
-      out(`Paused by ${state.by} at ${state.since}: no executor takes a plan until 'countersign resume'. Plans executing now finish; agents still submit and people still decide.`);
+      out(
+        `Paused by ${state.by} at ${state.since}: no executor takes a plan until 'countersign resume'. Plans executing now finish; agents still submit and people still decide.`,
+      );
     } else {
       const { was } = await admin.resume(by);
       out(`Resumed by ${by} (paused since ${was.since} by ${was.by}: ${was.reason}). Approved plans with valid grants are applied again.`);

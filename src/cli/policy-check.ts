@@ -23,7 +23,8 @@ export function policyCheck(args: string[], env: NodeJS.ProcessEnv, out: (line: 
     throw new ServiceError("invalid_request", `${(err as Error).message}; ${USAGE}`);
   }
   const role = parsed.values.role;
-  if (role !== undefined && role !== "server" && role !== "executor") throw new ServiceError("invalid_request", `--role must be server or executor, not '${role}'; ${USAGE}`);
+  if (role !== undefined && role !== "server" && role !== "executor")
+    throw new ServiceError("invalid_request", `--role must be server or executor, not '${role}'; ${USAGE}`);
   if (parsed.positionals.length > 1) throw new ServiceError("invalid_request", USAGE);
   const file = resolveFile(parsed.positionals[0], env);
   const fileEnv = { ...env, COUNTERSIGN_CONFIG: file };
@@ -34,7 +35,9 @@ export function policyCheck(args: string[], env: NodeJS.ProcessEnv, out: (line: 
   printPolicy(config, out);
   if (role === undefined && config.targetsWithoutWrite.length > 0) {
     out("");
-    out(`An executor would refuse to start: no write block for ${config.targetsWithoutWrite.map((t) => `targets.${t}.write`).join(", ")} (it needs a write credential for every target). 'policy check --role executor' checks it with this environment.`);
+    out(
+      `An executor would refuse to start: no write block for ${config.targetsWithoutWrite.map((t) => `targets.${t}.write`).join(", ")} (it needs a write credential for every target). 'policy check --role executor' checks it with this environment.`,
+    );
   }
   return 0;
 }
@@ -49,7 +52,12 @@ function resolveFile(argument: string | undefined, env: NodeJS.ProcessEnv): stri
   if (env.COUNTERSIGN_CONFIG) return env.COUNTERSIGN_CONFIG; // loadConfig names COUNTERSIGN_CONFIG if it is missing
   const file = path.resolve("countersign.yml");
   if (!existsSync(file)) {
-    throw new ConfigError("command line", [{ key: "COUNTERSIGN_CONFIG", message: `is not set and ${file} does not exist; name the file to check (countersign policy check FILE), set COUNTERSIGN_CONFIG, or copy countersign.example.yml to ./countersign.yml` }]);
+    throw new ConfigError("command line", [
+      {
+        key: "COUNTERSIGN_CONFIG",
+        message: `is not set and ${file} does not exist; name the file to check (countersign policy check FILE), set COUNTERSIGN_CONFIG, or copy countersign.example.yml to ./countersign.yml`,
+      },
+    ]);
   }
   return file;
 }
@@ -58,8 +66,10 @@ function printPolicy(config: CheckConfig, out: (line: string) => void): void {
   // Each target's own keys are described by its adapter; no target is opened.
   const registry = defaultRegistry();
   const readers = config.browser.readers;
-  out(`Who may read plans: admins (${config.admins.join(", ") || "none"}) read all; each plan's approvers read it; `
-    + (readers === undefined ? "anyone signed in reads all (no browser.readers)" : `besides them only browser.readers (${readers.join(", ") || "nobody"})`));
+  out(
+    `Who may read plans: admins (${config.admins.join(", ") || "none"}) read all; each plan's approvers read it; ` +
+      (readers === undefined ? "anyone signed in reads all (no browser.readers)" : `besides them only browser.readers (${readers.join(", ") || "nobody"})`),
+  );
   printLimits(config, out);
   const targets = Object.entries(config.targets);
   if (targets.length === 0) out("No targets: agents can propose nothing yet.");
@@ -68,13 +78,20 @@ function printPolicy(config: CheckConfig, out: (line: string) => void): void {
     out("");
     const { reaches, lines } = registry.find(target.adapter).describe(name, target);
     out(`target ${name} (${target.adapter} ${reaches})`);
-    const rule = (key: "approvers" | "requiredApprovals" | "ttl" | "grantTtl") => (target.policy?.[key] !== undefined ? `targets.${name}.policy.${key}` : `defaults.${key}`);
-    out(`  approvers:  ${policy.approvers.join(", ")} (${rule("approvers")}); ${policy.requiredApprovals} of ${policy.approvers.length} needed (${rule("requiredApprovals")})`);
+    const rule = (key: "approvers" | "requiredApprovals" | "ttl" | "grantTtl") =>
+      target.policy?.[key] !== undefined ? `targets.${name}.policy.${key}` : `defaults.${key}`;
+    out(
+      `  approvers:  ${policy.approvers.join(", ")} (${rule("approvers")}); ${policy.requiredApprovals} of ${policy.approvers.length} needed (${rule("requiredApprovals")})`,
+    );
     out(`  ttl:        ${policy.ttl.default} s by default, at most ${policy.ttl.max} s; grant valid ${policy.grantTtl} s after approval`);
     out(`  review in:  ${target.policy?.reviewChannel ?? config.slack.reviewChannel ?? "(no Slack channel: browser only)"}`);
     for (const line of lines) out(`  ${line}`);
-    out(`  watch:      ${target.watch.intervalSeconds === 0 ? "off: open plans are re-checked only at Approve and by the executor" : `re-read every ${target.watch.intervalSeconds} s while a plan on it is pending or approved`} (targets.${name}.watch.intervalSeconds)`);
-    out(`  executor:   ${config.targetsWithoutWrite.includes(name) ? "CANNOT apply — no write block (targets." + name + ".write)" : `write ${target.adapter === "postgres.row" ? "connection" : "headers"} configured`}`);
+    out(
+      `  watch:      ${target.watch.intervalSeconds === 0 ? "off: open plans are re-checked only at Approve and by the executor" : `re-read every ${target.watch.intervalSeconds} s while a plan on it is pending or approved`} (targets.${name}.watch.intervalSeconds)`,
+    );
+    out(
+      `  executor:   ${config.targetsWithoutWrite.includes(name) ? "CANNOT apply — no write block (targets." + name + ".write)" : `write ${target.adapter === "postgres.row" ? "connection" : "headers"} configured`}`,
+    );
   }
 }
 

@@ -36,9 +36,18 @@ export async function start(out: (line: string) => void, signals: StopSignals): 
     // the environment: the server's gets the read ones, only the executor's the write ones.
     mkdirSync(probe.dataDir, { recursive: true });
     const file = path.join(probe.dataDir, "demo-config.yml");
-    writeFileSync(file, "# Written by `countersign start` for its demo targets; rewritten at every start.\n" + stringifyYaml(demoConfig(demo.target.url, { rows: demo.rows?.ok })));
+    writeFileSync(
+      file,
+      "# Written by `countersign start` for its demo targets; rewritten at every start.\n" +
+        stringifyYaml(demoConfig(demo.target.url, { rows: demo.rows?.ok })),
+    );
     const rows = demo.rows?.ok ? demo.rows.demo : undefined;
-    const env = { ...process.env, COUNTERSIGN_CONFIG: file, COUNTERSIGN_DEMO_READ_TOKEN: demo.readToken, ...(rows ? { [PG_DEMO_ENV.read]: rows.readUrl } : {}) };
+    const env = {
+      ...process.env,
+      COUNTERSIGN_CONFIG: file,
+      COUNTERSIGN_DEMO_READ_TOKEN: demo.readToken,
+      ...(rows ? { [PG_DEMO_ENV.read]: rows.readUrl } : {}),
+    };
     return await run(out, signals, env, demo);
   } catch (err) {
     await demo.target.stop();
@@ -105,16 +114,28 @@ async function run(out: (line: string) => void, signals: StopSignals, env: NodeJ
   out("");
   out(`Countersign is running — ${config.publicUrl}  (${config.database.kind === "pglite" ? `embedded PGlite in ${config.database.dataDir}` : "PostgreSQL"})`);
   out(`  environment: ${config.environment}   targets: ${Object.keys(config.targets).join(", ") || "(none)"}`);
-  out(executor ? `  executor: pid ${executor.child.pid} (applies approved plans; the server's config resolves no write credential, the executor's does)` : "  executor: not started — set COUNTERSIGN_GRANT_PUBLIC_KEY to the public half of COUNTERSIGN_GRANT_PRIVATE_KEY");
-  if (executor) out(`  one process: 'start' ${startHolds(demo)}, so it could write too; run 'serve' and 'executor' apart to keep write credentials out of the server`);
+  out(
+    executor
+      ? `  executor: pid ${executor.child.pid} (applies approved plans; the server's config resolves no write credential, the executor's does)`
+      : "  executor: not started — set COUNTERSIGN_GRANT_PUBLIC_KEY to the public half of COUNTERSIGN_GRANT_PRIVATE_KEY",
+  );
+  if (executor)
+    out(`  one process: 'start' ${startHolds(demo)}, so it could write too; run 'serve' and 'executor' apart to keep write credentials out of the server`);
   if (demo) {
     const key = await demoAgentKey(server.ctx, config.dataDir);
     const rows = demo.rows?.ok ? demo.rows.demo : undefined;
     out(`  demo target: contacts at ${demo.target.url} (a JSON contacts API with ETags; kept in ${config.dataDir})`);
-    if (rows) out(`  demo target: ${PG_DEMO_TARGET}, table contacts of the PostgreSQL database "${rows.database}" (postgres.row; previews read as ${rows.readRole}, which may only SELECT; the executor writes as ${rows.writeRole})`);
+    if (rows)
+      out(
+        `  demo target: ${PG_DEMO_TARGET}, table contacts of the PostgreSQL database "${rows.database}" (postgres.row; previews read as ${rows.readRole}, which may only SELECT; the executor writes as ${rows.writeRole})`,
+      );
     else if (demo.rows?.ok === false) out(`  postgres.row demo: not set up, ${demo.rows.reason}; only the http.json demo runs`);
     else out(`  ${PG_DEMO_HINT}`);
-    out(`  demo reviewer: ${DEMO_REVIEWER} (may approve plans for ${Object.keys(config.targets).map((t) => `'${t}'`).join(" and ")})`);
+    out(
+      `  demo reviewer: ${DEMO_REVIEWER} (may approve plans for ${Object.keys(config.targets)
+        .map((t) => `'${t}'`)
+        .join(" and ")})`,
+    );
     if (config.browser.loginLinks) {
       const link = await createLoginLink(server.ctx, { userId: DEMO_REVIEWER, name: "Demo Reviewer", via: "cli" });
       out(`  review in the browser: ${config.publicUrl}/plans — sign in as the demo reviewer (one-time, 5 min):`);
@@ -149,7 +170,11 @@ async function run(out: (line: string) => void, signals: StopSignals, env: NodeJ
 /** What this process holds besides the server's config: the executor's environment, and with the demo its targets. */
 function startHolds(demo: Demo | undefined): string {
   if (!demo) return "hands the executor its own environment, write credentials included";
-  const holds = ["hands the executor the demo's write credentials", "runs the http.json demo target", ...(demo.rows?.ok ? ["owns the demo database (as DATABASE_URL's user)"] : [])];
+  const holds = [
+    "hands the executor the demo's write credentials",
+    "runs the http.json demo target",
+    ...(demo.rows?.ok ? ["owns the demo database (as DATABASE_URL's user)"] : []),
+  ];
   return `${holds.slice(0, -1).join(", ")} and ${holds.at(-1)}`;
 }
 
@@ -157,14 +182,21 @@ function startHolds(demo: Demo | undefined): string {
 function spawnExecutor(env: NodeJS.ProcessEnv): { child: ChildProcess; died: Promise<string>; stop(): Promise<void> } {
   // The same entry point and Node options this process runs with: dist/cli.js when installed,
   // the sources under tsx's loader during development.
-  const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, "executor"], { env: { ...env, [PARENT_PID_ENV]: String(process.pid) }, stdio: ["ignore", "inherit", "inherit"] });
+  const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, "executor"], {
+    env: { ...env, [PARENT_PID_ENV]: String(process.pid) },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
   let stopping = false;
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
   const died = new Promise<string>((resolve) => {
     void exited.then(({ code, signal }) => {
       if (stopping) return;
       const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
-      resolve(`the executor (pid ${child.pid}) ${how}; without it no approved plan is applied, so Countersign stops too. Its own error, if any, is printed above`);
+      resolve(
+        `the executor (pid ${child.pid}) ${how}; without it no approved plan is applied, so Countersign stops too. Its own error, if any, is printed above`,
+      );
     });
   });
   return {

@@ -19,7 +19,16 @@ export type AuditEventView = AuditEvent;
 export { verifyWebhook } from "./webhook-signature.js";
 
 /** Statuses a plan never leaves. */
-export const FINAL_STATUSES = ["rejected", "expired", "cancelled", "applied", "failed", "stale", "superseded", "revoked"] as const satisfies readonly PlanStatus[];
+export const FINAL_STATUSES = [
+  "rejected",
+  "expired",
+  "cancelled",
+  "applied",
+  "failed",
+  "stale",
+  "superseded",
+  "revoked",
+] as const satisfies readonly PlanStatus[];
 export type FinalStatus = (typeof FINAL_STATUSES)[number];
 
 /** A refusal from the server, with its stable code (`plan_expired`, `preview_failed`, …). */
@@ -31,7 +40,11 @@ export class CountersignError extends Error {
   readonly details: Record<string, unknown> | undefined;
   /** Seconds the server asked to wait before retrying (its `Retry-After`), when it gave any: `rate_limited`, `database_unavailable`. */
   readonly retryAfterSeconds: number | undefined;
-  constructor(code: CountersignError["code"], message: string, extra: { status?: number; issues?: Issue[]; details?: Record<string, unknown>; retryAfterSeconds?: number } = {}) {
+  constructor(
+    code: CountersignError["code"],
+    message: string,
+    extra: { status?: number; issues?: Issue[]; details?: Record<string, unknown>; retryAfterSeconds?: number } = {},
+  ) {
     super(message);
     this.name = "CountersignError";
     this.code = code;
@@ -157,7 +170,11 @@ export class Countersign {
       const retryAfterSeconds = retryAfter(response.headers.get("retry-after"), error?.details);
       const message = error?.message ?? `HTTP ${response.status}`;
       if (error?.code === "rate_limited") {
-        throw new RateLimitedError(message, { status: response.status, retryAfterSeconds: retryAfterSeconds ?? 1, ...(error.details ? { details: error.details } : {}) });
+        throw new RateLimitedError(message, {
+          status: response.status,
+          retryAfterSeconds: retryAfterSeconds ?? 1,
+          ...(error.details ? { details: error.details } : {}),
+        });
       }
       throw new CountersignError(error?.code ?? "internal", message, {
         status: response.status,

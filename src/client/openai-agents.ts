@@ -102,8 +102,16 @@ export function outcomeResult(outcome: FinalOutcome): CountersignToolResult {
   switch (outcome.status) {
     case "applied": {
       // The executor re-read each target after writing: a field that did not land is said, not hidden behind "applied".
-      const drift = (outcome.outcome?.actions ?? []).flatMap((a) => (a.verified !== false ? [] : a.driftAfterApply?.length ? a.driftAfterApply.map((d) => `${a.path}${d.path} is ${shown(d.actual)} (approved ${shown(d.expected)})`) : [`${a.path} differs`]));
-      return drift.length === 0 ? "applied" : `applied, not as approved: ${drift.slice(0, 5).join("; ")}${drift.length > 5 ? `; and ${drift.length - 5} more` : ""}; read the target again before relying on it`;
+      const drift = (outcome.outcome?.actions ?? []).flatMap((a) =>
+        a.verified !== false
+          ? []
+          : a.driftAfterApply?.length
+            ? a.driftAfterApply.map((d) => `${a.path}${d.path} is ${shown(d.actual)} (approved ${shown(d.expected)})`)
+            : [`${a.path} differs`],
+      );
+      return drift.length === 0
+        ? "applied"
+        : `applied, not as approved: ${drift.slice(0, 5).join("; ")}${drift.length > 5 ? `; and ${drift.length - 5} more` : ""}; read the target again before relying on it`;
     }
     case "rejected":
       return `rejected: ${outcome.reason || "no reason given"}`;

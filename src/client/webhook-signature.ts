@@ -17,10 +17,12 @@ export async function verifyWebhook(
   options: { toleranceSec?: number; now?: Date } = {},
 ): Promise<boolean> {
   if (!header) return false;
-  const parts = new Map(header.split(",").map((p) => {
-    const at = p.indexOf("=");
-    return [p.slice(0, at).trim(), p.slice(at + 1).trim()] as const;
-  }));
+  const parts = new Map(
+    header.split(",").map((p) => {
+      const at = p.indexOf("=");
+      return [p.slice(0, at).trim(), p.slice(at + 1).trim()] as const;
+    }),
+  );
   const t = parts.get("t") ?? "";
   const signature = hexBytes(parts.get("v1") ?? "");
   if (!/^\d+$/.test(t) || !signature || signature.length !== 32) return false;

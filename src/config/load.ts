@@ -17,7 +17,7 @@ export type ServerTarget = OmitEach<AnyTargetConfig, "write">;
 /** An http.json target as the server sees it. */
 export type { HttpJsonServerTarget } from "../adapters/http-json-target.ts";
 /** A target as the executor sees it, of any adapter: its write credentials are always there. */
-export type ExecutorTarget = AnyTargetConfig extends infer T ? T extends { write?: infer W } ? T & { write: NonNullable<W> } : never : never;
+export type ExecutorTarget = AnyTargetConfig extends infer T ? (T extends { write?: infer W } ? T & { write: NonNullable<W> } : never) : never;
 
 export type SlackSecrets =
   | { enabled: false }
@@ -105,8 +105,8 @@ export interface LoadOptions {
 export type CheckConfig = CliConfig & { targetsWithoutWrite: string[] };
 
 const NO_CONFIG_FILE = (configPath: string) =>
-  `is not set and ${configPath} does not exist; this command needs the targets a config file lists. `
-  + "Copy countersign.example.yml to ./countersign.yml, or set COUNTERSIGN_CONFIG to your file's path ('countersign start' runs a demo without one)";
+  `is not set and ${configPath} does not exist; this command needs the targets a config file lists. ` +
+  "Copy countersign.example.yml to ./countersign.yml, or set COUNTERSIGN_CONFIG to your file's path ('countersign start' runs a demo without one)";
 
 /** Reads env plus the optional YAML file, once, at start, into the view of one role. Throws ConfigError naming every bad key. */
 export function loadConfig(options: LoadOptions & { role: "server" }): ServerConfig;
@@ -139,12 +139,18 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback, requireFi
   }
 
   if (role === "executor") {
-    const missing = ([
-      ["COUNTERSIGN_URL", e.COUNTERSIGN_URL, "the server to claim approved plans from, e.g. http://127.0.0.1:3000"],
-      ["COUNTERSIGN_EXECUTOR_TOKEN", e.COUNTERSIGN_EXECUTOR_TOKEN, "the same secret the server has"],
-      ["COUNTERSIGN_GRANT_PUBLIC_KEY", e.COUNTERSIGN_GRANT_PUBLIC_KEY, "the public key that verifies grants ('countersign keys generate' prints a pair)"],
-    ] as const).filter(([, value]) => !value);
-    if (missing.length > 0) throw new ConfigError("environment", missing.map(([key, , what]) => ({ key, message: `is not set: ${what}` })));
+    const missing = (
+      [
+        ["COUNTERSIGN_URL", e.COUNTERSIGN_URL, "the server to claim approved plans from, e.g. http://127.0.0.1:3000"],
+        ["COUNTERSIGN_EXECUTOR_TOKEN", e.COUNTERSIGN_EXECUTOR_TOKEN, "the same secret the server has"],
+        ["COUNTERSIGN_GRANT_PUBLIC_KEY", e.COUNTERSIGN_GRANT_PUBLIC_KEY, "the public key that verifies grants ('countersign keys generate' prints a pair)"],
+      ] as const
+    ).filter(([, value]) => !value);
+    if (missing.length > 0)
+      throw new ConfigError(
+        "environment",
+        missing.map(([key, , what]) => ({ key, message: `is not set: ${what}` })),
+      );
   }
 
   // The server never resolves a target's write block; it drops it unread.
@@ -161,9 +167,7 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback, requireFi
   if (!fileResult.success) throw new ConfigError(source, zodProblems(fileResult.error));
   const file = fileResult.data;
 
-  const policyProblems = Object.entries(file.targets).flatMap(([name, target]) =>
-    policyProblemsOf(name, effectivePolicy(file.defaults, [target.policy])),
-  );
+  const policyProblems = Object.entries(file.targets).flatMap(([name, target]) => policyProblemsOf(name, effectivePolicy(file.defaults, [target.policy])));
   const withoutWrite = targetsWithoutWrite(raw);
   if (role === "executor") {
     for (const name of withoutWrite) policyProblems.push({ key: `targets.${name}.write`, message: withoutWriteMessage(file.targets[name]?.adapter) });
@@ -173,10 +177,19 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback, requireFi
   let slack: ServerConfig["slack"] = { ...file.slack, enabled: false };
   if (e.SLACK_BOT_TOKEN && role === "server") {
     const problems: { key: string; message: string }[] = [];
-    if (!e.SLACK_SIGNING_SECRET && !e.SLACK_APP_TOKEN) problems.push({ key: "SLACK_SIGNING_SECRET", message: "is not set; HTTP mode needs the app's signing secret (or set SLACK_APP_TOKEN for Socket Mode)" });
+    if (!e.SLACK_SIGNING_SECRET && !e.SLACK_APP_TOKEN)
+      problems.push({ key: "SLACK_SIGNING_SECRET", message: "is not set; HTTP mode needs the app's signing secret (or set SLACK_APP_TOKEN for Socket Mode)" });
     if (!file.slack.reviewChannel) problems.push({ key: "slack.reviewChannel", message: "is not set; name the channel id where plans are posted for review" });
     if (problems.length > 0) throw new ConfigError(`${source} + environment`, problems);
-    slack = { ...file.slack, enabled: true, botToken: e.SLACK_BOT_TOKEN, signingSecret: e.SLACK_SIGNING_SECRET, appToken: e.SLACK_APP_TOKEN, apiUrl: e.SLACK_API_URL, reviewChannel: file.slack.reviewChannel! };
+    slack = {
+      ...file.slack,
+      enabled: true,
+      botToken: e.SLACK_BOT_TOKEN,
+      signingSecret: e.SLACK_SIGNING_SECRET,
+      appToken: e.SLACK_APP_TOKEN,
+      apiUrl: e.SLACK_API_URL,
+      reviewChannel: file.slack.reviewChannel!,
+    };
   }
 
   if (role === "server" && e.DATABASE_URL && !e.COUNTERSIGN_GRANT_PRIVATE_KEY) throw new ConfigError("environment", [GRANT_KEY_REQUIRED]);
@@ -186,7 +199,12 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback, requireFi
   }
 
   if (role === "server" && file.browser.oidc && !file.browser.oidc.teamId && !slack.enabled) {
-    throw new ConfigError(source, [{ key: "browser.oidc.teamId", message: "is not set, and without Slack (no SLACK_BOT_TOKEN) there is no bot token's team to default to; set the team id (T…) whose people may sign in" }]);
+    throw new ConfigError(source, [
+      {
+        key: "browser.oidc.teamId",
+        message: "is not set, and without Slack (no SLACK_BOT_TOKEN) there is no bot token's team to default to; set the team id (T…) whose people may sign in",
+      },
+    ]);
   }
 
   const shared: SharedConfig = {
@@ -224,7 +242,15 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback, requireFi
     audit: file.audit,
     targets: file.targets as Record<string, ServerTarget>, // write blocks were dropped unread
   };
-  if (role === "server") return { ...served, slack, grantPrivateKeyPem: e.COUNTERSIGN_GRANT_PRIVATE_KEY, executorToken: e.COUNTERSIGN_EXECUTOR_TOKEN, metricsToken: e.COUNTERSIGN_METRICS_TOKEN, auditSealKey: e.COUNTERSIGN_AUDIT_SEAL_KEY };
+  if (role === "server")
+    return {
+      ...served,
+      slack,
+      grantPrivateKeyPem: e.COUNTERSIGN_GRANT_PRIVATE_KEY,
+      executorToken: e.COUNTERSIGN_EXECUTOR_TOKEN,
+      metricsToken: e.COUNTERSIGN_METRICS_TOKEN,
+      auditSealKey: e.COUNTERSIGN_AUDIT_SEAL_KEY,
+    };
   const cli: CliConfig = { ...served, slack: { ...file.slack, enabled: false } };
   if (role === "check") {
     const check: CheckConfig = { ...cli, targetsWithoutWrite: withoutWrite };
@@ -246,18 +272,25 @@ export const GRANT_KEY_REQUIRED = {
  */
 function auditSealProblems(file: FileConfig, sealKey: string | undefined, grantKey: string | undefined): { key: string; message: string }[] {
   const where = [file.audit.seal && "audit.seal", file.slack.auditChannel && "slack.auditChannel"].filter(Boolean).join(" and ");
-  if (!sealKey && where) return [{ key: "COUNTERSIGN_AUDIT_SEAL_KEY", message: `is not set, but ${where} asks for signed audit seals; 'countersign keys generate --audit-seal' prints a key` }];
+  if (!sealKey && where)
+    return [
+      {
+        key: "COUNTERSIGN_AUDIT_SEAL_KEY",
+        message: `is not set, but ${where} asks for signed audit seals; 'countersign keys generate --audit-seal' prints a key`,
+      },
+    ];
   if (sealKey && grantKey && sealKey.trim() === grantKey.trim()) return [{ key: "COUNTERSIGN_AUDIT_SEAL_KEY", message: AUDIT_KEY_IS_GRANT_KEY }];
   return [];
 }
 
-export const AUDIT_KEY_IS_GRANT_KEY = "is the grant signing key; audit seals need a dedicated key (whoever holds the grant key must not be able to forge the audit's proof): 'countersign keys generate --audit-seal' prints one";
+export const AUDIT_KEY_IS_GRANT_KEY =
+  "is the grant signing key; audit seals need a dedicated key (whoever holds the grant key must not be able to forge the audit's proof): 'countersign keys generate --audit-seal' prints one";
 
 /** What the executor needs to be told a target lacks, in that target's adapter's terms. */
 function withoutWriteMessage(adapter: string | undefined): string {
   return adapter === "postgres.row"
-    ? "is missing; the executor needs a write connection for every target it applies to (add write: { url: \"${…}\" }, a role that may UPDATE/INSERT/DELETE the allowed tables)"
-    : "is missing; the executor needs write headers for every target it applies to (add write: { headers: { Authorization: \"Bearer ${…}\" } })";
+    ? 'is missing; the executor needs a write connection for every target it applies to (add write: { url: "${…}" }, a role that may UPDATE/INSERT/DELETE the allowed tables)'
+    : 'is missing; the executor needs write headers for every target it applies to (add write: { headers: { Authorization: "Bearer ${…}" } })';
 }
 
 /**
@@ -281,19 +314,28 @@ function standInForReadUrls(raw: unknown, value: unknown): void {
 function targetsWithoutWrite(raw: unknown): string[] {
   const targets = (raw as { targets?: unknown } | null)?.targets;
   if (typeof targets !== "object" || targets === null) return [];
-  return Object.entries(targets).filter(([, t]) => typeof t !== "object" || t === null || !("write" in t)).map(([name]) => name);
+  return Object.entries(targets)
+    .filter(([, t]) => typeof t !== "object" || t === null || !("write" in t))
+    .map(([name]) => name);
 }
 
 function policyProblemsOf(name: string, policy: TargetPolicy): { key: string; message: string }[] {
   if (policy.approvers.length === 0) {
-    return [{ key: `targets.${name}.policy.approvers`, message: "nobody may approve plans for this target; set defaults.approvers or targets." + name + ".policy.approvers" }];
+    return [
+      {
+        key: `targets.${name}.policy.approvers`,
+        message: "nobody may approve plans for this target; set defaults.approvers or targets." + name + ".policy.approvers",
+      },
+    ];
   }
   // With user groups the number of people is only known at decision time.
   if (!policy.approvers.some(isUserGroup) && policy.requiredApprovals > policy.approvers.length) {
-    return [{
-      key: `targets.${name}.policy.requiredApprovals`,
-      message: `needs ${policy.requiredApprovals} approvals but only ${policy.approvers.length} approver(s) are listed; add approvers or lower requiredApprovals`,
-    }];
+    return [
+      {
+        key: `targets.${name}.policy.requiredApprovals`,
+        message: `needs ${policy.requiredApprovals} approvals but only ${policy.approvers.length} approver(s) are listed; add approvers or lower requiredApprovals`,
+      },
+    ];
   }
   return [];
 }
@@ -302,7 +344,10 @@ function zodProblems(error: z.ZodError): { key: string; message: string }[] {
   return error.issues.flatMap((issue) => {
     const path = issue.path.map(String);
     if (issue.code === "unrecognized_keys") {
-      return issue.keys.map((k) => ({ key: [...path, k].join("."), message: `unknown key '${k}'; see countersign.example.yml for the keys Countersign reads` }));
+      return issue.keys.map((k) => ({
+        key: [...path, k].join("."),
+        message: `unknown key '${k}'; see countersign.example.yml for the keys Countersign reads`,
+      }));
     }
     // A bad record key (a table or target name): its own rule says what is wrong, not "Invalid key in record".
     if (issue.code === "invalid_key") return [{ key: path.join("."), message: issue.issues.map((i) => i.message).join("; ") || issue.message }];

@@ -11,7 +11,6 @@ export const TargetConfig = HttpJsonTargetConfig;
 export type TargetConfig = HttpJsonTargetConfig;
 export { HttpJsonTargetConfig };
 
-
 /**
  * A `postgres.row` target: the adapter's own target schema (src/plan/postgres-row-schema.ts:
  * read/write connections, tables, allow) plus what the server keeps for every kind (policy, watch).
@@ -34,7 +33,9 @@ export const AnyTargetConfig = z.discriminatedUnion("adapter", [TargetConfig, Po
     if (issue.code !== "invalid_union") return undefined;
     const kinds = TARGET_ADAPTERS.map((k) => `'${k}'`).join(" or ");
     const adapter = typeof issue.input === "object" && issue.input !== null ? (issue.input as { adapter?: unknown }).adapter : undefined;
-    return adapter === undefined ? `is missing; name the kind of target: ${kinds}` : `${JSON.stringify(adapter).slice(0, 60)} is not a kind of target Countersign has; use ${kinds}`;
+    return adapter === undefined
+      ? `is missing; name the kind of target: ${kinds}`
+      : `${JSON.stringify(adapter).slice(0, 60)} is not a kind of target Countersign has; use ${kinds}`;
   },
 });
 export type AnyTargetConfig = z.infer<typeof AnyTargetConfig>;
@@ -46,14 +47,17 @@ export const OidcConfig = z.strictObject({
   clientId: z.string().min(1, "is empty; copy the Client ID from the Slack app's Basic Information page"),
   clientSecret: z.string().min(1, "is empty; copy the Client Secret from the Slack app's Basic Information page (use ${VAR})"),
   // Plain http only to a loopback issuer (a local emulator): elsewhere tokens would cross the network in clear.
-  issuer: z.url({ protocol: /^https?$/, error: "must be an https URL such as https://slack.com" })
+  issuer: z
+    .url({ protocol: /^https?$/, error: "must be an https URL such as https://slack.com" })
     .refine((u) => u.startsWith("https:") || LOOPBACK.has(new URL(u).hostname), "must be https (plain http only for a loopback issuer)")
     .default("https://slack.com"),
   /** The workspace whose people may sign in; defaults to the bot token's team. */
-  teamId: z.string().regex(/^T[A-Z0-9]+$/, "must be a Slack team id such as T0123ABCD").optional(),
+  teamId: z
+    .string()
+    .regex(/^T[A-Z0-9]+$/, "must be a Slack team id such as T0123ABCD")
+    .optional(),
 });
 export type OidcConfig = z.infer<typeof OidcConfig>;
-
 
 /** Default of `slack.digest.afterSeconds`: how long a preview may wait in its channel's queue before a digest is posted instead. */
 export const DIGEST_AFTER_SECONDS = 30;
@@ -73,55 +77,72 @@ export type AuditSealConfig = z.infer<typeof AuditSealConfig>;
 
 /** The YAML file (`countersign.yml`). Every key is documented in `countersign.example.yml`. */
 export const FileConfig = z.strictObject({
-  environment: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "use lower-case letters, digits, '-' and '_'").default("default"),
-  slack: z.strictObject({
-    reviewChannel: ChannelId.optional(),
-    /** Where high-risk plans that nobody has approved yet are escalated when a reminder comes due. */
-    escalationChannel: ChannelId.optional(),
-    /** How long a click waits for an unreachable database (a restart, a failover) before the clicker is told it was not recorded (default 120). */
-    decisionRetrySeconds: z.int().min(1).max(3600).optional(),
-    /**
-     * When a channel's queue would delay a new preview more than `afterSeconds`, the waiting plans
-     * are posted as one digest message instead (high-risk ones keep their own preview); 0: never.
-     */
-    digest: z.strictObject({
-      afterSeconds: z.int("must be a whole number of seconds").min(0).max(3600).default(DIGEST_AFTER_SECONDS),
-    }).optional(),
-    /** Where signed audit seals are published: a short message per signed seal. */
-    auditChannel: ChannelId.optional(),
-  }).default({}),
+  environment: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9_-]*$/, "use lower-case letters, digits, '-' and '_'")
+    .default("default"),
+  slack: z
+    .strictObject({
+      reviewChannel: ChannelId.optional(),
+      /** Where high-risk plans that nobody has approved yet are escalated when a reminder comes due. */
+      escalationChannel: ChannelId.optional(),
+      /** How long a click waits for an unreachable database (a restart, a failover) before the clicker is told it was not recorded (default 120). */
+      decisionRetrySeconds: z.int().min(1).max(3600).optional(),
+      /**
+       * When a channel's queue would delay a new preview more than `afterSeconds`, the waiting plans
+       * are posted as one digest message instead (high-risk ones keep their own preview); 0: never.
+       */
+      digest: z
+        .strictObject({
+          afterSeconds: z.int("must be a whole number of seconds").min(0).max(3600).default(DIGEST_AFTER_SECONDS),
+        })
+        .optional(),
+      /** Where signed audit seals are published: a short message per signed seal. */
+      auditChannel: ChannelId.optional(),
+    })
+    .default({}),
   defaults: PolicyDefaults.default({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600, reminders: [], risk: "low" }),
-  webhooks: z.strictObject({
-    /** Hosts callbacks may go to ("hooks.example.com", or "*.example.com" for its subdomains). Deny by default: no SSRF into the server's network. */
-    allowedHosts: z.array(z.string().min(1)).default([]),
-    /** A callback URL per agent name, used when a plan names none. */
-    agents: z.record(z.string(), z.strictObject({ callbackUrl: z.url({ protocol: /^https?$/ }) })).default({}),
-  }).default({ allowedHosts: [], agents: {} }),
-  redact: z.strictObject({
-    /** More field names to treat as secret, on top of password, token, secret, authorization, api_key, private_key, … */
-    fields: z.array(z.string().min(1)).default([]),
-  }).default({ fields: [] }),
-  browser: z.strictObject({
-    /** One-time sign-in links (Slack's /countersign login, `countersign login-link`); switch off where only SSO may sign in. */
-    loginLinks: z.boolean().default(true),
-    /** Sign in with Slack (OpenID Connect): the app's client id and secret from its Basic Information page. */
-    oidc: OidcConfig.optional(),
-    /** Who may read plans besides their approvers and admins (user ids and user groups); absent: anyone signed in. */
-    readers: z.array(ApproverId).optional(),
-  }).default({ loginLinks: true }),
+  webhooks: z
+    .strictObject({
+      /** Hosts callbacks may go to ("hooks.example.com", or "*.example.com" for its subdomains). Deny by default: no SSRF into the server's network. */
+      allowedHosts: z.array(z.string().min(1)).default([]),
+      /** A callback URL per agent name, used when a plan names none. */
+      agents: z.record(z.string(), z.strictObject({ callbackUrl: z.url({ protocol: /^https?$/ }) })).default({}),
+    })
+    .default({ allowedHosts: [], agents: {} }),
+  redact: z
+    .strictObject({
+      /** More field names to treat as secret, on top of password, token, secret, authorization, api_key, private_key, … */
+      fields: z.array(z.string().min(1)).default([]),
+    })
+    .default({ fields: [] }),
+  browser: z
+    .strictObject({
+      /** One-time sign-in links (Slack's /countersign login, `countersign login-link`); switch off where only SSO may sign in. */
+      loginLinks: z.boolean().default(true),
+      /** Sign in with Slack (OpenID Connect): the app's client id and secret from its Basic Information page. */
+      oidc: OidcConfig.optional(),
+      /** Who may read plans besides their approvers and admins (user ids and user groups); absent: anyone signed in. */
+      readers: z.array(ApproverId).optional(),
+    })
+    .default({ loginLinks: true }),
   /** People and user groups who operate Countersign: they may read every plan. */
   admins: z.array(ApproverId).default([]),
-  executor: z.strictObject({
-    /** Seconds an executor holds a claimed plan before another may take it over; heartbeats extend it. */
-    leaseSeconds: z.int().min(5).max(3600).default(60),
-  }).default({ leaseSeconds: 60 }),
+  executor: z
+    .strictObject({
+      /** Seconds an executor holds a claimed plan before another may take it over; heartbeats extend it. */
+      leaseSeconds: z.int().min(5).max(3600).default(60),
+    })
+    .default({ leaseSeconds: 60 }),
   limits: LimitsConfig.default({ plansPerMinute: 60, maxPending: 100, agents: {} }),
   /** What the background sweep deletes: delivered outbox rows after `days`, and with `plans: true` final plans too. */
-  retention: z.strictObject({
-    days: z.int("must be a whole number of days").min(1, "must be at least 1").max(36_500).default(90),
-    /** Delete final plans last changed over `days` ago, with their decisions, outbox rows and (behind a checkpoint, once sealed) audit events. */
-    plans: z.boolean().default(false),
-  }).default({ days: 90, plans: false }),
+  retention: z
+    .strictObject({
+      days: z.int("must be a whole number of days").min(1, "must be at least 1").max(36_500).default(90),
+      /** Delete final plans last changed over `days` ago, with their decisions, outbox rows and (behind a checkpoint, once sealed) audit events. */
+      plans: z.boolean().default(false),
+    })
+    .default({ days: 90, plans: false }),
   /** The audit log: how often the newest seal is signed with COUNTERSIGN_AUDIT_SEAL_KEY and where it is published besides slack.auditChannel. */
   audit: z.strictObject({ seal: AuditSealConfig.optional() }).default({}),
   targets: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "target names use lower-case letters, digits, '-' and '_'"), AnyTargetConfig).default({}),
@@ -134,16 +155,33 @@ const Port = z.coerce.number().int().min(0).max(65_535);
 export const EnvConfig = z.object({
   PORT: Port.default(3000),
   /** The interface `serve` listens on; `start` always uses 127.0.0.1. */
-  HOST: z.string().regex(/^([0-9a-fA-F:.]+|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)$/, "must be an interface address or host name such as 0.0.0.0, 127.0.0.1, :: or localhost").default("0.0.0.0"),
+  HOST: z
+    .string()
+    .regex(
+      /^([0-9a-fA-F:.]+|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)$/,
+      "must be an interface address or host name such as 0.0.0.0, 127.0.0.1, :: or localhost",
+    )
+    .default("0.0.0.0"),
   PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
-  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL").optional(),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL")
+    .optional(),
   COUNTERSIGN_DATA_DIR: z.string().min(1).default("./.countersign"),
   COUNTERSIGN_CONFIG: z.string().min(1).optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** Server: PKCS#8 PEM of the Ed25519 key that signs grants (`countersign keys generate`). */
-  COUNTERSIGN_GRANT_PRIVATE_KEY: z.string().includes("PRIVATE KEY", { message: "must be a PKCS#8 PEM ('-----BEGIN PRIVATE KEY-----'); 'countersign keys generate' prints one" }).optional(),
+  COUNTERSIGN_GRANT_PRIVATE_KEY: z
+    .string()
+    .includes("PRIVATE KEY", { message: "must be a PKCS#8 PEM ('-----BEGIN PRIVATE KEY-----'); 'countersign keys generate' prints one" })
+    .optional(),
   /** Server: the Ed25519 key (PKCS#8 PEM or private JWK) that signs audit seals; never the grant key (`countersign keys generate --audit-seal`). */
-  COUNTERSIGN_AUDIT_SEAL_KEY: z.string().refine((v) => v.includes("PRIVATE KEY") || v.trim().startsWith("{"), { message: "must be an Ed25519 private key as a PKCS#8 PEM ('-----BEGIN PRIVATE KEY-----') or a JWK; 'countersign keys generate --audit-seal' prints one" }).optional(),
+  COUNTERSIGN_AUDIT_SEAL_KEY: z
+    .string()
+    .refine((v) => v.includes("PRIVATE KEY") || v.trim().startsWith("{"), {
+      message: "must be an Ed25519 private key as a PKCS#8 PEM ('-----BEGIN PRIVATE KEY-----') or a JWK; 'countersign keys generate --audit-seal' prints one",
+    })
+    .optional(),
   /** Server and executor: the shared secret of the executor API. */
   COUNTERSIGN_EXECUTOR_TOKEN: z.string().min(16, "must be at least 16 characters; use a long random string").optional(),
   /** Server: when set, GET /metrics requires it as a bearer token. */
@@ -157,5 +195,8 @@ export const EnvConfig = z.object({
   /** Executor: the server to claim plans from. */
   COUNTERSIGN_URL: z.url({ protocol: /^https?$/ }).optional(),
   /** Executor: SPKI PEM(s) of the grant signing key(s) it trusts. */
-  COUNTERSIGN_GRANT_PUBLIC_KEY: z.string().includes("PUBLIC KEY", { message: "must be an SPKI PEM ('-----BEGIN PUBLIC KEY-----'); 'countersign keys generate' prints one" }).optional(),
+  COUNTERSIGN_GRANT_PUBLIC_KEY: z
+    .string()
+    .includes("PUBLIC KEY", { message: "must be an SPKI PEM ('-----BEGIN PUBLIC KEY-----'); 'countersign keys generate' prints one" })
+    .optional(),
 });

@@ -14,7 +14,19 @@ import { HTTP_STATUS_OF } from "./error-codes.ts";
 import type { ErrorCode as ServiceErrorCode } from "./error-codes.ts";
 import { DATABASE_UNAVAILABLE } from "./error-codes.ts";
 
-export { ActionOutcome, AppliedPolicy, HttpJsonAction, HttpJsonPlanned, Outcome, PlanDocument, PlannedAction, PlanRequest, PostgresRowAction, PostgresRowPlanned, Precondition };
+export {
+  ActionOutcome,
+  AppliedPolicy,
+  HttpJsonAction,
+  HttpJsonPlanned,
+  Outcome,
+  PlanDocument,
+  PlannedAction,
+  PlanRequest,
+  PostgresRowAction,
+  PostgresRowPlanned,
+  Precondition,
+};
 
 /** The one JSON-value schema of src/plan/schema.ts (`z.json()`), shared by every body and state. */
 export const JsonValue = HttpJsonPlanned.shape.body.unwrap();
@@ -23,7 +35,7 @@ const IsoDateTime = z.iso.datetime();
 const Via = z.enum(["slack", "web"]);
 
 export const Change = z.strictObject({
-  path: z.string().describe("JSON Pointer to the field inside the resource; \"\" for the whole resource"),
+  path: z.string().describe('JSON Pointer to the field inside the resource; "" for the whole resource'),
   from: JsonValue.optional().describe("The value before; absent when the field did not exist"),
   to: JsonValue.optional().describe("The value after; absent when the field is removed"),
 });
@@ -33,12 +45,26 @@ export type Change = z.output<typeof Change>;
 export const ActionPreview = z.strictObject({
   target: z.string(),
   path: z.string(),
-  op: z.string().describe("The action's op in its adapter's terms: `merge`, `replace`, `create`, `delete` (http.json); `update`, `insert`, `delete` (postgres.row)"),
-  before: JsonValue.nullable().describe("The resource as the preview read it (for postgres.row, the row's columns); null when nothing exists yet (`create`, `insert`)"),
+  op: z
+    .string()
+    .describe("The action's op in its adapter's terms: `merge`, `replace`, `create`, `delete` (http.json); `update`, `insert`, `delete` (postgres.row)"),
+  before: JsonValue.nullable().describe(
+    "The resource as the preview read it (for postgres.row, the row's columns); null when nothing exists yet (`create`, `insert`)",
+  ),
   after: JsonValue.nullable().describe("The resource as it will be once applied; null for `delete`"),
-  version: z.string().nullable().describe("The version read at preview time (an ETag, or a postgres.row version column or xmin, as text); null when nothing exists or the target gives none"),
+  version: z
+    .string()
+    .nullable()
+    .describe(
+      "The version read at preview time (an ETag, or a postgres.row version column or xmin, as text); null when nothing exists or the target gives none",
+    ),
   changes: z.array(Change).describe("Field-by-field difference between `before` and `after`, as reviewers see it"),
-  precondition: z.string().optional().describe("How the executor detects a change since the preview: `etag` (If-Match), `digest` (re-read and compare; weaker), `version` (a version column), `xmin` (the row's xmin; weaker across dump and restore) or `absent` (nothing may exist yet)"),
+  precondition: z
+    .string()
+    .optional()
+    .describe(
+      "How the executor detects a change since the preview: `etag` (If-Match), `digest` (re-read and compare; weaker), `version` (a version column), `xmin` (the row's xmin; weaker across dump and restore) or `absent` (nothing may exist yet)",
+    ),
 });
 export type ActionPreview = z.output<typeof ActionPreview>;
 
@@ -46,7 +72,12 @@ export const Approval = z.strictObject({
   userId: z.string(),
   via: Via,
   at: IsoDateTime,
-  recheckFailed: z.string().optional().describe("Present when the targets could not be re-read at this Approve: recorded anyway, \"could not re-check\", and why; the executor's revalidation remains the final gate"),
+  recheckFailed: z
+    .string()
+    .optional()
+    .describe(
+      'Present when the targets could not be re-read at this Approve: recorded anyway, "could not re-check", and why; the executor\'s revalidation remains the final gate',
+    ),
 });
 export type Approval = z.output<typeof Approval>;
 
@@ -71,7 +102,9 @@ export type PlanStatus = z.output<typeof PlanStatus>;
 /** The server's re-reads of an open plan's targets (`targets.<name>.watch`). */
 export const Watch = z.strictObject({
   checkedAt: IsoDateTime.nullable().describe("The oldest of the plan's resources' last good re-read; null before the first"),
-  failingSince: IsoDateTime.nullable().describe("Since when a re-read of one of its resources has failed (target down, 5xx, timeout); null while they answer. The plan stays open: the executor re-checks before writing"),
+  failingSince: IsoDateTime.nullable().describe(
+    "Since when a re-read of one of its resources has failed (target down, 5xx, timeout); null while they answer. The plan stays open: the executor re-checks before writing",
+  ),
 });
 export type Watch = z.output<typeof Watch>;
 
@@ -136,7 +169,7 @@ export const ErrorCode = z.enum(ERROR_CODES);
 export type ErrorCode = z.output<typeof ErrorCode>;
 
 export const Issue = z.strictObject({
-  path: z.string().describe("JSON Pointer into the request; \"\" for the whole of it"),
+  path: z.string().describe('JSON Pointer into the request; "" for the whole of it'),
   message: z.string(),
 });
 export type Issue = z.output<typeof Issue>;
@@ -146,9 +179,12 @@ export const ErrorBody = z.strictObject({
     code: ErrorCode,
     message: z.string().describe("A sentence for the agent (or its developer) saying what to change"),
     issues: z.array(Issue).optional().describe("Each offending place in the request, for `invalid_request` and some 422s"),
-    details: z.record(z.string(), z.unknown()).optional().describe(
-      "Machine-readable context: `planId` for `idempotency_conflict`, `status` for `already_decided`, `expiresAt` for `plan_expired`, `target`/`path`/`targetAnswer` for `preview_failed`, `limit` (the config key)/`value`/`retryAfterSeconds` for `rate_limited` (429, also sent as `Retry-After`)",
-    ),
+    details: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe(
+        "Machine-readable context: `planId` for `idempotency_conflict`, `status` for `already_decided`, `expiresAt` for `plan_expired`, `target`/`path`/`targetAnswer` for `preview_failed`, `limit` (the config key)/`value`/`retryAfterSeconds` for `rate_limited` (429, also sent as `Retry-After`)",
+      ),
   }),
 });
 export type ErrorBody = z.output<typeof ErrorBody>;
@@ -197,6 +233,6 @@ export const RESPONSE_COMPONENTS = {
 // The domain keeps its own types for what the pure core computes (a diff); tsc
 // fails here when the wire and the domain drift apart. (Identity, not mutual assignability,
 // which would miss a dropped optional field.)
-type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false;
+type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 const drift: [Same<keyof Change, keyof DomainChange>, Same<Change["path"], DomainChange["path"]>] = [true, true];
 void drift;

@@ -17,52 +17,73 @@ const TARGET_PATH_PATTERN = "^/([A-Za-z0-9\\-._~!$&'()*+,;=:@%][A-Za-z0-9\\-._~!
  * at least describe. Merged into the generated schema of each zod schema named here.
  */
 const REQUEST_EXTRAS = new Map<z.core.$ZodType, JsonSchema>([
-  [PlanRequest, {
-    description:
-      "A plan an agent proposes. Beyond this schema the server also refuses (400 `invalid_request`) a plan with two actions on the same resource (one target and path, or one target, table and key: merge them into one), a `ttlSeconds` above the policy's maximum, and bodies nested deeper than " +
-      `${LIMITS.maxDepth} levels; the whole request may be at most ${LIMITS.maxBodyBytes / 1024} KiB (413).`,
-  }],
+  [
+    PlanRequest,
+    {
+      description:
+        "A plan an agent proposes. Beyond this schema the server also refuses (400 `invalid_request`) a plan with two actions on the same resource (one target and path, or one target, table and key: merge them into one), a `ttlSeconds` above the policy's maximum, and bodies nested deeper than " +
+        `${LIMITS.maxDepth} levels; the whole request may be at most ${LIMITS.maxBodyBytes / 1024} KiB (413).`,
+    },
+  ],
   [PlanRequest.shape.title, { pattern: "\\S", description: "Shown to reviewers; surrounding whitespace is trimmed" }],
   [PlanRequest.shape.reason, { description: "Why the agent proposes this; shown to reviewers" }],
-  [PlanRequest.shape.ttlSeconds, {
-    minimum: 10,
-    description: "Seconds the plan may wait for decisions: at least 10, at most the policy's maximum; the policy's default when absent",
-  }],
+  [
+    PlanRequest.shape.ttlSeconds,
+    {
+      minimum: 10,
+      description: "Seconds the plan may wait for decisions: at least 10, at most the policy's maximum; the policy's default when absent",
+    },
+  ],
   [PlanRequest.shape.onBehalfOf, { description: "The Slack user the agent acts for; they cannot approve their own request" }],
-  [PlanRequest.shape.idempotencyKey, { description: "A retry with the same key and body answers 200 with the same plan; the same key with another body is a 409" }],
-  [HttpJsonAction, {
-    description:
-      "One write to a JSON-over-HTTP target. `merge` (RFC 7396) and `replace` and `create` need a `body` (an object or array for `replace` and `create`); `delete` takes none.",
-    allOf: [
-      {
-        if: { properties: { op: { const: "delete" } }, required: ["op"] },
-        then: { not: { required: ["body"] } },
-        else: { required: ["body"] },
-      },
-      {
-        if: { properties: { op: { enum: ["replace", "create"] } }, required: ["op"] },
-        then: { properties: { body: { type: ["object", "array"] } } },
-      },
-    ],
-  }],
+  [
+    PlanRequest.shape.idempotencyKey,
+    { description: "A retry with the same key and body answers 200 with the same plan; the same key with another body is a 409" },
+  ],
+  [
+    HttpJsonAction,
+    {
+      description:
+        "One write to a JSON-over-HTTP target. `merge` (RFC 7396) and `replace` and `create` need a `body` (an object or array for `replace` and `create`); `delete` takes none.",
+      allOf: [
+        {
+          if: { properties: { op: { const: "delete" } }, required: ["op"] },
+          then: { not: { required: ["body"] } },
+          else: { required: ["body"] },
+        },
+        {
+          if: { properties: { op: { enum: ["replace", "create"] } }, required: ["op"] },
+          then: { properties: { body: { type: ["object", "array"] } } },
+        },
+      ],
+    },
+  ],
   [HttpJsonAction.shape.target, { description: "A target name from the server's configuration" }],
-  [PostgresRowAction, {
-    description:
-      "One row of a configured PostgreSQL table (a target with `adapter: postgres.row`). `update` needs `values` (the columns it sets); `insert` gives the key and the columns it sets (NOT NULL columns without a default included); `delete` takes no values. " +
-      "Values are JSON in each column type's one form (int8/numeric as decimal strings, timestamptz as ISO-8601, bytea as base64) and are checked against the column types at preview (422 `preview_failed` naming the column). No SQL is ever taken from an action.",
-    allOf: [
-      { if: { properties: { op: { const: "delete" } }, required: ["op"] }, then: { not: { required: ["values"] } } },
-      { if: { properties: { op: { const: "update" } }, required: ["op"] }, then: { required: ["values"], properties: { values: { type: "object", minProperties: 1 } } } },
-    ],
-  }],
+  [
+    PostgresRowAction,
+    {
+      description:
+        "One row of a configured PostgreSQL table (a target with `adapter: postgres.row`). `update` needs `values` (the columns it sets); `insert` gives the key and the columns it sets (NOT NULL columns without a default included); `delete` takes no values. " +
+        "Values are JSON in each column type's one form (int8/numeric as decimal strings, timestamptz as ISO-8601, bytea as base64) and are checked against the column types at preview (422 `preview_failed` naming the column). No SQL is ever taken from an action.",
+      allOf: [
+        { if: { properties: { op: { const: "delete" } }, required: ["op"] }, then: { not: { required: ["values"] } } },
+        {
+          if: { properties: { op: { const: "update" } }, required: ["op"] },
+          then: { required: ["values"], properties: { values: { type: "object", minProperties: 1 } } },
+        },
+      ],
+    },
+  ],
   [PostgresRowAction.shape.target, { description: "A target name from the server's configuration, one with `adapter: postgres.row`" }],
   [PostgresRowAction.shape.table, { description: "A table the target's config lists and allows (`allow.tables`)" }],
   [PostgresRowAction.shape.key, { description: "The row's key: exactly the table's configured key columns, each a string or number" }],
-  [HttpJsonAction.shape.path, {
-    pattern: TARGET_PATH_PATTERN,
-    description:
-      "Relative to the target's baseUrl, starting with '/'; no query or fragment, no '.' or '..' segments (encoded or not), no empty segments, no encoded '/', '\\' or '%'",
-  }],
+  [
+    HttpJsonAction.shape.path,
+    {
+      pattern: TARGET_PATH_PATTERN,
+      description:
+        "Relative to the target's baseUrl, starting with '/'; no query or fragment, no '.' or '..' segments (encoded or not), no empty segments, no encoded '/', '\\' or '%'",
+    },
+  ],
 ]);
 
 function convert(schemas: Record<string, z.core.$ZodType>, io: "input" | "output", extras?: Map<z.core.$ZodType, JsonSchema>): Record<string, JsonSchema> {
@@ -106,9 +127,7 @@ function inlineSharedJsonValues(schemas: Record<string, JsonSchema>): Record<str
   const rewrite = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(rewrite);
     if (typeof value !== "object" || value === null) return value;
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [k, k === "$ref" && typeof v === "string" ? (replacements.get(v) ?? v) : rewrite(v)]),
-    );
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, k === "$ref" && typeof v === "string" ? (replacements.get(v) ?? v) : rewrite(v)]));
   };
   return rewrite(named) as Record<string, JsonSchema>;
 }

@@ -16,13 +16,27 @@ export function printTypes(schemas: Record<string, JsonSchema>, refPrefix: strin
 const TYPE_KEYWORDS = new Set(["$ref", "anyOf", "oneOf", "const", "enum", "type", "properties", "required", "additionalProperties", "items", "propertyNames"]);
 /** Keywords that only narrow values, and `allOf` (here only if/then rules on a typed object). */
 const VALIDATION_ONLY = new Set([
-  "description", "pattern", "format", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-  "minItems", "maxItems", "default", "allOf", "title", "examples",
+  "description",
+  "pattern",
+  "format",
+  "minLength",
+  "maxLength",
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "minItems",
+  "maxItems",
+  "default",
+  "allOf",
+  "title",
+  "examples",
 ]);
 
 function printType(schema: JsonSchema, refPrefix: string, indent: string): string {
   for (const key of Object.keys(schema)) {
-    if (!TYPE_KEYWORDS.has(key) && !VALIDATION_ONLY.has(key)) throw new Error(`printTypes: no TypeScript form for the keyword '${key}' in ${JSON.stringify(schema).slice(0, 200)}`);
+    if (!TYPE_KEYWORDS.has(key) && !VALIDATION_ONLY.has(key))
+      throw new Error(`printTypes: no TypeScript form for the keyword '${key}' in ${JSON.stringify(schema).slice(0, 200)}`);
   }
   if (typeof schema.$ref === "string") {
     if (!schema.$ref.startsWith(refPrefix)) throw new Error(`printTypes: a $ref outside ${refPrefix}: ${schema.$ref}`);
@@ -61,7 +75,8 @@ function printObject(schema: JsonSchema, refPrefix: string, indent: string): str
   const required = new Set((schema.required ?? []) as string[]);
   const inner = indent + "  ";
   const lines = Object.entries(properties).map(
-    ([name, property]) => `${docComment(property, inner)}${inner}${propertyKey(name)}${required.has(name) ? "" : "?"}: ${printType(property, refPrefix, inner)};\n`,
+    ([name, property]) =>
+      `${docComment(property, inner)}${inner}${propertyKey(name)}${required.has(name) ? "" : "?"}: ${printType(property, refPrefix, inner)};\n`,
   );
   const rest = schema.additionalProperties;
   if (rest !== false) {

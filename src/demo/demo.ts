@@ -96,7 +96,10 @@ export async function demoAgentKey(ctx: Pick<ServiceContext, "database" | "clock
   const file = path.join(dataDir, "demo-agent.key");
   if (existsSync(file)) {
     const key = readFileSync(file, "utf8").trim();
-    const valid = await authenticateAgent(ctx, { authorization: `Bearer ${key}` }).then(() => true, () => false);
+    const valid = await authenticateAgent(ctx, { authorization: `Bearer ${key}` }).then(
+      () => true,
+      () => false,
+    );
     return valid ? key : undefined;
   }
   const { key } = await addAgent(ctx, { name: DEMO_AGENT }).catch(() => ({ key: undefined }));

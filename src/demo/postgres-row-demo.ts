@@ -23,7 +23,10 @@ export function demoDatabaseNames(databaseUrl: string): { database: string; read
   const own = decodeURIComponent(url.pathname.replace(/^\//, "")) || decodeURIComponent(url.username) || "postgres";
   const hash = createHash("sha256").update(own).digest("hex").slice(0, 8);
   // Plain lower-case identifiers, short enough that the longest suffix still fits in 63 bytes.
-  const prefix = own.toLowerCase().replace(/[^a-z0-9_]/g, "_").slice(0, 63 - `_demo_${hash}_write`.length);
+  const prefix = own
+    .toLowerCase()
+    .replace(/[^a-z0-9_]/g, "_")
+    .slice(0, 63 - `_demo_${hash}_write`.length);
   const database = `${prefix}_demo_${hash}`;
   return { database, readRole: `${database}_read`, writeRole: `${database}_write` };
 }
@@ -55,4 +58,5 @@ export function postgresRowLookCommand(readUrl: string): string {
   return `psql '${readUrl}' -c 'SELECT * FROM contacts WHERE id = 2'`;
 }
 
-export const PG_DEMO_HINT = "postgres.row demo: off. Set DATABASE_URL to a PostgreSQL server whose user may create databases and roles, and start again, to add a 'crm' database target";
+export const PG_DEMO_HINT =
+  "postgres.row demo: off. Set DATABASE_URL to a PostgreSQL server whose user may create databases and roles, and start again, to add a 'crm' database target";

@@ -57,7 +57,10 @@ export async function provisionPostgresRowDemo(databaseUrl: string, dataDir: str
     user = decodeURIComponent(new URL(databaseUrl).username) || "(the default user)";
   } catch (err) {
     // The server itself may run on a URL this cannot read: postgres.js takes several host:port pairs.
-    return { ok: false, reason: `cannot derive the demo's database and roles from DATABASE_URL (${messageOf(err)}); the demo needs a URL with one host and valid %-escapes` };
+    return {
+      ok: false,
+      reason: `cannot derive the demo's database and roles from DATABASE_URL (${messageOf(err)}); the demo needs a URL with one host and valid %-escapes`,
+    };
   }
   const passwords = { read: demoReadPassword(dataDir), write: randomBytes(16).toString("hex") };
   const readUrl = roleUrl(databaseUrl, names.database, names.readRole, passwords.read);
@@ -74,7 +77,11 @@ export async function provisionPostgresRowDemo(databaseUrl: string, dataDir: str
       const [database] = await sql<{ marked: boolean }[]>`
         SELECT coalesce(shobj_description(oid, 'pg_database') = ${DEMO_MARKER}, false) AS marked FROM pg_database WHERE datname = current_database()`;
       // Two first starts at once: the one that did not create it may look before it is marked, and says so; the next start finds it marked.
-      if (!database?.marked) return { ok: false, reason: `a database "${names.database}" exists that this demo did not make (it lacks the demo's marker comment), so it is left as it is; drop it if it is a leftover of the demo` };
+      if (!database?.marked)
+        return {
+          ok: false,
+          reason: `a database "${names.database}" exists that this demo did not make (it lacks the demo's marker comment), so it is left as it is; drop it if it is a leftover of the demo`,
+        };
       step = "set up the demo roles";
       const refused = await setUpRoles(sql, names, passwords);
       if (refused) return { ok: false, reason: refused };
@@ -87,12 +94,17 @@ export async function provisionPostgresRowDemo(databaseUrl: string, dataDir: str
   } catch (err) {
     // A server that cannot be reached is the server's own startup error, said the same way (and not after a second wait).
     if (isDatabaseUnreachable(err)) throw databaseStartupError(err, { kind: "postgres", url: databaseUrl }) ?? err;
-    return { ok: false, reason: `could not ${step} as user "${user}": ${messageOf(err)}${codeOf(err) === "42501" ? " (the demo needs a DATABASE_URL user with CREATEDB and CREATEROLE)" : ""}` };
+    return {
+      ok: false,
+      reason: `could not ${step} as user "${user}": ${messageOf(err)}${codeOf(err) === "42501" ? " (the demo needs a DATABASE_URL user with CREATEDB and CREATEROLE)" : ""}`,
+    };
   }
 }
 
 /** `start` never waits on the demo for long: a lock someone holds (a person's open transaction on contacts) is an answer, not a hang. */
-const SESSION = { max: 1, onnotice: () => {}, connect_timeout: 10, connection: { lock_timeout: 10_000, statement_timeout: 30_000 } } satisfies postgres.Options<Record<string, never>>;
+const SESSION = { max: 1, onnotice: () => {}, connect_timeout: 10, connection: { lock_timeout: 10_000, statement_timeout: 30_000 } } satisfies postgres.Options<
+  Record<string, never>
+>;
 
 /** A session on the demo database as DATABASE_URL's user, creating (and marking) the database first when it does not exist. */
 async function connectOrCreate(databaseUrl: string, database: string, creating: () => void): Promise<postgres.Sql> {
@@ -142,7 +154,11 @@ interface RoleFacts {
  * anything, or holds privileges outside the demo database: each would let the demo's credentials
  * reach further than `contacts`, or someone else's credentials reach it.
  */
-async function setUpRoles(sql: postgres.Sql, names: { readRole: string; writeRole: string }, passwords: { read: string; write: string }): Promise<string | undefined> {
+async function setUpRoles(
+  sql: postgres.Sql,
+  names: { readRole: string; writeRole: string },
+  passwords: { read: string; write: string },
+): Promise<string | undefined> {
   // current_user is not counted among the members: PostgreSQL 16 makes a CREATEROLE user that is not a superuser a member of each role it creates.
   const found = await sql<RoleFacts[]>`
     SELECT r.rolname,
@@ -159,7 +175,10 @@ async function setUpRoles(sql: postgres.Sql, names: { readRole: string; writeRol
     const why = refusedRole(role);
     if (why) return `a role "${role.rolname}" exists ${why}; it is left as it is, and the demo stays off until it is dropped or fixed`;
   }
-  for (const [role, password] of [[names.readRole, passwords.read], [names.writeRole, passwords.write]] as const) {
+  for (const [role, password] of [
+    [names.readRole, passwords.read],
+    [names.writeRole, passwords.write],
+  ] as const) {
     const verifier = literal(scramSha256Verifier(password));
     // A simple query of several statements is one transaction: a role is never there without its marker.
     await sql.unsafe(
@@ -258,4 +277,3 @@ function codeOf(err: unknown): unknown {
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
-

@@ -11,7 +11,8 @@ export const SCRAM_ITERATIONS = 4096;
  * hashing it; printable ASCII passes unchanged, so only that is accepted here (the demo's are hex).
  */
 export function scramSha256Verifier(password: string, salt: Buffer = randomBytes(16), iterations = SCRAM_ITERATIONS): string {
-  if (!/^[\x21-\x7e]+$/.test(password)) throw new Error("a SCRAM verifier is made here only for a non-empty printable-ASCII password (PostgreSQL would SASLprep anything else first)");
+  if (!/^[\x21-\x7e]+$/.test(password))
+    throw new Error("a SCRAM verifier is made here only for a non-empty printable-ASCII password (PostgreSQL would SASLprep anything else first)");
   const keys = scramKeys(password, salt, iterations);
   return `SCRAM-SHA-256$${iterations}:${salt.toString("base64")}$${keys.storedKey.toString("base64")}:${keys.serverKey.toString("base64")}`;
 }

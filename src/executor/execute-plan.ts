@@ -9,7 +9,6 @@ import type { ActionOutcome, Outcome } from "../plan/outcome.ts";
 import type { OpenTarget } from "./open-targets.ts";
 import { settleWrite, type Seen } from "./verify-write.ts";
 
-
 export interface ExecutionPorts {
   keys: VerifyingKeys;
   environment: string;
@@ -40,11 +39,7 @@ const FIRST_RETRY_MS = 250;
 const MAX_RETRY_MS = 4000;
 
 /** One action's revalidation, as the executor acts on it. */
-type Check =
-  | { kind: "ready" }
-  | { kind: "held" }
-  | { kind: "stale"; outcome: ActionOutcome }
-  | { kind: "unreadable"; detail: string; errorClass: ErrorClass };
+type Check = { kind: "ready" } | { kind: "held" } | { kind: "stale"; outcome: ActionOutcome } | { kind: "unreadable"; detail: string; errorClass: ErrorClass };
 
 /**
  * The executor's whole judgement on one claimed plan, in the order that keeps writes safe:
@@ -92,7 +87,8 @@ export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<
   const grant = await verifyGrant(ports.keys, claim.grant, ports.environment, ports.now());
   if (!grant.ok) return refuse(grant.reason);
   const hash = fingerprint(plan);
-  if (grant.claims.planHash !== hash) return refuse(`the plan received hashes to ${hash}, but the grant approves ${grant.claims.planHash}: the plan was altered after approval`);
+  if (grant.claims.planHash !== hash)
+    return refuse(`the plan received hashes to ${hash}, but the grant approves ${grant.claims.planHash}: the plan was altered after approval`);
   if (grant.claims.sub !== plan.id) return refuse(`the grant is for plan ${grant.claims.sub}, not ${plan.id}`);
 
   // The preview's before/after are not hashed themselves, but their digests are.
@@ -119,15 +115,26 @@ export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<
   for (const i of actions.keys()) checks.push(await retry.until(() => attempt(i), transient));
 
   const allHeld = checks.every((c) => c.kind === "held");
-  if (allHeld) return { status: "applied", reconciled: true, actions: actions.map((a, i) => ({ ...base(a, i), status: "applied", reconciled: true, verified: true })) };
+  if (allHeld)
+    return { status: "applied", reconciled: true, actions: actions.map((a, i) => ({ ...base(a, i), status: "applied", reconciled: true, verified: true })) };
   if (grant.expired) {
-    const why = checks.some((c) => c.kind === "unreadable") ? "a target could not be re-read to check whether it holds the planned change" : "the targets do not hold the planned change";
-    return { status: "expired", reason: `the grant expired before the plan was applied; ${why}, and nothing was written`, actions: actions.map((a, i) => skipped(a, i)) };
+    const why = checks.some((c) => c.kind === "unreadable")
+      ? "a target could not be re-read to check whether it holds the planned change"
+      : "the targets do not hold the planned change";
+    return {
+      status: "expired",
+      reason: `the grant expired before the plan was applied; ${why}, and nothing was written`,
+      actions: actions.map((a, i) => skipped(a, i)),
+    };
   }
   const unreadable = checks.findIndex((c) => c.kind === "unreadable");
   if (unreadable >= 0) {
     const { detail } = checks[unreadable] as { detail: string };
-    return { status: "failed", reason: `could not re-read action ${unreadable}: ${detail}`, actions: actions.map((a, i) => (i === unreadable ? { ...base(a, i), status: "failed", detail } : skipped(a, i))) };
+    return {
+      status: "failed",
+      reason: `could not re-read action ${unreadable}: ${detail}`,
+      actions: actions.map((a, i) => (i === unreadable ? { ...base(a, i), status: "failed", detail } : skipped(a, i))),
+    };
   }
   if (checks.some((c) => c.kind === "stale")) {
     return {
@@ -162,7 +169,12 @@ export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<
   const partial = wrote ? { partial: true } : {};
   if (expired) {
     const what = wrote ? "the actions before it were written, it and the rest were not" : "nothing was written";
-    return { status: "expired", ...partial, reason: `the grant expired before action ${stopped.index} could be written: ${stopped.detail}; ${what}`, actions: results };
+    return {
+      status: "expired",
+      ...partial,
+      reason: `the grant expired before action ${stopped.index} could be written: ${stopped.detail}; ${what}`,
+      actions: results,
+    };
   }
   return { status: stopped.status === "stale" ? "stale" : "failed", ...partial, reason: stopped.detail ?? "", actions: results };
 }
@@ -172,12 +184,22 @@ export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<
  * lost). A transient failure is retried after revalidating: held means the failed attempt
  * landed after all, stale that someone else moved the target meanwhile; only ready writes again.
  */
-async function applyOne(target: OpenTarget, action: AdapterPlanned, index: number, idempotencyKey: string, seen: Seen, retry: Retrier, revalidate: (i: number) => Promise<Check>): Promise<{ outcome: ActionOutcome; expired?: true }> {
+async function applyOne(
+  target: OpenTarget,
+  action: AdapterPlanned,
+  index: number,
+  idempotencyKey: string,
+  seen: Seen,
+  retry: Retrier,
+  revalidate: (i: number) => Promise<Check>,
+): Promise<{ outcome: ActionOutcome; expired?: true }> {
   const where = base(action, index);
   // Checked right before every write, first and retries alike: a re-read or a wait before it may have used up the grant.
   const tooLate = (before?: string): { outcome: ActionOutcome; expired: true } | undefined => {
     const why = retry.tooLateToWrite(target.writer.timeoutMs);
-    return why === undefined ? undefined : { outcome: { ...where, status: "skipped", detail: before ? `${before}; not tried again: ${why}` : why }, expired: true };
+    return why === undefined
+      ? undefined
+      : { outcome: { ...where, status: "skipped", detail: before ? `${before}; not tried again: ${why}` : why }, expired: true };
   };
   const first = tooLate();
   if (first) return first;
@@ -187,7 +209,8 @@ async function applyOne(target: OpenTarget, action: AdapterPlanned, index: numbe
   while (result.status === "failed" && result.errorClass === "transient" && (await retry.next())) {
     failedBefore = result.detail;
     const check = await revalidate(index);
-    if (check.kind === "held") return { outcome: { ...where, status: "applied", verified: true, detail: `${result.detail}; re-read before trying again: the target holds the change` } };
+    if (check.kind === "held")
+      return { outcome: { ...where, status: "applied", verified: true, detail: `${result.detail}; re-read before trying again: the target holds the change` } };
     if (check.kind === "stale") return { outcome: { ...check.outcome, detail: `${result.detail}; re-read before trying again: ${check.outcome.detail}` } };
     if (check.kind === "unreadable") {
       if (check.errorClass === "transient") continue;
@@ -198,11 +221,21 @@ async function applyOne(target: OpenTarget, action: AdapterPlanned, index: numbe
     attempts++;
     result = await target.writer.apply(action, idempotencyKey, retry.grantEnd);
   }
-  if (result.status === "failed") return { outcome: { ...where, status: "failed", detail: attempts > 1 ? `${result.detail} (after ${attempts} attempts)` : result.detail } };
+  if (result.status === "failed")
+    return { outcome: { ...where, status: "failed", detail: attempts > 1 ? `${result.detail} (after ${attempts} attempts)` : result.detail } };
   // What came before the write (a reconnect, a catalogue read) used up the grant: nothing was sent.
-  if (result.status === "expired") return { outcome: { ...where, status: "skipped", detail: failedBefore !== undefined ? `${failedBefore}; not tried again: ${result.detail}` : result.detail }, expired: true };
+  if (result.status === "expired")
+    return {
+      outcome: { ...where, status: "skipped", detail: failedBefore !== undefined ? `${failedBefore}; not tried again: ${result.detail}` : result.detail },
+      expired: true,
+    };
   const outcome = await settleWrite(where, result, () => target.reader.verify(action, seen));
-  return { outcome: failedBefore !== undefined && outcome.status === "applied" && outcome.detail === undefined ? { ...outcome, detail: `written after a failed attempt (${failedBefore})` } : outcome };
+  return {
+    outcome:
+      failedBefore !== undefined && outcome.status === "applied" && outcome.detail === undefined
+        ? { ...outcome, detail: `written after a failed attempt (${failedBefore})` }
+        : outcome,
+  };
 }
 
 interface Retrier {
@@ -255,7 +288,9 @@ function retrier(claim: Claim, ports: ExecutionPorts, grantExpiresAt: number): R
     tooLateToWrite(timeoutMs) {
       const left = Math.floor(grantEnd - performance.now());
       if (left > timeoutMs) return undefined;
-      return left <= 0 ? "the grant has expired" : `the grant expires in ${left} ms, within the target's timeout (${timeoutMs} ms), so a write started now could land after it`;
+      return left <= 0
+        ? "the grant has expired"
+        : `the grant expires in ${left} ms, within the target's timeout (${timeoutMs} ms), so a write started now could land after it`;
     },
   };
 }
@@ -268,9 +303,11 @@ function targetOf(ports: ExecutionPorts, action: AdapterPlanned, index: number):
   } catch (err) {
     return message(err);
   }
-  if (target.adapter.kind !== action.kind) return `action ${index} is a '${action.kind}' action, but target '${action.target}' is a '${target.adapter.kind}' target in the executor's config`;
+  if (target.adapter.kind !== action.kind)
+    return `action ${index} is a '${action.kind}' action, but target '${action.target}' is a '${target.adapter.kind}' target in the executor's config`;
   const parsed = target.adapter.plannedSchema.safeParse(action);
-  if (!parsed.success) return `action ${index} is not a valid '${action.kind}' action: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(action)"}: ${i.message}`).join("; ")}`;
+  if (!parsed.success)
+    return `action ${index} is not a valid '${action.kind}' action: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(action)"}: ${i.message}`).join("; ")}`;
   return target;
 }
 

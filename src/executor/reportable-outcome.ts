@@ -60,7 +60,15 @@ export function minimalOutcome(outcome: Outcome, refusal: string): Outcome {
     ...(outcome.partial ? { partial: true } : {}),
     reason: storableText(reason, MAX_TEXT),
     // Whether each write verified is kept too: it is what a reader of an applied plan checks first.
-    actions: outcome.actions.map((a): ActionOutcome => ({ index: a.index, target: storableText(a.target), path: storableText(a.path), status: a.status, ...(a.verified !== undefined ? { verified: a.verified } : {}) })),
+    actions: outcome.actions.map(
+      (a): ActionOutcome => ({
+        index: a.index,
+        target: storableText(a.target),
+        path: storableText(a.path),
+        status: a.status,
+        ...(a.verified !== undefined ? { verified: a.verified } : {}),
+      }),
+    ),
   };
 }
 

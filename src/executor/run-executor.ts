@@ -76,12 +76,15 @@ export function runExecutor(options: ExecutorOptions): { stop(): Promise<void>; 
     // Made when first used, after the write: pino's child took 0.2–0.6 ms cold, before the revalidating GET.
     let planLog: Logger | undefined;
     const log = () => (planLog ??= logger.child({ planId: claim.plan.id }));
-    const heartbeat = setInterval(() => {
-      server.heartbeat(claim.claimToken).then(
-        (held) => held || log().warn("lease lost while executing; the server will refuse this report"),
-        (err: unknown) => log().warn({ err }, "heartbeat failed"),
-      );
-    }, options.heartbeatMs ?? Math.max(1000, (Date.parse(claim.leaseExpiresAt) - Date.now()) / 3));
+    const heartbeat = setInterval(
+      () => {
+        server.heartbeat(claim.claimToken).then(
+          (held) => held || log().warn("lease lost while executing; the server will refuse this report"),
+          (err: unknown) => log().warn({ err }, "heartbeat failed"),
+        );
+      },
+      options.heartbeatMs ?? Math.max(1000, (Date.parse(claim.leaseExpiresAt) - Date.now()) / 3),
+    );
     try {
       let outcome: Outcome;
       try {
@@ -92,7 +95,10 @@ export function runExecutor(options: ExecutorOptions): { stop(): Promise<void>; 
         return;
       }
       const accepted = await deliverReport(claim.claimToken, outcome, log());
-      log().info({ status: outcome.status, reconciled: outcome.reconciled, partial: outcome.partial, accepted }, accepted ? "plan executed" : "report refused: lease lost");
+      log().info(
+        { status: outcome.status, reconciled: outcome.reconciled, partial: outcome.partial, accepted },
+        accepted ? "plan executed" : "report refused: lease lost",
+      );
     } finally {
       clearInterval(heartbeat);
     }

@@ -19,10 +19,18 @@ export type Seen = Pick<ActionPreview, "before" | "after">;
  *   holds the change, else failed, with what the re-read saw.
  * Any other answer (stale, failed) is the target's word and is returned as it is.
  */
-export async function settleWrite(where: Where, result: Exclude<AdapterApplyResult, { status: "expired" }>, verify: () => Promise<Verification>): Promise<ActionOutcome> {
+export async function settleWrite(
+  where: Where,
+  result: Exclude<AdapterApplyResult, { status: "expired" }>,
+  verify: () => Promise<Verification>,
+): Promise<ActionOutcome> {
   if (result.status === "stale" || result.status === "failed") return { ...where, status: result.status, detail: result.detail };
   // An apply that found the change already there (a retry after a crash) wrote nothing and says so.
-  const applied = { ...where, status: "applied" as const, ...(result.status === "applied" && result.reconciled ? { reconciled: true, ...(result.detail ? { detail: result.detail } : {}) } : {}) };
+  const applied = {
+    ...where,
+    status: "applied" as const,
+    ...(result.status === "applied" && result.reconciled ? { reconciled: true, ...(result.detail ? { detail: result.detail } : {}) } : {}),
+  };
   let verification: Verification;
   try {
     verification = await verify();
@@ -35,5 +43,11 @@ export async function settleWrite(where: Where, result: Exclude<AdapterApplyResu
     return verification.verified ? { ...applied, verified: true } : { ...applied, verified: false, driftAfterApply: verification.mismatches };
   }
   if (verification.verified) return { ...applied, verified: true, detail: `${result.detail}; re-read after it: the target holds the change` };
-  return { ...where, status: "failed", verified: false, driftAfterApply: verification.mismatches, detail: `${result.detail}; re-read after it: the target does not hold the change` };
+  return {
+    ...where,
+    status: "failed",
+    verified: false,
+    driftAfterApply: verification.mismatches,
+    detail: `${result.detail}; re-read after it: the target does not hold the change`,
+  };
 }

@@ -58,9 +58,7 @@ export function issueGrant(key: SigningKey, input: GrantInput): { token: string;
   return { token: `${header}.${payload}.${signature}`, jti };
 }
 
-export type GrantCheck =
-  | { ok: true; claims: GrantClaims; expired: boolean }
-  | { ok: false; reason: string };
+export type GrantCheck = { ok: true; claims: GrantClaims; expired: boolean } | { ok: false; reason: string };
 
 class Refused extends Error {}
 function refuse(reason: string): never {
@@ -113,7 +111,8 @@ export function verifyGrant(keys: VerifyingKeys, token: string, environment: str
     throw err;
   }
   const claims = GrantClaims.safeParse(payload);
-  if (!claims.success) return { ok: false, reason: `grant claims are malformed: ${claims.error.issues.map((i) => `${i.path.join(".")} ${i.message}`).join("; ")}` };
+  if (!claims.success)
+    return { ok: false, reason: `grant claims are malformed: ${claims.error.issues.map((i) => `${i.path.join(".")} ${i.message}`).join("; ")}` };
   return { ok: true, claims: claims.data, expired };
 }
 

@@ -8,9 +8,7 @@ import { readCappedBody } from "./read-capped-body.ts";
  */
 export const MAX_FORM_BYTES = 64 * 1024;
 
-export type FormRead =
-  | { ok: true; form: Record<string, string> }
-  | { ok: false; status: 400 | 413 | 415; message: string };
+export type FormRead = { ok: true; form: Record<string, string> } | { ok: false; status: 400 | 413 | 415; message: string };
 
 const URLENCODED = "application/x-www-form-urlencoded";
 const MULTIPART = "multipart/form-data";
@@ -36,7 +34,11 @@ export async function readForm(c: Context): Promise<FormRead> {
   if (declaresTooLargeForm(c)) return { ok: false, status: 413, message: TOO_LARGE_FORM };
   const type = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (type !== URLENCODED && type !== MULTIPART) {
-    return { ok: false, status: 415, message: `This form was sent as ${JSON.stringify(type || "no content type").slice(0, 80)}; Countersign's pages send ${URLENCODED}. Nothing changed.` };
+    return {
+      ok: false,
+      status: 415,
+      message: `This form was sent as ${JSON.stringify(type || "no content type").slice(0, 80)}; Countersign's pages send ${URLENCODED}. Nothing changed.`,
+    };
   }
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
   const read = await readCappedBody(incoming ?? c.req.raw.body, MAX_FORM_BYTES).catch(() => undefined);
@@ -51,7 +53,8 @@ export async function readForm(c: Context): Promise<FormRead> {
   const parsed = await new Response(read.body, { headers: { "content-type": c.req.header("content-type")! } }).formData().catch(() => undefined);
   if (!parsed) return { ok: false, status: 400, message: "This form could not be read; reload the page and try again. Nothing changed." };
   for (const [key, value] of parsed) {
-    if (typeof value !== "string") return { ok: false, status: 400, message: `This form carries a file in '${key.slice(0, 40)}'; Countersign's forms take text only. Nothing changed.` };
+    if (typeof value !== "string")
+      return { ok: false, status: 400, message: `This form carries a file in '${key.slice(0, 40)}'; Countersign's forms take text only. Nothing changed.` };
     form[key] = value;
   }
   return { ok: true, form };

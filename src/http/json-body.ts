@@ -20,7 +20,10 @@ export function isJsonMediaType(contentType: string | undefined): boolean {
 export async function readJsonBody(request: Request, options: { what: string; maxBytes?: number; requireJsonType?: boolean }): Promise<unknown> {
   const maxBytes = options.maxBytes ?? LIMITS.maxBodyBytes;
   if (options.requireJsonType && !isJsonMediaType(request.headers.get("content-type") ?? undefined)) {
-    throw new ServiceError("unsupported_media_type", `${options.what} must be sent with Content-Type: application/json (got ${JSON.stringify(request.headers.get("content-type") ?? "none").slice(0, 80)})`);
+    throw new ServiceError(
+      "unsupported_media_type",
+      `${options.what} must be sent with Content-Type: application/json (got ${JSON.stringify(request.headers.get("content-type") ?? "none").slice(0, 80)})`,
+    );
   }
   const declared = declaredLength(request);
   if (declared !== undefined && declared <= maxBytes) {
@@ -67,5 +70,7 @@ function parseBody(bytes: Uint8Array, what: string): unknown {
   const parsed = parseFaithfulJson(text);
   if (parsed.ok) return parsed.value;
   if (parsed.kind === "syntax") throw new ServiceError("invalid_json", `${what} is not valid JSON: ${parsed.message}`);
-  throw new ServiceError("invalid_request", `${what} is not valid: ${parsed.pointer || "/"} ${parsed.message}`, { issues: [{ path: parsed.pointer, message: parsed.message }] });
+  throw new ServiceError("invalid_request", `${what} is not valid: ${parsed.pointer || "/"} ${parsed.message}`, {
+    issues: [{ path: parsed.pointer, message: parsed.message }],
+  });
 }

@@ -8,7 +8,23 @@ import { redactText } from "../policy/redact.ts";
  */
 
 /** Fields of an error (or its causes) never copied into a log line: they hold values, not facts about the fault. */
-const VALUE_FIELDS = new Set(["params", "parameters", "args", "detail", "where", "hint", "internalQuery", "config", "request", "response", "headers", "body", "data", "original", "raw"]);
+const VALUE_FIELDS = new Set([
+  "params",
+  "parameters",
+  "args",
+  "detail",
+  "where",
+  "hint",
+  "internalQuery",
+  "config",
+  "request",
+  "response",
+  "headers",
+  "body",
+  "data",
+  "original",
+  "raw",
+]);
 const SECRET_NAMED = /pass|secret|token|authori[sz]ation|cookie|credential|key/i;
 const MAX_CAUSES = 5;
 
@@ -47,7 +63,10 @@ function describeError(err: Error, depth: number, seen: Set<unknown>): LoggedErr
   }
   const inner = (err as { errors?: unknown }).errors;
   if (Array.isArray(inner) && depth < MAX_CAUSES) {
-    logged.aggregateErrors = inner.filter((e): e is Error => isErrorLike(e) && !seen.has(e)).slice(0, 10).map((e) => describeError(e, depth + 1, seen));
+    logged.aggregateErrors = inner
+      .filter((e): e is Error => isErrorLike(e) && !seen.has(e))
+      .slice(0, 10)
+      .map((e) => describeError(e, depth + 1, seen));
   }
   return logged;
 }
@@ -77,7 +96,10 @@ function isDatabaseError(err: Error): boolean {
 }
 
 function isErrorLike(value: unknown): value is Error {
-  return value instanceof Error || (typeof value === "object" && value !== null && typeof (value as Error).message === "string" && typeof (value as Error).stack === "string");
+  return (
+    value instanceof Error ||
+    (typeof value === "object" && value !== null && typeof (value as Error).message === "string" && typeof (value as Error).stack === "string")
+  );
 }
 
 /** An error as text for a terminal (the CLI's last words), with the same omissions as a log line. */

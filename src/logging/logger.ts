@@ -3,9 +3,24 @@ import { loggableError, loggablePath } from "./log-redaction.ts";
 
 /** Credentials are redacted wherever they appear under these names, one level deep. */
 const REDACT_PATHS = [
-  "authorization", "*.authorization", "headers.*", "*.headers.*",
-  "cookie", "*.cookie", "password", "*.password", "secret", "*.secret", "token", "*.token",
-  "key", "*.key", "adminToken", "*.adminToken", "params", "*.params",
+  "authorization",
+  "*.authorization",
+  "headers.*",
+  "*.headers.*",
+  "cookie",
+  "*.cookie",
+  "password",
+  "*.password",
+  "secret",
+  "*.secret",
+  "token",
+  "*.token",
+  "key",
+  "*.key",
+  "adminToken",
+  "*.adminToken",
+  "params",
+  "*.params",
 ];
 
 /**
@@ -52,10 +67,11 @@ export function batchedDestination(fd: number): ReturnType<typeof pino.destinati
   let written = 0;
   let timer: NodeJS.Timeout | undefined;
   const flushSoon = () => {
-    if (timer === undefined) timer = setTimeout(() => {
-      timer = undefined;
-      if (written < given) stream.flush();
-    }, LOG_FLUSH_MS).unref();
+    if (timer === undefined)
+      timer = setTimeout(() => {
+        timer = undefined;
+        if (written < given) stream.flush();
+      }, LOG_FLUSH_MS).unref();
   };
   const write = stream.write.bind(stream);
   stream.write = (line: string) => {

@@ -57,8 +57,7 @@ const ACTION_FIELD_HELP: { [K in ActionRequest["kind"]]: { [F in keyof Extract<A
     target:
       'Name of a postgres.row target configured in Countersign, e.g. "crm". A name that is not configured, or a target of another kind, is refused with unknown_target.',
     table: 'A table the target lets agents change, e.g. "contacts". Any other table is refused with policy_denied.',
-    key:
-      'The row\'s key: exactly the table\'s key columns and their values, e.g. {"id": 42}. Each a number or a string (int8 and numeric keys as decimal strings, e.g. "9007199254740993").',
+    key: 'The row\'s key: exactly the table\'s key columns and their values, e.g. {"id": 42}. Each a number or a string (int8 and numeric keys as decimal strings, e.g. "9007199254740993").',
     op:
       "update: set the columns in values on the existing row (applied only if the row still has the version read now). " +
       "insert: a new row with this key, which must not exist yet; values gives the other columns (NOT NULL columns without a default included). " +
@@ -78,7 +77,7 @@ const describedActions = ActionRequest.options.map((action) => {
 }) as unknown as typeof ActionRequest.options;
 
 export const ProposePlanInput = PlanRequest.safeExtend({
-  title: PlanRequest.shape.title.describe("One line a reviewer reads first: what changes, where, for whom. E.g. \"Update Ana Lima's email\"."),
+  title: PlanRequest.shape.title.describe('One line a reviewer reads first: what changes, where, for whom. E.g. "Update Ana Lima\'s email".'),
   reason: PlanRequest.shape.reason.describe(
     "Why this change is needed: the request, ticket or evidence behind it. Reviewers see it verbatim; a clear reason gets a faster decision.",
   ),
@@ -215,7 +214,15 @@ export function createMcpServer(client: Countersign, version = packageVersion())
             `Plan ${plan.id} is still ${plan.status} after ${timeoutSeconds} s (${plan.approvals.length} approval(s) so far; expires ${plan.expiresAt}). ` +
               (plan.held ? `${heldText(plan.held)} ` : "") +
               `Call wait_for_outcome again to keep waiting. Review: ${plan.reviewUrl}`,
-            { planId: plan.id, status: plan.status, final: false, approvals: plan.approvals, expiresAt: plan.expiresAt, reviewUrl: plan.reviewUrl, ...(plan.held ? { held: plan.held } : {}) },
+            {
+              planId: plan.id,
+              status: plan.status,
+              final: false,
+              approvals: plan.approvals,
+              expiresAt: plan.expiresAt,
+              reviewUrl: plan.reviewUrl,
+              ...(plan.held ? { held: plan.held } : {}),
+            },
           );
         } finally {
           if (timer) clearInterval(timer);
@@ -234,9 +241,17 @@ export async function runMcpServer(env: NodeJS.ProcessEnv = process.env): Promis
   const url = env.COUNTERSIGN_URL?.trim();
   const key = env.COUNTERSIGN_AGENT_KEY?.trim();
   const problems: { key: string; message: string }[] = [];
-  if (!url) problems.push({ key: "COUNTERSIGN_URL", message: "is not set: set it to Countersign's base URL (e.g. http://localhost:3000) in the MCP client's env for this server" });
+  if (!url)
+    problems.push({
+      key: "COUNTERSIGN_URL",
+      message: "is not set: set it to Countersign's base URL (e.g. http://localhost:3000) in the MCP client's env for this server",
+    });
   else if (!URL.canParse(url)) problems.push({ key: "COUNTERSIGN_URL", message: `is not a URL: '${url}'` });
-  if (!key) problems.push({ key: "COUNTERSIGN_AGENT_KEY", message: "is not set: create an agent with `countersign agents add NAME` and put its key (the last line printed) in the MCP client's env for this server" });
+  if (!key)
+    problems.push({
+      key: "COUNTERSIGN_AGENT_KEY",
+      message: "is not set: create an agent with `countersign agents add NAME` and put its key (the last line printed) in the MCP client's env for this server",
+    });
   if (!url || !key || problems.length > 0) throw new ConfigError("countersign mcp environment", problems);
 
   // A library writing to stdout through console would corrupt the protocol stream.
@@ -275,8 +290,15 @@ async function refusalsAsToolErrors(run: () => Promise<CallToolResult>): Promise
       const at = new Date(Date.now() + err.retryAfterSeconds * 1000).toISOString();
       return {
         isError: true,
-        content: [{ type: "text", text: `rate_limited: ${err.message} Nothing was created. Wait ${err.retryAfterSeconds} s (until ${at}), then call propose_plan again with the same plan; do not retry sooner.` }],
-        structuredContent: { error: { code: err.code, message: err.message, retryAfterSeconds: err.retryAfterSeconds, retryAt: at, ...(err.limit ? { limit: err.limit } : {}) } },
+        content: [
+          {
+            type: "text",
+            text: `rate_limited: ${err.message} Nothing was created. Wait ${err.retryAfterSeconds} s (until ${at}), then call propose_plan again with the same plan; do not retry sooner.`,
+          },
+        ],
+        structuredContent: {
+          error: { code: err.code, message: err.message, retryAfterSeconds: err.retryAfterSeconds, retryAt: at, ...(err.limit ? { limit: err.limit } : {}) },
+        },
       };
     }
     const issues = (err.issues ?? []).map((i) => `\n- ${i.path || "(request)"}: ${i.message}`).join("");
@@ -342,7 +364,9 @@ function rowText(action: Previewed, planned: Extract<Planned, { kind: "postgres.
     ...(changed.length > MAX_CHANGES_SHOWN ? [`    … and ${changed.length - MAX_CHANGES_SHOWN} more changed columns`] : []),
     ...(changed.length === 0 ? ["    (no change: the row already holds this)"] : []),
     ...(unchanged.length > 0
-      ? [`    unchanged: ${unchanged.slice(0, MAX_UNCHANGED_NAMED).join(", ")}${unchanged.length > MAX_UNCHANGED_NAMED ? `, and ${unchanged.length - MAX_UNCHANGED_NAMED} more` : ""}`]
+      ? [
+          `    unchanged: ${unchanged.slice(0, MAX_UNCHANGED_NAMED).join(", ")}${unchanged.length > MAX_UNCHANGED_NAMED ? `, and ${unchanged.length - MAX_UNCHANGED_NAMED} more` : ""}`,
+        ]
       : []),
   ];
   return lines.join("\n");
@@ -391,10 +415,18 @@ function actionResultsText(outcome: FinalOutcome["outcome"]): string[] {
     "results:",
     ...outcome.actions.flatMap((a) => [
       `  ${a.index}. ${a.target} ${a.path}: ${a.status}${a.reconciled ? " (already held the change)" : ""}${VERIFIED_TEXT[String(a.verified)] ?? ""}${a.detail ? ` — ${a.detail}` : ""}`,
-      ...(a.driftAfterApply ?? []).map((d) => `     ${d.path || "(whole document)"}: approved ${short(d.expected as Json | undefined)}, target has ${short(d.actual as Json | undefined)}`),
+      ...(a.driftAfterApply ?? []).map(
+        (d) => `     ${d.path || "(whole document)"}: approved ${short(d.expected as Json | undefined)}, target has ${short(d.actual as Json | undefined)}`,
+      ),
       // Stale: what moved on the target since the preview, for the re-plan.
-      ...(a.status === "stale" && (a.expected !== undefined || a.now !== undefined) ? [`     version expected ${a.expected ?? "(none)"}, found ${a.now ?? "(none)"}`] : []),
-      ...(a.changedSincePreview ?? []).slice(0, MAX_CHANGES_SHOWN).map((c) => `     changed since the preview: ${c.path || "(whole resource)"}: ${short(c.from as Json | undefined)} → ${short(c.to as Json | undefined)}`),
+      ...(a.status === "stale" && (a.expected !== undefined || a.now !== undefined)
+        ? [`     version expected ${a.expected ?? "(none)"}, found ${a.now ?? "(none)"}`]
+        : []),
+      ...(a.changedSincePreview ?? [])
+        .slice(0, MAX_CHANGES_SHOWN)
+        .map(
+          (c) => `     changed since the preview: ${c.path || "(whole resource)"}: ${short(c.from as Json | undefined)} → ${short(c.to as Json | undefined)}`,
+        ),
     ]),
     ...(outcome.partial ? ["  (partial: some actions were written and a later one was not)"] : []),
   ];
@@ -422,7 +454,10 @@ function outcomeText(outcome: FinalOutcome): string {
   const drifted = outcome.outcome?.actions.filter((a) => a.verified === false).length ?? 0;
   return [
     `Plan ${outcome.id}: ${outcome.status}${outcome.reason ? `: ${outcome.reason}` : ""}`,
-    NEXT_STEP[outcome.status] + (outcome.status === "applied" && drifted > 0 ? ` But ${drifted} write(s) did not land as approved (see the results): read the target again before relying on it, and propose a correction if needed.` : ""),
+    NEXT_STEP[outcome.status] +
+      (outcome.status === "applied" && drifted > 0
+        ? ` But ${drifted} write(s) did not land as approved (see the results): read the target again before relying on it, and propose a correction if needed.`
+        : ""),
     `approvals: ${approvalsText(outcome.approvals)}`,
     ...actionResultsText(outcome.outcome),
   ].join("\n");

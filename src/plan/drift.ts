@@ -49,7 +49,11 @@ export function driftOf(action: PlannedAction, index: number, before: Json | nul
  * (the version expected and found, the changes since the preview): what the executor reports,
  * the watcher and the Approve re-check record, and reviewers are shown.
  */
-export function staleOutcome(action: { target: string; path: string }, index: number, found: { expected: string | null; now: string | null; changedSincePreview: Change[] }): ActionOutcome {
+export function staleOutcome(
+  action: { target: string; path: string },
+  index: number,
+  found: { expected: string | null; now: string | null; changedSincePreview: Change[] },
+): ActionOutcome {
   return {
     index,
     target: action.target,

@@ -53,7 +53,9 @@ export const MAX_DOCUMENT_DEPTH = 256;
  * Parses a document Countersign will hash and store (a target's record): faithful numbers, no
  * string that cannot be stored, and bounded nesting. Anything else names where it goes wrong.
  */
-export function parseHashableJson(text: string): { ok: true; value: Json } | { ok: false; kind: "syntax"; message: string } | { ok: false; kind: "value"; pointer: string; message: string } {
+export function parseHashableJson(
+  text: string,
+): { ok: true; value: Json } | { ok: false; kind: "syntax"; message: string } | { ok: false; kind: "value"; pointer: string; message: string } {
   const parsed = parseFaithfulJson(text);
   if (!parsed.ok) return parsed.kind === "syntax" ? parsed : { ok: false, kind: "value", pointer: parsed.pointer, message: parsed.message };
   const deep = findTooDeep(parsed.value, MAX_DOCUMENT_DEPTH);

@@ -11,7 +11,10 @@ export const ActionOutcome = z.strictObject({
   /** For a stale action: the version the plan was approved against, and what the target has now. */
   expected: z.string().nullable().optional(),
   now: z.string().nullable().optional(),
-  changedSincePreview: z.array(z.strictObject({ path: z.string(), from: z.json().optional(), to: z.json().optional() })).max(200).optional(),
+  changedSincePreview: z
+    .array(z.strictObject({ path: z.string(), from: z.json().optional(), to: z.json().optional() }))
+    .max(200)
+    .optional(),
   /**
    * Whether the target, re-read after the write, holds the previewed after-state over the
    * fields the plan changes: true, false (see `driftAfterApply`), or null when the re-read
@@ -21,13 +24,17 @@ export const ActionOutcome = z.strictObject({
     .boolean()
     .nullable()
     .optional()
-    .describe("For a written action: whether the target, re-read after the write, holds the previewed after-state over the fields the plan changes. `false` lists the fields in `driftAfterApply` (the plan stays `applied`); `null` means the re-read failed (`detail` says why). Absent for actions not written"),
+    .describe(
+      "For a written action: whether the target, re-read after the write, holds the previewed after-state over the fields the plan changes. `false` lists the fields in `driftAfterApply` (the plan stays `applied`); `null` means the re-read failed (`detail` says why). Absent for actions not written",
+    ),
   /** Where the re-read target differs from the preview: the previewed value and the target's (a missing one is absent). */
   driftAfterApply: z
     .array(z.strictObject({ path: z.string(), expected: z.json().optional(), actual: z.json().optional() }))
     .max(200)
     .optional()
-    .describe("Where the target, re-read after the write, differs from the preview: the field (JSON Pointer), the approved value and the target's; a missing one is absent. Masked as previews are"),
+    .describe(
+      "Where the target, re-read after the write, differs from the preview: the field (JSON Pointer), the approved value and the target's; a missing one is absent. Masked as previews are",
+    ),
 });
 export type ActionOutcome = z.infer<typeof ActionOutcome>;
 

@@ -24,9 +24,12 @@ export function urlQueryProblems(url: string): string[] {
   const problems: string[] = [];
   for (const [key, value] of new URLSearchParams(url.slice(at + 1).split("#")[0])) {
     const name = JSON.stringify(key.slice(0, 63));
-    if (key === "sslrootcert" && value !== "system") problems.push(`the URL's query sets ${name} to a file; postgres.js reads only 'system' there (pass a CA through the environment's trust store instead)`);
+    if (key === "sslrootcert" && value !== "system")
+      problems.push(`the URL's query sets ${name} to a file; postgres.js reads only 'system' there (pass a CA through the environment's trust store instead)`);
     else if (!URL_QUERY_ALLOWED.has(key)) {
-      problems.push(`the URL's query sets ${name}, which postgres.js would send as a session setting (or a pool option) over postgres.row's own (statement_timeout, lock_timeout, TimeZone, DateStyle, read-only …, which bound and read every write); remove it. The query may set only ${[...URL_QUERY_ALLOWED].join(", ")}; timeouts come from the target's timeoutMs`);
+      problems.push(
+        `the URL's query sets ${name}, which postgres.js would send as a session setting (or a pool option) over postgres.row's own (statement_timeout, lock_timeout, TimeZone, DateStyle, read-only …, which bound and read every write); remove it. The query may set only ${[...URL_QUERY_ALLOWED].join(", ")}; timeouts come from the target's timeoutMs`,
+      );
     }
   }
   return problems;
@@ -69,10 +72,16 @@ export const PostgresRowTarget = z
   })
   .superRefine((target, ctx) => {
     for (const [i, table] of (target.allow?.tables ?? []).entries()) {
-      if (!Object.hasOwn(target.tables, table)) ctx.addIssue({ code: "custom", path: ["allow", "tables", i], message: `allow.tables names '${table}', which is not in tables (${Object.keys(target.tables).join(", ")})` });
+      if (!Object.hasOwn(target.tables, table))
+        ctx.addIssue({
+          code: "custom",
+          path: ["allow", "tables", i],
+          message: `allow.tables names '${table}', which is not in tables (${Object.keys(target.tables).join(", ")})`,
+        });
     }
     for (const [name, table] of Object.entries(target.tables)) {
-      if (table.version && table.key.includes(table.version)) ctx.addIssue({ code: "custom", path: ["tables", name, "version"], message: "the version column cannot be a key column" });
+      if (table.version && table.key.includes(table.version))
+        ctx.addIssue({ code: "custom", path: ["tables", name, "version"], message: "the version column cannot be a key column" });
     }
   });
 export type PostgresRowTarget = z.output<typeof PostgresRowTarget>;
@@ -92,7 +101,8 @@ export const PostgresRowAction = z
   })
   .superRefine((action, ctx) => {
     if (action.op === "delete" && action.values !== undefined) ctx.addIssue({ code: "custom", path: ["values"], message: "op 'delete' takes no values" });
-    if (action.op === "update" && (action.values === undefined || Object.keys(action.values).length === 0)) ctx.addIssue({ code: "custom", path: ["values"], message: "op 'update' needs values (the columns it sets)" });
+    if (action.op === "update" && (action.values === undefined || Object.keys(action.values).length === 0))
+      ctx.addIssue({ code: "custom", path: ["values"], message: "op 'update' needs values (the columns it sets)" });
   });
 export type PostgresRowAction = z.output<typeof PostgresRowAction>;
 

@@ -29,10 +29,13 @@ export const ApproverId = z.string().regex(/^([UW]|S)[A-Z0-9]{2,}$/, "must be a 
 
 const jsonValue: z.ZodType<Json> = z.json();
 
-const TargetPath = z.string().max(2048).superRefine((path, ctx) => {
-  const why = whyUnsafePath(path);
-  if (why) ctx.addIssue({ code: "custom", message: `path ${why}` });
-});
+const TargetPath = z
+  .string()
+  .max(2048)
+  .superRefine((path, ctx) => {
+    const why = whyUnsafePath(path);
+    if (why) ctx.addIssue({ code: "custom", message: `path ${why}` });
+  });
 
 export const HttpJsonAction = z
   .strictObject({
@@ -50,8 +53,7 @@ export const HttpJsonAction = z
     if (!needsBody && action.body !== undefined) {
       ctx.addIssue({ code: "custom", path: ["body"], message: "op 'delete' takes no body" });
     }
-    if ((action.op === "replace" || action.op === "create") && action.body !== undefined &&
-        (typeof action.body !== "object" || action.body === null)) {
+    if ((action.op === "replace" || action.op === "create") && action.body !== undefined && (typeof action.body !== "object" || action.body === null)) {
       ctx.addIssue({ code: "custom", path: ["body"], message: `op '${action.op}' needs a JSON object or array body` });
     }
   });
@@ -98,7 +100,10 @@ export const PlanRequest = z
     onBehalfOf: SlackUserId.optional(),
     idempotencyKey: z.string().min(1).max(200).optional(),
     /** Receives a signed POST on every status change; its host must be allowed in config (webhooks.allowedHosts). */
-    callbackUrl: z.url({ protocol: /^https?$/, error: "callbackUrl must be an http(s) URL" }).max(2048).optional(),
+    callbackUrl: z
+      .url({ protocol: /^https?$/, error: "callbackUrl must be an http(s) URL" })
+      .max(2048)
+      .optional(),
     /** A re-plan: the id of this agent's earlier version (pending, approved and unclaimed, or stale) that this one replaces. */
     supersedes: z.uuid({ error: "supersedes must be the id of one of your plans" }).optional(),
   })

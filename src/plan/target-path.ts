@@ -36,5 +36,8 @@ export function whyUnsafePath(path: string): string | undefined {
  * Only meaningful for paths whyUnsafePath accepts.
  */
 export function canonicalPath(path: string): string {
-  return path.split("/").map((s) => decodeURIComponent(s)).join("/");
+  return path
+    .split("/")
+    .map((s) => decodeURIComponent(s))
+    .join("/");
 }

@@ -30,23 +30,45 @@ export function refusalsFor(
 ): Refusal[] {
   const key = `targets.${target}.allow`;
   if (!allow) {
-    return [{ rule: key, path: `/actions/${actions[0]?.index ?? 0}/target`, message: `target '${target}' allows no proposals: its config has no 'allow' block (deny by default)` }];
+    return [
+      {
+        rule: key,
+        path: `/actions/${actions[0]?.index ?? 0}/target`,
+        message: `target '${target}' allows no proposals: its config has no 'allow' block (deny by default)`,
+      },
+    ];
   }
   const refusals: Refusal[] = [];
   if (allow.maxActions !== undefined && actions.length > allow.maxActions) {
-    refusals.push({ rule: `${key}.maxActions`, path: "/actions", message: `${actions.length} actions on '${target}', but it allows at most ${allow.maxActions} per plan` });
+    refusals.push({
+      rule: `${key}.maxActions`,
+      path: "/actions",
+      message: `${actions.length} actions on '${target}', but it allows at most ${allow.maxActions} per plan`,
+    });
   }
   for (const action of actions) {
     if (!allow.ops.includes(action.op)) {
-      refusals.push({ rule: `${key}.ops`, path: `/actions/${action.index}/op`, message: `op '${action.op}' is not allowed on '${target}' (allowed: ${allow.ops.join(", ") || "none"})` });
+      refusals.push({
+        rule: `${key}.ops`,
+        path: `/actions/${action.index}/op`,
+        message: `op '${action.op}' is not allowed on '${target}' (allowed: ${allow.ops.join(", ") || "none"})`,
+      });
     }
     if (!allow.paths.some((pattern) => pathMatches(pattern, action.path))) {
-      refusals.push({ rule: `${key}.paths`, path: `/actions/${action.index}/path`, message: `path ${action.path} matches none of ${allow.paths.join(", ") || "(no patterns)"} on '${target}'` });
+      refusals.push({
+        rule: `${key}.paths`,
+        path: `/actions/${action.index}/path`,
+        message: `path ${action.path} matches none of ${allow.paths.join(", ") || "(no patterns)"} on '${target}'`,
+      });
     }
     if (allow.maxBodyBytes !== undefined && action.body !== undefined) {
       const size = Buffer.byteLength(JSON.stringify(action.body));
       if (size > allow.maxBodyBytes) {
-        refusals.push({ rule: `${key}.maxBodyBytes`, path: `/actions/${action.index}/body`, message: `body is ${size} bytes, over the ${allow.maxBodyBytes} '${target}' allows` });
+        refusals.push({
+          rule: `${key}.maxBodyBytes`,
+          path: `/actions/${action.index}/body`,
+          message: `body is ${size} bytes, over the ${allow.maxBodyBytes} '${target}' allows`,
+        });
       }
     }
   }
@@ -71,14 +93,35 @@ export function pathMatches(pattern: string, path: string): boolean {
  * `allow.ops` and every table outside `allow.tables`, each naming its config key; without
  * `allow`, everything (deny by default).
  */
-export function postgresRowRefusals(name: string, target: PostgresRowTarget, actions: readonly { index: number; action: Pick<PostgresRowAction, "op" | "table"> }[]): Refusal[] {
+export function postgresRowRefusals(
+  name: string,
+  target: PostgresRowTarget,
+  actions: readonly { index: number; action: Pick<PostgresRowAction, "op" | "table"> }[],
+): Refusal[] {
   const key = `targets.${name}.allow`;
   const allow = target.allow;
-  if (!allow) return [{ rule: key, path: `/actions/${actions[0]?.index ?? 0}/target`, message: `target '${name}' allows no proposals: its config has no 'allow' block (deny by default)` }];
+  if (!allow)
+    return [
+      {
+        rule: key,
+        path: `/actions/${actions[0]?.index ?? 0}/target`,
+        message: `target '${name}' allows no proposals: its config has no 'allow' block (deny by default)`,
+      },
+    ];
   const refusals: Refusal[] = [];
   for (const { index, action } of actions) {
-    if (!allow.ops.includes(action.op)) refusals.push({ rule: `${key}.ops`, path: `/actions/${index}/op`, message: `op '${action.op}' is not allowed on '${name}' (allowed: ${allow.ops.join(", ")})` });
-    if (!allow.tables.includes(action.table)) refusals.push({ rule: `${key}.tables`, path: `/actions/${index}/table`, message: `table '${action.table.slice(0, 63)}' is not one agents may change on '${name}' (allowed: ${allow.tables.join(", ")})` });
+    if (!allow.ops.includes(action.op))
+      refusals.push({
+        rule: `${key}.ops`,
+        path: `/actions/${index}/op`,
+        message: `op '${action.op}' is not allowed on '${name}' (allowed: ${allow.ops.join(", ")})`,
+      });
+    if (!allow.tables.includes(action.table))
+      refusals.push({
+        rule: `${key}.tables`,
+        path: `/actions/${index}/table`,
+        message: `table '${action.table.slice(0, 63)}' is not one agents may change on '${name}' (allowed: ${allow.tables.join(", ")})`,
+      });
   }
   return refusals;
 }

@@ -5,7 +5,8 @@
 export function whyCallbackRefused(url: string, allowedHosts: readonly string[]): string | undefined {
   const parsed = new URL(url);
   // Credentials in a URL end up in logs, the audit trail and the plan page; webhooks are signed instead.
-  if (parsed.username !== "" || parsed.password !== "") return "it carries credentials (user:password@); Countersign signs each webhook, so drop them from the URL";
+  if (parsed.username !== "" || parsed.password !== "")
+    return "it carries credentials (user:password@); Countersign signs each webhook, so drop them from the URL";
   const host = parsed.hostname.toLowerCase().replace(/^\[|\]$/g, "");
   const allowed = allowedHosts.some((pattern) => {
     const p = pattern.toLowerCase();

@@ -10,7 +10,8 @@ export const TtlConfig = z
 
 const Risk = z.enum(["low", "medium", "high"]);
 /** A risk level per op, over the ops `ops` names (one adapter's, or every adapter's for `defaults`). */
-const riskByOp = (ops: readonly string[]) => z.strictObject(Object.fromEntries(ops.map((op) => [op, Risk.optional()]))) as unknown as z.ZodType<Partial<Record<string, z.infer<typeof Risk>>>>;
+const riskByOp = (ops: readonly string[]) =>
+  z.strictObject(Object.fromEntries(ops.map((op) => [op, Risk.optional()]))) as unknown as z.ZodType<Partial<Record<string, z.infer<typeof Risk>>>>;
 /** Every op of every adapter: `defaults.riskByOp` applies to targets of all kinds. */
 const ALL_OPS = [...new Set([...OPS, ...POSTGRES_ROW_OPS])];
 
@@ -34,17 +35,18 @@ export const PolicyDefaults = z.strictObject({
 export const ChannelId = z.string().regex(/^[CG][A-Z0-9]+$/, "must be a Slack channel id such as C0123ABCD");
 
 /** A target's own policy; `riskByOp` names the ops of the target's adapter. */
-export const policyOverride = (ops: readonly string[]) => z.strictObject({
-  /** Where this target's plans are reviewed, instead of slack.reviewChannel. */
-  reviewChannel: ChannelId.optional(),
-  approvers: z.array(ApproverId).optional(),
-  requiredApprovals: z.int().positive().optional(),
-  ttl: TtlConfig.optional(),
-  grantTtl: GrantTtl.optional(),
-  reminders: z.array(Seconds).max(5).optional(),
-  risk: Risk.optional(),
-  riskByOp: riskByOp(ops).optional(),
-});
+export const policyOverride = (ops: readonly string[]) =>
+  z.strictObject({
+    /** Where this target's plans are reviewed, instead of slack.reviewChannel. */
+    reviewChannel: ChannelId.optional(),
+    approvers: z.array(ApproverId).optional(),
+    requiredApprovals: z.int().positive().optional(),
+    ttl: TtlConfig.optional(),
+    grantTtl: GrantTtl.optional(),
+    reminders: z.array(Seconds).max(5).optional(),
+    risk: Risk.optional(),
+    riskByOp: riskByOp(ops).optional(),
+  });
 export const PolicyOverride = policyOverride(OPS);
 
 /** How fast one agent may submit, and how many of its plans may wait at once (pending or approved). */

@@ -7,8 +7,20 @@ export const MASK = "•••••• (secret)";
 
 /** Field names that hold secrets, compared without case, '_' or '-' ("api_key" matches "apiKey", "X-Api-Key"). */
 export const DEFAULT_SECRET_FIELDS = [
-  "password", "passwd", "passphrase", "secret", "token", "authorization", "apikey", "privatekey",
-  "accesskey", "credential", "cookie", "sessionid", "pin", "ssn",
+  "password",
+  "passwd",
+  "passphrase",
+  "secret",
+  "token",
+  "authorization",
+  "apikey",
+  "privatekey",
+  "accesskey",
+  "credential",
+  "cookie",
+  "sessionid",
+  "pin",
+  "ssn",
 ] as const;
 
 /** Values that are credentials whatever field they sit in. */
@@ -54,7 +66,12 @@ export function redactJson(value: Json, rules: RedactionRules): Json {
   if (value !== null && typeof value === "object") {
     const out: { [key: string]: Json } = {};
     for (const [k, v] of Object.entries(value)) {
-      Object.defineProperty(out, k, { value: isSecretField(k, rules) && v !== null ? MASK : redactJson(v, rules), enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(out, k, {
+        value: isSecretField(k, rules) && v !== null ? MASK : redactJson(v, rules),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     return out;
   }
@@ -78,7 +95,9 @@ export function redactChange(change: Change, rules: RedactionRules): Change {
  * a postgres.row row's values (by column name, as fields are). Path, key and precondition stay:
  * they say where, not what.
  */
-export const redactPlanned = (rules: RedactionRules) => (action: PlannedAction): PlannedAction => {
-  if (action.kind === "http.json") return action.body === undefined ? action : { ...action, body: redactJson(action.body, rules) };
-  return action.values === undefined ? action : { ...action, values: redactJson(action.values, rules) as Record<string, Json> };
-};
+export const redactPlanned =
+  (rules: RedactionRules) =>
+  (action: PlannedAction): PlannedAction => {
+    if (action.kind === "http.json") return action.body === undefined ? action : { ...action, body: redactJson(action.body, rules) };
+    return action.values === undefined ? action : { ...action, values: redactJson(action.values, rules) as Record<string, Json> };
+  };

@@ -18,7 +18,11 @@ export function assessRisk(actions: readonly { op: string; rules: RiskRules }[])
 }
 
 /** High-risk plans may need more approvals and get less time. Never loosens a policy. */
-export function applyRisk(policy: TargetPolicy, level: RiskLevel, high: { requiredApprovals?: number | undefined; ttlMax?: number | undefined } | undefined): TargetPolicy {
+export function applyRisk(
+  policy: TargetPolicy,
+  level: RiskLevel,
+  high: { requiredApprovals?: number | undefined; ttlMax?: number | undefined } | undefined,
+): TargetPolicy {
   if (level !== "high" || !high) return policy;
   const ttlMax = Math.min(policy.ttl.max, high.ttlMax ?? policy.ttl.max);
   return {

@@ -32,7 +32,11 @@ const SEALS_BODY_BYTES = 256 * 1024 * 1024;
  * which only one process may open. Authenticated by a random token the server writes, readable
  * only by its owner, into the data dir.
  */
-export function adminApi(ctx: Pick<ServiceContext, "database" | "clock" | "config" | "directory">, adminToken: string, loginLink?: (userId: string, name: string | undefined) => Promise<{ url: string; expiresAt: string }>): Hono {
+export function adminApi(
+  ctx: Pick<ServiceContext, "database" | "clock" | "config" | "directory">,
+  adminToken: string,
+  loginLink?: (userId: string, name: string | undefined) => Promise<{ url: string; expiresAt: string }>,
+): Hono {
   const admin = new Hono();
   admin.use("*", async (c, next) => {
     if (!bearerMatches(c.req.header("authorization"), adminToken)) {
@@ -53,7 +57,11 @@ export function adminApi(ctx: Pick<ServiceContext, "database" | "clock" | "confi
   });
   admin.get("/audit/verify", async (c) => c.json(await verifyAudit(ctx)));
   admin.post("/audit/verify-seals", async (c) => {
-    const { seals, publicKey } = validate(VerifySealsRequest, await readJsonBody(c.req.raw, { what: "the published seals", maxBytes: SEALS_BODY_BYTES }), "the published seals");
+    const { seals, publicKey } = validate(
+      VerifySealsRequest,
+      await readJsonBody(c.req.raw, { what: "the published seals", maxBytes: SEALS_BODY_BYTES }),
+      "the published seals",
+    );
     const entries = parseSealsFile(seals);
     let keys: ReturnType<typeof loadSealPublicKeys>;
     try {
@@ -91,7 +99,11 @@ export function adminApi(ctx: Pick<ServiceContext, "database" | "clock" | "confi
   });
   admin.post("/login-links", async (c) => {
     if (!loginLink) throw new ServiceError("invalid_request", "sign-in links are switched off in this Countersign's config (browser.loginLinks)");
-    const { userId, name } = validate(NewLoginLink, await readJsonBody(c.req.raw, { what: "the sign-in link request", maxBytes: ADMIN_BODY_BYTES }), "the sign-in link request");
+    const { userId, name } = validate(
+      NewLoginLink,
+      await readJsonBody(c.req.raw, { what: "the sign-in link request", maxBytes: ADMIN_BODY_BYTES }),
+      "the sign-in link request",
+    );
     return c.json(await loginLink(userId, name), 201);
   });
   return admin;

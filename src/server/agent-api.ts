@@ -39,7 +39,11 @@ export function agentApi(ctx: ServiceContext): Hono<Env> {
 
   api.post("/plans", async (c) => {
     const agent = c.get("agent");
-    const { created, plan } = await submitPlan(ctx, { agent, usage: c.get("usage"), request: await readJsonBody(c.req.raw, { what: "the plan request", requireJsonType: true }) });
+    const { created, plan } = await submitPlan(ctx, {
+      agent,
+      usage: c.get("usage"),
+      request: await readJsonBody(c.req.raw, { what: "the plan request", requireJsonType: true }),
+    });
     // The submit's facts go on the request's line, so a submit costs one log line.
     noteOnRequestLine(c, { planId: plan.id, hash: plan.hash, agent: agent.name, actions: plan.plan.actions.length, created });
     return c.json(plan, created ? 201 : 200);
@@ -51,7 +55,9 @@ export function agentApi(ctx: ServiceContext): Hono<Env> {
     const raw = c.req.query("timeout") ?? "30";
     const seconds = Number(raw);
     if (!Number.isFinite(seconds) || seconds < 0 || seconds > MAX_WAIT_SECONDS) {
-      throw new ServiceError("invalid_request", `timeout must be a number of seconds from 0 to ${MAX_WAIT_SECONDS}, got '${raw}'`, { issues: [{ path: "/timeout", message: "out of range" }] });
+      throw new ServiceError("invalid_request", `timeout must be a number of seconds from 0 to ${MAX_WAIT_SECONDS}, got '${raw}'`, {
+        issues: [{ path: "/timeout", message: "out of range" }],
+      });
     }
     return c.json(await waitForPlan(ctx, { agent: c.get("agent"), planId: c.req.param("id"), timeoutMs: seconds * 1000, signal: c.req.raw.signal }));
   });

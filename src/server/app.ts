@@ -20,7 +20,14 @@ import { requestIds, requestLogger } from "../http/request-id.ts";
 /** Countersign's one HTTP app: agent API, executor API, Slack's requests and the browser pages. */
 export function createApp(
   ctx: ServiceContext,
-  options: { adminToken?: string; executorToken?: string; slackHandler?: (c: Context) => Promise<Response>; loginLinks?: boolean; oidc?: SlackSignIn; metricsToken?: string | undefined } = {},
+  options: {
+    adminToken?: string;
+    executorToken?: string;
+    slackHandler?: (c: Context) => Promise<Response>;
+    loginLinks?: boolean;
+    oidc?: SlackSignIn;
+    metricsToken?: string | undefined;
+  } = {},
 ): Hono {
   const app = new Hono();
   app.use(requestIds(ctx.logger));
@@ -36,7 +43,8 @@ export function createApp(
   app.route("/v1", agentApi(ctx));
   app.route("/", webRoutes(ctx, { loginLinks: options.loginLinks ?? true, oidc: options.oidc, oidcStartUrl: options.oidc ? OIDC_START_PATH : undefined }));
   if (options.adminToken) {
-    const loginLink = options.loginLinks === false ? undefined : (userId: string, name: string | undefined) => createLoginLink(ctx, { userId, name, via: "cli" });
+    const loginLink =
+      options.loginLinks === false ? undefined : (userId: string, name: string | undefined) => createLoginLink(ctx, { userId, name, via: "cli" });
     app.route("/admin", adminApi(ctx, options.adminToken, loginLink));
   }
 

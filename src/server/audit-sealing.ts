@@ -35,6 +35,8 @@ export function sealHandlers(ctx: ServiceContext, config: Pick<Config, "slack">,
   return {
     ...(file ? { [SEAL_SINKS.file]: sealFileSink(file) } : {}),
     ...(webhookUrl ? { [SEAL_SINKS.webhook]: sealWebhookSink(webhookUrl) } : {}),
-    ...(signing.slackChannel && config.slack.enabled ? { [SEAL_SINKS.slack]: sealSlackSink(ctx, deliveryClient(config.slack.botToken, config.slack.apiUrl), signing.slackChannel) } : {}),
+    ...(signing.slackChannel && config.slack.enabled
+      ? { [SEAL_SINKS.slack]: sealSlackSink(ctx, deliveryClient(config.slack.botToken, config.slack.apiUrl), signing.slackChannel) }
+      : {}),
   };
 }

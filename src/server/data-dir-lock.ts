@@ -36,7 +36,10 @@ export function runningServer(dataDir: string): ServerFile | undefined {
 export function claimDataDir(dataDir: string): { adminToken: string; publish(url: string): void; release(): void } {
   const holder = runningServer(dataDir);
   if (holder && holder.pid !== process.pid) {
-    throw new StartupError("COUNTERSIGN_DATA_DIR", `another Countersign (pid ${holder.pid}, ${holder.url}) is using ${dataDir}; stop it first, or set COUNTERSIGN_DATA_DIR to another directory`);
+    throw new StartupError(
+      "COUNTERSIGN_DATA_DIR",
+      `another Countersign (pid ${holder.pid}, ${holder.url}) is using ${dataDir}; stop it first, or set COUNTERSIGN_DATA_DIR to another directory`,
+    );
   }
   mkdirSync(dataDir, { recursive: true });
   const adminToken = randomBytes(32).toString("base64url");

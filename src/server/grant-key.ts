@@ -32,6 +32,8 @@ async function loadPem(pem: string, source: string): Promise<SigningKey> {
   try {
     return await loadSigningKey(pem);
   } catch (err) {
-    throw new ConfigError("environment", [{ key: source, message: `is not an Ed25519 PKCS#8 private key (${(err as Error).message}); 'countersign keys generate' prints one` }]);
+    throw new ConfigError("environment", [
+      { key: source, message: `is not an Ed25519 PKCS#8 private key (${(err as Error).message}); 'countersign keys generate' prints one` },
+    ]);
   }
 }

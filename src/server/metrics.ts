@@ -13,7 +13,9 @@ export function metricsRoutes(ctx: Pick<ServiceContext, "database" | "clock">, t
   const app = new Hono();
   app.get("/metrics", async (c) => {
     if (token !== undefined && !bearerMatches(c.req.header("authorization"), token)) {
-      return c.json({ error: { code: "unauthorized", message: "GET /metrics needs Authorization: Bearer <COUNTERSIGN_METRICS_TOKEN>" } }, 401, { "www-authenticate": "Bearer" });
+      return c.json({ error: { code: "unauthorized", message: "GET /metrics needs Authorization: Bearer <COUNTERSIGN_METRICS_TOKEN>" } }, 401, {
+        "www-authenticate": "Bearer",
+      });
     }
     const registry = registryOf(await readMetrics(ctx));
     return c.body(await registry.metrics(), 200, { "content-type": registry.contentType });
@@ -25,22 +27,47 @@ export function metricsRoutes(ctx: Pick<ServiceContext, "database" | "clock">, t
 export function registryOf(m: MetricsSnapshot): Registry {
   const registry = new Registry();
   const registers = [registry];
-  const plans = new Counter({ name: "countersign_plans_total", help: "Plans that reached each status (pending: submitted; a takeover enters executing again)", labelNames: ["status"], registers });
+  const plans = new Counter({
+    name: "countersign_plans_total",
+    help: "Plans that reached each status (pending: submitted; a takeover enters executing again)",
+    labelNames: ["status"],
+    registers,
+  });
   for (const p of m.plansTotal) plans.inc({ status: p.status }, p.count);
   new Gauge({ name: "countersign_pending_plans", help: "Plans waiting for a decision now", registers }).set(m.pendingPlans);
   histogram(registry, "countersign_time_to_decision_seconds", "Seconds from submission to the approval or rejection that ended the review", m.timeToDecision);
-  const decisions = new Counter({ name: "countersign_decisions_total", help: "Decisions people made, by verdict and door (an approval vote each; a rejection ends the plan)", labelNames: ["verdict", "via"], registers });
+  const decisions = new Counter({
+    name: "countersign_decisions_total",
+    help: "Decisions people made, by verdict and door (an approval vote each; a rejection ends the plan)",
+    labelNames: ["verdict", "via"],
+    registers,
+  });
   for (const d of m.decisionsTotal) decisions.inc({ verdict: d.verdict, via: d.via }, d.count);
   const refusals = new Counter({ name: "countersign_refusals_total", help: "Requests refused, by error code", labelNames: ["code"], registers });
   for (const r of m.refusalsTotal) refusals.inc({ code: r.code }, r.count);
   histogram(registry, "countersign_apply_seconds", "Seconds from approval to the executor reporting the plan applied", m.apply);
-  const backlog = new Gauge({ name: "countersign_outbox_backlog", help: "Side effects waiting to be delivered, by outbox lane", labelNames: ["lane"], registers });
-  const oldest = new Gauge({ name: "countersign_outbox_oldest_seconds", help: "Age in seconds of the oldest undelivered side effect, by outbox lane", labelNames: ["lane"], registers });
+  const backlog = new Gauge({
+    name: "countersign_outbox_backlog",
+    help: "Side effects waiting to be delivered, by outbox lane",
+    labelNames: ["lane"],
+    registers,
+  });
+  const oldest = new Gauge({
+    name: "countersign_outbox_oldest_seconds",
+    help: "Age in seconds of the oldest undelivered side effect, by outbox lane",
+    labelNames: ["lane"],
+    registers,
+  });
   for (const l of m.lanes) {
     backlog.set({ lane: l.lane }, l.backlog);
     oldest.set({ lane: l.lane }, l.oldestSeconds);
   }
-  const expired = new Counter({ name: "countersign_expired_total", help: "Plans expired, by the status they expired from (pending: nobody decided in time)", labelNames: ["from"], registers });
+  const expired = new Counter({
+    name: "countersign_expired_total",
+    help: "Plans expired, by the status they expired from (pending: nobody decided in time)",
+    labelNames: ["from"],
+    registers,
+  });
   for (const e of m.expiredTotal) expired.inc({ from: e.from }, e.count);
   return registry;
 }

@@ -51,11 +51,18 @@ const planResponse = (description: string) => ({ description, content: json(ref(
 const SUBMIT_EXAMPLES = {
   httpJson: {
     summary: "http.json: merge a field into a JSON resource",
-    value: { title: "Update Ana's email", reason: "Customer asked by phone, ticket 4411", actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: "ana@new.example" } }] },
+    value: {
+      title: "Update Ana's email",
+      reason: "Customer asked by phone, ticket 4411",
+      actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: "ana@new.example" } }],
+    },
   },
   postgresRow: {
     summary: "postgres.row: update one row of a configured table, found by its key",
-    value: { title: "Update Ada's email", actions: [{ kind: "postgres.row", target: "crmdb", table: "contacts", key: { id: 42 }, op: "update", values: { email: "ada@example.com" } }] },
+    value: {
+      title: "Update Ada's email",
+      actions: [{ kind: "postgres.row", target: "crmdb", table: "contacts", key: { id: 42 }, op: "update", values: { email: "ada@example.com" } }],
+    },
   },
 };
 
@@ -92,11 +99,25 @@ function build(publicUrl: string): object {
             ...errors(400, ["invalid_json", "invalid_request"], "The body is not JSON, or not a valid plan (see `issues`)"),
             ...common,
             ...errors(404, ["not_found"], "`supersedes` names no plan of this agent (another agent's plan looks the same)"),
-            ...errors(409, ["idempotency_conflict", "not_supersedable"], "The `idempotencyKey` was used for a different plan (`details.planId`), or the plan named in `supersedes` can no longer be replaced: final, claimed by an executor, or already superseded (`details.status`, `details.supersededBy`)"),
+            ...errors(
+              409,
+              ["idempotency_conflict", "not_supersedable"],
+              "The `idempotencyKey` was used for a different plan (`details.planId`), or the plan named in `supersedes` can no longer be replaced: final, claimed by an executor, or already superseded (`details.status`, `details.supersededBy`)",
+            ),
             ...errors(413, ["payload_too_large"], `The body is over ${LIMITS.maxBodyBytes / 1024} KiB`),
             ...errors(415, ["unsupported_media_type"], "The body is not sent as `Content-Type: application/json`"),
-            ...errors(422, ["unknown_kind", "unknown_target", "preview_failed", "policy_denied"], "The plan is well-formed but cannot be proposed: an action `kind` this server has no adapter for (`details.kinds` lists those it has), a target that is not configured or is of another kind, a preview the target refused (`details.target`, `details.path`; for postgres.row the message names the column, e.g. a value of the wrong type), or an action outside the target's `allow` block (`details.rules` names the config keys)"),
-            ...withRetryAfter(errors(429, ["rate_limited"], "The agent is at one of its limits (`limits.plansPerMinute`, `limits.maxPending`, or its own under `limits.agents.<name>`); nothing was stored (and no target read, unless this submission raced others of the agent past the first check). `details.limit` names the config key, `details.value` its value; retry after `Retry-After` seconds. A retry with an existing plan's `idempotencyKey` is never limited")),
+            ...errors(
+              422,
+              ["unknown_kind", "unknown_target", "preview_failed", "policy_denied"],
+              "The plan is well-formed but cannot be proposed: an action `kind` this server has no adapter for (`details.kinds` lists those it has), a target that is not configured or is of another kind, a preview the target refused (`details.target`, `details.path`; for postgres.row the message names the column, e.g. a value of the wrong type), or an action outside the target's `allow` block (`details.rules` names the config keys)",
+            ),
+            ...withRetryAfter(
+              errors(
+                429,
+                ["rate_limited"],
+                "The agent is at one of its limits (`limits.plansPerMinute`, `limits.maxPending`, or its own under `limits.agents.<name>`); nothing was stored (and no target read, unless this submission raced others of the agent past the first check). `details.limit` names the config key, `details.value` its value; retry after `Retry-After` seconds. A retry with an existing plan's `idempotencyKey` is never limited",
+              ),
+            ),
           },
         },
       },
@@ -105,7 +126,8 @@ function build(publicUrl: string): object {
           operationId: "getPlan",
           tags: ["plans"],
           summary: "Read a plan, with its approvals, rejection and outcome",
-          description: "Once applied, each `outcome.actions[]` says whether the target, re-read after the write, holds what was approved (`verified`, and `driftAfterApply` where it does not). An approved plan waiting while Countersign is paused carries `held` (reason, since); a revoked one carries `revocation` (who, why).",
+          description:
+            "Once applied, each `outcome.actions[]` says whether the target, re-read after the write, holds what was approved (`verified`, and `driftAfterApply` where it does not). An approved plan waiting while Countersign is paused carries `held` (reason, since); a revoked one carries `revocation` (who, why).",
           parameters: [planIdParameter],
           responses: { 200: planResponse("The plan"), ...ownPlan },
         },
@@ -116,10 +138,7 @@ function build(publicUrl: string): object {
           tags: ["plans"],
           summary: "Long-poll until the plan leaves pending/approved/executing",
           description: "Answers as soon as the plan reaches a final status, or with the plan as it is when `timeout` runs out.",
-          parameters: [
-            planIdParameter,
-            { name: "timeout", in: "query", required: false, description: "Seconds to wait at most", schema: timeout },
-          ],
+          parameters: [planIdParameter, { name: "timeout", in: "query", required: false, description: "Seconds to wait at most", schema: timeout }],
           responses: {
             200: planResponse("The plan, final or as it was when the time ran out"),
             ...errors(400, ["invalid_request"], `\`timeout\` is not a number from 0 to ${MAX_WAIT_SECONDS}`),

@@ -114,18 +114,31 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     const slack = config.slack.enabled ? await openSlackDoor(ctx, config.slack, config, logger, loginLink ? { loginLink } : {}) : undefined;
     ctx.directory = slack?.directory;
     if (!slack) logger.info("Slack is not configured (no SLACK_BOT_TOKEN): running browser-only");
-    if (!config.executorToken) logger.warn("COUNTERSIGN_EXECUTOR_TOKEN is not set: the executor API refuses every executor, so approved plans are never applied; set the same long secret here and on each executor");
+    if (!config.executorToken)
+      logger.warn(
+        "COUNTERSIGN_EXECUTOR_TOKEN is not set: the executor API refuses every executor, so approved plans are never applied; set the same long secret here and on each executor",
+      );
     // Aborted as the server stops: a Home delivery waiting out its spacing publishes at once.
     const stopping = new AbortController();
     const handlers: Record<string, OutboxHandler> = {
       ...options.outboxHandlers,
       webhook: webhookSink(ctx),
       ...sealHandlers(ctx, config, sealSigning),
-      ...(slack && config.slack.enabled ? { slack: slack.deliver, [HOME_SINK]: homeSink(ctx, deliveryClient(config.slack.botToken, config.slack.apiUrl), { signal: stopping.signal }), [NOTICE_SINK]: noticeSink(ctx, deliveryClient(config.slack.botToken, config.slack.apiUrl)) } : {}),
+      ...(slack && config.slack.enabled
+        ? {
+            slack: slack.deliver,
+            [HOME_SINK]: homeSink(ctx, deliveryClient(config.slack.botToken, config.slack.apiUrl), { signal: stopping.signal }),
+            [NOTICE_SINK]: noticeSink(ctx, deliveryClient(config.slack.botToken, config.slack.apiUrl)),
+          }
+        : {}),
     };
 
     const oidc = config.browser.oidc && { ...config.browser.oidc, teamId: config.browser.oidc.teamId ?? slack?.teamId ?? "" };
-    if (oidc && !oidc.teamId) throw new StartupError("browser.oidc.teamId", "is not set, and Slack's auth.test named no team to default to; set the team id (T…) whose people may sign in");
+    if (oidc && !oidc.teamId)
+      throw new StartupError(
+        "browser.oidc.teamId",
+        "is not set, and Slack's auth.test named no team to default to; set the team id (T…) whose people may sign in",
+      );
     const app = createApp(ctx, {
       ...(slack?.handle ? { slackHandler: slack.handle } : {}),
       ...(dataDirClaim ? { adminToken: dataDirClaim.adminToken } : {}),
@@ -144,16 +157,24 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     const sweeper = every(options.sweepMs ?? 1000, () => expireDue(ctx), report("expiry sweep"));
     const reminders = every(options.remindMs ?? 5000, () => remindDue(ctx), report("reminders"));
     // Sealing, then (with COUNTERSIGN_AUDIT_SEAL_KEY) signing the newest seal when one is due and queueing its publication.
-    const sealer = every(options.sealMs ?? 2000, async () => {
-      await sealAudit(ctx);
-      if (sealSigning) await signSeals(ctx, sealSigning);
-    }, report("audit sealing"));
+    const sealer = every(
+      options.sealMs ?? 2000,
+      async () => {
+        await sealAudit(ctx);
+        if (sealSigning) await signSeals(ctx, sealSigning);
+      },
+      report("audit sealing"),
+    );
     // Open plans' targets re-read while they wait; replicas share the reads through the database.
     const replica = `${machineName()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     const watcher = every(options.watchMs ?? 1000, () => watchTargets(ctx, { replica }), report("target watch"));
     // Sums sealed audit events into metrics_rollup in short steps, so a scrape reads only the newest.
     const metricsRollup = every(options.sealMs ?? 2000, () => rollUpMetrics(ctx, { maxSteps: 20 }), report("metrics rollup"));
-    const retention = every(options.retentionMs ?? 60_000, () => sweepRetention(ctx, { policy: config.retention ?? DEFAULT_RETENTION, ...(sealSigning ? { signing: sealSigning } : {}) }), report("retention sweep"));
+    const retention = every(
+      options.retentionMs ?? 60_000,
+      () => sweepRetention(ctx, { policy: config.retention ?? DEFAULT_RETENTION, ...(sealSigning ? { signing: sealSigning } : {}) }),
+      report("retention sweep"),
+    );
     // Lanes (slack:<channel>, webhook:<agent>, …) drain in parallel, a bounded number at once.
     const delivery = startOutboxWorker(ctx, {
       handlers,
@@ -163,7 +184,10 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
       onDead: (dead) => logger.error(dead, "a side effect failed for good and was dead-lettered"),
     });
 
-    logger.info({ url, publicUrl: config.publicUrl, database: database.kind, environment: config.environment, targets: Object.keys(config.targets) }, "countersign serving");
+    logger.info(
+      { url, publicUrl: config.publicUrl, database: database.kind, environment: config.environment, targets: Object.keys(config.targets) },
+      "countersign serving",
+    );
     return {
       url,
       port,
@@ -192,7 +216,11 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
   }
 }
 
-function listen(fetch: (req: Request) => Response | Promise<Response>, port: number, hostname: string): Promise<ServerType & { closeAllConnections?: () => void }> {
+function listen(
+  fetch: (req: Request) => Response | Promise<Response>,
+  port: number,
+  hostname: string,
+): Promise<ServerType & { closeAllConnections?: () => void }> {
   return new Promise((resolve, reject) => {
     const server = serve({ fetch, port, hostname }, () => resolve(server as never));
     server.once("error", (err) => reject(listenStartupError(err, port, hostname) ?? err));

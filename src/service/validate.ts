@@ -15,7 +15,9 @@ export function validate<S extends z.ZodType>(schema: S, input: unknown, what: s
   // Checked before the schema so that no string that cannot be hashed or stored gets further.
   const unstorable = findUnstorable(input);
   if (unstorable.length > 0) {
-    throw new ServiceError("invalid_request", `${what} is not valid: ${unstorable.map((i) => `${i.path || "/"} ${i.message}`).join("; ")}`, { issues: unstorable });
+    throw new ServiceError("invalid_request", `${what} is not valid: ${unstorable.map((i) => `${i.path || "/"} ${i.message}`).join("; ")}`, {
+      issues: unstorable,
+    });
   }
   const result = schema.safeParse(input);
   if (result.success) return result.data;

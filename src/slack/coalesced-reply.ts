@@ -31,7 +31,8 @@ export function renderCoalescedReply(events: readonly ThreadEvent[]): SlackMessa
       size += cost;
       count++;
       return true;
-    }));
+    }),
+  );
   const blocks: Block[] = [head, ...lines.flatMap((line, i) => [...line, ...kept[i]!])];
   if (hidden > 0) blocks.push({ type: "context", elements: [mrkdwn(`… ${hidden} more detail(s) — see the full plan`, SLACK_LIMITS.contextText)] });
   return { text: truncate(summary, SLACK_LIMITS.messageText), blocks };
@@ -50,7 +51,9 @@ export function stepOf(e: ThreadEvent): string {
     case "decision.approve":
       return `approval ${e.approvals} of ${e.requiredApprovals} by ${mention(e.userId)}`;
     case "plan.approved":
-      return e.approvers.length > 0 ? `approved by ${e.approvers.slice(0, 3).map(mention).join(" ")}${e.approvers.length > 3 ? ` and ${e.approvers.length - 3} more` : ""}` : "approved";
+      return e.approvers.length > 0
+        ? `approved by ${e.approvers.slice(0, 3).map(mention).join(" ")}${e.approvers.length > 3 ? ` and ${e.approvers.length - 3} more` : ""}`
+        : "approved";
     case "plan.rejected":
       return `rejected by ${mention(e.userId)}`;
     case "plan.expired":

@@ -29,7 +29,8 @@ export class DecisionQueue {
     private readonly concurrency = DECISION_CONCURRENCY,
     private readonly slotMs = DECISION_SLOT_MS,
   ) {
-    if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`DecisionQueue: concurrency must be a whole number of at least 1, got ${concurrency}`);
+    if (!Number.isInteger(concurrency) || concurrency < 1)
+      throw new Error(`DecisionQueue: concurrency must be a whole number of at least 1, got ${concurrency}`);
     if (!(slotMs > 0)) throw new Error(`DecisionQueue: slotMs must be more than 0, got ${slotMs}`);
   }
 

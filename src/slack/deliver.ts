@@ -43,7 +43,13 @@ export function deliveryClient(token: string, apiUrl: string | undefined): WebCl
  * one update (`many`): the preview always shows the plan as it is now.
  */
 export function slackSink(ctx: ServiceContext, slack: SlackDelivery): OutboxHandler {
-  const digests: DigestPoster = { client: slack.client, afterMs: (slack.digestAfterSeconds ?? 0) * 1000, spacingMs: CHANNEL_SPACING_MS, takeSlot: (channel) => takeChannelSlot(ctx, channel), call };
+  const digests: DigestPoster = {
+    client: slack.client,
+    afterMs: (slack.digestAfterSeconds ?? 0) * 1000,
+    spacingMs: CHANNEL_SPACING_MS,
+    takeSlot: (channel) => takeChannelSlot(ctx, channel),
+    call,
+  };
   const deliverAll = async (events: readonly PlanEvent[], rows: readonly { id: number }[]): Promise<void> => {
     const planId = events[0]!.planId;
     const view = await slackViewOf(ctx, planId);
@@ -56,11 +62,20 @@ export function slackSink(ctx: ServiceContext, slack: SlackDelivery): OutboxHand
       const changedSince = await changedSinceOf(ctx, view);
       // A re-plan continues its first version's conversation: its preview, buttons and all, is a
       // reply in that thread, broadcast to the channel so it is seen as the new preview it is.
-      const earlier = view.supersedes && await postedPreviewOf(ctx, view.supersedes.id);
+      const earlier = view.supersedes && (await postedPreviewOf(ctx, view.supersedes.id));
       if (earlier) {
         const message = renderPlanMessage(planMessageOf(view, changedSince));
         await takeChannelSlot(ctx, earlier.channel);
-        const answer = await call("posting the new version in its thread", () => slack.client.chat.postMessage({ channel: earlier.channel, thread_ts: threadOf(earlier), reply_broadcast: true, ...message, unfurl_links: false, unfurl_media: false }));
+        const answer = await call("posting the new version in its thread", () =>
+          slack.client.chat.postMessage({
+            channel: earlier.channel,
+            thread_ts: threadOf(earlier),
+            reply_broadcast: true,
+            ...message,
+            unfurl_links: false,
+            unfurl_media: false,
+          }),
+        );
         await recordPostedPreview(ctx, planId, { channel: earlier.channel, ts: answer.ts as string, threadTs: threadOf(earlier) });
         return;
       }
@@ -78,30 +93,46 @@ export function slackSink(ctx: ServiceContext, slack: SlackDelivery): OutboxHand
     const replies = events.map((event) => threadEventOf(event, view)).filter((r) => r !== undefined);
     const what = events.map((e) => e.type).join(", ");
     // A digest's thread holds many plans' lifecycles: each reply names its plan.
-    const inThread = (reply: SlackMessage) => (posted.digest ? renderDigestReply({ title: view.plan.title, hash: view.hash, reviewUrl: view.reviewUrl }, reply) : reply);
+    const inThread = (reply: SlackMessage) =>
+      posted.digest ? renderDigestReply({ title: view.plan.title, hash: view.hash, reviewUrl: view.reviewUrl }, reply) : reply;
     if (replies.length > 0) {
       await takeChannelSlot(ctx, posted.channel);
-      await call(`replying (${what})`, () => slack.client.chat.postMessage({ channel: posted.channel, thread_ts: threadOf(posted), ...inThread(renderCoalescedReply(replies)), unfurl_links: false, unfurl_media: false }));
+      await call(`replying (${what})`, () =>
+        slack.client.chat.postMessage({
+          channel: posted.channel,
+          thread_ts: threadOf(posted),
+          ...inThread(renderCoalescedReply(replies)),
+          unfurl_links: false,
+          unfurl_media: false,
+        }),
+      );
     }
     for (const event of events) {
       if (event.type === "plan.reminder" && event.data?.escalate === true && slack.escalationChannel) {
         await takeChannelSlot(ctx, slack.escalationChannel);
         // A link to the thread is a nicety: without it the plan page link still gets people there.
-        const permalink = await slack.client.chat.getPermalink({ channel: posted.channel, message_ts: posted.ts }).then((d) => d.permalink, () => undefined);
+        const permalink = await slack.client.chat.getPermalink({ channel: posted.channel, message_ts: posted.ts }).then(
+          (d) => d.permalink,
+          () => undefined,
+        );
         const where = permalink ? `<${permalink}|the review thread>` : "the review channel";
-        await call("escalating", () => slack.client.chat.postMessage({
-          channel: slack.escalationChannel!,
-          text: `🚨 A high-risk plan has no approvals yet and expires ${slackDate(view.expiresAt)}: ${escapeMrkdwn(view.plan.title)} — see ${where} or ${view.reviewUrl}`,
-          unfurl_links: false,
-          unfurl_media: false,
-        }));
+        await call("escalating", () =>
+          slack.client.chat.postMessage({
+            channel: slack.escalationChannel!,
+            text: `🚨 A high-risk plan has no approvals yet and expires ${slackDate(view.expiresAt)}: ${escapeMrkdwn(view.plan.title)} — see ${where} or ${view.reviewUrl}`,
+            unfurl_links: false,
+            unfurl_media: false,
+          }),
+        );
       }
     }
     // The preview always shows the plan as it is now, so an update delivered late is still right;
     // a digest is re-rendered from all its plans, never replaced by this one's preview.
     if (posted.digest) return updateDigest(ctx, digests, posted, what);
     const changedSince = await changedSinceOf(ctx, view);
-    await call(`updating the preview (${what})`, () => slack.client.chat.update({ channel: posted.channel, ts: posted.ts, ...renderPlanMessage(planMessageOf(view, changedSince)) }));
+    await call(`updating the preview (${what})`, () =>
+      slack.client.chat.update({ channel: posted.channel, ts: posted.ts, ...renderPlanMessage(planMessageOf(view, changedSince)) }),
+    );
   };
   const sink: OutboxHandler = (event, row) => deliverAll([event], [row]);
   sink.many = deliverAll;
@@ -153,7 +184,13 @@ export function threadEventOf(event: PlanEvent, view: PlanView): ThreadEvent | u
     case "plan.reclaimed":
       return { type: "plan.reclaimed", claim: Number(data.claim ?? 0) };
     case "plan.reminder":
-      return { type: "plan.reminder", expiresAt: view.expiresAt, missing: (data.missing as string[] | undefined) ?? [], approvals: Number(data.approvals ?? 0), requiredApprovals: Number(data.requiredApprovals ?? 1) };
+      return {
+        type: "plan.reminder",
+        expiresAt: view.expiresAt,
+        missing: (data.missing as string[] | undefined) ?? [],
+        approvals: Number(data.approvals ?? 0),
+        requiredApprovals: Number(data.requiredApprovals ?? 1),
+      };
     case "plan.applied":
       return { type: "plan.applied", outcome: view.outcome as Outcome, actions: view.preview.actions };
     case "plan.failed":

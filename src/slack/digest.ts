@@ -17,7 +17,6 @@ import { inlineCode, mrkdwn, mrkdwnText, singleLine, slackDate, truncate } from 
 import type { Block, SlackMessage } from "./plan-message.ts";
 import { BLOCKS_JSON_BUDGET, SLACK_LIMITS } from "./render.ts";
 
-
 export interface DigestDecisionInput {
   /** Now, ms since the epoch. */
   now: number;
@@ -48,7 +47,6 @@ export function previewsToDigest(input: DigestDecisionInput): string[] {
   return digested.length >= 2 ? digested : [];
 }
 
-
 /** At most this many plans in one digest, whatever fits: a reviewer scans a list, not a wall. */
 export const DIGEST_MAX_LINES = 40;
 
@@ -69,7 +67,9 @@ const STATUS_LABEL: Record<PlanStatus, string> = {
 };
 
 /** The status whose label is longest: a digest's size is measured with it, so an update (any status) still fits. */
-const WIDEST_STATUS = (Object.keys(STATUS_LABEL) as PlanStatus[]).reduce((a, b) => (JSON.stringify(STATUS_LABEL[b]).length > JSON.stringify(STATUS_LABEL[a]).length ? b : a));
+const WIDEST_STATUS = (Object.keys(STATUS_LABEL) as PlanStatus[]).reduce((a, b) =>
+  JSON.stringify(STATUS_LABEL[b]).length > JSON.stringify(STATUS_LABEL[a]).length ? b : a,
+);
 
 /** Room kept below the blocks budget for what packing lines into sections may add. */
 const PACKING_ROOM = 300;
@@ -121,7 +121,12 @@ export function renderDigest(lines: readonly DigestLine[]): SlackMessage {
   flush();
   blocks.push({
     type: "context",
-    elements: [mrkdwn("To review and approve a plan, open its page (the *open* link): Approve / Reject are there, in your Countersign App Home and through `/countersign list`. High-risk plans are posted on their own. Each plan's updates are replied in this thread.", SLACK_LIMITS.contextText)],
+    elements: [
+      mrkdwn(
+        "To review and approve a plan, open its page (the *open* link): Approve / Reject are there, in your Countersign App Home and through `/countersign list`. High-risk plans are posted on their own. Each plan's updates are replied in this thread.",
+        SLACK_LIMITS.contextText,
+      ),
+    ],
   });
   return { text: truncate(`${lines.length} plans posted together for review (${open} waiting for a decision)`, SLACK_LIMITS.messageText), blocks };
 }

@@ -33,13 +33,16 @@ export async function decideDurably(ctx: ServiceContext, input: DecideInput, opt
       // The click may have committed just before the connection dropped (its COMMIT sent, the
       // answer lost): then this person's own vote is what we find, or, when it completed the
       // quorum or rejected, the decision it made. Neither is a refusal to tell them about.
-      if (waited && (isServiceError(err, "already_voted") || isServiceError(err, "already_decided")) && await decidedBy(ctx, input)) return undefined;
+      if (waited && (isServiceError(err, "already_voted") || isServiceError(err, "already_decided")) && (await decidedBy(ctx, input))) return undefined;
       if (!isDatabaseUnreachable(err)) throw err;
       if (!waited) ctx.logger.warn({ planId: input.planId, userId: input.actor.userId }, "database unreachable: holding a Slack decision until it returns");
       waited = true;
       const left = deadline - Date.now();
       if (left <= 0 || options.signal?.aborted) {
-        ctx.logger.warn({ planId: input.planId, userId: input.actor.userId, stopping: options.signal?.aborted ?? false }, "a Slack decision was not recorded: the database stayed unreachable");
+        ctx.logger.warn(
+          { planId: input.planId, userId: input.actor.userId, stopping: options.signal?.aborted ?? false },
+          "a Slack decision was not recorded: the database stayed unreachable",
+        );
         await options.tell(notRecordedText(ctx, input));
         return undefined;
       }
@@ -52,7 +55,9 @@ export async function decideDurably(ctx: ServiceContext, input: DecideInput, opt
 /** Whether this person's decision (this verdict) on the plan is recorded; false when that cannot be read either. */
 async function decidedBy(ctx: ServiceContext, input: DecideInput): Promise<boolean> {
   const found = await ctx.database
-    .rows<{ one: number }>(sql`SELECT 1 AS one FROM decisions WHERE plan_id = ${input.planId}::uuid AND user_id = ${input.actor.userId} AND verdict = ${input.verdict} LIMIT 1`)
+    .rows<{ one: number }>(
+      sql`SELECT 1 AS one FROM decisions WHERE plan_id = ${input.planId}::uuid AND user_id = ${input.actor.userId} AND verdict = ${input.verdict} LIMIT 1`,
+    )
     .catch(() => []);
   return found.length > 0;
 }

@@ -40,7 +40,7 @@ const WORD_JOINER = "\u2060";
 const FORMATTING_LOOKALIKES: Readonly<Record<string, string>> = {
   "*": "\u2217", // ∗ ASTERISK OPERATOR
   "\uFF0A": "\uFE61", // ＊ → ﹡ SMALL ASTERISK
-  "_": "\u02CD", // ˍ MODIFIER LETTER LOW MACRON
+  _: "\u02CD", // ˍ MODIFIER LETTER LOW MACRON
   "\uFF3F": "\u2E0F", // ＿ → ⸏ PARAGRAPHOS
   "~": "\u223C", // ∼ TILDE OPERATOR
   "`": "\u02CB", // ˋ MODIFIER LETTER GRAVE ACCENT

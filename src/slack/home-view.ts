@@ -46,17 +46,26 @@ export function renderHome(home: HomeContent): HomeView {
   if (home.notice) blocks.push(section(`:information_source: ${home.notice}`, SHOWN.notice));
   blocks.push(countLine(home.total, shown.length));
   if (home.uncheckedGroups.length > 0) {
-    const groups = home.uncheckedGroups.slice(0, SHOWN.groups).map((g) => mrkdwnText(singleLine(g), 40)).join(", ");
+    const groups = home.uncheckedGroups
+      .slice(0, SHOWN.groups)
+      .map((g) => mrkdwnText(singleLine(g), 40))
+      .join(", ");
     blocks.push(context(`Slack could not say just now whether you are in ${groups}; plans for those groups may be missing here.`));
   }
-  for (const plan of shown) blocks.push(planSummary(plan), { type: "actions", elements: [...decisionButtons({ planId: plan.id, hash: plan.hash, actions: plan.actions }), viewButton(plan)] }, { type: "divider" });
+  for (const plan of shown)
+    blocks.push(
+      planSummary(plan),
+      { type: "actions", elements: [...decisionButtons({ planId: plan.id, hash: plan.hash, actions: plan.actions }), viewButton(plan)] },
+      { type: "divider" },
+    );
   const more = home.total - shown.length;
   if (more > 0) blocks.push(section(`…and ${more} more — <${home.listUrl}|open the list>`, SLACK_LIMITS.sectionText));
   return { type: "home", blocks };
 }
 
 function countLine(total: number, shown: number): Block {
-  if (total === 0) return section("Nothing is waiting for your decision. Plans you may approve or reject appear here as they arrive.", SLACK_LIMITS.sectionText);
+  if (total === 0)
+    return section("Nothing is waiting for your decision. Plans you may approve or reject appear here as they arrive.", SLACK_LIMITS.sectionText);
   const count = total === 1 ? "1 plan waits" : `${total} plans wait`;
   return context(`${count} for you, soonest expiry first${shown < total ? ` (the first ${shown} here)` : ""}.`);
 }
@@ -64,7 +73,11 @@ function countLine(total: number, shown: number): Block {
 /** Title, who asks, where, risk, expiry and the exact version: what to look at before clicking. */
 function planSummary(plan: WaitingPlan): Block {
   const targets = [...new Set(plan.actions.map((a) => `${singleLine(a.target)} (${a.op})`))];
-  const where = targets.slice(0, SHOWN.targets).map((t) => mrkdwnText(t, SHOWN.target)).join(", ") + (targets.length > SHOWN.targets ? ` and ${targets.length - SHOWN.targets} more` : "");
+  const where =
+    targets
+      .slice(0, SHOWN.targets)
+      .map((t) => mrkdwnText(t, SHOWN.target))
+      .join(", ") + (targets.length > SHOWN.targets ? ` and ${targets.length - SHOWN.targets} more` : "");
   const risk = plan.risk && plan.risk !== "low" ? ` · *${plan.risk.toUpperCase()} risk*` : "";
   const lines = [
     `*${mrkdwnText(singleLine(plan.title), SHOWN.title)}*`,

@@ -79,7 +79,9 @@ export class HonoReceiver implements Receiver {
     let acked = false;
     const event: ReceiverEvent = {
       body,
-      ...(c.req.header("x-slack-retry-num") ? { retryNum: Number(c.req.header("x-slack-retry-num")), retryReason: c.req.header("x-slack-retry-reason") ?? "" } : {}),
+      ...(c.req.header("x-slack-retry-num")
+        ? { retryNum: Number(c.req.header("x-slack-retry-num")), retryReason: c.req.header("x-slack-retry-reason") ?? "" }
+        : {}),
       ack: async (response?: unknown) => {
         if (acked) return;
         acked = true;
@@ -108,11 +110,9 @@ export class HonoReceiver implements Receiver {
   /** The rest of the body is not read: the connection closes after this answer. */
   private tooLarge(c: Context): Response {
     this.logger.warn({ limit: MAX_SLACK_BODY_BYTES }, "refused an oversized Slack request");
-    return c.json(
-      { error: { code: "payload_too_large", message: `Slack request bodies are limited to ${MAX_SLACK_BODY_BYTES} bytes` } },
-      413,
-      { connection: "close" },
-    );
+    return c.json({ error: { code: "payload_too_large", message: `Slack request bodies are limited to ${MAX_SLACK_BODY_BYTES} bytes` } }, 413, {
+      connection: "close",
+    });
   }
 }
 

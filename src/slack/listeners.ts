@@ -54,7 +54,12 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
   const clickedPlan = async (body: BlockAction<ButtonAction>, client: WebClient): Promise<ButtonValue | undefined> => {
     const channel = body.channel?.id;
     if (foreign(body.user.team_id, body.team?.id)) {
-      await tellClicker(client, channel, body.user.id, `Countersign accepts decisions only from members of its own workspace (${deps.teamId()}); nothing was recorded.`);
+      await tellClicker(
+        client,
+        channel,
+        body.user.id,
+        `Countersign accepts decisions only from members of its own workspace (${deps.teamId()}); nothing was recorded.`,
+      );
       return undefined;
     }
     const value = parseButtonValue(body.actions[0]?.value);
@@ -68,7 +73,10 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
     try {
       const result = await decideDurably(ctx, input, { windowMs: deps.decisionRetryMs, tell, signal: deps.stopping });
       // Recorded, but the target could not be re-read at the click: the clicker hears so.
-      if (result?.recheckFailed) await tell(`Your approval was recorded, but Countersign could not re-check the target against the preview (${escapeMrkdwn(result.recheckFailed)}); the executor re-checks before writing anything.`);
+      if (result?.recheckFailed)
+        await tell(
+          `Your approval was recorded, but Countersign could not re-check the target against the preview (${escapeMrkdwn(result.recheckFailed)}); the executor re-checks before writing anything.`,
+        );
     } catch (err) {
       logRefusal(logger, err);
       await countIfRefusal(ctx, err);
@@ -115,7 +123,8 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
     const { reason, meta } = submitted;
     deps.decisions.push(async () => {
       const tell = (text: string) => tellClicker(client, meta.channel, body.user.id, text);
-      if (foreign(body.user.team_id, body.team?.id)) return tell(`Countersign accepts revocations only from members of its own workspace (${deps.teamId()}); nothing changed.`);
+      if (foreign(body.user.team_id, body.team?.id))
+        return tell(`Countersign accepts revocations only from members of its own workspace (${deps.teamId()}); nothing changed.`);
       try {
         await revokePlan(ctx, { planId: meta.planId, person: { userId: body.user.id, via: "slack" }, reason });
       } catch (err) {
@@ -136,7 +145,12 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
     const { reason, meta } = submitted;
     deps.decisions.push(async () => {
       if (foreign(body.user.team_id, body.team?.id)) {
-        return tellClicker(client, meta.channel, body.user.id, `Countersign accepts decisions only from members of its own workspace (${deps.teamId()}); nothing was recorded.`);
+        return tellClicker(
+          client,
+          meta.channel,
+          body.user.id,
+          `Countersign accepts decisions only from members of its own workspace (${deps.teamId()}); nothing was recorded.`,
+        );
       }
       await decideFor(client, meta.channel, { planId: meta.planId, hash: meta.hash, actor: { userId: body.user.id, via: "slack" }, verdict: "reject", reason });
     });
@@ -177,12 +191,20 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
 /** Pending plans this person may decide, newest first, as ephemeral mrkdwn. */
 async function pendingForUser(ctx: ServiceContext, command: SlashCommand): Promise<string> {
   const { plans, uncheckedGroups } = await plansWaitingFor(ctx, command.user_id);
-  const caveat = uncheckedGroups.length > 0 ? `\n_Slack could not say just now whether you are in ${uncheckedGroups.map(escapeMrkdwn).join(", ")}; plans for those groups are not listed._` : "";
+  const caveat =
+    uncheckedGroups.length > 0
+      ? `\n_Slack could not say just now whether you are in ${uncheckedGroups.map(escapeMrkdwn).join(", ")}; plans for those groups are not listed._`
+      : "";
   if (plans.length === 0) return "Nothing is waiting for your decision." + caveat;
-  return [
-    `${plans.length} plan(s) waiting for your decision:`,
-    ...plans.map((p) => `• <${p.reviewUrl}|${escapeMrkdwn(p.title).replace(/[|>]/g, " ").slice(0, 150)}> — expires <!date^${Math.floor(p.expiresAt.getTime() / 1000)}^{date_short_pretty} {time}|${p.expiresAt.toISOString()}>`),
-  ].join("\n") + caveat;
+  return (
+    [
+      `${plans.length} plan(s) waiting for your decision:`,
+      ...plans.map(
+        (p) =>
+          `• <${p.reviewUrl}|${escapeMrkdwn(p.title).replace(/[|>]/g, " ").slice(0, 150)}> — expires <!date^${Math.floor(p.expiresAt.getTime() / 1000)}^{date_short_pretty} {time}|${p.expiresAt.toISOString()}>`,
+      ),
+    ].join("\n") + caveat
+  );
 }
 
 function parseButtonValue(raw: string | undefined): ButtonValue | undefined {

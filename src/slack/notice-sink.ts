@@ -15,8 +15,10 @@ const MAX_REASON_CHARS = 2000;
 export function noticeText(notice: PauseNotice): string {
   const who = notice.via === "web" ? mention(notice.by) : `${inlineCode(notice.by, 100)} (CLI)`;
   if (notice.type === "countersign.paused") {
-    return `:double_vertical_bar: *Countersign is paused* by ${who}: ${mrkdwnText(notice.reason ?? "", MAX_REASON_CHARS)}\n`
-      + "No executor takes a plan until it resumes. Plans can still be submitted and decided; approved ones wait (their grants keep running out), and plans already executing finish.";
+    return (
+      `:double_vertical_bar: *Countersign is paused* by ${who}: ${mrkdwnText(notice.reason ?? "", MAX_REASON_CHARS)}\n` +
+      "No executor takes a plan until it resumes. Plans can still be submitted and decided; approved ones wait (their grants keep running out), and plans already executing finish."
+    );
   }
   return `:arrow_forward: *Countersign resumed* by ${who}. Approved plans whose grants are still valid are applied again.`;
 }

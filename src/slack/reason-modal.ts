@@ -33,7 +33,19 @@ function reasonModal(meta: ReasonModalMeta, words: { callbackId: "reject" | "rev
 }
 
 export const rejectModal = (meta: ReasonModalMeta): View =>
-  reasonModal(meta, { callbackId: "reject", title: "Reject plan", submit: "Reject", label: "Why are you rejecting it?", hint: "The agent and the requester see this." });
+  reasonModal(meta, {
+    callbackId: "reject",
+    title: "Reject plan",
+    submit: "Reject",
+    label: "Why are you rejecting it?",
+    hint: "The agent and the requester see this.",
+  });
 
 export const revokeModal = (meta: ReasonModalMeta): View =>
-  reasonModal(meta, { callbackId: "revoke", title: "Revoke approval", submit: "Revoke", label: "Why are you revoking it?", hint: "No executor will apply it. The agent and the approvers see this." });
+  reasonModal(meta, {
+    callbackId: "revoke",
+    title: "Revoke approval",
+    submit: "Revoke",
+    label: "Why are you revoking it?",
+    hint: "No executor will apply it. The agent and the approvers see this.",
+  });

@@ -9,7 +9,8 @@ import { escapeMrkdwn, mention } from "./escape.ts";
  * refusal becomes Slack text; the rules themselves live in the service.
  */
 export function refusalText(err: unknown): string {
-  if (!(err instanceof ServiceError)) return "Countersign could not record that decision because of an internal error; nothing changed. Try again, or use the plan page.";
+  if (!(err instanceof ServiceError))
+    return "Countersign could not record that decision because of an internal error; nothing changed. Try again, or use the plan page.";
   const details = err.details ?? {};
   switch (err.code) {
     case "plan_expired":

@@ -14,18 +14,7 @@ import { shortHash } from "../plan/fingerprint.ts";
 import type { Json } from "../plan/json.ts";
 import type { ActionOutcome, Outcome } from "../plan/outcome.ts";
 import type { ActionPreview } from "../contract/agent-api.ts";
-import {
-  inlineCode,
-  mention,
-  mrkdwn,
-  mrkdwnText,
-  plainText,
-  singleLine,
-  slackDate,
-  truncate,
-  type Mrkdwn,
-  type PlainText,
-} from "./escape.ts";
+import { inlineCode, mention, mrkdwn, mrkdwnText, plainText, singleLine, slackDate, truncate, type Mrkdwn, type PlainText } from "./escape.ts";
 import type { Block, PlanMessage, SlackMessage, ThreadEvent } from "./plan-message.ts";
 
 /** Slack's Block Kit limits; past any of them `chat.postMessage` answers `invalid_blocks`. */
@@ -162,9 +151,7 @@ function statusLine(m: PlanMessage): string {
     case "approved":
       return `✅ *Approved*${byWhom(approvers)} — handed to the executor`;
     case "rejected":
-      return m.rejection
-        ? `🚫 *Rejected* by ${mention(m.rejection.userId)}: ${mrkdwnText(singleLine(m.rejection.reason), SHOWN.rejection)}`
-        : "🚫 *Rejected*";
+      return m.rejection ? `🚫 *Rejected* by ${mention(m.rejection.userId)}: ${mrkdwnText(singleLine(m.rejection.reason), SHOWN.rejection)}` : "🚫 *Rejected*";
     case "expired":
       return `⌛ *Expired* — ${m.outcome?.reason ? mrkdwnText(singleLine(m.outcome.reason), SHOWN.reason) : "nobody decided in time"}`;
     case "cancelled":
@@ -172,7 +159,8 @@ function statusLine(m: PlanMessage): string {
     case "executing":
       return `⚙️ *Executing…*${approvedBy}`;
     case "applied":
-      if (m.outcome && driftedWrites(m.outcome) > 0) return `⚠️ *Applied, not as previewed* — ${driftedText(driftedWrites(m.outcome))}; see the thread${approvedBy}`;
+      if (m.outcome && driftedWrites(m.outcome) > 0)
+        return `⚠️ *Applied, not as previewed* — ${driftedText(driftedWrites(m.outcome))}; see the thread${approvedBy}`;
       return `✅ *Applied*${m.outcome?.reconciled ? " (the target already held these changes)" : ""}${approvedBy}`;
     case "failed":
       return `❌ *Failed* — ${failureReason(m.outcome)}${m.outcome?.partial ? `\n${PARTIAL_NOTE}` : ""}`;
@@ -293,7 +281,8 @@ export function viewButton(m: Pick<PlanMessage, "reviewUrl">): Block {
  */
 function buttonValue(m: ButtonPlan): string {
   const value = JSON.stringify({ planId: m.planId, hash: m.hash });
-  if (value.length > SLACK_LIMITS.buttonValue) throw new RangeError(`button value for plan ${m.planId.slice(0, 64)} exceeds ${SLACK_LIMITS.buttonValue} characters`);
+  if (value.length > SLACK_LIMITS.buttonValue)
+    throw new RangeError(`button value for plan ${m.planId.slice(0, 64)} exceeds ${SLACK_LIMITS.buttonValue} characters`);
   return value;
 }
 
@@ -422,14 +411,17 @@ function changedSinceBlocks(m: PlanMessage): Block[] {
   const d = m.changedSince;
   if (!d) return [];
   const widths = widthsFor(SHOWN.replanText / 2);
-  const ref = (a: { op: string; target: string; path: string }) => `${inlineCode(a.op, SHOWN.op)} on ${inlineCode(singleLine(a.target), widths.target)} ${inlineCode(a.path, widths.path)}`;
+  const ref = (a: { op: string; target: string; path: string }) =>
+    `${inlineCode(a.op, SHOWN.op)} on ${inlineCode(singleLine(a.target), widths.target)} ${inlineCode(a.path, widths.path)}`;
   const lines = [
     ...d.added.map((a) => `➕ added ${ref(a)}`),
     ...d.removed.map((a) => `➖ removed ${ref(a)}`),
     ...d.changed.flatMap((a) => [
       `✏️ changed ${ref(a)}${a.wasOp ? ` (was ${inlineCode(a.wasOp, SHOWN.op)})` : ""}`,
       ...a.changes.slice(0, SHOWN.changeLinesPerActionInThread).map((c) => `    ${changeLine(c, widths)}`),
-      ...(a.changes.length > SHOWN.changeLinesPerActionInThread ? [`    _… ${a.changes.length - SHOWN.changeLinesPerActionInThread} more — see full plan_`] : []),
+      ...(a.changes.length > SHOWN.changeLinesPerActionInThread
+        ? [`    _… ${a.changes.length - SHOWN.changeLinesPerActionInThread} more — see full plan_`]
+        : []),
     ]),
   ];
   const head = `🔁 *Changed since version ${inlineCode(shortHash(d.since.hash), 14)}*${d.unchanged > 0 ? ` — ${d.unchanged} action${d.unchanged === 1 ? "" : "s"} unchanged` : ""}`;
@@ -550,7 +542,9 @@ function driftedText(drifted: number): string {
 /** One write that did not land as approved: where, then each field as approved → as the target has it. */
 function driftDetail(result: ActionOutcome): string {
   const heading = `⚠️ *${result.index + 1}.* ${inlineCode(singleLine(result.target), SHOWN.target)} ${inlineCode(result.path, SHOWN.path)} — re-read after the write (approved → target has):`;
-  const changes = (result.driftAfterApply ?? []).map((d): Change => ({ path: d.path, ...(d.expected !== undefined ? { from: d.expected } : {}), ...(d.actual !== undefined ? { to: d.actual } : {}) }));
+  const changes = (result.driftAfterApply ?? []).map(
+    (d): Change => ({ path: d.path, ...(d.expected !== undefined ? { from: d.expected } : {}), ...(d.actual !== undefined ? { to: d.actual } : {}) }),
+  );
   if (changes.length === 0) return heading;
   return [heading, ...changeLines(changes, SLACK_LIMITS.sectionText - weight(heading) - 1, SHOWN.changeLinesPerActionInThread, THREAD_WIDTHS)].join("\n");
 }

@@ -10,8 +10,10 @@ const MAX_SLOT_WAIT_MS = 10_000;
 
 /** What slack.auditChannel is told per signed seal: enough to check it against the seals file or the database later. */
 export function sealText(seal: PublishedSeal): string {
-  return `:lock: Audit seal *${seal.seq}* (${seal.eventsTotal} events, sealed ${seal.sealedAt})\n`
-    + `hash \`${seal.hash}\`\nsignature \`${seal.signature}\` (key \`${seal.kid}\`)`;
+  return (
+    `:lock: Audit seal *${seal.seq}* (${seal.eventsTotal} events, sealed ${seal.sealedAt})\n` +
+    `hash \`${seal.hash}\`\nsignature \`${seal.signature}\` (key \`${seal.kid}\`)`
+  );
 }
 
 /** The "audit_seal.slack" sink: one short message per signed seal in the audit channel. */

@@ -49,7 +49,12 @@ export async function openSlackDoor(
   // the Socket Mode client's own, which keep trying through an outage instead of giving up after one.
   const receiver =
     httpReceiver ??
-    new SocketModeReceiver({ appToken: slack.appToken!, logger: boltLogger(log), logLevel: LogLevel.WARN, installerOptions: { clientOptions: slack.apiUrl ? { slackApiUrl: slack.apiUrl } : {} } });
+    new SocketModeReceiver({
+      appToken: slack.appToken!,
+      logger: boltLogger(log),
+      logLevel: LogLevel.WARN,
+      installerOptions: { clientOptions: slack.apiUrl ? { slackApiUrl: slack.apiUrl } : {} },
+    });
   // deferInitialization: Bolt's constructor would otherwise fire auth.test unawaited, and a bad token then crashes the process.
   const app = new App({ token: slack.botToken, receiver, deferInitialization: true, clientOptions, logger: boltLogger(log), logLevel: LogLevel.WARN });
   const told = (variable: "SLACK_BOT_TOKEN" | "SLACK_APP_TOKEN") => (err: unknown) => {
@@ -62,7 +67,15 @@ export async function openSlackDoor(
   const teamId = String(auth.team_id);
   const decisions = new DecisionQueue((err) => log.error({ err }, "a Slack decision failed"));
   const stopping = new AbortController();
-  registerListeners(app, { ctx, logger: log, teamId: () => teamId, decisionRetryMs: slack.decisionRetrySeconds && slack.decisionRetrySeconds * 1000, decisions, stopping: stopping.signal, ...options });
+  registerListeners(app, {
+    ctx,
+    logger: log,
+    teamId: () => teamId,
+    decisionRetryMs: slack.decisionRetrySeconds && slack.decisionRetrySeconds * 1000,
+    decisions,
+    stopping: stopping.signal,
+    ...options,
+  });
   if (socket) await app.start().catch(told("SLACK_APP_TOKEN"));
 
   const client = deliveryClient(slack.botToken, slack.apiUrl);
@@ -71,7 +84,12 @@ export async function openSlackDoor(
   log.info({ mode: socket ? "socket" : "http", teamId, reviewChannel: slack.reviewChannel }, "Slack connected");
   return {
     handle: httpReceiver ? (c) => httpReceiver.handle(c) : undefined,
-    deliver: slackSink(ctx, { client, channelOf, escalationChannel: slack.escalationChannel, digestAfterSeconds: slack.digest?.afterSeconds ?? DIGEST_AFTER_SECONDS }),
+    deliver: slackSink(ctx, {
+      client,
+      channelOf,
+      escalationChannel: slack.escalationChannel,
+      digestAfterSeconds: slack.digest?.afterSeconds ?? DIGEST_AFTER_SECONDS,
+    }),
     teamId,
     mode: socket ? "socket" : "http",
     directory: slackDirectory(app.client),

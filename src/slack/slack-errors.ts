@@ -3,9 +3,21 @@ import { DeliveryError } from "../service/delivery/index.ts";
 
 /** Slack answers that no retry will fix: delivery stops and the failure is kept for people to see. */
 const PERMANENT = new Set([
-  "channel_not_found", "not_in_channel", "is_archived", "invalid_blocks", "msg_too_long", "invalid_auth",
-  "not_authed", "account_inactive", "token_revoked", "missing_scope", "no_permission", "restricted_action",
-  "cant_update_message", "message_not_found", "invalid_arguments",
+  "channel_not_found",
+  "not_in_channel",
+  "is_archived",
+  "invalid_blocks",
+  "msg_too_long",
+  "invalid_auth",
+  "not_authed",
+  "account_inactive",
+  "token_revoked",
+  "missing_scope",
+  "no_permission",
+  "restricted_action",
+  "cant_update_message",
+  "message_not_found",
+  "invalid_arguments",
 ]);
 
 /** Turns a Web API failure into how the outbox should retry it. */

@@ -3,12 +3,28 @@ import { StartupError } from "../util/startup-errors.ts";
 
 /** Which credential a start-up call used, and where people find a good one. */
 const TOKENS = {
-  SLACK_BOT_TOKEN: { what: "the bot token", fix: "copy the Bot User OAuth Token (xoxb-…) from the app's OAuth & Permissions page, reinstalling the app if it was revoked" },
-  SLACK_APP_TOKEN: { what: "the app-level token", fix: "create one with the connections:write scope under the app's Basic Information → App-Level Tokens (xapp-…), with Socket Mode enabled" },
+  SLACK_BOT_TOKEN: {
+    what: "the bot token",
+    fix: "copy the Bot User OAuth Token (xoxb-…) from the app's OAuth & Permissions page, reinstalling the app if it was revoked",
+  },
+  SLACK_APP_TOKEN: {
+    what: "the app-level token",
+    fix: "create one with the connections:write scope under the app's Basic Information → App-Level Tokens (xapp-…), with Socket Mode enabled",
+  },
 } as const;
 
 /** Slack's answers that mean the token itself is wrong, not that Slack is having a bad moment. */
-const REFUSED = new Set(["invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "not_allowed_token_type", "missing_scope", "team_disabled", "user_removed_from_team"]);
+const REFUSED = new Set([
+  "invalid_auth",
+  "not_authed",
+  "account_inactive",
+  "token_revoked",
+  "token_expired",
+  "not_allowed_token_type",
+  "missing_scope",
+  "team_disabled",
+  "user_removed_from_team",
+]);
 
 /**
  * A Slack call made while starting (auth.test with the bot token, apps.connections.open with the
@@ -25,7 +41,10 @@ export function slackStartupError(err: unknown, variable: keyof typeof TOKENS, a
   if (code === ErrorCode.RequestError) {
     const cause = (err as WebAPIRequestError).original?.message ?? "no answer";
     const where = apiUrl ?? "https://slack.com/api/";
-    return new StartupError(apiUrl ? "SLACK_API_URL" : variable, `cannot reach Slack's Web API at ${where} (${cause}); check this machine's network and proxy${apiUrl ? ", or fix SLACK_API_URL" : ""}`);
+    return new StartupError(
+      apiUrl ? "SLACK_API_URL" : variable,
+      `cannot reach Slack's Web API at ${where} (${cause}); check this machine's network and proxy${apiUrl ? ", or fix SLACK_API_URL" : ""}`,
+    );
   }
   return undefined;
 }

@@ -7,11 +7,28 @@ import { causeChain } from "../util/cause-chain.ts";
  */
 const UNREACHABLE = new Set([
   // Node sockets
-  "ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
   // PostgreSQL: admin_shutdown, crash_shutdown, cannot_connect_now, and class 08 (connection exception)
-  "57P01", "57P02", "57P03", "08000", "08001", "08003", "08004", "08006",
+  "57P01",
+  "57P02",
+  "57P03",
+  "08000",
+  "08001",
+  "08003",
+  "08004",
+  "08006",
   // postgres.js
-  "CONNECTION_CLOSED", "CONNECTION_ENDED", "CONNECTION_DESTROYED", "CONNECT_TIMEOUT",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "CONNECT_TIMEOUT",
 ]);
 
 export function isDatabaseUnreachable(err: unknown): boolean {
@@ -23,4 +40,3 @@ export function isDatabaseUnreachable(err: unknown): boolean {
   }
   return false;
 }
-

@@ -50,7 +50,10 @@ export interface Database {
    * `plans: "generic"` gives the transaction's statements generic plans from their first execution
    * on a connection (GENERIC_PLANS): only for a transaction that reads and writes by key alone.
    */
-  transactionEndingWith<T>(body: (tx: Tx, first: Record<string, unknown>[][]) => Promise<{ result: T; last?: Statement | readonly Statement[] | undefined }>, options?: { first?: readonly SQL[]; plans?: "generic" }): Promise<T>;
+  transactionEndingWith<T>(
+    body: (tx: Tx, first: Record<string, unknown>[][]) => Promise<{ result: T; last?: Statement | readonly Statement[] | undefined }>,
+    options?: { first?: readonly SQL[]; plans?: "generic" },
+  ): Promise<T>;
   /** NOTIFY on a channel, as a statement of its own (outside any transaction). */
   notify(channel: string, payload: string): Promise<void>;
   /** LISTEN on a channel; the returned function stops listening. postgres.js re-listens after reconnects. */
@@ -73,7 +76,12 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
 const PGLITE_SETTINGS = ["-c", "shared_buffers=16MB"];
 
 async function openPglite(target: Exclude<DatabaseTarget, { kind: "postgres" }>): Promise<Database> {
-  const [{ PGlite }, { drizzle }, { migrate }, template] = await Promise.all([import("@electric-sql/pglite"), import("drizzle-orm/pglite"), import("drizzle-orm/pglite/migrator"), import("./pglite-template.ts")]);
+  const [{ PGlite }, { drizzle }, { migrate }, template] = await Promise.all([
+    import("@electric-sql/pglite"),
+    import("drizzle-orm/pglite"),
+    import("drizzle-orm/pglite/migrator"),
+    import("./pglite-template.ts"),
+  ]);
   const options: PGliteOptions = { startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS] };
   if (target.kind === "pglite") {
     mkdirSync(target.dataDir, { recursive: true });
@@ -88,15 +96,17 @@ async function openPglite(target: Exclude<DatabaseTarget, { kind: "postgres" }>)
     db,
     kind: "pglite",
     rows: async <T>(query: SQL, on: Queryable = db) => ((await on.execute(query)) as unknown as { rows: T[] }).rows,
-    query: async <T>(text: string, params: readonly (string | number | null)[]) => (await failedQueryNamed(text, params, () => client.query<T>(text, [...params]))).rows,
-    transactionEndingWith: (body, options) => db.transaction(async (tx) => {
-      const first: Record<string, unknown>[][] = [];
-      if (options?.plans === "generic") await tx.execute(GENERIC_PLANS);
-      for (const statement of options?.first ?? []) first.push(((await tx.execute(statement)) as unknown as { rows: Record<string, unknown>[] }).rows);
-      const { result, last } = await body(tx, first);
-      for (const statement of statementsOf(last)) await tx.execute(is(statement, SQL) ? statement : sqlOfText(statement));
-      return result;
-    }),
+    query: async <T>(text: string, params: readonly (string | number | null)[]) =>
+      (await failedQueryNamed(text, params, () => client.query<T>(text, [...params]))).rows,
+    transactionEndingWith: (body, options) =>
+      db.transaction(async (tx) => {
+        const first: Record<string, unknown>[][] = [];
+        if (options?.plans === "generic") await tx.execute(GENERIC_PLANS);
+        for (const statement of options?.first ?? []) first.push(((await tx.execute(statement)) as unknown as { rows: Record<string, unknown>[] }).rows);
+        const { result, last } = await body(tx, first);
+        for (const statement of statementsOf(last)) await tx.execute(is(statement, SQL) ? statement : sqlOfText(statement));
+        return result;
+      }),
     notify: async (channel, payload) => {
       await client.query("SELECT pg_notify($1, $2)", [channel, payload]);
     },
@@ -124,7 +134,11 @@ async function openPglite(target: Exclude<DatabaseTarget, { kind: "postgres" }>)
 const RECONNECT = { backoff: (attempt: number) => Math.min(0.05 * 2 ** attempt, 1), connect_timeout: 10 };
 
 async function openPostgres(url: string): Promise<Database> {
-  const [{ default: postgres }, { drizzle }, { migrate }] = await Promise.all([import("postgres"), import("drizzle-orm/postgres-js"), import("drizzle-orm/postgres-js/migrator")]);
+  const [{ default: postgres }, { drizzle }, { migrate }] = await Promise.all([
+    import("postgres"),
+    import("drizzle-orm/postgres-js"),
+    import("drizzle-orm/postgres-js/migrator"),
+  ]);
   // Named statements: one round trip a statement instead of two (named-statements.ts).
   const client = postgres(url, { onnotice: () => {}, max: 10, ...RECONNECT, connection: PLAN_CACHE });
   const named = namedStatements(client);
@@ -133,7 +147,8 @@ async function openPostgres(url: string): Promise<Database> {
     db,
     kind: "postgres",
     rows: async <T>(query: SQL, on: Queryable = db) => (await on.execute(query)) as unknown as T[],
-    query: async <T>(text: string, params: readonly (string | number | null)[]) => (await failedQueryNamed(text, params, () => named.unsafe(text, [...params]))) as unknown as T[],
+    query: async <T>(text: string, params: readonly (string | number | null)[]) =>
+      (await failedQueryNamed(text, params, () => named.unsafe(text, [...params]))) as unknown as T[],
     transactionEndingWith: endingWithCommit(client, drizzle),
     notify: async (channel, payload) => {
       await client.notify(channel, payload);
@@ -168,7 +183,10 @@ async function openPostgres(url: string): Promise<Database> {
  * for; a transaction on a `sql.reserve()` connection could wait for good instead (patches/README.md).
  * Exported for test databases built on a client of their own (test/support/counting-postgres.ts).
  */
-export function endingWithCommit(client: import("postgres").Sql, drizzle: (config: { client: import("postgres").Sql }) => unknown): Database["transactionEndingWith"] {
+export function endingWithCommit(
+  client: import("postgres").Sql,
+  drizzle: (config: { client: import("postgres").Sql }) => unknown,
+): Database["transactionEndingWith"] {
   return async (body, options) => {
     let last: Sent[] = [];
     // "pipelined" (patches/README.md): the first reads go out behind BEGIN, not a round trip after
@@ -178,23 +196,27 @@ export function endingWithCommit(client: import("postgres").Sql, drizzle: (confi
       // drizzle reads the client's type parsers from `options`, which a transaction's sql lacks.
       const conn = namedStatements(Object.assign(inTx, { options: client.options }) as unknown as import("postgres").Sql);
       // Each execute() queues its statement on the connection at once, so they go out in this order.
-      const send = (statements: readonly Statement[]): Sent[] => statements.map((statement) => {
-        const { text, params } = is(statement, SQL) ? textOf(statement) : statement;
-        const query = conn.unsafe(text, params as never[]);
-        query.execute();
-        // Awaited by the caller (the reads) or after the COMMIT (the last statements), which throws the first failure; never unhandled.
-        query.catch(() => undefined);
-        return { text, params, query };
-      });
+      const send = (statements: readonly Statement[]): Sent[] =>
+        statements.map((statement) => {
+          const { text, params } = is(statement, SQL) ? textOf(statement) : statement;
+          const query = conn.unsafe(text, params as never[]);
+          query.execute();
+          // Awaited by the caller (the reads) or after the COMMIT (the last statements), which throws the first failure; never unhandled.
+          query.catch(() => undefined);
+          return { text, params, query };
+        });
       const generic = options?.plans === "generic" ? 1 : 0;
-      const reads = send(generic ? [GENERIC_PLANS, ...(options?.first ?? [])] : options?.first ?? []);
+      const reads = send(generic ? [GENERIC_PLANS, ...(options?.first ?? [])] : (options?.first ?? []));
       const answered = await Promise.allSettled(reads.map((r) => r.query));
       // Answered before the reads were: had BEGIN failed, they ran outside any transaction, and
       // nothing may follow them.
       await (inTx as unknown as { began: Promise<unknown> }).began;
       const readFailed = answered.findIndex((r) => r.status === "rejected");
       if (readFailed >= 0) throw failedStatement(reads[readFailed]!, (answered[readFailed] as PromiseRejectedResult).reason);
-      const done = await body(drizzle({ client: conn }) as Tx, answered.slice(generic).map((r) => [...(r as PromiseFulfilledResult<Record<string, unknown>[]>).value]));
+      const done = await body(
+        drizzle({ client: conn }) as Tx,
+        answered.slice(generic).map((r) => [...(r as PromiseFulfilledResult<Record<string, unknown>[]>).value]),
+      );
       last = send(statementsOf(done.last));
       return done.result;
     });

@@ -24,12 +24,18 @@ export async function migrationState(database: Pick<Database, "rows">, latest = 
   try {
     // Two statements: a statement naming a table that does not exist fails before it runs.
     const [table] = await database.rows<{ name: string | null }>(sql`SELECT to_regclass('drizzle.__drizzle_migrations')::text AS name`);
-    const [row] = table?.name ? await database.rows<{ applied: string | number | null }>(sql`SELECT max(created_at) AS applied FROM drizzle.__drizzle_migrations`) : [];
+    const [row] = table?.name
+      ? await database.rows<{ applied: string | number | null }>(sql`SELECT max(created_at) AS applied FROM drizzle.__drizzle_migrations`)
+      : [];
     const applied = row?.applied === null || row?.applied === undefined ? undefined : Number(row.applied);
-    if (applied === undefined) return { ready: false, reason: `the database is not migrated (no migration applied; this build's newest is ${latest.tag}): run countersign migrate` };
+    if (applied === undefined)
+      return { ready: false, reason: `the database is not migrated (no migration applied; this build's newest is ${latest.tag}): run countersign migrate` };
     if (applied < latest.when) return { ready: false, reason: `the database lacks migration ${latest.tag} (newest applied is older): run countersign migrate` };
     return { ready: true, migration: latest.tag };
   } catch (err) {
-    return { ready: false, reason: isDatabaseUnreachable(err) ? "the database is unreachable" : `the database check failed: ${(err as Error).message.split("\n")[0]}` };
+    return {
+      ready: false,
+      reason: isDatabaseUnreachable(err) ? "the database is unreachable" : `the database check failed: ${(err as Error).message.split("\n")[0]}`,
+    };
   }
 }

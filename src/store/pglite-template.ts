@@ -59,8 +59,16 @@ export function unpackTemplate(dataDir: string, installedPglite: string): boolea
     // PGlite names members from "/" (its data dir's root); tar strips that with an info-level
     // warning, which is what we want. Any other warning is an entry not written: fail loudly.
     const problems: string[] = [];
-    extract({ file: PGLITE_TEMPLATE, cwd: staging, sync: true, onwarn: (code, message) => void (code === "TAR_ENTRY_INFO" || problems.push(`${code}: ${message}`)) });
-    if (problems.length > 0) throw new Error(`could not unpack the database template ${PGLITE_TEMPLATE} (${problems.join("; ")}); reinstall Countersign, or in a checkout rebuild it with: node --import tsx scripts/build-pglite-template.ts --force`);
+    extract({
+      file: PGLITE_TEMPLATE,
+      cwd: staging,
+      sync: true,
+      onwarn: (code, message) => void (code === "TAR_ENTRY_INFO" || problems.push(`${code}: ${message}`)),
+    });
+    if (problems.length > 0)
+      throw new Error(
+        `could not unpack the database template ${PGLITE_TEMPLATE} (${problems.join("; ")}); reinstall Countersign, or in a checkout rebuild it with: node --import tsx scripts/build-pglite-template.ts --force`,
+      );
     // PG_VERSION last: it is what marks the dir as set up, so an unpack cut short is redone, and
     // what such a cut left behind (without PG_VERSION no database uses it) is replaced.
     const names = readdirSync(staging).sort((a, b) => Number(a === "PG_VERSION") - Number(b === "PG_VERSION"));

@@ -1,5 +1,22 @@
 import { sql } from "drizzle-orm";
-import { bigint, bigserial, boolean, check, customType, doublePrecision, index, integer, pgEnum, pgTable, primaryKey, smallint, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import {
+  bigint,
+  bigserial,
+  boolean,
+  check,
+  customType,
+  doublePrecision,
+  index,
+  integer,
+  pgEnum,
+  pgTable,
+  primaryKey,
+  smallint,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from "drizzle-orm/pg-core";
 import { PLAN_STATUSES } from "../plan/status.ts";
 
 /**
@@ -52,7 +69,9 @@ export const plans = pgTable(
   "plans",
   {
     id: uuid("id").primaryKey(),
-    agentId: uuid("agent_id").notNull().references(() => agents.id),
+    agentId: uuid("agent_id")
+      .notNull()
+      .references(() => agents.id),
     hash: text("hash").notNull(),
     document: jsonText<unknown>("document").notNull(),
     preview: jsonText<unknown>("preview").notNull(),
@@ -106,7 +125,9 @@ export const decisions = pgTable(
   "decisions",
   {
     id: bigserial("id", { mode: "number" }).primaryKey(),
-    planId: uuid("plan_id").notNull().references(() => plans.id),
+    planId: uuid("plan_id")
+      .notNull()
+      .references(() => plans.id),
     /** The hash the person saw and clicked on; always equal to the plan's, or the decision is refused. */
     planHash: text("plan_hash").notNull(),
     userId: text("user_id").notNull(),
@@ -279,7 +300,9 @@ export const outboxLanes = pgTable("outbox_lanes", {
 export const slackMessages = pgTable(
   "slack_messages",
   {
-    planId: uuid("plan_id").primaryKey().references(() => plans.id),
+    planId: uuid("plan_id")
+      .primaryKey()
+      .references(() => plans.id),
     channel: text("channel").notNull(),
     ts: text("ts").notNull(),
     postedAt: at("posted_at").notNull().defaultNow(),
@@ -325,11 +348,17 @@ export const webSessions = pgTable("web_sessions", {
 });
 
 /** Which reminder points a plan has had, so each reminder is sent once however many replicas sweep. */
-export const planReminders = pgTable("plan_reminders", {
-  planId: uuid("plan_id").notNull().references(() => plans.id),
-  secondsBefore: integer("seconds_before").notNull(),
-  sentAt: at("sent_at").notNull(),
-}, (t) => [uniqueIndex("plan_reminders_once").on(t.planId, t.secondsBefore)]);
+export const planReminders = pgTable(
+  "plan_reminders",
+  {
+    planId: uuid("plan_id")
+      .notNull()
+      .references(() => plans.id),
+    secondsBefore: integer("seconds_before").notNull(),
+    sentAt: at("sent_at").notNull(),
+  },
+  (t) => [uniqueIndex("plan_reminders_once").on(t.planId, t.secondsBefore)],
+);
 
 /** The legacy global chain's head, frozen by migration 0010 (appends go to split chains since): a deleted tail no longer matches it. */
 export const auditHead = pgTable("audit_head", {
@@ -363,15 +392,19 @@ export const purges = pgTable("purges", {
  * having heard of the pause). At most one row (id 1); resuming deletes it. Who paused and resumed
  * when is in the audit log.
  */
-export const pause = pgTable("pause", {
-  id: smallint("id").primaryKey().default(1),
-  reason: text("reason").notNull(),
-  /** Who paused: a Slack user id (the browser) or an operating-system user (the CLI). */
-  pausedBy: text("paused_by").notNull(),
-  /** "web" or "cli". */
-  via: text("via").notNull(),
-  since: at("since").notNull(),
-}, (t) => [check("pause_one_row", sql`${t.id} = 1`)]);
+export const pause = pgTable(
+  "pause",
+  {
+    id: smallint("id").primaryKey().default(1),
+    reason: text("reason").notNull(),
+    /** Who paused: a Slack user id (the browser) or an operating-system user (the CLI). */
+    pausedBy: text("paused_by").notNull(),
+    /** "web" or "cli". */
+    via: text("via").notNull(),
+    since: at("since").notNull(),
+  },
+  (t) => [check("pause_one_row", sql`${t.id} = 1`)],
+);
 
 /**
  * Refusals answered, per error code (`countersign_refusals_total{code}`): a refusal
@@ -386,21 +419,29 @@ export const refusalCounts = pgTable("refusal_counts", {
  * The metrics counted from the audit log (src/service/operations/metrics.ts), summed up to a seal so a scrape
  * reads only the events since: one row per metric, label and histogram bucket (-1 for a counter).
  */
-export const metricsRollup = pgTable("metrics_rollup", {
-  metric: text("metric").notNull(),
-  label: text("label").notNull(),
-  bucket: smallint("bucket").notNull(),
-  count: bigint("count", { mode: "number" }).notNull(),
-  sum: doublePrecision("sum").notNull(),
-}, (t) => [primaryKey({ columns: [t.metric, t.label, t.bucket] })]);
+export const metricsRollup = pgTable(
+  "metrics_rollup",
+  {
+    metric: text("metric").notNull(),
+    label: text("label").notNull(),
+    bucket: smallint("bucket").notNull(),
+    count: bigint("count", { mode: "number" }).notNull(),
+    sum: doublePrecision("sum").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.metric, t.label, t.bucket] })],
+);
 
 /** How far metrics_rollup goes: every legacy event and every event whose transaction id is below through_xid. One row at most. */
-export const metricsRollupState = pgTable("metrics_rollup_state", {
-  id: smallint("id").primaryKey().default(1),
-  throughXid: xid8("through_xid").notNull(),
-  /** The histogram buckets the rollup was counted with; a change starts it over. */
-  buckets: text("buckets").notNull(),
-}, (t) => [check("metrics_rollup_state_one_row", sql`${t.id} = 1`)]);
+export const metricsRollupState = pgTable(
+  "metrics_rollup_state",
+  {
+    id: smallint("id").primaryKey().default(1),
+    throughXid: xid8("through_xid").notNull(),
+    /** The histogram buckets the rollup was counted with; a change starts it over. */
+    buckets: text("buckets").notNull(),
+  },
+  (t) => [check("metrics_rollup_state_one_row", sql`${t.id} = 1`)],
+);
 
 /**
  * The watcher's work list (src/service/watch/watch-targets.ts): one row per target resource
@@ -408,27 +449,35 @@ export const metricsRollupState = pgTable("metrics_rollup_state", {
  * next_at one interval ahead in the same statement, so a resource is read at most once an
  * interval whatever the replicas; the read itself happens after that commits.
  */
-export const targetWatches = pgTable("target_watches", {
-  target: text("target").notNull(),
-  path: text("path").notNull(),
-  nextAt: at("next_at").notNull(),
-  /** The replica reading it now, until when (a replica that dies mid-read leaves it to next_at). */
-  leasedBy: text("leased_by"),
-  leasedUntil: at("leased_until"),
-  /** The last read that answered, and since when reads have failed (null while they answer). */
-  checkedAt: at("checked_at"),
-  failedSince: at("failed_since"),
-  lastError: text("last_error"),
-}, (t) => [primaryKey({ columns: [t.target, t.path] }), index("target_watches_next_at").on(t.nextAt)]);
+export const targetWatches = pgTable(
+  "target_watches",
+  {
+    target: text("target").notNull(),
+    path: text("path").notNull(),
+    nextAt: at("next_at").notNull(),
+    /** The replica reading it now, until when (a replica that dies mid-read leaves it to next_at). */
+    leasedBy: text("leased_by"),
+    leasedUntil: at("leased_until"),
+    /** The last read that answered, and since when reads have failed (null while they answer). */
+    checkedAt: at("checked_at"),
+    failedSince: at("failed_since"),
+    lastError: text("last_error"),
+  },
+  (t) => [primaryKey({ columns: [t.target, t.path] }), index("target_watches_next_at").on(t.nextAt)],
+);
 
 /**
  * Which open plan's action is on which watched resource: written once per plan when the watcher
  * first sees it, read by (target, path) when that resource is re-read, and dropped with the
  * resource's watch once no open plan needs it.
  */
-export const watchedActions = pgTable("watched_actions", {
-  planId: uuid("plan_id").notNull(),
-  actionIndex: smallint("action_index").notNull(),
-  target: text("target").notNull(),
-  path: text("path").notNull(),
-}, (t) => [primaryKey({ columns: [t.planId, t.actionIndex] }), index("watched_actions_target_path").on(t.target, t.path)]);
+export const watchedActions = pgTable(
+  "watched_actions",
+  {
+    planId: uuid("plan_id").notNull(),
+    actionIndex: smallint("action_index").notNull(),
+    target: text("target").notNull(),
+    path: text("path").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.planId, t.actionIndex] }), index("watched_actions_target_path").on(t.target, t.path)],
+);

@@ -55,7 +55,10 @@ export function outageAwareReport(
       // afterwards belongs to the outage already reported, not to a new one.
       if (startedAt !== undefined && resumedAt !== undefined && startedAt < resumedAt) return;
       outageSince = Date.now();
-      log.warn({ code: (err as { code?: unknown }).code ?? (err as { cause?: { code?: unknown } }).cause?.code }, `${what} paused: the database is unreachable; retrying until it returns`);
+      log.warn(
+        { code: (err as { code?: unknown }).code ?? (err as { cause?: { code?: unknown } }).cause?.code },
+        `${what} paused: the database is unreachable; retrying until it returns`,
+      );
     },
     succeeded() {
       if (outageSince === undefined) return;

@@ -23,7 +23,10 @@ export function databaseStartupError(err: unknown, target: DatabaseTarget): Star
   const code = codeOf(err);
   if (target.kind === "pglite") {
     if (code && DATA_DIR_CODES.has(code)) {
-      return new StartupError("COUNTERSIGN_DATA_DIR", `cannot use ${target.dataDir} for the embedded database (${code}); point COUNTERSIGN_DATA_DIR at a directory this user may write, or set DATABASE_URL to use PostgreSQL`);
+      return new StartupError(
+        "COUNTERSIGN_DATA_DIR",
+        `cannot use ${target.dataDir} for the embedded database (${code}); point COUNTERSIGN_DATA_DIR at a directory this user may write, or set DATABASE_URL to use PostgreSQL`,
+      );
     }
     return undefined;
   }
@@ -31,13 +34,22 @@ export function databaseStartupError(err: unknown, target: DatabaseTarget): Star
   const fix = (what: string) => `${what} in DATABASE_URL (${where.safe})`;
   switch (code) {
     case "3D000":
-      return new StartupError("DATABASE_URL", `database "${where.database}" does not exist on ${where.hostPort}; create it (createdb -h ${where.host} -p ${where.port} -U ${where.user} ${where.database}) or ${fix("fix the database name")}`);
+      return new StartupError(
+        "DATABASE_URL",
+        `database "${where.database}" does not exist on ${where.hostPort}; create it (createdb -h ${where.host} -p ${where.port} -U ${where.user} ${where.database}) or ${fix("fix the database name")}`,
+      );
     case "28000":
-      return new StartupError("DATABASE_URL", `PostgreSQL at ${where.hostPort} refused user "${where.user}" (${messageOf(err)}); create that role or ${fix("fix the user")}`);
+      return new StartupError(
+        "DATABASE_URL",
+        `PostgreSQL at ${where.hostPort} refused user "${where.user}" (${messageOf(err)}); create that role or ${fix("fix the user")}`,
+      );
     case "28P01":
       return new StartupError("DATABASE_URL", `password authentication failed for user "${where.user}" at ${where.hostPort}; ${fix("fix the password")}`);
     case "42501":
-      return new StartupError("DATABASE_URL", `user "${where.user}" may not create Countersign's tables in "${where.database}" (${messageOf(err)}); grant it CREATE on the database, or run 'countersign migrate' once as the database's owner`);
+      return new StartupError(
+        "DATABASE_URL",
+        `user "${where.user}" may not create Countersign's tables in "${where.database}" (${messageOf(err)}); grant it CREATE on the database, or run 'countersign migrate' once as the database's owner`,
+      );
     case "ENOTFOUND":
     case "EAI_AGAIN":
       return new StartupError("DATABASE_URL", `the host "${where.host}" cannot be resolved; ${fix("fix the host")}`);
@@ -48,7 +60,10 @@ export function databaseStartupError(err: unknown, target: DatabaseTarget): Star
     case "CONNECT_TIMEOUT":
     case "ECONNRESET":
     case "57P03":
-      return new StartupError("DATABASE_URL", `cannot reach PostgreSQL at ${where.hostPort} (${code}); start PostgreSQL there, or ${fix("fix the host and port")}`);
+      return new StartupError(
+        "DATABASE_URL",
+        `cannot reach PostgreSQL at ${where.hostPort} (${code}); start PostgreSQL there, or ${fix("fix the host and port")}`,
+      );
     default:
       return undefined;
   }
@@ -58,13 +73,19 @@ export function databaseStartupError(err: unknown, target: DatabaseTarget): Star
 export function listenStartupError(err: unknown, port: number, host: string): StartupError | undefined {
   switch (codeOf(err)) {
     case "EADDRINUSE":
-      return new StartupError("PORT", `port ${port} on ${host} is already in use (another Countersign, or another program); stop that one, or set PORT to a free port`);
+      return new StartupError(
+        "PORT",
+        `port ${port} on ${host} is already in use (another Countersign, or another program); stop that one, or set PORT to a free port`,
+      );
     case "EACCES":
       return new StartupError("PORT", `this user may not listen on port ${port} (ports below 1024 need privileges); set PORT to 1024 or above, e.g. PORT=3000`);
     case "EADDRNOTAVAIL":
     case "ENOTFOUND":
     case "EAI_AGAIN":
-      return new StartupError("HOST", `${host} is not an address of this machine; set HOST to one of its interfaces, 0.0.0.0 (all) or 127.0.0.1 (this machine only)`);
+      return new StartupError(
+        "HOST",
+        `${host} is not an address of this machine; set HOST to one of its interfaces, 0.0.0.0 (all) or 127.0.0.1 (this machine only)`,
+      );
     default:
       return undefined;
   }
@@ -101,7 +122,14 @@ function describeUrl(url: string): { host: string; port: string; hostPort: strin
     const port = u.port || "5432";
     const user = decodeURIComponent(u.username) || "(the OS user)";
     const database = decodeURIComponent(u.pathname.replace(/^\//, "")) || decodeURIComponent(u.username) || "(default)";
-    return { host, port, hostPort: `${host}:${port}`, user, database, safe: `${u.protocol}//${u.username ? `${u.username}${u.password ? ":***" : ""}@` : ""}${u.host}${u.pathname}` };
+    return {
+      host,
+      port,
+      hostPort: `${host}:${port}`,
+      user,
+      database,
+      safe: `${u.protocol}//${u.username ? `${u.username}${u.password ? ":***" : ""}@` : ""}${u.host}${u.pathname}`,
+    };
   } catch {
     return { host: "?", port: "?", hostPort: "the configured host", user: "?", database: "?", safe: "unparseable" };
   }

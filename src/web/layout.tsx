@@ -50,7 +50,11 @@ export function Layout(props: { title: string; session?: WebSession | undefined;
         <header class="top">
           <nav class="top-links">
             <a href="/plans">Countersign</a>
-            {props.seesLanes ? <a href="/lanes" class="sub">Delivery lanes</a> : null}
+            {props.seesLanes ? (
+              <a href="/lanes" class="sub">
+                Delivery lanes
+              </a>
+            ) : null}
           </nav>
           {props.session ? (
             <span class="who">

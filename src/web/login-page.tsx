@@ -9,7 +9,9 @@ export function LoginConfirmPage(props: { token: string }) {
         <h1>Sign in to Countersign</h1>
         <p>This one-time link signs this browser in as the Slack user who asked for it. It works once, for five minutes.</p>
         <form method="post" action={`/login/${props.token}`}>
-          <button type="submit" class="approve">Sign in</button>
+          <button type="submit" class="approve">
+            Sign in
+          </button>
         </form>
       </section>
     </Layout>
@@ -22,7 +24,9 @@ export function MessagePage(props: { title: string; text: string }) {
       <section class="card notice bad" role="alert">
         <h1>{props.title}</h1>
         <p>{props.text}</p>
-        <p><a href="/plans">Go to the plans</a></p>
+        <p>
+          <a href="/plans">Go to the plans</a>
+        </p>
       </section>
     </Layout>
   );

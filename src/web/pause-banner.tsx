@@ -11,7 +11,8 @@ export function PauseBanner(props: { pause: PauseState; csrf?: string | undefine
   const { pause } = props;
   return (
     <div class="notice bad pause-banner" role="status">
-      <strong>Countersign is paused</strong> since <time datetime={pause.since}>{pause.since.replace("T", " ").slice(0, 19)} UTC</time> by <code>{pause.by}</code>
+      <strong>Countersign is paused</strong> since <time datetime={pause.since}>{pause.since.replace("T", " ").slice(0, 19)} UTC</time> by{" "}
+      <code>{pause.by}</code>
       {pause.via === "cli" ? " (CLI)" : ""}: {pause.reason}. No executor takes a plan until it is resumed; plans can still be decided, and approved ones wait.
       {props.csrf ? (
         <form method="post" action="/resume" class="inline">
@@ -30,9 +31,19 @@ export function PauseForm(props: { csrf: string }) {
       <summary>Pause Countersign (kill switch)</summary>
       <form method="post" action="/pause" class="inline">
         <input type="hidden" name="_csrf" value={props.csrf} />
-        <label for="pause-reason" class="muted">Reason</label>
-        <textarea id="pause-reason" name="reason" required maxlength={MAX_STATED_REASON_CHARS} placeholder="Why stop every executor? Reviewers and agents see this."></textarea>
-        <button type="submit" class="reject">Pause</button>
+        <label for="pause-reason" class="muted">
+          Reason
+        </label>
+        <textarea
+          id="pause-reason"
+          name="reason"
+          required
+          maxlength={MAX_STATED_REASON_CHARS}
+          placeholder="Why stop every executor? Reviewers and agents see this."
+        ></textarea>
+        <button type="submit" class="reject">
+          Pause
+        </button>
       </form>
     </details>
   );

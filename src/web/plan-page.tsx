@@ -25,8 +25,14 @@ export function PlanPage(props: { reviewed: ReviewedPlan; session: WebSession | 
   const { plan } = props.reviewed;
   return (
     <Layout title={plan.plan.title} session={props.session}>
-      <p><a href="/plans">← All plans</a></p>
-      {props.notice ? <div class={`notice ${props.notice.kind}`} role="alert">{props.notice.text}</div> : null}
+      <p>
+        <a href="/plans">← All plans</a>
+      </p>
+      {props.notice ? (
+        <div class={`notice ${props.notice.kind}`} role="alert">
+          {props.notice.text}
+        </div>
+      ) : null}
       <div data-live={`/plans/${plan.id}/live?v=${encodeURIComponent(props.version)}`} data-fragment={`/plans/${plan.id}?fragment=1`}>
         <PlanBody reviewed={props.reviewed} session={props.session} />
       </div>
@@ -44,33 +50,79 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
     <>
       <h1>{doc.title}</h1>
       <p>
-        <StatusBadge status={plan.status} /> <span class="muted">plan</span> <span class="hash" title={plan.hash}>{shortHash(plan.hash)}</span>
-        {plan.supersedes ? <> · <span class="muted">replaces</span> <a href={`/plans/${plan.supersedes.id}`} data-version-link="supersedes">version {shortHash(plan.supersedes.hash)}</a></> : null}
+        <StatusBadge status={plan.status} /> <span class="muted">plan</span>{" "}
+        <span class="hash" title={plan.hash}>
+          {shortHash(plan.hash)}
+        </span>
+        {plan.supersedes ? (
+          <>
+            {" "}
+            · <span class="muted">replaces</span>{" "}
+            <a href={`/plans/${plan.supersedes.id}`} data-version-link="supersedes">
+              version {shortHash(plan.supersedes.hash)}
+            </a>
+          </>
+        ) : null}
       </p>
       {plan.supersededBy ? (
         <div class="notice bad" role="status" data-version-link="superseded-by">
-          {plan.status === "superseded" ? "Superseded: the agent sent a newer version, decide on that one — " : "The agent sent a newer version of this stale plan — "}
+          {plan.status === "superseded"
+            ? "Superseded: the agent sent a newer version, decide on that one — "
+            : "The agent sent a newer version of this stale plan — "}
           <a href={`/plans/${plan.supersededBy.id}`}>version {shortHash(plan.supersededBy.hash)}</a>
         </div>
       ) : null}
       {props.session ? <YourDecision plan={plan} userId={props.session.userId} /> : null}
       {(plan.status === "pending" || plan.status === "approved") && plan.watch?.failingSince ? (
         <div class="notice bad" role="status" data-watch="failing">
-          Could not re-check the target since {clockTime(plan.watch.failingSince)}: it does not answer. The plan stays open; the executor re-checks before writing.
+          Could not re-check the target since {clockTime(plan.watch.failingSince)}: it does not answer. The plan stays open; the executor re-checks before
+          writing.
         </div>
       ) : null}
       {plan.outcome ? (
         <section class="card" aria-labelledby="outcome">
-          <h2 id="outcome">Outcome: <StatusBadge status={plan.outcome.status} />{plan.outcome.reconciled ? " (reconciled: the target already held the change)" : ""}{plan.outcome.partial ? " — partially applied" : ""}{driftHeading(plan.outcome)}</h2>
+          <h2 id="outcome">
+            Outcome: <StatusBadge status={plan.outcome.status} />
+            {plan.outcome.reconciled ? " (reconciled: the target already held the change)" : ""}
+            {plan.outcome.partial ? " — partially applied" : ""}
+            {driftHeading(plan.outcome)}
+          </h2>
           {plan.outcome.reason ? <p>{plan.outcome.reason}</p> : null}
           <table class="outcome stacks">
-            <colgroup><col class="n" /><col /><col /><col class="result" /><col class="detail" /></colgroup>
-            <thead><tr><th>#</th><th>Target</th><th>Path</th><th>Result</th><th>Detail</th></tr></thead>
+            <colgroup>
+              <col class="n" />
+              <col />
+              <col />
+              <col class="result" />
+              <col class="detail" />
+            </colgroup>
+            <thead>
+              <tr>
+                <th>#</th>
+                <th>Target</th>
+                <th>Path</th>
+                <th>Result</th>
+                <th>Detail</th>
+              </tr>
+            </thead>
             <tbody>
               {plan.outcome.actions.map((a) => (
                 <tr>
-                  <td class="n" data-label="#">{a.index}</td><td data-label="Target">{a.target}</td><td data-label="Path"><code>{a.path}</code></td><td data-label="Result"><StatusBadge status={a.status} /><VerifiedNote action={a} /></td>
-                  <td data-label="Detail">{a.detail ?? ""}{a.expected !== undefined ? ` (expected ${a.expected ?? "absent"}, now ${a.now ?? "absent"})` : ""}</td>
+                  <td class="n" data-label="#">
+                    {a.index}
+                  </td>
+                  <td data-label="Target">{a.target}</td>
+                  <td data-label="Path">
+                    <code>{a.path}</code>
+                  </td>
+                  <td data-label="Result">
+                    <StatusBadge status={a.status} />
+                    <VerifiedNote action={a} />
+                  </td>
+                  <td data-label="Detail">
+                    {a.detail ?? ""}
+                    {a.expected !== undefined ? ` (expected ${a.expected ?? "absent"}, now ${a.now ?? "absent"})` : ""}
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -83,44 +135,95 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
       {/* The change comes before the decision: nobody should reach Approve without passing the diff. */}
       {props.reviewed.changedSince ? <ChangedSince diff={props.reviewed.changedSince} /> : null}
       <h2>Changes</h2>
-      {plan.preview.actions.map((action, i) => <ActionDiff action={action} index={i} />)}
+      {plan.preview.actions.map((action, i) => (
+        <ActionDiff action={action} index={i} />
+      ))}
       <section class="card">
         <dl class="meta">
-          <dt>Agent</dt><dd>{doc.agent}</dd>
-          <dt>On behalf of</dt><dd>{doc.onBehalfOf ?? <span class="muted">nobody named</span>}</dd>
-          <dt>Reason</dt><dd>{doc.reason ?? <span class="muted">none given</span>}</dd>
-          <dt>Environment</dt><dd>{doc.environment}</dd>
-          {doc.policy.risk ? <><dt>Risk</dt><dd><span class={`badge risk-${doc.policy.risk.level}`}>{doc.policy.risk.level}</span> <span class="muted">({doc.policy.risk.rule})</span></dd></> : null}
-          <dt>Submitted</dt><dd>{when(plan.createdAt)}</dd>
+          <dt>Agent</dt>
+          <dd>{doc.agent}</dd>
+          <dt>On behalf of</dt>
+          <dd>{doc.onBehalfOf ?? <span class="muted">nobody named</span>}</dd>
+          <dt>Reason</dt>
+          <dd>{doc.reason ?? <span class="muted">none given</span>}</dd>
+          <dt>Environment</dt>
+          <dd>{doc.environment}</dd>
+          {doc.policy.risk ? (
+            <>
+              <dt>Risk</dt>
+              <dd>
+                <span class={`badge risk-${doc.policy.risk.level}`}>{doc.policy.risk.level}</span> <span class="muted">({doc.policy.risk.rule})</span>
+              </dd>
+            </>
+          ) : null}
+          <dt>Submitted</dt>
+          <dd>{when(plan.createdAt)}</dd>
           <dt>Expires</dt>
           <dd>
-            {when(plan.expiresAt)}{plan.status === "pending" ? <> · <strong data-expires={plan.expiresAt}>…</strong></> : null}
+            {when(plan.expiresAt)}
+            {plan.status === "pending" ? (
+              <>
+                {" "}
+                · <strong data-expires={plan.expiresAt}>…</strong>
+              </>
+            ) : null}
           </dd>
-          <dt>Hash</dt><dd class="hash">{plan.hash}</dd>
+          <dt>Hash</dt>
+          <dd class="hash">{plan.hash}</dd>
         </dl>
       </section>
 
       <section class="card" aria-labelledby="decisions">
         <h2 id="decisions">Decisions</h2>
         <p>
-          {plan.approvals.length} of {doc.policy.requiredApprovals} approval(s). May approve: {doc.policy.approvers.map((a) => <code>{a} </code>)}
+          {plan.approvals.length} of {doc.policy.requiredApprovals} approval(s). May approve:{" "}
+          {doc.policy.approvers.map((a) => (
+            <code>{a} </code>
+          ))}
           {doc.policy.rule ? <span class="muted"> (rule {doc.policy.rule})</span> : null}
         </p>
         {plan.approvals.length > 0 ? (
-          <ul>{plan.approvals.map((a) => (
-            <li>Approved by <code>{a.userId}</code> via {a.via} at {when(a.at)}{a.recheckFailed ? <> <span class="badge risk-medium" data-recheck="failed" title={a.recheckFailed}>could not re-check</span> <span class="muted">the target could not be read at this approval; the executor re-checks before writing</span></> : null}</li>
-          ))}</ul>
+          <ul>
+            {plan.approvals.map((a) => (
+              <li>
+                Approved by <code>{a.userId}</code> via {a.via} at {when(a.at)}
+                {a.recheckFailed ? (
+                  <>
+                    {" "}
+                    <span class="badge risk-medium" data-recheck="failed" title={a.recheckFailed}>
+                      could not re-check
+                    </span>{" "}
+                    <span class="muted">the target could not be read at this approval; the executor re-checks before writing</span>
+                  </>
+                ) : null}
+              </li>
+            ))}
+          </ul>
         ) : null}
-        {plan.rejection ? <p>Rejected by <code>{plan.rejection.userId}</code> via {plan.rejection.via}: {plan.rejection.reason}</p> : null}
+        {plan.rejection ? (
+          <p>
+            Rejected by <code>{plan.rejection.userId}</code> via {plan.rejection.via}: {plan.rejection.reason}
+          </p>
+        ) : null}
         {plan.revocation ? <RevocationLine revocation={plan.revocation} /> : null}
         {props.reviewed.mayRevoke && props.session ? <RevokeForm planId={plan.id} csrf={props.session.csrfToken} /> : null}
-        {canDecide ? <DecisionForms planId={plan.id} hash={plan.hash} csrf={props.session!.csrfToken} /> : <WhyNoButtons why={plan.whyNotDecide} signedIn={props.session !== undefined} />}
+        {canDecide ? (
+          <DecisionForms planId={plan.id} hash={plan.hash} csrf={props.session!.csrfToken} />
+        ) : (
+          <WhyNoButtons why={plan.whyNotDecide} signedIn={props.session !== undefined} />
+        )}
       </section>
 
       {deadDeliveries.length > 0 ? (
         <section class="card notice bad">
           <strong>Some notifications could not be delivered:</strong>
-          <ul>{deadDeliveries.map((d) => <li>{d.kind}: {d.error ?? "unknown error"} ({when(d.at)})</li>)}</ul>
+          <ul>
+            {deadDeliveries.map((d) => (
+              <li>
+                {d.kind}: {d.error ?? "unknown error"} ({when(d.at)})
+              </li>
+            ))}
+          </ul>
         </section>
       ) : null}
 
@@ -128,7 +231,10 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
         <h2 id="timeline">Audit timeline</h2>
         <ol class="timeline">
           {events.map((e) => (
-            <li><time datetime={e.at}>{when(e.at)}</time><strong>{e.type}</strong> <span class="muted">{describeActor(e.actor)}</span></li>
+            <li>
+              <time datetime={e.at}>{when(e.at)}</time>
+              <strong>{e.type}</strong> <span class="muted">{describeActor(e.actor)}</span>
+            </li>
           ))}
         </ol>
       </section>
@@ -142,31 +248,64 @@ function YourDecision(props: { plan: ReviewedPlan["plan"]; userId: string }) {
   const rejection = props.plan.rejection?.userId === props.userId ? props.plan.rejection : undefined;
   if (!approval && !rejection) return null;
   const text = approval ? `Your approval is recorded at ${clockTime(approval.at)}.` : `Your rejection is recorded at ${clockTime(rejection!.at)}.`;
-  return <div class="notice ok" role="status">{text}</div>;
+  return (
+    <div class="notice ok" role="status">
+      {text}
+    </div>
+  );
 }
 
 /** "Changed since version <short hash>": what this re-plan does differently from the version it replaces. */
 function ChangedSince(props: { diff: PlanDiff }) {
   const { diff } = props;
-  const ref = (a: { op: string; target: string; path: string }) => <><span class="badge s-approved">{a.op}</span> <strong>{a.target}</strong> <code>{a.path}</code></>;
+  const ref = (a: { op: string; target: string; path: string }) => (
+    <>
+      <span class="badge s-approved">{a.op}</span> <strong>{a.target}</strong> <code>{a.path}</code>
+    </>
+  );
   const nothing = diff.added.length === 0 && diff.removed.length === 0 && diff.changed.length === 0;
   return (
     <section class="card" aria-labelledby="changed-since">
-      <h2 id="changed-since">Changed since <a href={`/plans/${diff.since.id}`}>version {shortHash(diff.since.hash)}</a></h2>
+      <h2 id="changed-since">
+        Changed since <a href={`/plans/${diff.since.id}`}>version {shortHash(diff.since.hash)}</a>
+      </h2>
       {nothing ? <p class="muted">Nothing a reviewer sees changed: the same writes again.</p> : null}
       <ul>
-        {diff.added.map((a) => <li>Added {ref(a)}</li>)}
-        {diff.removed.map((a) => <li>Removed {ref(a)}</li>)}
+        {diff.added.map((a) => (
+          <li>Added {ref(a)}</li>
+        ))}
+        {diff.removed.map((a) => (
+          <li>Removed {ref(a)}</li>
+        ))}
         {diff.changed.map((a) => (
           <li>
-            Changed {ref(a)}{a.wasOp ? <span class="muted"> (was {a.wasOp})</span> : null}
+            Changed {ref(a)}
+            {a.wasOp ? <span class="muted"> (was {a.wasOp})</span> : null}
             {a.changes.length > 0 ? (
               <table class="diff stacks">
-                <colgroup><col class="field" /><col /><col /></colgroup>
-                <thead><tr><th>Field</th><th>Version {shortHash(diff.since.hash)}</th><th>This version</th></tr></thead>
+                <colgroup>
+                  <col class="field" />
+                  <col />
+                  <col />
+                </colgroup>
+                <thead>
+                  <tr>
+                    <th>Field</th>
+                    <th>Version {shortHash(diff.since.hash)}</th>
+                    <th>This version</th>
+                  </tr>
+                </thead>
                 <tbody>
                   {a.changes.map((c) => (
-                    <tr><td data-label="Field">{c.path || "(whole document)"}</td><td class="before" data-label="Before"><Wrappable text={show(c.from)} /></td><td class="after" data-label="After"><Wrappable text={show(c.to)} /></td></tr>
+                    <tr>
+                      <td data-label="Field">{c.path || "(whole document)"}</td>
+                      <td class="before" data-label="Before">
+                        <Wrappable text={show(c.from)} />
+                      </td>
+                      <td class="after" data-label="After">
+                        <Wrappable text={show(c.to)} />
+                      </td>
+                    </tr>
                   ))}
                 </tbody>
               </table>
@@ -190,8 +329,16 @@ function ChangedSincePreview(props: { outcome: NonNullable<ReviewedPlan["plan"][
     <div data-changed-since-preview>
       {stale.map((a) => (
         <>
-          <p><strong>{a.target}</strong> <code>{a.path}</code> changed since you were asked:</p>
-          <ul>{a.changedSincePreview!.map((c) => <li><code>{c.path || "/"}</code> is now <code>{show(c.to)}</code>, was <code>{show(c.from)}</code> when you were asked</li>)}</ul>
+          <p>
+            <strong>{a.target}</strong> <code>{a.path}</code> changed since you were asked:
+          </p>
+          <ul>
+            {a.changedSincePreview!.map((c) => (
+              <li>
+                <code>{c.path || "/"}</code> is now <code>{show(c.to)}</code>, was <code>{show(c.from)}</code> when you were asked
+              </li>
+            ))}
+          </ul>
         </>
       ))}
     </div>
@@ -207,21 +354,43 @@ function ActionDiff(props: { action: ActionPreview; index: number }) {
         <span class="muted"> · version read: {action.version ?? "(absent)"}</span>
         <WeakPreconditionBadge precondition={action.precondition} />
       </p>
-      {action.changes.length === 0 ? <p class="muted">No field changes.</p> : (
+      {action.changes.length === 0 ? (
+        <p class="muted">No field changes.</p>
+      ) : (
         <table class="diff stacks">
-          <colgroup><col class="field" /><col /><col /></colgroup>
-          <thead><tr><th>Field</th><th>Before</th><th>After</th></tr></thead>
+          <colgroup>
+            <col class="field" />
+            <col />
+            <col />
+          </colgroup>
+          <thead>
+            <tr>
+              <th>Field</th>
+              <th>Before</th>
+              <th>After</th>
+            </tr>
+          </thead>
           <tbody>
             {action.changes.map((c) => (
-              <tr><td data-label="Field">{c.path || "(whole document)"}</td><td class="before" data-label="Before"><Wrappable text={show(c.from)} /></td><td class="after" data-label="After"><Wrappable text={show(c.to)} /></td></tr>
+              <tr>
+                <td data-label="Field">{c.path || "(whole document)"}</td>
+                <td class="before" data-label="Before">
+                  <Wrappable text={show(c.from)} />
+                </td>
+                <td class="after" data-label="After">
+                  <Wrappable text={show(c.to)} />
+                </td>
+              </tr>
             ))}
           </tbody>
         </table>
       )}
       <details>
         <summary>Full before and after</summary>
-        <p class="muted">Before</p><pre>{show(action.before ?? undefined)}</pre>
-        <p class="muted">After</p><pre>{show(action.after ?? undefined)}</pre>
+        <p class="muted">Before</p>
+        <pre>{show(action.before ?? undefined)}</pre>
+        <p class="muted">After</p>
+        <pre>{show(action.after ?? undefined)}</pre>
       </details>
     </section>
   );
@@ -233,14 +402,20 @@ function DecisionForms(props: { planId: string; hash: string; csrf: string }) {
       <form method="post" action={`/plans/${props.planId}/approve`} class="inline">
         <input type="hidden" name="hash" value={props.hash} />
         <input type="hidden" name="_csrf" value={props.csrf} />
-        <button type="submit" class="approve">Approve</button>
+        <button type="submit" class="approve">
+          Approve
+        </button>
       </form>
       <form method="post" action={`/plans/${props.planId}/reject`} class="inline">
         <input type="hidden" name="hash" value={props.hash} />
         <input type="hidden" name="_csrf" value={props.csrf} />
-        <label for="reason" class="muted">Reason</label>
+        <label for="reason" class="muted">
+          Reason
+        </label>
         <textarea id="reason" name="reason" required maxlength={MAX_STATED_REASON_CHARS} placeholder="Why reject? The agent sees this."></textarea>
-        <button type="submit" class="reject">Reject</button>
+        <button type="submit" class="reject">
+          Reject
+        </button>
       </form>
     </div>
   );
@@ -249,14 +424,25 @@ function DecisionForms(props: { planId: string; hash: string; csrf: string }) {
 /** Why this reader has no buttons, in the page's words. */
 function WhyNoButtons(props: { why: DecisionRefusal | undefined; signedIn: boolean }) {
   const { why } = props;
-  if (!props.signedIn) return <p class="muted">Sign in (<code>/countersign login</code> in Slack) to decide.</p>;
+  if (!props.signedIn)
+    return (
+      <p class="muted">
+        Sign in (<code>/countersign login</code> in Slack) to decide.
+      </p>
+    );
   switch (why?.code) {
-    case "already_decided": return <p class="muted">This plan is {why.status}; there is nothing left to decide.</p>;
-    case "plan_expired": return <p class="muted">This plan has expired; there is nothing left to decide.</p>;
-    case "already_voted": return <p class="muted">You approved this plan; it waits for other approvers.</p>;
-    case "self_approval": return <p class="muted">This plan was requested on your behalf, so someone else must decide it.</p>;
-    case "approver_check_failed": return <p class="muted">Countersign could not check your user group membership ({why.groups.join(", ")}) with Slack just now; reload to try again.</p>;
-    default: return <p class="muted">You are not an approver for this plan.</p>;
+    case "already_decided":
+      return <p class="muted">This plan is {why.status}; there is nothing left to decide.</p>;
+    case "plan_expired":
+      return <p class="muted">This plan has expired; there is nothing left to decide.</p>;
+    case "already_voted":
+      return <p class="muted">You approved this plan; it waits for other approvers.</p>;
+    case "self_approval":
+      return <p class="muted">This plan was requested on your behalf, so someone else must decide it.</p>;
+    case "approver_check_failed":
+      return <p class="muted">Countersign could not check your user group membership ({why.groups.join(", ")}) with Slack just now; reload to try again.</p>;
+    default:
+      return <p class="muted">You are not an approver for this plan.</p>;
   }
 }
 
@@ -270,5 +456,10 @@ function describeActor(actor: unknown): string {
 /** The badge for a precondition weaker than the target refusing a racing write (weak-precondition.ts). */
 function WeakPreconditionBadge(props: { precondition: string | undefined }) {
   const weak = weakPrecondition(props.precondition);
-  return weak ? <span class="badge risk-medium" title={weak.why}> weaker precondition: {weak.label}</span> : null;
+  return weak ? (
+    <span class="badge risk-medium" title={weak.why}>
+      {" "}
+      weaker precondition: {weak.label}
+    </span>
+  ) : null;
 }

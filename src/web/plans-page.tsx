@@ -13,7 +13,10 @@ export interface PlansListPage {
 
 /** The list's own URL with these query parameters (undefined ones left out). */
 function listHref(params: Record<string, string | undefined>): string {
-  const query = Object.entries(params).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${encodeURIComponent(v!)}`).join("&");
+  const query = Object.entries(params)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${k}=${encodeURIComponent(v!)}`)
+    .join("&");
   return query ? `/plans?${query}` : "/plans";
 }
 
@@ -24,10 +27,19 @@ export function PlansPage(props: { list: BrowserList; session: WebSession | unde
     <Layout title="Plans" session={props.session} seesLanes={props.seesLanes}>
       <h1>Plans</h1>
       <nav class="filters" aria-label="Filter by status">
-        <a href="/plans" class={filter ? "" : "on"}>All</a>
-        {PLAN_STATUSES.map((s) => <a href={`/plans?status=${s}`} class={filter === s ? "on" : ""}>{s}</a>)}
+        <a href="/plans" class={filter ? "" : "on"}>
+          All
+        </a>
+        {PLAN_STATUSES.map((s) => (
+          <a href={`/plans?status=${s}`} class={filter === s ? "on" : ""}>
+            {s}
+          </a>
+        ))}
       </nav>
-      <div data-live={`/plans/live?v=${encodeURIComponent(props.version)}`} data-fragment={listHref({ status: filter, pending_after: pendingAfter, fragment: "1" })}>
+      <div
+        data-live={`/plans/live?v=${encodeURIComponent(props.version)}`}
+        data-fragment={listHref({ status: filter, pending_after: pendingAfter, fragment: "1" })}
+      >
         <PlansTable list={props.list} session={props.session} page={props.page} />
       </div>
     </Layout>
@@ -41,14 +53,35 @@ export function PlansPage(props: { list: BrowserList; session: WebSession | unde
 export function PlansTable(props: { list: BrowserList; session: WebSession | undefined; page: PlansListPage }) {
   const { pending, recent, nextPending } = props.list;
   if (pending.length === 0 && recent.length === 0 && !nextPending && !props.page.pendingAfter) {
-    return <p class="muted">No plans here yet. Agents submit them with <code>POST /v1/plans</code>.</p>;
+    return (
+      <p class="muted">
+        No plans here yet. Agents submit them with <code>POST /v1/plans</code>.
+      </p>
+    );
   }
   return (
     <>
-      <h2>Waiting for a decision{props.page.pendingAfter ? " (continued)" : ""} ({pending.length}{nextPending ? "+" : ""})</h2>
-      {pending.length === 0 ? <p class="muted">Nothing {props.page.pendingAfter ? "more " : ""}is waiting.</p> : <Rows plans={pending} session={props.session} />}
-      {props.page.pendingAfter ? <p><a href={listHref({ status: props.page.filter })}>First pending plans</a></p> : null}
-      {nextPending ? <p><a class="more" href={listHref({ status: props.page.filter, pending_after: pendingCursorText(nextPending) })}>More pending plans</a></p> : null}
+      <h2>
+        Waiting for a decision{props.page.pendingAfter ? " (continued)" : ""} ({pending.length}
+        {nextPending ? "+" : ""})
+      </h2>
+      {pending.length === 0 ? (
+        <p class="muted">Nothing {props.page.pendingAfter ? "more " : ""}is waiting.</p>
+      ) : (
+        <Rows plans={pending} session={props.session} />
+      )}
+      {props.page.pendingAfter ? (
+        <p>
+          <a href={listHref({ status: props.page.filter })}>First pending plans</a>
+        </p>
+      ) : null}
+      {nextPending ? (
+        <p>
+          <a class="more" href={listHref({ status: props.page.filter, pending_after: pendingCursorText(nextPending) })}>
+            More pending plans
+          </a>
+        </p>
+      ) : null}
       <h2>Recent</h2>
       {recent.length === 0 ? <p class="muted">None yet.</p> : <Rows plans={recent} session={props.session} />}
     </>
@@ -58,15 +91,31 @@ export function PlansTable(props: { list: BrowserList; session: WebSession | und
 function Rows(props: { plans: PlanForReader[]; session: WebSession | undefined }) {
   return (
     <table class="plans">
-      <thead><tr><th>Plan</th><th>Status</th><th>Agent</th><th>Targets</th><th>Expires</th><th>Hash</th></tr></thead>
+      <thead>
+        <tr>
+          <th>Plan</th>
+          <th>Status</th>
+          <th>Agent</th>
+          <th>Targets</th>
+          <th>Expires</th>
+          <th>Hash</th>
+        </tr>
+      </thead>
       <tbody>
         {props.plans.map((p) => (
           <tr>
             <td>
               <a href={`/plans/${p.id}`}>{p.plan.title}</a>
-              {props.session && p.whyNotDecide === undefined ? <> <span class="mine">· yours to decide</span></> : null}
+              {props.session && p.whyNotDecide === undefined ? (
+                <>
+                  {" "}
+                  <span class="mine">· yours to decide</span>
+                </>
+              ) : null}
             </td>
-            <td><StatusBadge status={p.status} /></td>
+            <td>
+              <StatusBadge status={p.status} />
+            </td>
             <td>{p.plan.agent}</td>
             <td>{[...new Set(p.plan.actions.map((a) => a.target))].join(", ")}</td>
             <td>{p.status === "pending" ? <span data-expires={p.expiresAt}>…</span> : <span class="muted">—</span>}</td>

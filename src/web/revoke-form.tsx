@@ -7,9 +7,19 @@ export function RevokeForm(props: { planId: string; csrf: string }) {
   return (
     <form method="post" action={`/plans/${props.planId}/revoke`} class="inline revoke">
       <input type="hidden" name="_csrf" value={props.csrf} />
-      <label for="revoke-reason" class="muted">Revoke the approval before an executor takes it</label>
-      <textarea id="revoke-reason" name="reason" required maxlength={MAX_STATED_REASON_CHARS} placeholder="Why revoke? The agent and the approvers see this."></textarea>
-      <button type="submit" class="reject">Revoke</button>
+      <label for="revoke-reason" class="muted">
+        Revoke the approval before an executor takes it
+      </label>
+      <textarea
+        id="revoke-reason"
+        name="reason"
+        required
+        maxlength={MAX_STATED_REASON_CHARS}
+        placeholder="Why revoke? The agent and the approvers see this."
+      ></textarea>
+      <button type="submit" class="reject">
+        Revoke
+      </button>
     </form>
   );
 }
@@ -17,5 +27,9 @@ export function RevokeForm(props: { planId: string; csrf: string }) {
 /** Who revoked the plan and why. */
 export function RevocationLine(props: { revocation: Revocation }) {
   const r = props.revocation;
-  return <p>Revoked by <code>{r.userId}</code> via {r.via}: {r.reason}</p>;
+  return (
+    <p>
+      Revoked by <code>{r.userId}</code> via {r.via}: {r.reason}
+    </p>
+  );
 }

@@ -20,11 +20,21 @@ export function SignInRequiredPage(props: { options: SignInOptions }) {
       <section class="card">
         <h1>Sign in to review plans</h1>
         <p>Plans show what agents want to change, including people's records, so only signed-in people can read them.</p>
-        {options.oidcStartUrl ? <p><a class="button approve" href={options.oidcStartUrl}>Sign in with Slack</a></p> : null}
+        {options.oidcStartUrl ? (
+          <p>
+            <a class="button approve" href={options.oidcStartUrl}>
+              Sign in with Slack
+            </a>
+          </p>
+        ) : null}
         {options.loginLinks ? (
           <ul>
-            <li>In Slack, type <code>/countersign login</code>: Countersign answers with a one-time sign-in link, only for you.</li>
-            <li>Running <code>countersign start</code>? Open the sign-in link it printed (or run <code>countersign login-link --user U…</code>).</li>
+            <li>
+              In Slack, type <code>/countersign login</code>: Countersign answers with a one-time sign-in link, only for you.
+            </li>
+            <li>
+              Running <code>countersign start</code>? Open the sign-in link it printed (or run <code>countersign login-link --user U…</code>).
+            </li>
           </ul>
         ) : null}
         {!options.loginLinks && !options.oidcStartUrl ? <p>This Countersign offers no browser sign-in; decide in Slack instead.</p> : null}

@@ -12,9 +12,27 @@ const show = (value: Json | undefined) => (value === undefined ? "(absent)" : JS
  */
 export function VerifiedNote(props: { action: ActionOutcome }) {
   const { verified } = props.action;
-  if (verified === true) return <span class="muted" data-verified="true"> · verified</span>;
-  if (verified === false) return <span class="badge risk-high" data-verified="false" title="The target, re-read after the write, does not hold what was previewed"> not as previewed</span>;
-  if (verified === null) return <span class="badge risk-medium" data-verified="unknown" title="The target could not be re-read after the write"> not re-checked</span>;
+  if (verified === true)
+    return (
+      <span class="muted" data-verified="true">
+        {" "}
+        · verified
+      </span>
+    );
+  if (verified === false)
+    return (
+      <span class="badge risk-high" data-verified="false" title="The target, re-read after the write, does not hold what was previewed">
+        {" "}
+        not as previewed
+      </span>
+    );
+  if (verified === null)
+    return (
+      <span class="badge risk-medium" data-verified="unknown" title="The target could not be re-read after the write">
+        {" "}
+        not re-checked
+      </span>
+    );
   return null;
 }
 
@@ -35,11 +53,29 @@ export function DriftAfterApply(props: { outcome: Outcome }) {
             <strong>Action {a.index}</strong> <code>{a.path}</code>: the target, re-read after the write, does not hold what was approved.
           </p>
           <table class="diff stacks">
-            <colgroup><col class="field" /><col /><col /></colgroup>
-            <thead><tr><th>Field</th><th>Approved</th><th>Target has</th></tr></thead>
+            <colgroup>
+              <col class="field" />
+              <col />
+              <col />
+            </colgroup>
+            <thead>
+              <tr>
+                <th>Field</th>
+                <th>Approved</th>
+                <th>Target has</th>
+              </tr>
+            </thead>
             <tbody>
               {a.driftAfterApply!.map((d) => (
-                <tr><td data-label="Field">{d.path || "(whole document)"}</td><td class="after" data-label="Approved"><Wrappable text={show(d.expected)} /></td><td class="before" data-label="Target has"><Wrappable text={show(d.actual)} /></td></tr>
+                <tr>
+                  <td data-label="Field">{d.path || "(whole document)"}</td>
+                  <td class="after" data-label="Approved">
+                    <Wrappable text={show(d.expected)} />
+                  </td>
+                  <td class="before" data-label="Target has">
+                    <Wrappable text={show(d.actual)} />
+                  </td>
+                </tr>
               ))}
             </tbody>
           </table>

@@ -51,7 +51,10 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
 
   web.use("*", async (c, next) => {
     await next();
-    c.header("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'");
+    c.header(
+      "Content-Security-Policy",
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+    );
     c.header("X-Content-Type-Options", "nosniff");
     c.header("Referrer-Policy", "same-origin");
   });
@@ -79,7 +82,8 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
     if (!who) return c.html(<SignInRequiredPage options={signInOptions} />, 401);
     const read = await readForm(c);
     if (!read.ok) return refusedForm(c, read.status, read.message);
-    if (!sameSecret(read.form._csrf, who.csrfToken)) return forbidden(c, "This form's security token is missing or stale; reload the page and try again. Nothing changed.");
+    if (!sameSecret(read.form._csrf, who.csrfToken))
+      return forbidden(c, "This form's security token is missing or stale; reload the page and try again. Nothing changed.");
     return { session: who, form: read.form };
   };
 
@@ -126,7 +130,8 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
       const seen = await outboxVisibility(ctx, { reader: { userId: who.userId } });
       return c.html(<LanesPage seen={seen} session={who} />);
     } catch (err) {
-      if (err instanceof ServiceError && err.code === "not_a_reader") return c.html(<MessagePage title="You may not see the delivery lanes" text={err.message} />, 403);
+      if (err instanceof ServiceError && err.code === "not_a_reader")
+        return c.html(<MessagePage title="You may not see the delivery lanes" text={err.message} />, 403);
       throw err;
     }
   });
@@ -136,7 +141,8 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
     const checked = await checkPost(c);
     if (checked instanceof Response) return checked;
     const id = Number(c.req.param("id"));
-    if (!Number.isSafeInteger(id) || id <= 0) return c.html(<MessagePage title="No such delivery" text={`'${c.req.param("id")}' is not a delivery's number.`} />, 404);
+    if (!Number.isSafeInteger(id) || id <= 0)
+      return c.html(<MessagePage title="No such delivery" text={`'${c.req.param("id")}' is not a delivery's number.`} />, 404);
     try {
       await retryDelivery(ctx, { id, reader: { userId: checked.session.userId } });
     } catch (err) {
@@ -160,7 +166,8 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
     } catch (err) {
       if (!(err instanceof ServiceError)) throw err;
       if (err.code === "not_found") return c.html(<MessagePage title="No such plan" text={err.message} />, 404);
-      if (err.code === "not_a_reader" || err.code === "approver_check_failed") return c.html(<MessagePage title="You may not read this plan" text={err.message} />, HTTP_STATUS_OF[err.code]);
+      if (err.code === "not_a_reader" || err.code === "approver_check_failed")
+        return c.html(<MessagePage title="You may not read this plan" text={err.message} />, HTTP_STATUS_OF[err.code]);
       throw err;
     }
   };
@@ -188,34 +195,37 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
    * answered right here (a reload repeats a harmless refusal) and only to the person who caused
    * it. A recorded act redirects, and the page then says so from the plan's own record.
    */
-  const actOnPlan = (act: (planId: string, userId: string, form: Record<string, string>) => Promise<unknown>) =>
-    async (c: Context<WebEnv>) => {
-      const checked = await checkPost(c);
-      if (checked instanceof Response) return checked;
-      const planId = c.req.param("id")!;
-      try {
-        await act(planId, checked.session.userId, checked.form);
-      } catch (err) {
-        const refusal = refusalOf(err);
-        if (refusal) await countIfRefusal(ctx, err);
-        if (!refusal) {
-          if (err instanceof ServiceError && err.code === "not_found") return c.html(<MessagePage title="No such plan" text={err.message} />, 404);
-          throw err;
-        }
-        c.set("reader", checked.session);
-        return planPage(c, planId, refusal);
+  const actOnPlan = (act: (planId: string, userId: string, form: Record<string, string>) => Promise<unknown>) => async (c: Context<WebEnv>) => {
+    const checked = await checkPost(c);
+    if (checked instanceof Response) return checked;
+    const planId = c.req.param("id")!;
+    try {
+      await act(planId, checked.session.userId, checked.form);
+    } catch (err) {
+      const refusal = refusalOf(err);
+      if (refusal) await countIfRefusal(ctx, err);
+      if (!refusal) {
+        if (err instanceof ServiceError && err.code === "not_found") return c.html(<MessagePage title="No such plan" text={err.message} />, 404);
+        throw err;
       }
-      return c.redirect(`/plans/${planId}`, 303);
-    };
+      c.set("reader", checked.session);
+      return planPage(c, planId, refusal);
+    }
+    return c.redirect(`/plans/${planId}`, 303);
+  };
 
   for (const verdict of ["approve", "reject"] as const) {
-    web.post(`/plans/:id/${verdict}`, actOnPlan((planId, userId, form) =>
-      decide(ctx, { planId, hash: form.hash ?? "", actor: { userId, via: "web" }, verdict, reason: form.reason })));
+    web.post(
+      `/plans/:id/${verdict}`,
+      actOnPlan((planId, userId, form) => decide(ctx, { planId, hash: form.hash ?? "", actor: { userId, via: "web" }, verdict, reason: form.reason })),
+    );
   }
 
   /** Revoke an approved plan no executor has taken; a refusal is shown on the plan page, like a decision's. */
-  web.post("/plans/:id/revoke", actOnPlan((planId, userId, form) =>
-    revokePlan(ctx, { planId, person: { userId, via: "web" }, reason: form.reason })));
+  web.post(
+    "/plans/:id/revoke",
+    actOnPlan((planId, userId, form) => revokePlan(ctx, { planId, person: { userId, via: "web" }, reason: form.reason })),
+  );
 
   /** The kill switch from the browser: admins only (anyone else gets 403 naming why), with the session's CSRF token. */
   for (const verb of ["pause", "resume"] as const) {

@@ -12,5 +12,18 @@ export function wrapPieces(text: string): string[] {
 /** Text with line-break opportunities (<wbr>) between its parts; copying it yields the text unchanged. */
 export function Wrappable(props: { text: string }) {
   const pieces = wrapPieces(props.text);
-  return <>{pieces.map((piece, i) => (i === 0 ? piece : <><wbr />{piece}</>))}</>;
+  return (
+    <>
+      {pieces.map((piece, i) =>
+        i === 0 ? (
+          piece
+        ) : (
+          <>
+            <wbr />
+            {piece}
+          </>
+        ),
+      )}
+    </>
+  );
 }

@@ -31,7 +31,11 @@ export function webhookSink(ctx: ServiceContext, fetchImpl: typeof fetch = fetch
     try {
       response = await fetchImpl(callbackUrl, {
         method: "POST",
-        headers: { "content-type": "application/json", "countersign-signature": signWebhook(secret, body, Math.floor(Date.now() / 1000)), "user-agent": "Countersign-Webhooks" },
+        headers: {
+          "content-type": "application/json",
+          "countersign-signature": signWebhook(secret, body, Math.floor(Date.now() / 1000)),
+          "user-agent": "Countersign-Webhooks",
+        },
         body,
         redirect: "manual", // a redirect could lead anywhere; the allowlist was checked for this URL only
         signal: AbortSignal.timeout(TIMEOUT_MS),

@@ -38,7 +38,14 @@ describe.each(databaseKinds)("agent API over HTTP on $name", (kind) => {
     s.target.requests.length = 0;
     const res = await submit(mergeRequest());
     expect(res.status).toBe(201);
-    const plan = (await res.json()) as { id: string; hash: string; status: string; reviewUrl: string; plan: unknown; preview: { actions: { changes: unknown[]; version: string }[] } };
+    const plan = (await res.json()) as {
+      id: string;
+      hash: string;
+      status: string;
+      reviewUrl: string;
+      plan: unknown;
+      preview: { actions: { changes: unknown[]; version: string }[] };
+    };
     expect(plan.status).toBe("pending");
     expect(plan.hash).toBe(fingerprint(plan.plan));
     expect(plan.reviewUrl).toBe(`http://countersign.test/plans/${plan.id}`);
@@ -54,7 +61,9 @@ describe.each(databaseKinds)("agent API over HTTP on $name", (kind) => {
   });
 
   it("reads a plan back, with approvals, and lists its audit events", async () => {
-    const plan = (await (await submit(mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { email: "new@b.example" } }] }))).json()) as { id: string; hash: string };
+    const plan = (await (
+      await submit(mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { email: "new@b.example" } }] }))
+    ).json()) as { id: string; hash: string };
     await decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
     const got = (await (await call("GET", `/v1/plans/${plan.id}`)).json()) as { status: string; approvals: { userId: string; via: string }[] };
     expect(got.status).toBe("approved");
@@ -108,13 +117,16 @@ describe.each(databaseKinds)("agent API over HTTP on $name", (kind) => {
 
   describe("bad input gets a clear error and the server keeps serving", () => {
     const cases: { name: string; send: () => Promise<Response>; status: number; code: string; issuePath?: string }[] = [
-      { name: "malformed JSON", send: () => call("POST", "/v1/plans", { body: "{\"title\": " }), status: 400, code: "invalid_json" },
+      { name: "malformed JSON", send: () => call("POST", "/v1/plans", { body: '{"title": ' }), status: 400, code: "invalid_json" },
       { name: "wrong type", send: () => submit(mergeRequest({ title: 42 })), status: 400, code: "invalid_request", issuePath: "/title" },
       { name: "unknown field", send: () => submit(mergeRequest({ dryRun: true })), status: 400, code: "invalid_request", issuePath: "/dryRun" },
       {
         name: "21 actions",
-        send: () => submit(mergeRequest({ actions: Array.from({ length: 21 }, (_, i) => ({ kind: "http.json", target: "crm", path: `/c/${i}`, op: "delete" })) })),
-        status: 400, code: "invalid_request", issuePath: "/actions",
+        send: () =>
+          submit(mergeRequest({ actions: Array.from({ length: 21 }, (_, i) => ({ kind: "http.json", target: "crm", path: `/c/${i}`, op: "delete" })) })),
+        status: 400,
+        code: "invalid_request",
+        issuePath: "/actions",
       },
       {
         name: "nesting deeper than 32",
@@ -123,26 +135,47 @@ describe.each(databaseKinds)("agent API over HTTP on $name", (kind) => {
           for (let i = 0; i < 40; i++) body = { d: body };
           return submit(mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body }] }));
         },
-        status: 400, code: "invalid_request",
+        status: 400,
+        code: "invalid_request",
       },
-      { name: "TTL above the maximum", send: () => submit(mergeRequest({ ttlSeconds: 86_401 })), status: 400, code: "invalid_request", issuePath: "/ttlSeconds" },
+      {
+        name: "TTL above the maximum",
+        send: () => submit(mergeRequest({ ttlSeconds: 86_401 })),
+        status: 400,
+        code: "invalid_request",
+        issuePath: "/ttlSeconds",
+      },
       { name: "no key", send: () => call("POST", "/v1/plans", { body: mergeRequest(), key: null }), status: 401, code: "unauthorized" },
       { name: "wrong key", send: () => submit(mergeRequest(), "csk_not-a-key"), status: 401, code: "unauthorized" },
       { name: "unknown plan", send: () => call("GET", "/v1/plans/00000000-0000-4000-8000-000000000000"), status: 404, code: "not_found" },
       { name: "not a plan id", send: () => call("GET", "/v1/plans/..%2f..%2fetc"), status: 404, code: "not_found" },
       { name: "over 256 KiB", send: () => submit(mergeRequest({ reason: "x".repeat(300 * 1024) })), status: 413, code: "payload_too_large" },
-      { name: "a 10 MB body", send: () => call("POST", "/v1/plans", { body: "[" + "1,".repeat(5 * 1024 * 1024) + "1]" }), status: 413, code: "payload_too_large" },
+      {
+        name: "a 10 MB body",
+        send: () => call("POST", "/v1/plans", { body: "[" + "1,".repeat(5 * 1024 * 1024) + "1]" }),
+        status: 413,
+        code: "payload_too_large",
+      },
       {
         name: "unknown target",
         send: () => submit(mergeRequest({ actions: [{ kind: "http.json", target: "billing", path: "/x", op: "delete" }] })),
-        status: 422, code: "unknown_target", issuePath: "/actions/0/target",
+        status: 422,
+        code: "unknown_target",
+        issuePath: "/actions/0/target",
       },
       {
         name: "target has no such resource",
         send: () => submit(mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/404", op: "merge", body: { a: 1 } }] })),
-        status: 422, code: "preview_failed", issuePath: "/actions/0",
+        status: 422,
+        code: "preview_failed",
+        issuePath: "/actions/0",
       },
-      { name: "wait timeout out of range", send: () => call("GET", "/v1/plans/00000000-0000-4000-8000-000000000000/wait?timeout=9999"), status: 400, code: "invalid_request" },
+      {
+        name: "wait timeout out of range",
+        send: () => call("GET", "/v1/plans/00000000-0000-4000-8000-000000000000/wait?timeout=9999"),
+        status: 400,
+        code: "invalid_request",
+      },
     ];
     it.each(cases)("$name → $status $code", async ({ send, status, code, issuePath }) => {
       const res = await send();
@@ -180,10 +213,11 @@ describe.each(databaseKinds)("agent API over HTTP on $name", (kind) => {
 describe("what may be proposed (deny by default), over HTTP", () => {
   const s = useServer(databaseKinds[0]!, {
     seed: { "/contacts/1": { id: 1 }, "/admin/1": { id: 1 } },
-    config: (url) => testConfig({
-      crm: targetConfig(url, { allow: { ops: ["merge"], paths: ["/contacts/*"], maxBodyBytes: 64 } }),
-      locked: targetConfig(url, { allow: undefined }),
-    }),
+    config: (url) =>
+      testConfig({
+        crm: targetConfig(url, { allow: { ops: ["merge"], paths: ["/contacts/*"], maxBodyBytes: 64 } }),
+        locked: targetConfig(url, { allow: undefined }),
+      }),
   });
   let key: string;
 
@@ -194,7 +228,12 @@ describe("what may be proposed (deny by default), over HTTP", () => {
   it.each([
     ["an op the target does not allow", { target: "crm", path: "/contacts/1", op: "delete" }, "targets.crm.allow.ops", "/actions/0/op"],
     ["a path outside its patterns", { target: "crm", path: "/admin/1", op: "merge", body: { a: 1 } }, "targets.crm.allow.paths", "/actions/0/path"],
-    ["an oversize body", { target: "crm", path: "/contacts/1", op: "merge", body: { note: "x".repeat(100) } }, "targets.crm.allow.maxBodyBytes", "/actions/0/body"],
+    [
+      "an oversize body",
+      { target: "crm", path: "/contacts/1", op: "merge", body: { note: "x".repeat(100) } },
+      "targets.crm.allow.maxBodyBytes",
+      "/actions/0/body",
+    ],
     ["a target that allows nothing", { target: "locked", path: "/contacts/1", op: "merge", body: { a: 1 } }, "targets.locked.allow", "/actions/0/target"],
   ])("refuses %s with 422 policy_denied naming the rule, before any request reaches the target", async (_name, action, rule, path) => {
     s.target.requests.length = 0;

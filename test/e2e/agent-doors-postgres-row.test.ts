@@ -88,9 +88,19 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row through MCP, the OpenA
         (43, 'Grace', 'grace@example.com', 7, '${VERSION}');`);
   });
 
-  const row = (fields: Partial<PostgresRowAction> = {}): PostgresRowAction => ({ kind: "postgres.row", target: "crmdb", table: "contacts", key: { id: 42 }, op: "update", values: { email: "ada@lovelace.example" }, ...fields });
-  const contact = async (id: number) => (await db.admin<{ email: string | null; score: string | null }[]>`SELECT email, score::text FROM contacts WHERE id = ${id}`)[0];
-  const approve = (plan: { id: string; hash: string }) => decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
+  const row = (fields: Partial<PostgresRowAction> = {}): PostgresRowAction => ({
+    kind: "postgres.row",
+    target: "crmdb",
+    table: "contacts",
+    key: { id: 42 },
+    op: "update",
+    values: { email: "ada@lovelace.example" },
+    ...fields,
+  });
+  const contact = async (id: number) =>
+    (await db.admin<{ email: string | null; score: string | null }[]>`SELECT email, score::text FROM contacts WHERE id = ${id}`)[0];
+  const approve = (plan: { id: string; hash: string }) =>
+    decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
   const reject = (plan: { id: string; hash: string }, reason: string) =>
     decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0BOB", via: "slack" }, verdict: "reject", reason });
 
@@ -98,7 +108,13 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row through MCP, the OpenA
     const call = async (name: string, args: Record<string, unknown>, timeout?: number) =>
       (await mcp!.callTool({ name, arguments: args }, undefined, timeout ? { timeout } : undefined)) as CallToolResult;
     const text = (result: CallToolResult) => result.content.map((c) => (c.type === "text" ? c.text : "")).join("\n");
-    const proposal = (actions: object[], extra: object = {}) => ({ title: "Update Ada's email", reason: "Ticket 4411", onBehalfOf: "U0REQUESTER", actions, ...extra });
+    const proposal = (actions: object[], extra: object = {}) => ({
+      title: "Update Ada's email",
+      reason: "Ticket 4411",
+      onBehalfOf: "U0REQUESTER",
+      actions,
+      ...extra,
+    });
     type Proposed = { id: string; hash: string; preview: Record<string, unknown>[] };
 
     it("propose_plan takes a row update and answers with the row per column, before → after, and the version read; nothing is written", async () => {
@@ -106,7 +122,9 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row through MCP, the OpenA
       const result = await call("propose_plan", proposal([row({ values: { email: "ada@lovelace.example", score: "13.00" } })]));
       expect(result.isError, text(result)).toBeFalsy();
       const lines = text(result).split("\n");
-      expect(lines).toContain(`  0. update crmdb table contacts key {"id":42} (/contacts/42; version read: ${VERSION} (its version column); written only if the row still has it)`);
+      expect(lines).toContain(
+        `  0. update crmdb table contacts key {"id":42} (/contacts/42; version read: ${VERSION} (its version column); written only if the row still has it)`,
+      );
       expect(lines).toContain('    email: "ada@example.com" → "ada@lovelace.example"');
       expect(lines).toContain('    score: "12.50" → "13.00"');
       expect(lines.find((l) => l.startsWith("    unchanged: "))).toBe("    unchanged: id, name, big, active, born, seen_at, tags, avatar, ref");
@@ -147,7 +165,9 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row through MCP, the OpenA
       expect(lines).toContain('  0. insert crmdb table contacts key {"id":44} (/contacts/44; no row there now: written only if it is still absent)');
       expect(lines).toContain('    name: (no row) → "Edsger"');
       expect(lines).toContain("    id: (no row) → 44");
-      expect(lines).toContain(`  1. delete crmdb table contacts key {"id":43} (/contacts/43; version read: ${VERSION} (its version column); written only if the row still has it)`);
+      expect(lines).toContain(
+        `  1. delete crmdb table contacts key {"id":43} (/contacts/43; version read: ${VERSION} (its version column); written only if the row still has it)`,
+      );
       expect(lines).toContain('    email: "grace@example.com" → (no row)');
       expect(lines.some((l) => l.startsWith("  2. merge crm /contacts/1 (version read: "))).toBe(true);
       expect(lines).toContain('    /email: "ana@old.example" → "ana@new.example"');
@@ -163,7 +183,10 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row through MCP, the OpenA
       expect(text(table)).toMatch(/^policy_denied: /);
       expect(text(table)).toContain("table 'notes' is not one agents may change on 'crmdb'");
 
-      const wrongKind = await call("propose_plan", proposal([{ kind: "http.json", target: "crmdb", path: "/contacts/42", op: "merge", body: { email: "x@y" } }]));
+      const wrongKind = await call(
+        "propose_plan",
+        proposal([{ kind: "http.json", target: "crmdb", path: "/contacts/42", op: "merge", body: { email: "x@y" } }]),
+      );
       expect(text(wrongKind)).toMatch(/^unknown_target: actions\[0\] is a http.json action, but target 'crmdb' is a postgres.row target/);
 
       // The tool's own schema (the plan schema's) refuses these; the server never sees them.
@@ -183,7 +206,12 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row through MCP, the OpenA
       const waiting = call("wait_for_outcome", { planId: proposed.id, timeoutSeconds: 90 }, 100_000);
       await approve(proposed);
       const result = await waiting;
-      expect(result.structuredContent).toMatchObject({ planId: proposed.id, status: "applied", final: true, results: [{ target: "crmdb", path: "/contacts/42", status: "applied", verified: true }] });
+      expect(result.structuredContent).toMatchObject({
+        planId: proposed.id,
+        status: "applied",
+        final: true,
+        results: [{ target: "crmdb", path: "/contacts/42", status: "applied", verified: true }],
+      });
       expect(text(result)).toContain("  0. crmdb /contacts/42: applied, verified");
       expect(await contact(42)).toMatchObject({ email: "ada@lovelace.example" });
       expect(await db.writes()).toBe(writes + 1);
@@ -224,14 +252,18 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row through MCP, the OpenA
         name: "update_contact_email",
         description: "Change a contact's email address in the CRM database.",
         parameters,
-        toPlan: ({ contactId, email }) => ({ title: `Update the email of contact ${contactId}`, onBehalfOf: "U0REQUESTER", actions: [row({ key: { id: contactId }, values: values(email) })] }),
+        toPlan: ({ contactId, email }) => ({
+          title: `Update the email of contact ${contactId}`,
+          onBehalfOf: "U0REQUESTER",
+          actions: [row({ key: { id: contactId }, values: values(email) })],
+        }),
       });
     const invoke = (tool: ReturnType<typeof makeTool>, args: object) => {
       const before = proposed.length;
       return { result: tool.invoke(new RunContext(), JSON.stringify(args)), proposed: waitFor("the proposal", () => proposed[before]) };
     };
 
-    it("approved → the executor writes the row → \"applied\"; rejected → nothing written", async () => {
+    it('approved → the executor writes the row → "applied"; rejected → nothing written', async () => {
       const applied = invoke(makeTool(), { contactId: 42, email: "ada@tool.example" });
       const plan = await applied.proposed;
       expect(plan.plan.actions[0]).toMatchObject({ kind: "postgres.row", table: "contacts", precondition: { version: VERSION } });
@@ -247,7 +279,7 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row through MCP, the OpenA
       expect(await db.writes()).toBe(writes);
     });
 
-    it("a value its column cannot hold → \"refused: preview_failed: …\" naming the column, and no plan", async () => {
+    it('a value its column cannot hold → "refused: preview_failed: …" naming the column, and no plan', async () => {
       const before = proposed.length;
       const result = await makeTool(() => ({ score: 12.5 })).invoke(new RunContext(), JSON.stringify({ contactId: 42, email: "x" }));
       expect(result).toMatch(/^refused: preview_failed: .*column 'score'/);
@@ -275,7 +307,12 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row through MCP, the OpenA
         values: { score: "8.25" },
         precondition: { version: VERSION },
       });
-      expect(plan.preview.actions[0]).toMatchObject({ op: "update", version: VERSION, precondition: "version", changes: [{ path: "/score", from: "7.00", to: "8.25" }] });
+      expect(plan.preview.actions[0]).toMatchObject({
+        op: "update",
+        version: VERSION,
+        precondition: "version",
+        changes: [{ path: "/score", from: "7.00", to: "8.25" }],
+      });
 
       const refused = await client.submitPlan({ title: "x", actions: [{ ...action, key: { id: 43, name: "Grace" } }] }).catch((e: unknown) => e);
       expect(refused).toBeInstanceOf(CountersignError);

@@ -13,7 +13,14 @@ import { useServer } from "../support/use-harness.ts";
 /** Agent limits over real HTTP: the 429 answer, the client's typed error and the MCP tool's words. */
 describe("agent limits over HTTP", () => {
   const s = useServer(pglite, {
-    config: (url) => ({ ...testConfig({ crm: targetConfig(url) }), limits: { plansPerMinute: 60, maxPending: 100, agents: { "http-bot": { plansPerMinute: 1 }, "client-bot": { maxPending: 1 }, "mcp-bot": { plansPerMinute: 1 } } } }),
+    config: (url) => ({
+      ...testConfig({ crm: targetConfig(url) }),
+      limits: {
+        plansPerMinute: 60,
+        maxPending: 100,
+        agents: { "http-bot": { plansPerMinute: 1 }, "client-bot": { maxPending: 1 }, "mcp-bot": { plansPerMinute: 1 } },
+      },
+    }),
   });
   const keys: Record<string, string> = {};
   beforeAll(async () => {
@@ -21,7 +28,11 @@ describe("agent limits over HTTP", () => {
   });
 
   const post = (key: string, body: unknown) =>
-    fetch(`${s.server.url}/v1/plans`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    fetch(`${s.server.url}/v1/plans`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
 
   it("answers 429 rate_limited with Retry-After and a message naming the limit, and reads no target for it", async () => {
     expect((await post(keys["http-bot"]!, mergeRequest({ title: "first" }))).status).toBe(201);
@@ -43,7 +54,9 @@ describe("agent limits over HTTP", () => {
   });
 
   it("is documented: POST /v1/plans answers 429 with a Retry-After header", () => {
-    const doc = openApiDocument("http://x") as { paths: Record<string, { post?: { responses: Record<string, { description: string; headers?: Record<string, unknown> }> } }> };
+    const doc = openApiDocument("http://x") as {
+      paths: Record<string, { post?: { responses: Record<string, { description: string; headers?: Record<string, unknown> }> } }>;
+    };
     const tooMany = doc.paths["/v1/plans"]!.post!.responses["429"]!;
     expect(tooMany.description).toContain("`rate_limited`");
     expect(tooMany.headers).toEqual({ "Retry-After": { description: expect.any(String), schema: { type: "integer", minimum: 1 } } });
@@ -77,9 +90,19 @@ describe("agent limits over HTTP", () => {
       const limited = await propose("second");
       expect(limited.isError).toBe(true);
       const text = (limited.content[0] as { text: string }).text;
-      expect(text).toMatch(/^rate_limited: agent mcp-bot submitted 1 plans in the last minute; limits\.agents\.mcp-bot\.plansPerMinute is 1\. Retry after (\d+) s\. Nothing was created\. Wait \1 s \(until \d{4}-\d\d-\d\dT[\d:.]+Z\), then call propose_plan again/);
+      expect(text).toMatch(
+        /^rate_limited: agent mcp-bot submitted 1 plans in the last minute; limits\.agents\.mcp-bot\.plansPerMinute is 1\. Retry after (\d+) s\. Nothing was created\. Wait \1 s \(until \d{4}-\d\d-\d\dT[\d:.]+Z\), then call propose_plan again/,
+      );
       const seconds = Number(/Wait (\d+) s/.exec(text)![1]);
-      expect(limited.structuredContent).toEqual({ error: { code: "rate_limited", message: expect.any(String), retryAfterSeconds: seconds, retryAt: expect.any(String), limit: "limits.agents.mcp-bot.plansPerMinute" } });
+      expect(limited.structuredContent).toEqual({
+        error: {
+          code: "rate_limited",
+          message: expect.any(String),
+          retryAfterSeconds: seconds,
+          retryAt: expect.any(String),
+          limit: "limits.agents.mcp-bot.plansPerMinute",
+        },
+      });
     });
   });
 });

@@ -21,14 +21,22 @@ function runChild(ending: string): Promise<{ code: number | null; stdout: string
     ${ending}
   `;
   return new Promise((resolve) => {
-    execFile(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { maxBuffer: 64 * 1024 * 1024, timeout: 120_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      ["--import", "tsx", "--input-type=module", "-e", script],
+      { maxBuffer: 64 * 1024 * 1024, timeout: 120_000 },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
 function parsed(stdout: string): Array<Record<string, unknown>> {
-  return stdout.trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+  return stdout
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
 describe("asynchronous log lines are flushed at exit", () => {

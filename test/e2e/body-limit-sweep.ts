@@ -60,10 +60,26 @@ export function describeBodyLimitSweep(title: string, routes: BodyRoute[], modes
       const port = await freePort();
       origin = `http://127.0.0.1:${port}`;
       const config = { ...testConfig({ crm: targetConfig(target.url) }), port, publicUrl: origin, admins: [ADMIN], executorToken: EXECUTOR_TOKEN };
-      server = await runServer({ config, logger: silentLogger, database, hostname: "127.0.0.1", grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, remindMs: 3_600_000 });
+      server = await runServer({
+        config,
+        logger: silentLogger,
+        database,
+        hostname: "127.0.0.1",
+        grantKey: (await testGrantKeys()).signing,
+        sweepMs: 3_600_000,
+        remindMs: 3_600_000,
+      });
       const agent = await addAgent(server.ctx, { name: "body-limit-agent" });
       agentKey = agent.key;
-      planId = (await submitPlan(server.ctx, { agent, request: { title: "Body limits", actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: "b@new.example" } }] } })).plan.id;
+      planId = (
+        await submitPlan(server.ctx, {
+          agent,
+          request: {
+            title: "Body limits",
+            actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: "b@new.example" } }],
+          },
+        })
+      ).plan.id;
       const { url } = await createLoginLink(server.ctx, { userId: ADMIN, via: "cli" });
       const res = await fetch(url, { method: "POST", redirect: "manual", headers: { origin } });
       expect(res.status).toBe(303);
@@ -119,9 +135,19 @@ export function describeBodyLimitSweep(title: string, routes: BodyRoute[], modes
 
     it("still takes an ordinary form whose reason fills most of the cap", async () => {
       const reason = "r".repeat(1000);
-      const res = await fetch(`${origin}/pause`, { method: "POST", redirect: "manual", headers: { cookie, origin, "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ _csrf: csrf, reason, filler: "f".repeat(MAX_FORM_BYTES - 2000) }).toString() });
+      const res = await fetch(`${origin}/pause`, {
+        method: "POST",
+        redirect: "manual",
+        headers: { cookie, origin, "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ _csrf: csrf, reason, filler: "f".repeat(MAX_FORM_BYTES - 2000) }).toString(),
+      });
       expect(res.status).toBe(303);
-      const resumed = await fetch(`${origin}/resume`, { method: "POST", redirect: "manual", headers: { cookie, origin, "content-type": "multipart/form-data; boundary=XyZ" }, body: `--XyZ\r\ncontent-disposition: form-data; name="_csrf"\r\n\r\n${csrf}\r\n--XyZ--\r\n` });
+      const resumed = await fetch(`${origin}/resume`, {
+        method: "POST",
+        redirect: "manual",
+        headers: { cookie, origin, "content-type": "multipart/form-data; boundary=XyZ" },
+        body: `--XyZ\r\ncontent-disposition: form-data; name="_csrf"\r\n\r\n${csrf}\r\n--XyZ--\r\n`,
+      });
       expect(resumed.status).toBe(303);
     });
   });

@@ -33,7 +33,9 @@ const HOSTILE = `<script>window.__pwned=1</script><img src=x onerror="window.__p
 export function browserScenarios(kind: TestDatabaseKind): void {
   let slack: SlackEmulator;
   const s = useServer(kind, {
-    seed: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`/contacts/${i}`, { id: i, name: `Contact ${i}`, email: `c${i}@old.example`, tier: "silver" }])),
+    seed: Object.fromEntries(
+      Array.from({ length: 40 }, (_, i) => [`/contacts/${i}`, { id: i, name: `Contact ${i}`, email: `c${i}@old.example`, tier: "silver" }]),
+    ),
     config: async (targetUrl) => {
       slack = new SlackEmulator({ teamId: "T0TEST" });
       await slack.start();
@@ -50,7 +52,15 @@ export function browserScenarios(kind: TestDatabaseKind): void {
         port,
         publicUrl: origin,
         executorToken: EXECUTOR_TOKEN,
-        slack: { ...testConfig({}).slack, enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW" },
+        slack: {
+          ...testConfig({}).slack,
+          enabled: true as const,
+          botToken: slack.botToken,
+          signingSecret: SIGNING_SECRET,
+          appToken: undefined,
+          apiUrl: slack.url,
+          reviewChannel: "C0REVIEW",
+        },
       };
     },
     run: { hostname: "127.0.0.1", sweepMs: 3_600_000, clock: () => new Date(Date.now() + clockOffsetMs) },
@@ -65,13 +75,16 @@ export function browserScenarios(kind: TestDatabaseKind): void {
 
   const propose = async (overrides: Record<string, unknown> = {}): Promise<PlanView> => {
     const i = n++;
-    const { plan } = await submitPlan(s.server.ctx, { agent, request: {
-      title: `Update contact ${i}`,
-      reason: "Customer asked by phone, ticket 4411",
-      onBehalfOf: "U0REQUESTER",
-      actions: [{ kind: "http.json", target: "crm", path: `/contacts/${i}`, op: "merge", body: { email: `c${i}@new.example`, tier: "gold" } }],
-      ...overrides,
-    } });
+    const { plan } = await submitPlan(s.server.ctx, {
+      agent,
+      request: {
+        title: `Update contact ${i}`,
+        reason: "Customer asked by phone, ticket 4411",
+        onBehalfOf: "U0REQUESTER",
+        actions: [{ kind: "http.json", target: "crm", path: `/contacts/${i}`, op: "merge", body: { email: `c${i}@new.example`, tier: "gold" } }],
+        ...overrides,
+      },
+    });
     proposed.push(plan);
     return plan;
   };
@@ -124,7 +137,9 @@ export function browserScenarios(kind: TestDatabaseKind): void {
     expect(await page.getByRole("status").innerText()).toMatch(/^Your approval is recorded at \d\d:\d\d UTC\.$/);
     expect(await page.locator(".badge").first().innerText()).toBe("approved");
     expect(await statusOf(plan)).toBe("approved");
-    const [decision] = await s.database.rows<{ user_id: string; via: string; plan_hash: string }>(sql`SELECT user_id, via, plan_hash FROM decisions WHERE plan_id = ${plan.id}`);
+    const [decision] = await s.database.rows<{ user_id: string; via: string; plan_hash: string }>(
+      sql`SELECT user_id, via, plan_hash FROM decisions WHERE plan_id = ${plan.id}`,
+    );
     expect(decision).toEqual({ user_id: "U0ALICE", via: "web", plan_hash: plan.hash });
     expect(await page.getByRole("button", { name: "Approve" }).count()).toBe(0);
   });
@@ -148,9 +163,18 @@ export function browserScenarios(kind: TestDatabaseKind): void {
     await page.goto(`${origin}/plans/${plan.id}`);
     await page.evaluate(() => ((globalThis as unknown as { marker: number }).marker = 42));
     expect(await page.locator(".badge").first().innerText()).toBe("pending");
-    const ts = await waitFor("the Slack preview", async () => (await s.database.rows<{ ts: string }>(sql`SELECT ts FROM slack_messages WHERE plan_id = ${plan.id}`))[0]?.ts);
+    const ts = await waitFor(
+      "the Slack preview",
+      async () => (await s.database.rows<{ ts: string }>(sql`SELECT ts FROM slack_messages WHERE plan_id = ${plan.id}`))[0]?.ts,
+    );
     const clicks = new SlackRequests({ baseUrl: s.server.url, signingSecret: SIGNING_SECRET, teamId: "T0TEST" });
-    const res = await clicks.blockAction({ user: "U0ALICE", actionId: "approve", value: JSON.stringify({ planId: plan.id, hash: plan.hash }), channelId: "C0REVIEW", messageTs: ts });
+    const res = await clicks.blockAction({
+      user: "U0ALICE",
+      actionId: "approve",
+      value: JSON.stringify({ planId: plan.id, hash: plan.hash }),
+      channelId: "C0REVIEW",
+      messageTs: ts,
+    });
     expect(res.status).toBe(200);
     await page.locator(".badge", { hasText: "approved" }).first().waitFor({ timeout: 10_000 });
     expect(await page.evaluate(() => (globalThis as unknown as { marker?: number }).marker)).toBe(42); // same document: no reload
@@ -174,7 +198,9 @@ export function browserScenarios(kind: TestDatabaseKind): void {
     await page.screenshot({ path: screenshotPath(`list-phone-${kind.name}`), fullPage: true });
     await page.goto(`${origin}/plans/${plan.id}`);
     await page.screenshot({ path: screenshotPath(`plan-phone-${kind.name}`), fullPage: true });
-    expect(await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    expect(
+      await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth),
+    ).toBeLessThanOrEqual(390);
     await page.getByRole("button", { name: "Approve" }).focus();
     await page.keyboard.press("Enter");
     await page.getByRole("status").filter({ hasText: "Your approval is recorded" }).waitFor();
@@ -211,14 +237,34 @@ export function browserScenarios(kind: TestDatabaseKind): void {
       await page.goto(`${origin}/plans/${plan.id}`);
       return page.locator('input[name="_csrf"]').first().getAttribute("value");
     })();
-    const noToken = await fetch(`${origin}/plans/${plan.id}/approve`, { method: "POST", headers: { ...headers, origin }, body: `hash=${encodeURIComponent(plan.hash)}`, redirect: "manual" });
+    const noToken = await fetch(`${origin}/plans/${plan.id}/approve`, {
+      method: "POST",
+      headers: { ...headers, origin },
+      body: `hash=${encodeURIComponent(plan.hash)}`,
+      redirect: "manual",
+    });
     expect(noToken.status).toBe(403);
-    const crossSite = await fetch(`${origin}/plans/${plan.id}/approve`, { method: "POST", headers: { ...headers, origin: "https://evil.example" }, body: `hash=${encodeURIComponent(plan.hash)}&_csrf=${csrf}`, redirect: "manual" });
+    const crossSite = await fetch(`${origin}/plans/${plan.id}/approve`, {
+      method: "POST",
+      headers: { ...headers, origin: "https://evil.example" },
+      body: `hash=${encodeURIComponent(plan.hash)}&_csrf=${csrf}`,
+      redirect: "manual",
+    });
     expect(crossSite.status).toBe(403);
-    const noOrigin = await fetch(`${origin}/plans/${plan.id}/approve`, { method: "POST", headers, body: `hash=${encodeURIComponent(plan.hash)}&_csrf=${csrf}`, redirect: "manual" });
+    const noOrigin = await fetch(`${origin}/plans/${plan.id}/approve`, {
+      method: "POST",
+      headers,
+      body: `hash=${encodeURIComponent(plan.hash)}&_csrf=${csrf}`,
+      redirect: "manual",
+    });
     expect(noOrigin.status).toBe(403);
     expect(await statusOf(plan)).toBe("pending");
-    const stale = await fetch(`${origin}/plans/${plan.id}/approve`, { method: "POST", headers: { ...headers, origin }, body: `hash=${encodeURIComponent("sha256:" + "0".repeat(64))}&_csrf=${csrf}`, redirect: "manual" });
+    const stale = await fetch(`${origin}/plans/${plan.id}/approve`, {
+      method: "POST",
+      headers: { ...headers, origin },
+      body: `hash=${encodeURIComponent("sha256:" + "0".repeat(64))}&_csrf=${csrf}`,
+      redirect: "manual",
+    });
     expect(stale.status).toBe(409);
     expect(await stale.text()).toContain("The plan changed since this page was loaded");
     expect(await statusOf(plan)).toBe("pending");
@@ -231,7 +277,12 @@ export function browserScenarios(kind: TestDatabaseKind): void {
     expect(await outsider.getByRole("button", { name: "Approve" }).count()).toBe(0);
     expect(await outsider.getByText("You are not an approver for this plan.").count()).toBe(1);
     const member = await signedIn("U0GROUPIE");
-    await expect(member.getByRole("row", { name: new RegExp(plan.plan.title) }).getByText("yours to decide").isVisible()).resolves.toBe(true);
+    await expect(
+      member
+        .getByRole("row", { name: new RegExp(plan.plan.title) })
+        .getByText("yours to decide")
+        .isVisible(),
+    ).resolves.toBe(true);
     await member.goto(`${origin}/plans/${plan.id}`);
     await member.getByRole("button", { name: "Approve" }).click();
     await member.getByRole("status").filter({ hasText: "Your approval is recorded" }).waitFor();
@@ -251,7 +302,17 @@ export function browserScenarios(kind: TestDatabaseKind): void {
   });
   it("signed out, every page and live stream answers 401 with how to sign in, and no plan data", async () => {
     const plan = await propose({ title: "Quarterly tier review for ACME" });
-    const paths = ["/plans", "/plans?fragment=1", "/plans?status=pending", `/plans/${plan.id}`, `/plans/${plan.id}?fragment=1`, "/plans/live", `/plans/${plan.id}/live`, `/plans/${randomUUID()}`, "/plans/not-a-plan-id"];
+    const paths = [
+      "/plans",
+      "/plans?fragment=1",
+      "/plans?status=pending",
+      `/plans/${plan.id}`,
+      `/plans/${plan.id}?fragment=1`,
+      "/plans/live",
+      `/plans/${plan.id}/live`,
+      `/plans/${randomUUID()}`,
+      "/plans/not-a-plan-id",
+    ];
     for (const path of paths) {
       const res = await fetch(origin + path, { headers: { accept: "text/event-stream, text/html" } });
       expect(res.status, path).toBe(401);
@@ -267,7 +328,12 @@ export function browserScenarios(kind: TestDatabaseKind): void {
       expect(body, path).not.toMatch(/@(old|new)\.example/);
     }
     expect((await fetch(`${origin}/`, { redirect: "manual" })).headers.get("location")).toBe("/plans");
-    const post = await fetch(`${origin}/plans/${plan.id}/approve`, { method: "POST", headers: { origin, "content-type": "application/x-www-form-urlencoded" }, body: `hash=${encodeURIComponent(plan.hash)}`, redirect: "manual" });
+    const post = await fetch(`${origin}/plans/${plan.id}/approve`, {
+      method: "POST",
+      headers: { origin, "content-type": "application/x-www-form-urlencoded" },
+      body: `hash=${encodeURIComponent(plan.hash)}`,
+      redirect: "manual",
+    });
     expect(post.status).toBe(401);
     expect(await post.text()).toContain("Sign in to review plans");
     expect(await statusOf(plan)).toBe("pending");
@@ -314,15 +380,35 @@ export function browserScenarios(kind: TestDatabaseKind): void {
   it("pending, applied, stale and rejected pages: the change comes before Approve, and nothing scrolls sideways, at desktop and phone size", async () => {
     const longUrl = `https://files.example.com/exports/${"customer-records-".repeat(8)}2026-12.csv`;
     const longEmail = `${"very.long.mailbox.name.".repeat(4)}person@subdomain.long-company-name.example`;
-    const wide = (i: number) => ({ actions: [{ kind: "http.json", target: "crm", path: `/contacts/${i}`, op: "merge", body: { email: longEmail, tier: "platinum-with-extended-support", export: longUrl } }] });
+    const wide = (i: number) => ({
+      actions: [
+        {
+          kind: "http.json",
+          target: "crm",
+          path: `/contacts/${i}`,
+          op: "merge",
+          body: { email: longEmail, tier: "platinum-with-extended-support", export: longUrl },
+        },
+      ],
+    });
     const pending = await propose({ ...wide(30), title: "Move this customer to the platinum tier with extended support and a nightly export" });
     const applied = await propose(wide(31));
     const stale = await propose(wide(32));
     const rejected = await propose(wide(33));
     for (const p of [applied, stale]) await decide(s.server.ctx, { planId: p.id, hash: p.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
-    await decide(s.server.ctx, { planId: rejected.id, hash: rejected.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "reject", reason: `Not this quarter: ${longUrl}` });
+    await decide(s.server.ctx, {
+      planId: rejected.id,
+      hash: rejected.hash,
+      actor: { userId: "U0ALICE", via: "web" },
+      verdict: "reject",
+      reason: `Not this quarter: ${longUrl}`,
+    });
     // Someone edits the stale plan's record after approval, before the executor gets to it.
-    const edit = await fetch(`${s.target.url}/contacts/32`, { method: "PATCH", headers: { authorization: `Bearer ${WRITE_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ tier: "bronze" }) });
+    const edit = await fetch(`${s.target.url}/contacts/32`, {
+      method: "PATCH",
+      headers: { authorization: `Bearer ${WRITE_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ tier: "bronze" }),
+    });
     expect(edit.ok).toBe(true);
     const { verifying } = await testGrantKeys();
     const executor = runExecutor({
@@ -333,7 +419,11 @@ export function browserScenarios(kind: TestDatabaseKind): void {
       logger: silentLogger,
     });
     try {
-      await waitFor("the executor to apply one plan and find the other stale", async () => (await statusOf(applied)) === "applied" && (await statusOf(stale)) === "stale", 60_000);
+      await waitFor(
+        "the executor to apply one plan and find the other stale",
+        async () => (await statusOf(applied)) === "applied" && (await statusOf(stale)) === "stale",
+        60_000,
+      );
     } finally {
       await executor.stop();
     }
@@ -352,15 +442,25 @@ export function browserScenarios(kind: TestDatabaseKind): void {
         expect(firstRow.y + firstRow.height, `first diff row above Approve at ${size}`).toBeLessThanOrEqual(approve.y);
         expect(firstRow.y + firstRow.height, `first diff row on the first screen at ${size}`).toBeLessThanOrEqual(viewport.height);
       }
-      const [scrollWidth, innerWidth] = await page.goto(`${origin}/plans`).then(() => page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]") as Promise<[number, number]>);
+      const [scrollWidth, innerWidth] = await page
+        .goto(`${origin}/plans`)
+        .then(() => page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]") as Promise<[number, number]>);
       expect(scrollWidth, `the list at ${size}`).toBeLessThanOrEqual(innerWidth);
     }
   });
 
   it("delivery lanes: the nav links them; a reader sees a dead preview with no Retry; an admin retries it and it is posted; nothing scrolls sideways", async () => {
     slack.archiveChannel(ARCHIVED);
-    const plan = await propose({ title: "Plan reviewed in an archived channel", actions: [{ kind: "http.json", target: "archived", path: "/contacts/39", op: "merge", body: { tier: "gold" } }] });
-    const deadRow = async () => (await s.database.rows<{ id: number | string }>(sql`SELECT id FROM outbox WHERE plan_id = ${plan.id} AND lane = ${`slack:${ARCHIVED}`} AND dead_at IS NOT NULL`))[0];
+    const plan = await propose({
+      title: "Plan reviewed in an archived channel",
+      actions: [{ kind: "http.json", target: "archived", path: "/contacts/39", op: "merge", body: { tier: "gold" } }],
+    });
+    const deadRow = async () =>
+      (
+        await s.database.rows<{ id: number | string }>(
+          sql`SELECT id FROM outbox WHERE plan_id = ${plan.id} AND lane = ${`slack:${ARCHIVED}`} AND dead_at IS NOT NULL`,
+        )
+      )[0];
     const id = Number((await waitFor("the preview to die in the archived channel", deadRow))!.id);
     const lane = (page: Page) => page.locator(`tr[data-lane="slack:${ARCHIVED}"]`);
     const deadOfPlan = (page: Page) => page.locator(`tr[data-outbox-id="${id}"]`);
@@ -383,7 +483,9 @@ export function browserScenarios(kind: TestDatabaseKind): void {
     await admin.goto(`${origin}/lanes`);
     await admin.screenshot({ path: screenshotPath(`lanes-admin-phone-${kind.name}`), fullPage: true });
     slack.archiveChannel(ARCHIVED, false);
-    await deadOfPlan(admin).getByRole("button", { name: `Retry delivery ${id}` }).click();
+    await deadOfPlan(admin)
+      .getByRole("button", { name: `Retry delivery ${id}` })
+      .click();
     await admin.waitForURL(`${origin}/lanes`);
     await waitFor("the retried preview in the channel", () => slack.messagesIn(ARCHIVED).length === 1);
     const [audit] = await s.database.rows<{ data: string }>(sql`SELECT data FROM audit_events WHERE type = 'outbox.retried'`);
@@ -447,15 +549,24 @@ export function browserScenarios(kind: TestDatabaseKind): void {
     let received = "";
     await waitFor("the stream's first event", async () => (received += (await reader.read()).value ?? "").includes("event:"));
 
-    const logout = await fetch(`${origin}/logout`, { method: "POST", headers: { cookie, origin, "content-type": "application/x-www-form-urlencoded" }, body: `_csrf=${encodeURIComponent(csrf)}`, redirect: "manual" });
+    const logout = await fetch(`${origin}/logout`, {
+      method: "POST",
+      headers: { cookie, origin, "content-type": "application/x-www-form-urlencoded" },
+      body: `_csrf=${encodeURIComponent(csrf)}`,
+      redirect: "manual",
+    });
     expect(logout.status).toBe(303);
     received = "";
     await decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "slack" }, verdict: "approve" });
-    const ended = await waitFor("the stream to end", async () => {
-      const chunk = await reader.read();
-      received += chunk.value ?? "";
-      return chunk.done;
-    }, 30_000);
+    const ended = await waitFor(
+      "the stream to end",
+      async () => {
+        const chunk = await reader.read();
+        received += chunk.value ?? "";
+        return chunk.done;
+      },
+      30_000,
+    );
     expect(ended).toBe(true);
     expect(received).not.toContain("changed");
     expect((await fetch(`${origin}/plans/${plan.id}/live`, { headers: { cookie } })).status).toBe(401);

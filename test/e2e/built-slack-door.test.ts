@@ -36,16 +36,19 @@ describe.each(["http", "socket"] as const)("the built serve's Slack door over %s
     await socket.start();
     await target.start();
     dir = mkdtempSync(path.join(os.tmpdir(), "countersign-built-door-"));
-    writeFileSync(path.join(dir, "countersign.yml"), [
-      `slack: { reviewChannel: ${REVIEW} }`,
-      "defaults: { approvers: [U0ALICE] }",
-      "targets:",
-      "  contacts:",
-      "    adapter: http.json",
-      `    baseUrl: ${target.url}`,
-      `    read: { headers: { Authorization: "Bearer ${READ_TOKEN}" } }`,
-      '    allow: { ops: [merge], paths: ["/contacts/*"] }',
-    ].join("\n"));
+    writeFileSync(
+      path.join(dir, "countersign.yml"),
+      [
+        `slack: { reviewChannel: ${REVIEW} }`,
+        "defaults: { approvers: [U0ALICE] }",
+        "targets:",
+        "  contacts:",
+        "    adapter: http.json",
+        `    baseUrl: ${target.url}`,
+        `    read: { headers: { Authorization: "Bearer ${READ_TOKEN}" } }`,
+        '    allow: { ops: [merge], paths: ["/contacts/*"] }',
+      ].join("\n"),
+    );
     const { privateKey } = generateKeyPairSync("ed25519");
     server = await startCli(["serve"], {
       cwd: dir,
@@ -63,7 +66,8 @@ describe.each(["http", "socket"] as const)("the built serve's Slack door over %s
       timeoutMs: 120_000,
     });
     url = /"url":"(http:\/\/[^"]+)".*countersign serving/.exec(server.output())![1]!;
-    interactions = door === "http" ? httpInteractions(new SlackRequests({ baseUrl: url, signingSecret: SIGNING_SECRET })) : socket.interactions(new SlackPayloads());
+    interactions =
+      door === "http" ? httpInteractions(new SlackRequests({ baseUrl: url, signingSecret: SIGNING_SECRET })) : socket.interactions(new SlackPayloads());
   }, 180_000);
 
   afterAll(async () => {
@@ -83,7 +87,10 @@ describe.each(["http", "socket"] as const)("the built serve's Slack door over %s
     const submitted = await fetch(`${url}/v1/plans`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ title: "New email for Ana", actions: [{ kind: "http.json", target: "contacts", path: "/contacts/1", op: "merge", body: { email: "ana@new.example" } }] }),
+      body: JSON.stringify({
+        title: "New email for Ana",
+        actions: [{ kind: "http.json", target: "contacts", path: "/contacts/1", op: "merge", body: { email: "ana@new.example" } }],
+      }),
     });
     expect(submitted.status).toBe(201);
     const plan = (await submitted.json()) as { id: string };
@@ -94,11 +101,15 @@ describe.each(["http", "socket"] as const)("the built serve's Slack door over %s
 
     const ack = await interactions.blockAction({ user: "U0ALICE", actionId: "approve", value: approve!.value!, channelId: REVIEW, messageTs: message.ts });
     expect(ack.acked).toBe(true);
-    await waitFor("the plan approved", async () => {
-      const res = await fetch(`${url}/v1/plans/${plan.id}`, { headers: { authorization: `Bearer ${key}` } });
-      const body = (await res.json()) as { status: string };
-      return body.status === "approved" ? body : undefined;
-    }, 60_000);
+    await waitFor(
+      "the plan approved",
+      async () => {
+        const res = await fetch(`${url}/v1/plans/${plan.id}`, { headers: { authorization: `Bearer ${key}` } });
+        const body = (await res.json()) as { status: string };
+        return body.status === "approved" ? body : undefined;
+      },
+      60_000,
+    );
   }, 180_000);
 });
 

@@ -27,16 +27,20 @@ describe("countersign --help", () => {
     expect(help.stdout).not.toMatch(/\ba demo target\b/);
   }, 60_000);
 
-  it.each([["start"], ["serve"], ["executor"], ["mcp"]])("%s --help prints the help and starts nothing", async (command) => {
-    const dataDir = path.join(dir, `${command}-data`);
-    const [general, specific] = await Promise.all([
-      runCli(["--help"], { cwd: dir }),
-      runCli([command, "--help"], { cwd: dir, env: { COUNTERSIGN_DATA_DIR: dataDir, PORT: "9" } }),
-    ]);
-    expect(specific.code, specific.stderr).toBe(0);
-    expect(specific.stderr).toBe("");
-    expect(specific.stdout).toBe(general.stdout);
-    // Nothing was opened: no data dir (it would be inside the working directory), nothing else written there.
-    expect(readdirSync(dir)).toEqual([]);
-  }, 60_000);
+  it.each([["start"], ["serve"], ["executor"], ["mcp"]])(
+    "%s --help prints the help and starts nothing",
+    async (command) => {
+      const dataDir = path.join(dir, `${command}-data`);
+      const [general, specific] = await Promise.all([
+        runCli(["--help"], { cwd: dir }),
+        runCli([command, "--help"], { cwd: dir, env: { COUNTERSIGN_DATA_DIR: dataDir, PORT: "9" } }),
+      ]);
+      expect(specific.code, specific.stderr).toBe(0);
+      expect(specific.stderr).toBe("");
+      expect(specific.stdout).toBe(general.stdout);
+      // Nothing was opened: no data dir (it would be inside the working directory), nothing else written there.
+      expect(readdirSync(dir)).toEqual([]);
+    },
+    60_000,
+  );
 });

@@ -23,38 +23,45 @@ describe("countersign CLI", () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it("adds, lists and revokes agents on the embedded database; the key is the last line", async () => {
-    const cwd = mkdtempSync(path.join(dir, "agents-"));
-    const added = await runCli(["agents", "add", "billing-bot"], { cwd });
-    expect(added.code, added.stderr).toBe(0);
-    expect(lastLine(added.stdout)).toMatch(/^csk_[A-Za-z0-9_-]{43}$/);
-    const listed = await runCli(["agents", "list"], { cwd });
-    expect(listed.stdout).toMatch(/^billing-bot\tactive/m);
-    const dup = await runCli(["agents", "add", "billing-bot"], { cwd });
-    expect(dup.code).toBe(1);
-    expect(dup.stderr).toContain("already exists");
-    expect((await runCli(["agents", "revoke", "billing-bot"], { cwd })).code).toBe(0);
-    expect((await runCli(["agents", "list"], { cwd })).stdout).toMatch(/^billing-bot\trevoked/m);
-    const bad = await runCli(["agents", "add", "Bad Name!"], { cwd });
-    expect(bad.code).toBe(1);
-    expect(bad.stderr).toContain("agent name");
-  }, SLOW_PROCESSES_MS); // six CLI processes, each booting the embedded database
+  it(
+    "adds, lists and revokes agents on the embedded database; the key is the last line",
+    async () => {
+      const cwd = mkdtempSync(path.join(dir, "agents-"));
+      const added = await runCli(["agents", "add", "billing-bot"], { cwd });
+      expect(added.code, added.stderr).toBe(0);
+      expect(lastLine(added.stdout)).toMatch(/^csk_[A-Za-z0-9_-]{43}$/);
+      const listed = await runCli(["agents", "list"], { cwd });
+      expect(listed.stdout).toMatch(/^billing-bot\tactive/m);
+      const dup = await runCli(["agents", "add", "billing-bot"], { cwd });
+      expect(dup.code).toBe(1);
+      expect(dup.stderr).toContain("already exists");
+      expect((await runCli(["agents", "revoke", "billing-bot"], { cwd })).code).toBe(0);
+      expect((await runCli(["agents", "list"], { cwd })).stdout).toMatch(/^billing-bot\trevoked/m);
+      const bad = await runCli(["agents", "add", "Bad Name!"], { cwd });
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toContain("agent name");
+    },
+    SLOW_PROCESSES_MS,
+  ); // six CLI processes, each booting the embedded database
 
   it("policy check prints each target's effective policy, and names bad keys", async () => {
     const cwd = mkdtempSync(path.join(dir, "policy-"));
-    writeFileSync(path.join(cwd, "ok.yml"), [
-      "defaults: { approvers: [U0ALICE, U0BOB], requiredApprovals: 1 }",
-      "targets:",
-      "  crm:",
-      "    adapter: http.json",
-      "    baseUrl: http://127.0.0.1:4010",
-      '    read: { headers: { Authorization: "Bearer ${UNSET_READ_TOKEN}" } }',
-      "    allow: { ops: [merge], paths: [\"/contacts/*\"] }",
-      "    policy: { requiredApprovals: 2 }",
-      "  locked:",
-      "    adapter: http.json",
-      "    baseUrl: http://127.0.0.1:4011",
-    ].join("\n"));
+    writeFileSync(
+      path.join(cwd, "ok.yml"),
+      [
+        "defaults: { approvers: [U0ALICE, U0BOB], requiredApprovals: 1 }",
+        "targets:",
+        "  crm:",
+        "    adapter: http.json",
+        "    baseUrl: http://127.0.0.1:4010",
+        '    read: { headers: { Authorization: "Bearer ${UNSET_READ_TOKEN}" } }',
+        '    allow: { ops: [merge], paths: ["/contacts/*"] }',
+        "    policy: { requiredApprovals: 2 }",
+        "  locked:",
+        "    adapter: http.json",
+        "    baseUrl: http://127.0.0.1:4011",
+      ].join("\n"),
+    );
     const ok = await runCli(["policy", "check", "ok.yml"], { cwd });
     expect(ok.code, ok.stderr).toBe(0); // credentials are not resolved, so none need to be set
     expect(ok.stdout).toContain("U0ALICE, U0BOB (defaults.approvers); 2 of 2 needed (targets.crm.policy.requiredApprovals)");
@@ -79,81 +86,87 @@ describe("countersign CLI", () => {
     expect(env.stderr).toContain("PORT");
   });
 
-  it("start: the printed curl line proposes, the printed login link signs the demo reviewer in, Approve in Chromium, the executor child applies; Ctrl-C stops it all", async () => {
-    const cwd = mkdtempSync(path.join(dir, "start-"));
-    const port = String(20_000 + Math.floor(Math.random() * 20_000));
-    const app = await startCli(["start"], { cwd, env: { PORT: port }, ready: /Ctrl-C stops everything/, timeoutMs: SLOW_PROCESSES_MS });
-    try {
-      const output = app.output();
-      const key = /Bearer (csk_[A-Za-z0-9_-]+)/.exec(output)?.[1];
-      const body = /-d '(\{.*\})'$/m.exec(output)?.[1];
-      expect(key).toBeDefined();
-      expect(body).toBeDefined();
-      const res = await fetch(`http://127.0.0.1:${port}/v1/plans`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-        body: body!,
-      });
-      expect(res.status).toBe(201);
-      const plan = (await res.json()) as { status: string; preview: { actions: { changes: { path: string }[] }[] } };
-      expect(plan.status).toBe("pending");
-      expect(plan.preview.actions[0]!.changes.map((c) => c.path)).toEqual(["/email"]);
+  it(
+    "start: the printed curl line proposes, the printed login link signs the demo reviewer in, Approve in Chromium, the executor child applies; Ctrl-C stops it all",
+    async () => {
+      const cwd = mkdtempSync(path.join(dir, "start-"));
+      const port = String(20_000 + Math.floor(Math.random() * 20_000));
+      const app = await startCli(["start"], { cwd, env: { PORT: port }, ready: /Ctrl-C stops everything/, timeoutMs: SLOW_PROCESSES_MS });
+      try {
+        const output = app.output();
+        const key = /Bearer (csk_[A-Za-z0-9_-]+)/.exec(output)?.[1];
+        const body = /-d '(\{.*\})'$/m.exec(output)?.[1];
+        expect(key).toBeDefined();
+        expect(body).toBeDefined();
+        const res = await fetch(`http://127.0.0.1:${port}/v1/plans`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: body!,
+        });
+        expect(res.status).toBe(201);
+        const plan = (await res.json()) as { status: string; preview: { actions: { changes: { path: string }[] }[] } };
+        expect(plan.status).toBe("pending");
+        expect(plan.preview.actions[0]!.changes.map((c) => c.path)).toEqual(["/email"]);
 
-      if (chromiumAvailable) {
-        // What the README promises a newcomer: approve the demo plan in a browser, see it applied.
-        const loginUrl = /^\s+(http:\/\/\S+\/login\/\S+)$/m.exec(output)![1]!;
-        const browser = await launchChromium();
-        try {
-          const page = await browser.newPage();
-          await page.goto(loginUrl);
-          await page.getByRole("button", { name: "Sign in" }).click();
-          await page.waitForURL(/\/plans$/);
-          await page.goto(`http://localhost:${port}/plans/${(plan as unknown as { id: string }).id}`);
-          await page.getByRole("button", { name: "Approve" }).click();
-          await page.getByRole("status").filter({ hasText: "Your approval is recorded" }).waitFor();
-        } finally {
-          await browser.close();
+        if (chromiumAvailable) {
+          // What the README promises a newcomer: approve the demo plan in a browser, see it applied.
+          const loginUrl = /^\s+(http:\/\/\S+\/login\/\S+)$/m.exec(output)![1]!;
+          const browser = await launchChromium();
+          try {
+            const page = await browser.newPage();
+            await page.goto(loginUrl);
+            await page.getByRole("button", { name: "Sign in" }).click();
+            await page.waitForURL(/\/plans$/);
+            await page.goto(`http://localhost:${port}/plans/${(plan as unknown as { id: string }).id}`);
+            await page.getByRole("button", { name: "Approve" }).click();
+            await page.getByRole("status").filter({ hasText: "Your approval is recorded" }).waitFor();
+          } finally {
+            await browser.close();
+          }
+          const applied = await fetch(`http://127.0.0.1:${port}/v1/plans/${(plan as unknown as { id: string }).id}/wait?timeout=60`, {
+            headers: { authorization: `Bearer ${key}` },
+          });
+          const done = (await applied.json()) as { status: string; outcome: { status: string } };
+          expect(done.status).toBe("applied");
+          expect(done.outcome.status).toBe("applied");
         }
-        const applied = await fetch(`http://127.0.0.1:${port}/v1/plans/${(plan as unknown as { id: string }).id}/wait?timeout=60`, { headers: { authorization: `Bearer ${key}` } });
-        const done = (await applied.json()) as { status: string; outcome: { status: string } };
-        expect(done.status).toBe("applied");
-        expect(done.outcome.status).toBe("applied");
+
+        const link = await runCli(["login-link", "--user", "U0SOMEONE", "--name", "Some One"], { cwd });
+        expect(link.code, link.stderr).toBe(0);
+        expect(lastLine(link.stdout)).toMatch(/^http:\/\/localhost:\d+\/login\/[A-Za-z0-9_-]{43}$/);
+
+        // The data dir is held by the server: the CLI goes through it, and a second server is refused.
+        const added = await runCli(["agents", "add", "second-agent"], { cwd });
+        expect(added.code, added.stderr).toBe(0);
+        expect(lastLine(added.stdout)).toMatch(/^csk_/);
+        // So does the kill switch (its /admin routes).
+        const paused = await runCli(["pause", "--reason", "demo freeze", "--by", "tester"], { cwd });
+        expect(paused.code, paused.stderr).toBe(0);
+        expect((await runCli(["pause", "--status"], { cwd })).stdout).toMatch(/^Paused since \S+ by tester \(cli\): demo freeze$/m);
+        const again = await runCli(["pause", "--reason", "twice"], { cwd });
+        expect(again.code).toBe(1);
+        expect(again.stderr).toMatch(/already paused .*by tester: demo freeze/);
+        const resumed = await runCli(["resume"], { cwd });
+        expect(resumed.code, resumed.stderr).toBe(0);
+        expect(resumed.stdout).toMatch(/^Resumed by \S+ \(paused since \S+ by tester: demo freeze\)/);
+        writeFileSync(path.join(cwd, "countersign.yml"), "# serve needs a config file\n");
+        const second = await runCli(["serve"], { cwd, env: { PORT: String(Number(port) + 1) } });
+        expect(second.code).toBe(1);
+        expect(second.stderr).toMatch(/COUNTERSIGN_DATA_DIR: another Countersign \(pid \d+.*\) is using/);
+        expect(second.stderr).not.toMatch(/^\s+at /m);
+      } finally {
+        expect(await app.stop()).toBe(0);
       }
-
-      const link = await runCli(["login-link", "--user", "U0SOMEONE", "--name", "Some One"], { cwd });
-      expect(link.code, link.stderr).toBe(0);
-      expect(lastLine(link.stdout)).toMatch(/^http:\/\/localhost:\d+\/login\/[A-Za-z0-9_-]{43}$/);
-
-      // The data dir is held by the server: the CLI goes through it, and a second server is refused.
-      const added = await runCli(["agents", "add", "second-agent"], { cwd });
-      expect(added.code, added.stderr).toBe(0);
-      expect(lastLine(added.stdout)).toMatch(/^csk_/);
-      // So does the kill switch (its /admin routes).
-      const paused = await runCli(["pause", "--reason", "demo freeze", "--by", "tester"], { cwd });
-      expect(paused.code, paused.stderr).toBe(0);
-      expect((await runCli(["pause", "--status"], { cwd })).stdout).toMatch(/^Paused since \S+ by tester \(cli\): demo freeze$/m);
-      const again = await runCli(["pause", "--reason", "twice"], { cwd });
-      expect(again.code).toBe(1);
-      expect(again.stderr).toMatch(/already paused .*by tester: demo freeze/);
-      const resumed = await runCli(["resume"], { cwd });
-      expect(resumed.code, resumed.stderr).toBe(0);
-      expect(resumed.stdout).toMatch(/^Resumed by \S+ \(paused since \S+ by tester: demo freeze\)/);
-      writeFileSync(path.join(cwd, "countersign.yml"), "# serve needs a config file\n");
-      const second = await runCli(["serve"], { cwd, env: { PORT: String(Number(port) + 1) } });
-      expect(second.code).toBe(1);
-      expect(second.stderr).toMatch(/COUNTERSIGN_DATA_DIR: another Countersign \(pid \d+.*\) is using/);
-      expect(second.stderr).not.toMatch(/^\s+at /m);
-    } finally {
-      expect(await app.stop()).toBe(0);
-    }
-    // Stopped cleanly: the dir is free again and the data persisted.
-    const listed = await runCli(["agents", "list"], { cwd });
-    expect(listed.stdout).toMatch(/^demo-agent\tactive/m);
-    expect(listed.stdout).toMatch(/^second-agent\tactive/m);
-    const audit = await runCli(["audit", "verify"], { cwd });
-    expect(audit.code, audit.stdout + audit.stderr).toBe(0);
-    expect(audit.stdout).toMatch(/Audit log intact: \d+ event/);
-  }, SLOW_PROCESSES_MS);
+      // Stopped cleanly: the dir is free again and the data persisted.
+      const listed = await runCli(["agents", "list"], { cwd });
+      expect(listed.stdout).toMatch(/^demo-agent\tactive/m);
+      expect(listed.stdout).toMatch(/^second-agent\tactive/m);
+      const audit = await runCli(["audit", "verify"], { cwd });
+      expect(audit.code, audit.stdout + audit.stderr).toBe(0);
+      expect(audit.stdout).toMatch(/Audit log intact: \d+ event/);
+    },
+    SLOW_PROCESSES_MS,
+  );
 
   describe.skipIf(!postgresKind)("on PostgreSQL", () => {
     it("migrates from several processes at once without racing", async () => {

@@ -52,7 +52,17 @@ describe("the published client (countersign/client)", () => {
 
   it("emits JavaScript and .d.ts that import nothing of the server, and types that name no zod", () => {
     const files = readdirSync(built).sort();
-    expect(files).toEqual(expect.arrayContaining(["index.d.ts", "index.js", "openai-agents.d.ts", "openai-agents.js", "webhook-signature.d.ts", "webhook-signature.js", "wire-types.d.ts"]));
+    expect(files).toEqual(
+      expect.arrayContaining([
+        "index.d.ts",
+        "index.js",
+        "openai-agents.d.ts",
+        "openai-agents.js",
+        "webhook-signature.d.ts",
+        "webhook-signature.js",
+        "wire-types.d.ts",
+      ]),
+    );
     for (const file of files) {
       const text = readFileSync(path.join(built, file), "utf8");
       const specifiers = [...text.matchAll(/\b(?:from|import)\s*\(?\s*["']([^"']+)["']/g)].map((m) => m[1]!);
@@ -72,7 +82,16 @@ describe("the published client (countersign/client)", () => {
     writeFileSync(
       path.join(consumer, "tsconfig.json"),
       JSON.stringify({
-        compilerOptions: { strict: true, skipLibCheck: false, module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", lib: ["ES2023", "DOM"], types: [], noEmit: true },
+        compilerOptions: {
+          strict: true,
+          skipLibCheck: false,
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          target: "ES2022",
+          lib: ["ES2023", "DOM"],
+          types: [],
+          noEmit: true,
+        },
         files: ["main.ts"],
       }),
     );

@@ -44,7 +44,9 @@ describe.each(databaseKinds)("the TypeScript client against a real server on $na
   });
 
   it("turns server refusals into typed errors with the server's code and issues", async () => {
-    const refused = await client.submitPlan({ title: "x", actions: [{ kind: "http.json", target: "nope", path: "/a", op: "delete" }] }).catch((e: unknown) => e);
+    const refused = await client
+      .submitPlan({ title: "x", actions: [{ kind: "http.json", target: "nope", path: "/a", op: "delete" }] })
+      .catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(CountersignError);
     expect(refused).toMatchObject({ code: "unknown_target", status: 422, issues: [{ path: "/actions/0/target" }] });
     await expect(client.getPlan("00000000-0000-4000-8000-000000000000")).rejects.toMatchObject({ code: "not_found", status: 404 });

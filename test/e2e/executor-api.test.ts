@@ -16,8 +16,7 @@ describe("executor API: authentication and refusals", () => {
     });
   const code = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;
 
-  afterAll(async () => {
-  });
+  afterAll(async () => {});
 
   it("refuses a missing or wrong token", async () => {
     for (const token of [null, "wrong-token-0123456789abcdef", `${TOKEN}x`]) {

@@ -45,10 +45,14 @@ function executorSuite(kind: TestDatabaseKind, seed: Record<string, unknown>) {
     decide(e.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId, via: "slack" }, verdict: "approve" });
   const view = (plan: PlanView) => getPlan(e.server.ctx, { agent, planId: plan.id });
   const settled = (plan: PlanView, timeoutMs = 60_000) =>
-    waitFor(`plan ${plan.id} to finish`, async () => {
-      const v = await view(plan);
-      return ["applied", "failed", "stale", "expired"].includes(v.status) && v;
-    }, timeoutMs);
+    waitFor(
+      `plan ${plan.id} to finish`,
+      async () => {
+        const v = await view(plan);
+        return ["applied", "failed", "stale", "expired"].includes(v.status) && v;
+      },
+      timeoutMs,
+    );
   const writesTo = (p: string) => e.target.writes().filter((r) => r.path === p);
 
   beforeAll(async () => {
@@ -64,7 +68,23 @@ function executorSuite(kind: TestDatabaseKind, seed: Record<string, unknown>) {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  return { startExecutor, propose, approve, view, settled, writesTo, get target() { return e.target; }, get database() { return e.database; }, get server() { return e.server; } };
+  return {
+    startExecutor,
+    propose,
+    approve,
+    view,
+    settled,
+    writesTo,
+    get target() {
+      return e.target;
+    },
+    get database() {
+      return e.database;
+    },
+    get server() {
+      return e.server;
+    },
+  };
 }
 
 describe.each(databaseKinds)("executor process on $name", (kind) => {
@@ -120,7 +140,9 @@ describe.skipIf(!postgresKind)("executor crashes and concurrency on PostgreSQL",
     "/crash/after-apply": { state: "old" },
     "/paused": { state: "old" },
     "/altered": { state: "old" },
-    "/multi/a": { v: 0 }, "/multi/b": { v: 0 }, "/multi/c": { v: 0 },
+    "/multi/a": { v: 0 },
+    "/multi/b": { v: 0 },
+    "/multi/c": { v: 0 },
   });
 
   it("3 executors, 100 approved plans: each applied exactly once, none lost", async () => {
@@ -244,10 +266,15 @@ describe.skipIf(!postgresKind)("executor crashes and concurrency on PostgreSQL",
   });
 
   it("a multi-action plan whose second write gets 412: first applied, second stale, third never sent", async () => {
-    const plan = (await submitPlan(s.server.ctx, { agent: (await addAgent(s.server.ctx, { name: "multi" })) as never, request: {
-      title: "three writes",
-      actions: ["a", "b", "c"].map((x) => ({ kind: "http.json", target: "crm", path: `/multi/${x}`, op: "merge", body: { v: 1 } })),
-    } })).plan;
+    const plan = (
+      await submitPlan(s.server.ctx, {
+        agent: (await addAgent(s.server.ctx, { name: "multi" })) as never,
+        request: {
+          title: "three writes",
+          actions: ["a", "b", "c"].map((x) => ({ kind: "http.json", target: "crm", path: `/multi/${x}`, op: "merge", body: { v: 1 } })),
+        },
+      })
+    ).plan;
     s.target.beforeHandle = (req) => {
       if (req.method === "PATCH" && req.path === "/multi/b") s.target.set("/multi/b", { v: 99 });
     };

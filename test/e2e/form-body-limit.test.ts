@@ -5,5 +5,8 @@ import { BODY_ROUTES, describeBodyLimitSweep } from "./body-limit-sweep.ts";
 describeBodyLimitSweep(
   "100 MB bodies: one browser form and one JSON door",
   BODY_ROUTES.filter((r) => r.name === "pause form" || r.name === "agent API plan"),
-  [{ chunked: true, signedIn: true }, { chunked: false, signedIn: false }],
+  [
+    { chunked: true, signedIn: true },
+    { chunked: false, signedIn: false },
+  ],
 );

@@ -56,14 +56,27 @@ describe("the delivery lanes page", () => {
     return { status: res.status, body: await res.text() };
   };
   const post = async (path: string, cookie: string, form: Record<string, string>, from = origin) => {
-    const res = await fetch(`${origin}${path}`, { method: "POST", redirect: "manual", headers: { cookie, origin: from, "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(form).toString() });
+    const res = await fetch(`${origin}${path}`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { cookie, origin: from, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams(form).toString(),
+    });
     return { status: res.status, location: res.headers.get("location"), body: await res.text() };
   };
   const deadRows = async () => (await s.database.rows<{ id: number | string }>(sql`SELECT id FROM outbox WHERE dead_at IS NOT NULL`)).map((r) => Number(r.id));
 
   beforeAll(async () => {
     const agent = await addAgent(s.server.ctx, { name: "lanes-page-agent" });
-    planId = (await submitPlan(s.server.ctx, { agent, request: { title: "Lane page plan", actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: "x@new.example" } }] } })).plan.id;
+    planId = (
+      await submitPlan(s.server.ctx, {
+        agent,
+        request: {
+          title: "Lane page plan",
+          actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: "x@new.example" } }],
+        },
+      })
+    ).plan.id;
     await waitFor("the refused delivery to be dead-lettered", async () => (await deadRows()).length === 1);
   });
 

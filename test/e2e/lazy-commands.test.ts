@@ -19,7 +19,10 @@ describe("commands load lazily", () => {
   let dir: string;
   beforeAll(() => {
     dir = mkdtempSync(path.join(os.tmpdir(), "countersign-lazy-commands-"));
-    writeFileSync(path.join(dir, "countersign.yml"), "defaults: { approvers: [U0ALICE] }\ntargets:\n  crm:\n    adapter: http.json\n    baseUrl: http://127.0.0.1:9\n");
+    writeFileSync(
+      path.join(dir, "countersign.yml"),
+      "defaults: { approvers: [U0ALICE] }\ntargets:\n  crm:\n    adapter: http.json\n    baseUrl: http://127.0.0.1:9\n",
+    );
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -28,7 +31,15 @@ describe("commands load lazily", () => {
     const log = path.join(dir, `${name}.imports`);
     const result = await runCli(args, { cwd: dir, env: { NODE_OPTIONS: `--import ${RECORDER}`, COUNTERSIGN_IMPORT_LOG: log } });
     expect(result.stderr, `${args.join(" ")}: ${result.stderr}`).not.toMatch(/^\s+at /m);
-    const urls = existsSync(log) ? [...new Set(readFileSync(log, "utf8").split("\n").filter((u) => u.startsWith("file:")))] : [];
+    const urls = existsSync(log)
+      ? [
+          ...new Set(
+            readFileSync(log, "utf8")
+              .split("\n")
+              .filter((u) => u.startsWith("file:")),
+          ),
+        ]
+      : [];
     const files = urls.map((u) => fileURLToPath(u));
     const code = files.map((f) => readFileSync(f, "utf8"));
     return { files, bytes: code.reduce((n, c) => n + c.length, 0), heavy: HEAVY.filter((marker) => code.some((c) => c.includes(marker))) };
@@ -49,10 +60,14 @@ describe("commands load lazily", () => {
     ["keys generate", ["keys", "generate"]],
     ["policy check", ["policy", "check", "countersign.yml"]],
     ["mcp", ["mcp"]],
-  ])("%s loads neither the database layer nor Slack, nor any package from node_modules", async (name, args) => {
-    const run = await loaded(name.replace(" ", "-"), args);
-    expect(run.files.length).toBeGreaterThan(1);
-    expect(run.heavy).toEqual([]);
-    expect(run.files.filter((f) => f.includes(`${path.sep}node_modules${path.sep}`))).toEqual([]);
-  }, 60_000);
+  ])(
+    "%s loads neither the database layer nor Slack, nor any package from node_modules",
+    async (name, args) => {
+      const run = await loaded(name.replace(" ", "-"), args);
+      expect(run.files.length).toBeGreaterThan(1);
+      expect(run.heavy).toEqual([]);
+      expect(run.files.filter((f) => f.includes(`${path.sep}node_modules${path.sep}`))).toEqual([]);
+    },
+    60_000,
+  );
 });

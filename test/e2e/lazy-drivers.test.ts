@@ -29,7 +29,11 @@ describe("database drivers load lazily", () => {
 
   const recording = (name: string) => {
     const log = path.join(dir, `${name}.imports`);
-    return { log, env: { NODE_OPTIONS: `--import ${RECORDER}`, COUNTERSIGN_IMPORT_LOG: log }, imports: () => (existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean) : []) };
+    return {
+      log,
+      env: { NODE_OPTIONS: `--import ${RECORDER}`, COUNTERSIGN_IMPORT_LOG: log },
+      imports: () => (existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean) : []),
+    };
   };
 
   it("an embedded command imports PGlite (the recorder sees it)", async () => {
@@ -58,16 +62,24 @@ describe("database drivers load lazily", () => {
 
     it("serve on PostgreSQL migrates, serves and never imports PGlite or the embedded database's chunks", async () => {
       const cwd = mkdtempSync(path.join(dir, "serve-"));
-      writeFileSync(path.join(cwd, "countersign.yml"), [
-        "defaults: { approvers: [U0ALICE] }",
-        ...crmTargetYaml("http://127.0.0.1:9", { allowMerges: true }),
-      ].join("\n"));
+      writeFileSync(
+        path.join(cwd, "countersign.yml"),
+        ["defaults: { approvers: [U0ALICE] }", ...crmTargetYaml("http://127.0.0.1:9", { allowMerges: true })].join("\n"),
+      );
       const databaseUrl = new URL(url);
       databaseUrl.pathname = `/${name}`;
       const rec = recording("serve-postgres");
       const serve = await startCli(["serve"], {
         cwd,
-        env: { ...rec.env, DATABASE_URL: databaseUrl.toString(), COUNTERSIGN_CONFIG: path.join(cwd, "countersign.yml"), COUNTERSIGN_GRANT_PRIVATE_KEY: (await testGrantKeys()).privatePem, CRM_READ: READ_TOKEN, PORT: "0", LOG_LEVEL: "info" },
+        env: {
+          ...rec.env,
+          DATABASE_URL: databaseUrl.toString(),
+          COUNTERSIGN_CONFIG: path.join(cwd, "countersign.yml"),
+          COUNTERSIGN_GRANT_PRIVATE_KEY: (await testGrantKeys()).privatePem,
+          CRM_READ: READ_TOKEN,
+          PORT: "0",
+          LOG_LEVEL: "info",
+        },
         ready: /"url":"(http:\/\/[^"]+)".*countersign serving/,
         timeoutMs: 90_000,
       });

@@ -6,7 +6,9 @@ import { pglite } from "../support/databases.ts";
 import { silentLogger, testConfig, testGrantKeys } from "../support/harness.ts";
 
 /** An address of this machine that is not loopback, if it has one: where a neighbour would connect. */
-const outward = Object.values(networkInterfaces()).flat().find((i) => i?.family === "IPv4" && !i.internal)?.address;
+const outward = Object.values(networkInterfaces())
+  .flat()
+  .find((i) => i?.family === "IPv4" && !i.internal)?.address;
 
 describe("the interface the server listens on (HOST)", () => {
   let database: Database;

@@ -32,7 +32,8 @@ describe("countersign mcp over stdio", () => {
     (await client.callTool({ name, arguments: args }, undefined, timeout ? { timeout } : undefined)) as CallToolResult;
   const text = (result: CallToolResult) => result.content.map((c) => (c.type === "text" ? c.text : "")).join("\n");
   const structured = <T = Record<string, unknown>>(result: CallToolResult) => result.structuredContent as T;
-  const getPlan = async (id: string) => (await (await fetch(`${s.server.url}/v1/plans/${id}`, { headers: { authorization: `Bearer ${key}` } })).json()) as PlanView;
+  const getPlan = async (id: string) =>
+    (await (await fetch(`${s.server.url}/v1/plans/${id}`, { headers: { authorization: `Bearer ${key}` } })).json()) as PlanView;
   const proposal = (n: number, overrides: Record<string, unknown> = {}) => ({
     title: `Update contact ${n}'s email`,
     reason: "Customer asked by phone, ticket 4411",
@@ -142,7 +143,13 @@ describe("countersign mcp over stdio", () => {
     const proposed = structured<{ id: string; hash: string }>(await call("propose_plan", proposal(4)));
     const waiting = call("wait_for_outcome", { planId: proposed.id, timeoutSeconds: 90 }, 100_000);
     await new Promise((r) => setTimeout(r, 300));
-    await decide(s.server.ctx, { planId: proposed.id, hash: proposed.hash, actor: { userId: "U0BOB", via: "slack" }, verdict: "reject", reason: "wrong customer" });
+    await decide(s.server.ctx, {
+      planId: proposed.id,
+      hash: proposed.hash,
+      actor: { userId: "U0BOB", via: "slack" },
+      verdict: "reject",
+      reason: "wrong customer",
+    });
     const result = await waiting;
     expect(result.isError).toBeFalsy();
     expect(structured(result)).toMatchObject({ planId: proposed.id, status: "rejected", final: true, reason: "wrong customer", approvals: [] });
@@ -163,7 +170,12 @@ describe("countersign mcp over stdio", () => {
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((r) => child.on("close", (code) => r(code)));
     const send = (message: object) => child.stdin.write(JSON.stringify(message) + "\n");
-    send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } } });
+    send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
+    });
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
     send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
     await waitFor("the answer to tools/list", () => out.includes('"id":2'));

@@ -33,7 +33,10 @@ class CookieJar {
     }
   }
   header(url: URL): string {
-    return [...this.cookies].filter(([, c]) => url.pathname.startsWith(c.path)).map(([n, c]) => `${n}=${c.value}`).join("; ");
+    return [...this.cookies]
+      .filter(([, c]) => url.pathname.startsWith(c.path))
+      .map(([n, c]) => `${n}=${c.value}`)
+      .join("; ");
   }
 }
 
@@ -47,7 +50,13 @@ interface Hop {
  * Follows redirects by hand the way a browser does, sending this server's cookies only to it.
  * `stopAt` ends the walk before a URL is requested (to take Slack's answer apart).
  */
-async function browse(start: string, jar: CookieJar, origin: string, stopAt?: (url: URL) => boolean, referer?: string): Promise<{ hops: Hop[]; last: Hop; stoppedAt?: URL }> {
+async function browse(
+  start: string,
+  jar: CookieJar,
+  origin: string,
+  stopAt?: (url: URL) => boolean,
+  referer?: string,
+): Promise<{ hops: Hop[]; last: Hop; stoppedAt?: URL }> {
   const hops: Hop[] = [];
   let url = new URL(start);
   for (let i = 0; i < 10; i++) {
@@ -87,7 +96,15 @@ describe.each(databaseKinds)("Sign in with Slack (OpenID Connect) on $name", (ki
         ...base,
         port,
         publicUrl: origin,
-        slack: { ...FileConfig.parse({}).slack, enabled: true, botToken: slack.botToken, signingSecret: "slack-signing-secret-for-tests", appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW" },
+        slack: {
+          ...FileConfig.parse({}).slack,
+          enabled: true,
+          botToken: slack.botToken,
+          signingSecret: "slack-signing-secret-for-tests",
+          appToken: undefined,
+          apiUrl: slack.url,
+          reviewChannel: "C0REVIEW",
+        },
         browser: { ...base.browser, loginLinks: true, oidc: { ...CLIENT, issuer: idp.url } },
       };
     },
@@ -116,7 +133,12 @@ describe.each(databaseKinds)("Sign in with Slack (OpenID Connect) on $name", (ki
   beforeAll(async () => {
     // A team that only allows OIDC, and no Slack door: teamId must come from the config.
     linksOff = await runServer({
-      config: { ...base, port: Number(new URL(linksOffOrigin).port), publicUrl: linksOffOrigin, browser: { ...base.browser, loginLinks: false, oidc: { ...CLIENT, issuer: idp.url, teamId: "T0TEST" } } },
+      config: {
+        ...base,
+        port: Number(new URL(linksOffOrigin).port),
+        publicUrl: linksOffOrigin,
+        browser: { ...base.browser, loginLinks: false, oidc: { ...CLIENT, issuer: idp.url, teamId: "T0TEST" } },
+      },
       logger: silentLogger,
       database: s.database,
       grantKey: (await testGrantKeys()).signing,
@@ -296,7 +318,12 @@ describe.each(databaseKinds)("Sign in with Slack (OpenID Connect) on $name", (ki
 
   it("an issuer that cannot be reached is a 502 naming it, not a crash, and is retried at the next sign-in", async () => {
     const deadPort = await freePort();
-    const signIn = slackSignIn(s.server.ctx, { ...CLIENT, issuer: `http://127.0.0.1:${deadPort}`, teamId: "T0TEST", redirectUri: `${origin}/auth/slack/callback` });
+    const signIn = slackSignIn(s.server.ctx, {
+      ...CLIENT,
+      issuer: `http://127.0.0.1:${deadPort}`,
+      teamId: "T0TEST",
+      redirectUri: `${origin}/auth/slack/callback`,
+    });
     const routes = oidcRoutes(signIn, { secure: false, origin });
     for (let attempt = 0; attempt < 2; attempt++) {
       const res = await routes.request("/auth/slack");

@@ -95,13 +95,17 @@ describe("countersignTool for the OpenAI Agents SDK", () => {
     expect(tool.type).toBe("function");
     expect(tool.name).toBe("update_contact_email");
     expect(tool.strict).toBe(true);
-    expect(tool.parameters).toMatchObject({ type: "object", properties: { contactId: { type: "integer" }, email: { type: "string" } }, required: ["contactId", "email"] });
+    expect(tool.parameters).toMatchObject({
+      type: "object",
+      properties: { contactId: { type: "integer" }, email: { type: "string" } },
+      required: ["contactId", "email"],
+    });
     expect(tool.description).toContain("Change a contact's email address in the CRM.");
     expect(tool.description).toContain("does not make the change");
     expect(tool.description).toContain('"stale: target changed, re-plan"');
   });
 
-  it("approved → the executor applies it → \"applied\", and the target holds the change", async () => {
+  it('approved → the executor applies it → "applied", and the target holds the change', async () => {
     const { result, proposed } = invoke(makeTool(), { contactId: 1, email: "ana@new.example" });
     const plan = await proposed;
     expect(plan.status).toBe("pending");
@@ -111,7 +115,7 @@ describe("countersignTool for the OpenAI Agents SDK", () => {
     expect(s.target.get("/contacts/1")).toEqual({ id: 1, email: "ana@new.example" });
   });
 
-  it("rejected → \"rejected: <reason>\", and nothing is written", async () => {
+  it('rejected → "rejected: <reason>", and nothing is written', async () => {
     const writes = s.target.writes().length;
     const { result, proposed } = invoke(makeTool(), { contactId: 2, email: "x@new.example" });
     await reject(await proposed, "wrong customer");
@@ -120,7 +124,7 @@ describe("countersignTool for the OpenAI Agents SDK", () => {
     expect(s.target.get("/contacts/2")).toEqual({ id: 2, email: "c2@old.example" });
   });
 
-  it("target changed after the preview → \"stale: target changed, re-plan\"", async () => {
+  it('target changed after the preview → "stale: target changed, re-plan"', async () => {
     const { result, proposed } = invoke(makeTool(), { contactId: 3, email: "x@new.example" });
     const plan = await proposed;
     s.target.set("/contacts/3", { id: 3, email: "someone-else@example.com" });
@@ -130,14 +134,17 @@ describe("countersignTool for the OpenAI Agents SDK", () => {
     expect(s.target.get("/contacts/3")).toEqual({ id: 3, email: "someone-else@example.com" });
   });
 
-  it("withdrawn → \"cancelled\"", async () => {
+  it('withdrawn → "cancelled"', async () => {
     const { result, proposed } = invoke(makeTool(), { contactId: 4, email: "x@new.example" });
     await client.cancel((await proposed).id);
     expect(await result).toBe("cancelled");
   });
 
-  it("a proposal the server refuses → \"refused: <code>: <message>\", and no plan exists", async () => {
-    const tool = makeTool((args) => ({ ...emailPlan(args), actions: [{ kind: "http.json", target: "nope", path: `/contacts/${args.contactId}`, op: "delete" }] }));
+  it('a proposal the server refuses → "refused: <code>: <message>", and no plan exists', async () => {
+    const tool = makeTool((args) => ({
+      ...emailPlan(args),
+      actions: [{ kind: "http.json", target: "nope", path: `/contacts/${args.contactId}`, op: "delete" }],
+    }));
     const before = client.proposed.length;
     const result = await tool.invoke(new RunContext(), JSON.stringify({ contactId: 5, email: "x@new.example" }));
     expect(result).toMatch(/^refused: unknown_target: .*nope/);
@@ -162,15 +169,18 @@ describe("countersignTool for the OpenAI Agents SDK", () => {
     expect(await again.result).toBe("rejected: not now");
   });
 
-  it("still undecided when timeoutMs passes → \"pending: …\", the plan left open", async () => {
+  it('still undecided when timeoutMs passes → "pending: …", the plan left open', async () => {
     const { result, proposed } = invoke(makeTool(emailPlan, 300), { contactId: 7, email: "x@new.example" });
     const plan = await proposed;
     expect(await result).toMatch(new RegExp(`^pending: .*plan ${plan.id} is still open`));
     expect((await client.getPlan(plan.id)).status).toBe("pending");
   });
 
-  it("nobody decides in time → \"expired\"", async () => {
-    const { result, proposed } = invoke(makeTool((args) => ({ ...emailPlan(args), ttlSeconds: 60 })), { contactId: 8, email: "x@new.example" });
+  it('nobody decides in time → "expired"', async () => {
+    const { result, proposed } = invoke(
+      makeTool((args) => ({ ...emailPlan(args), ttlSeconds: 60 })),
+      { contactId: 8, email: "x@new.example" },
+    );
     const plan = await proposed;
     clockOffsetMs += 61_000;
     expect(await expireDue(s.server.ctx)).toContain(plan.id);

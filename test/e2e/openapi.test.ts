@@ -76,7 +76,10 @@ describe("OpenAPI document of the agent API", () => {
     const res = await call(method.toUpperCase(), actualPath, init);
     const body: unknown = await res.json();
     expectConforms(responseSchema(docPath, method, res.status), body);
-    return { status: res.status, body: body as { id: string; status: string; error: { code: string; message?: string; issues?: { path: string }[]; details?: Record<string, unknown> } } };
+    return {
+      status: res.status,
+      body: body as { id: string; status: string; error: { code: string; message?: string; issues?: { path: string }[]; details?: Record<string, unknown> } },
+    };
   };
   const mergeAction = (path = "/contacts/1") => ({ kind: "http.json", target: "crm", path, op: "merge", body: { email: "ana@new.example" } });
 
@@ -127,7 +130,11 @@ describe("OpenAPI document of the agent API", () => {
     for (const { method, path, query } of routes) {
       const operation = doc.paths[path]?.[method];
       expect(operation, `${method.toUpperCase()} ${path}`).toBeDefined();
-      for (const name of query) expect(operation!.parameters?.some((p) => p.in === "query" && p.name === name), `${path}?${name}`).toBe(true);
+      for (const name of query)
+        expect(
+          operation!.parameters?.some((p) => p.in === "query" && p.name === name),
+          `${path}?${name}`,
+        ).toBe(true);
       if (path.includes("{id}")) expect(operation!.parameters).toContainEqual(expect.objectContaining({ name: "id", in: "path", required: true }));
     }
     expect(Object.keys(doc.paths).sort()).toEqual([...new Set([...routes.map((r) => r.path), "/v1/openapi.json"])].sort());
@@ -167,7 +174,9 @@ describe("OpenAPI document of the agent API", () => {
   });
 
   it("describes the real answers of read, wait, events and cancel, final and refused", async () => {
-    const { body: plan } = await exchange("/v1/plans", "post", "/v1/plans", { body: { title: "Delete Bruno", actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "delete" }] } });
+    const { body: plan } = await exchange("/v1/plans", "post", "/v1/plans", {
+      body: { title: "Delete Bruno", actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "delete" }] },
+    });
     expect((await exchange("/v1/plans/{id}", "get", `/v1/plans/${plan.id}`)).status).toBe(200);
     expect((await exchange("/v1/plans/{id}/wait", "get", `/v1/plans/${plan.id}/wait?timeout=0`)).body.status).toBe("pending");
     const cancelled = await exchange("/v1/plans/{id}/cancel", "post", `/v1/plans/${plan.id}/cancel`);
@@ -219,7 +228,8 @@ describe("OpenAPI document of the agent API", () => {
     expect(codes).toEqual(expect.arrayContaining(["not_a_reader", "database_unavailable", "unsupported_media_type", "internal"]));
     for (const [path, operations] of Object.entries(doc.paths)) {
       if (path === "/v1/openapi.json") continue;
-      for (const [method, operation] of Object.entries(operations)) expect({ path, method, has503: "503" in operation.responses }).toEqual({ path, method, has503: true });
+      for (const [method, operation] of Object.entries(operations))
+        expect({ path, method, has503: "503" in operation.responses }).toEqual({ path, method, has503: true });
     }
     const webhook = (doc as unknown as { webhooks: Record<string, { post: Operation }> }).webhooks.planStatusChanged!.post;
     expect(webhook.requestBody?.content["application/json"]?.schema).toEqual({ $ref: "#/components/schemas/WebhookPayload" });
@@ -239,18 +249,21 @@ describe("OpenAPI document of the agent API", () => {
     const valid: [string, object][] = [
       ["a minimal merge", { title: "Update Ana", actions: [mergeAction()] }],
       ["a title with surrounding whitespace", { title: "  Update Ana  ", actions: [mergeAction()] }],
-      ["every field and every op", {
-        title: "Tidy up contacts",
-        reason: "Customer asked, ticket 4412",
-        ttlSeconds: 600,
-        onBehalfOf: "U0REQUESTER",
-        idempotencyKey: "openapi-every-field",
-        actions: [
-          { kind: "http.json", target: "crm", path: "/contacts/1", op: "replace", body: { id: 1, email: "ana@new.example" } },
-          { kind: "http.json", target: "crm", path: "/contacts/2", op: "delete" },
-          { kind: "http.json", target: "crm", path: "/contacts/9", op: "create", body: { id: 9, email: "new@example.com" } },
-        ],
-      }],
+      [
+        "every field and every op",
+        {
+          title: "Tidy up contacts",
+          reason: "Customer asked, ticket 4412",
+          ttlSeconds: 600,
+          onBehalfOf: "U0REQUESTER",
+          idempotencyKey: "openapi-every-field",
+          actions: [
+            { kind: "http.json", target: "crm", path: "/contacts/1", op: "replace", body: { id: 1, email: "ana@new.example" } },
+            { kind: "http.json", target: "crm", path: "/contacts/2", op: "delete" },
+            { kind: "http.json", target: "crm", path: "/contacts/9", op: "create", body: { id: 9, email: "new@example.com" } },
+          ],
+        },
+      ],
       ["a merge with a scalar body", { title: "Odd merge", actions: [{ ...mergeAction(), body: "x" }] }],
     ];
     it.each(valid)("accepts %s, and so does the server (201)", async (_name, body) => {
@@ -298,7 +311,15 @@ describe("OpenAPI document of the agent API", () => {
       expect(res.body.error.issues).toEqual([{ path: "/actions/0/kind", message: "no adapter of kind 'http.xml'; known kinds: http.json, postgres.row" }]);
     });
 
-    const row = (fields: object = {}) => ({ kind: "postgres.row", target: "crmdb", table: "contacts", key: { id: 42 }, op: "update", values: { email: "ada@example.com" }, ...fields });
+    const row = (fields: object = {}) => ({
+      kind: "postgres.row",
+      target: "crmdb",
+      table: "contacts",
+      key: { id: 42 },
+      op: "update",
+      values: { email: "ada@example.com" },
+      ...fields,
+    });
     it.each<[string, object, boolean]>([
       ["a postgres.row update", row(), true],
       ["a postgres.row insert with a composite key", row({ op: "insert", key: { id: "7", region: "eu" } }), true],
@@ -326,11 +347,29 @@ describe("OpenAPI document of the agent API", () => {
     const targetPath = (d: OpenApiDoc) => d.components.schemas.HttpJsonAction!.properties!.path!.description!;
     const ttl = (d: OpenApiDoc) => d.components.schemas.PlanRequest!.properties!.ttlSeconds!.description!;
     const described: [string, object, string, (d: OpenApiDoc) => string, RegExp][] = [
-      ["two actions on the same resource", { title: "x", actions: [mergeAction(), { ...mergeAction(), body: { name: "Ana" } }] }, "/actions/1/path", planRequest, /two actions on the same resource/],
+      [
+        "two actions on the same resource",
+        { title: "x", actions: [mergeAction(), { ...mergeAction(), body: { name: "Ana" } }] },
+        "/actions/1/path",
+        planRequest,
+        /two actions on the same resource/,
+      ],
       ["a '..' segment", { title: "x", actions: [mergeAction("/contacts/../1")] }, "/actions/0/path", targetPath, /no '\.' or '\.\.' segments/],
       ["an encoded '/'", { title: "x", actions: [mergeAction("/contacts/a%2Fb")] }, "/actions/0/path", targetPath, /no encoded '\/'/],
-      ["a ttlSeconds over the policy's maximum", { title: "x", actions: [mergeAction()], ttlSeconds: 10 * 86_400 }, "/ttlSeconds", ttl, /at most the policy's maximum/],
-      ["a body nested 40 levels deep", { title: "x", actions: [{ ...mergeAction(), body: deep }] }, "/actions/0/body/", planRequest, /nested deeper than 32 levels/],
+      [
+        "a ttlSeconds over the policy's maximum",
+        { title: "x", actions: [mergeAction()], ttlSeconds: 10 * 86_400 },
+        "/ttlSeconds",
+        ttl,
+        /at most the policy's maximum/,
+      ],
+      [
+        "a body nested 40 levels deep",
+        { title: "x", actions: [{ ...mergeAction(), body: deep }] },
+        "/actions/0/body/",
+        planRequest,
+        /nested deeper than 32 levels/,
+      ],
     ];
     it.each(described)("documents, but cannot express, that the server refuses %s", async (_name, body, issuePath, description, phrase) => {
       expect(validRequest(body)).toBe(true);

@@ -75,7 +75,16 @@ describe("pause and revoke through Slack, the browser and the agent API", () => 
       webhooks: { allowedHosts: ["127.0.0.1"], agents: {} },
       slack: { enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: REVIEW },
     };
-    server = await runServer({ config, logger: silentLogger, database, hostname: "127.0.0.1", grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, remindMs: 3_600_000, deliverMs: 50 });
+    server = await runServer({
+      config,
+      logger: silentLogger,
+      database,
+      hostname: "127.0.0.1",
+      grantKey: (await testGrantKeys()).signing,
+      sweepMs: 3_600_000,
+      remindMs: 3_600_000,
+      deliverMs: 50,
+    });
     door = httpInteractions(new SlackRequests({ baseUrl: server.url, signingSecret: SIGNING_SECRET, teamId: "T0TEST" }));
     agent = await addAgent(server.ctx, { name: "pause-revoke-agent" });
   });
@@ -90,17 +99,27 @@ describe("pause and revoke through Slack, the browser and the agent API", () => 
 
   const statusOf = async (planId: string) => (await database.rows<{ status: string }>(sql`SELECT status FROM plans WHERE id = ${planId}`))[0]!.status;
   async function approved(extra: Record<string, unknown> = {}): Promise<PlanView> {
-    const { plan } = await submitPlan(server.ctx, { agent, request: { ...extra, title: `Pause/revoke plan ${++n}`, onBehalfOf: "U0REQUESTER", actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: `a${n}@new.example` } }] } });
+    const { plan } = await submitPlan(server.ctx, {
+      agent,
+      request: {
+        ...extra,
+        title: `Pause/revoke plan ${++n}`,
+        onBehalfOf: "U0REQUESTER",
+        actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: `a${n}@new.example` } }],
+      },
+    });
     await decide(server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
     return plan;
   }
   /** The plan's preview once it shows the status wanted. */
-  const preview = (planId: string, status: RegExp) => waitFor(`the preview of ${planId} to show ${status}`, async () => {
-    const [row] = await database.rows<{ ts: string }>(sql`SELECT ts FROM slack_messages WHERE plan_id = ${planId}`);
-    const message = row && slack.message(REVIEW, row.ts);
-    return message && status.test(JSON.stringify(message.blocks)) ? message : undefined;
-  });
-  const buttons = (m: SlackMessage) => (m.blocks ?? []).flatMap((b) => ((b as { type: string }).type === "actions" ? ((b as { elements: { action_id: string; value?: string }[] }).elements) : []));
+  const preview = (planId: string, status: RegExp) =>
+    waitFor(`the preview of ${planId} to show ${status}`, async () => {
+      const [row] = await database.rows<{ ts: string }>(sql`SELECT ts FROM slack_messages WHERE plan_id = ${planId}`);
+      const message = row && slack.message(REVIEW, row.ts);
+      return message && status.test(JSON.stringify(message.blocks)) ? message : undefined;
+    });
+  const buttons = (m: SlackMessage) =>
+    (m.blocks ?? []).flatMap((b) => ((b as { type: string }).type === "actions" ? (b as { elements: { action_id: string; value?: string }[] }).elements : []));
 
   const signIn = async (userId: string): Promise<{ cookie: string; csrf: string }> => {
     const { url } = await createLoginLink(server.ctx, { userId, via: "cli" });
@@ -115,7 +134,12 @@ describe("pause and revoke through Slack, the browser and the agent API", () => 
     return { status: res.status, body: await res.text() };
   };
   const post = async (path: string, who: { cookie: string; csrf: string }, form: Record<string, string> = {}) => {
-    const res = await fetch(`${origin}${path}`, { method: "POST", redirect: "manual", headers: { cookie: who.cookie, origin, "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ _csrf: who.csrf, ...form }).toString() });
+    const res = await fetch(`${origin}${path}`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { cookie: who.cookie, origin, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ _csrf: who.csrf, ...form }).toString(),
+    });
     return { status: res.status, location: res.headers.get("location"), body: await res.text() };
   };
 
@@ -130,7 +154,10 @@ describe("pause and revoke through Slack, the browser and the agent API", () => 
     const opened = await waitFor("the revoke modal", () => slack.views.find((v) => v.trigger_id === triggerId));
     expect(opened.view).toMatchObject({ callback_id: "revoke", type: "modal" });
     const meta = opened.view.private_metadata as string;
-    expect((await door.viewSubmission({ user: "U0BOB", callbackId: "revoke", privateMetadata: meta, reason: "  " })).response).toMatchObject({ response_action: "errors", errors: { reason: expect.stringMatching(/say why/i) } });
+    expect((await door.viewSubmission({ user: "U0BOB", callbackId: "revoke", privateMetadata: meta, reason: "  " })).response).toMatchObject({
+      response_action: "errors",
+      errors: { reason: expect.stringMatching(/say why/i) },
+    });
 
     await door.viewSubmission({ user: "U0MALLORY", callbackId: "revoke", privateMetadata: meta, reason: "mine now" });
     const told = await waitFor("the stranger to be told", () => slack.ephemerals.find((e) => e.user === "U0MALLORY"));
@@ -142,7 +169,12 @@ describe("pause and revoke through Slack, the browser and the agent API", () => 
     const after = await preview(plan.id, /Revoked/);
     expect(JSON.stringify(after.blocks)).toContain("Wrong customer");
     expect(buttons(after).map((b) => b.action_id)).toEqual(["view_full_plan"]);
-    const reply = await waitFor("the thread reply", () => slack.thread(REVIEW, message.ts).map((r) => r.text ?? "").find((t) => /Revoked/.test(t)));
+    const reply = await waitFor("the thread reply", () =>
+      slack
+        .thread(REVIEW, message.ts)
+        .map((r) => r.text ?? "")
+        .find((t) => /Revoked/.test(t)),
+    );
     expect(reply).toContain("<@U0BOB>");
     expect(reply).not.toContain("<!channel>");
 
@@ -152,7 +184,7 @@ describe("pause and revoke through Slack, the browser and the agent API", () => 
     expect(again.text).toBe("This plan cannot be revoked: it is already revoked. Nothing changed.");
 
     // The agent hears it through the API with who and why.
-    const view = await (await fetch(`${server.url}/v1/plans/${plan.id}`, { headers: { authorization: `Bearer ${agent.key}` } })).json() as PlanView;
+    const view = (await (await fetch(`${server.url}/v1/plans/${plan.id}`, { headers: { authorization: `Bearer ${agent.key}` } })).json()) as PlanView;
     expect(view).toMatchObject({ status: "revoked", revocation: { userId: "U0BOB", via: "slack", reason: "Wrong customer <!channel>" } });
     // And through its webhook.
     const hook = await waitFor("the revoked webhook", () => hooked.find((h) => h.planId === plan.id && h.status === "revoked"));
@@ -175,7 +207,16 @@ describe("pause and revoke through Slack, the browser and the agent API", () => 
     expect(missing.body).toContain("a reason is required");
 
     // A second replica on the same database, to see the pause reach it.
-    const replica = await runServer({ config: { ...config, port: 0, slack: { enabled: false } }, logger: silentLogger, database, hostname: "127.0.0.1", grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, remindMs: 3_600_000, deliverMs: 3_600_000 });
+    const replica = await runServer({
+      config: { ...config, port: 0, slack: { enabled: false } },
+      logger: silentLogger,
+      database,
+      hostname: "127.0.0.1",
+      grantKey: (await testGrantKeys()).signing,
+      sweepMs: 3_600_000,
+      remindMs: 3_600_000,
+      deliverMs: 3_600_000,
+    });
     const onReplica = async (p: string) => (await fetch(`${replica.url}${p}`, { headers: { cookie: alice.cookie } })).text();
     try {
       expect(await onReplica("/plans")).not.toContain("Countersign is paused");
@@ -192,20 +233,23 @@ describe("pause and revoke through Slack, the browser and the agent API", () => 
       expect(page).not.toContain('action="/resume"'); // not an admin
     }
     expect((await get("/plans", admin.cookie)).body).toContain('action="/resume"');
-    const held = await (await fetch(`${server.url}/v1/plans/${plan.id}`, { headers: { authorization: `Bearer ${agent.key}` } })).json() as PlanView;
+    const held = (await (await fetch(`${server.url}/v1/plans/${plan.id}`, { headers: { authorization: `Bearer ${agent.key}` } })).json()) as PlanView;
     expect(held.held).toMatchObject({ by: "pause", reason: "Incident 12 <b>CRM</b>" });
 
     expect((await post("/resume", alice)).status).toBe(403);
     expect(await post("/resume", admin)).toMatchObject({ status: 303, location: "/plans" });
     expect((await get("/plans", alice.cookie)).body).not.toContain("Countersign is paused");
-    const after = await (await fetch(`${server.url}/v1/plans/${plan.id}`, { headers: { authorization: `Bearer ${agent.key}` } })).json() as PlanView;
+    const after = (await (await fetch(`${server.url}/v1/plans/${plan.id}`, { headers: { authorization: `Bearer ${agent.key}` } })).json()) as PlanView;
     expect(after.held).toBeUndefined();
 
     // A pause from the CLI (another process) is announced the same way.
     await pauseCountersign(server.ctx, { operator: { via: "cli", name: "oncall" }, reason: "deploy freeze" });
     await resumeCountersign(server.ctx, { operator: { via: "cli", name: "oncall" } });
     const notices = await waitFor("four announcements", () => {
-      const texts = slack.messagesIn(REVIEW).map((m) => m.text ?? "").filter((t) => /Countersign (is paused|resumed)/.test(t));
+      const texts = slack
+        .messagesIn(REVIEW)
+        .map((m) => m.text ?? "")
+        .filter((t) => /Countersign (is paused|resumed)/.test(t));
       return texts.length >= 4 && texts;
     });
     expect(notices).toHaveLength(4);

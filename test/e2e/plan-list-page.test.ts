@@ -30,7 +30,16 @@ describe.each(databaseKinds)("the browser's plan list pages through pending plan
 
   beforeAll(async () => {
     const agent = await addAgent(s.server.ctx, { name: "plan-list-agent" });
-    plan = (await submitPlan(s.server.ctx, { agent, request: { title: "A plan waiting in the list", onBehalfOf: "U0REQUESTER", actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: "x@new.example" } }] } })).plan;
+    plan = (
+      await submitPlan(s.server.ctx, {
+        agent,
+        request: {
+          title: "A plan waiting in the list",
+          onBehalfOf: "U0REQUESTER",
+          actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: "x@new.example" } }],
+        },
+      })
+    ).plan;
     const { url } = await createLoginLink(s.server.ctx, { userId: "U0ALICE", via: "cli" });
     const res = await fetch(url, { method: "POST", redirect: "manual", headers: { origin } });
     expect(res.status).toBe(303);

@@ -62,22 +62,34 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row end to end: agent, Sla
       executor: { leaseSeconds: LEASE_SECONDS },
       slack: { enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: REVIEW },
     };
-    server = await runServer({ config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, remindMs: 3_600_000, deliverMs: 50, watchMs: 200 });
+    server = await runServer({
+      config,
+      logger: silentLogger,
+      database,
+      grantKey: (await testGrantKeys()).signing,
+      sweepMs: 3_600_000,
+      remindMs: 3_600_000,
+      deliverMs: 50,
+      watchMs: 200,
+    });
     key = (await addAgent(server.ctx, { name: "crm-agent" })).key;
     // The executor's own config file, as a user writes it: the write role only here.
     dir = mkdtempSync(path.join(os.tmpdir(), "countersign-postgres-row-"));
-    writeFileSync(path.join(dir, "countersign.yml"), [
-      "environment: test",
-      "defaults: { approvers: [U0ALICE, U0BOB] }",
-      "targets:",
-      "  crmdb:",
-      "    adapter: postgres.row",
-      '    read: { url: "${CRMDB_READ_URL}" }',
-      '    write: { url: "${CRMDB_WRITE_URL}" }',
-      "    tables: { contacts: { key: [id], version: updated_at } }",
-      "    allow: { ops: [update, insert], tables: [contacts] }",
-      "    timeoutMs: 10000",
-    ].join("\n"));
+    writeFileSync(
+      path.join(dir, "countersign.yml"),
+      [
+        "environment: test",
+        "defaults: { approvers: [U0ALICE, U0BOB] }",
+        "targets:",
+        "  crmdb:",
+        "    adapter: postgres.row",
+        '    read: { url: "${CRMDB_READ_URL}" }',
+        '    write: { url: "${CRMDB_WRITE_URL}" }',
+        "    tables: { contacts: { key: [id], version: updated_at } }",
+        "    allow: { ops: [update, insert], tables: [contacts] }",
+        "    timeoutMs: 10000",
+      ].join("\n"),
+    );
   }, 120_000);
 
   afterEach(async () => {
@@ -116,27 +128,44 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row end to end: agent, Sla
     return { status: res.status, body: (await res.json()) as PlanView & { error?: { code: string; message: string } } };
   };
   const propose = async (id: number, values: Record<string, unknown>, target = "crmdb") => {
-    const { status, body } = await api("/plans", { method: "POST", body: JSON.stringify({ title: `Update contact ${id}`, actions: [{ kind: "postgres.row", target, table: "contacts", key: { id }, op: "update", values }] }) });
+    const { status, body } = await api("/plans", {
+      method: "POST",
+      body: JSON.stringify({
+        title: `Update contact ${id}`,
+        actions: [{ kind: "postgres.row", target, table: "contacts", key: { id }, op: "update", values }],
+      }),
+    });
     expect(status, JSON.stringify(body)).toBe(201);
     return body;
   };
   const view = async (plan: PlanView) => (await api(`/plans/${plan.id}`)).body;
   const settled = (plan: PlanView, statuses: string[], timeoutMs = 60_000) =>
-    waitFor(`plan ${plan.id} to be ${statuses.join(" or ")}`, async () => {
-      const v = await view(plan);
-      return statuses.includes(v.status) ? v : undefined;
-    }, timeoutMs);
+    waitFor(
+      `plan ${plan.id} to be ${statuses.join(" or ")}`,
+      async () => {
+        const v = await view(plan);
+        return statuses.includes(v.status) ? v : undefined;
+      },
+      timeoutMs,
+    );
   const messageOf = async (plan: PlanView) => {
-    const ts = await waitFor(`the preview of ${plan.id}`, async () => (await database.rows<{ ts: string }>(sql`SELECT ts FROM slack_messages WHERE plan_id = ${plan.id}`))[0]?.ts);
+    const ts = await waitFor(
+      `the preview of ${plan.id}`,
+      async () => (await database.rows<{ ts: string }>(sql`SELECT ts FROM slack_messages WHERE plan_id = ${plan.id}`))[0]?.ts,
+    );
     return () => slack.message(REVIEW, ts)!;
   };
-  const approveValue = (m: SlackMessage) => (JSON.parse(JSON.stringify(m.blocks ?? [])) as { type: string; elements?: { action_id: string; value: string }[] }[])
-    .flatMap((b) => (b.type === "actions" ? b.elements ?? [] : [])).find((e) => e.action_id === "approve")!.value;
+  const approveValue = (m: SlackMessage) =>
+    (JSON.parse(JSON.stringify(m.blocks ?? [])) as { type: string; elements?: { action_id: string; value: string }[] }[])
+      .flatMap((b) => (b.type === "actions" ? (b.elements ?? []) : []))
+      .find((e) => e.action_id === "approve")!.value;
   const door = () => httpInteractions(new SlackRequests({ baseUrl: server.url, signingSecret: SIGNING_SECRET, teamId: "T0TEST" }));
   /** Alice clicks Approve on the plan's Slack message. */
   const approveInSlack = async (plan: PlanView) => {
     const message = await messageOf(plan);
-    expect((await door().blockAction({ user: "U0ALICE", actionId: "approve", value: approveValue(message()), channelId: REVIEW, messageTs: message().ts })).acked).toBe(true);
+    expect(
+      (await door().blockAction({ user: "U0ALICE", actionId: "approve", value: approveValue(message()), channelId: REVIEW, messageTs: message().ts })).acked,
+    ).toBe(true);
     return message;
   };
   /** A contact row, a plan to change its email, approved in Slack. */
@@ -148,15 +177,25 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row end to end: agent, Sla
     await settled(plan, ["approved"]);
     return plan;
   };
-  const row = async (id: number) => (await rows.admin<{ name: string; email: string | null; version: string }[]>`SELECT name, email, updated_at::text AS version FROM contacts WHERE id = ${id}`)[0]!;
+  const row = async (id: number) =>
+    (
+      await rows.admin<
+        { name: string; email: string | null; version: string }[]
+      >`SELECT name, email, updated_at::text AS version FROM contacts WHERE id = ${id}`
+    )[0]!;
 
   it("an approved row update is applied by the executor process exactly once, and the Slack thread says so", async () => {
     await rows.admin`INSERT INTO contacts (id, name, email) VALUES (1, 'Ada', 'ada@old.example')`;
     const before = await row(1);
     const plan = await propose(1, { email: "ada@new.example" });
     expect(plan.preview.actions[0]).toMatchObject({
-      target: "crmdb", path: "/contacts/1", op: "update", precondition: "version", version: before.version,
-      before: { id: 1, name: "Ada", email: "ada@old.example" }, after: { id: 1, name: "Ada", email: "ada@new.example" },
+      target: "crmdb",
+      path: "/contacts/1",
+      op: "update",
+      precondition: "version",
+      version: before.version,
+      before: { id: 1, name: "Ada", email: "ada@old.example" },
+      after: { id: 1, name: "Ada", email: "ada@new.example" },
       changes: [{ path: "/email", from: "ada@old.example", to: "ada@new.example" }],
     });
     const writes = await rows.writes();
@@ -172,7 +211,11 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row end to end: agent, Sla
     const after = await row(1);
     expect(after).toMatchObject({ name: "Ada", email: "ada@new.example" });
     expect(after.version > before.version).toBe(true); // Countersign moved the version column
-    const reply = await waitFor("the applied reply in the thread", () => slack.thread(REVIEW, message().ts).find((r) => JSON.stringify(r.blocks ?? []).includes("Applied ✅ — 1 action written")), 60_000);
+    const reply = await waitFor(
+      "the applied reply in the thread",
+      () => slack.thread(REVIEW, message().ts).find((r) => JSON.stringify(r.blocks ?? []).includes("Applied ✅ — 1 action written")),
+      60_000,
+    );
     expect(reply.text).toMatch(/applied/i);
   }, 180_000);
 
@@ -186,10 +229,18 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row end to end: agent, Sla
     await startExecutor();
     const done = await settled(plan, ["applied", "failed", "stale"]);
     expect(done.status).toBe("stale");
-    expect(done.outcome?.actions).toStrictEqual([{
-      index: 0, target: "crmdb", path: "/contacts/2", status: "stale", detail: "crmdb /contacts/2 changed since the preview",
-      expected: plan.preview.actions[0]!.version, now: edited.version, changedSincePreview: [{ path: "/name", from: "Bea", to: "Bea B." }],
-    }]);
+    expect(done.outcome?.actions).toStrictEqual([
+      {
+        index: 0,
+        target: "crmdb",
+        path: "/contacts/2",
+        status: "stale",
+        detail: "crmdb /contacts/2 changed since the preview",
+        expected: plan.preview.actions[0]!.version,
+        now: edited.version,
+        changedSincePreview: [{ path: "/name", from: "Bea", to: "Bea B." }],
+      },
+    ]);
     expect(await rows.writes()).toBe(writes);
     expect(await row(2)).toMatchObject({ name: "Bea B.", email: "bea@old.example" });
   }, 180_000);
@@ -203,8 +254,16 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row end to end: agent, Sla
       await held`BEGIN`;
       await held`SELECT 1 FROM contacts WHERE id = 3 FOR UPDATE`;
       const first = await startExecutor();
-      await waitFor("the executor's UPDATE to wait for the row", async () =>
-        (await rows.admin<{ n: number }[]>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE%'`)[0]!.n > 0 || undefined, 60_000);
+      await waitFor(
+        "the executor's UPDATE to wait for the row",
+        async () =>
+          (
+            await rows.admin<
+              { n: number }[]
+            >`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE%'`
+          )[0]!.n > 0 || undefined,
+        60_000,
+      );
       first.child.kill("SIGKILL");
       await first.stop();
       expect((await view(plan)).status).toBe("executing");
@@ -218,7 +277,11 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row end to end: agent, Sla
     expect(done.status).toBe("applied");
     // The dead executor's UPDATE, sent outside BEGIN, committed once the lock was free: the
     // takeover finds the row holding the change and writes nothing.
-    expect(done.outcome).toStrictEqual({ status: "applied", reconciled: true, actions: [{ index: 0, target: "crmdb", path: "/contacts/3", status: "applied", reconciled: true, verified: true }] });
+    expect(done.outcome).toStrictEqual({
+      status: "applied",
+      reconciled: true,
+      actions: [{ index: 0, target: "crmdb", path: "/contacts/3", status: "applied", reconciled: true, verified: true }],
+    });
     expect(await rows.writes()).toBe(writes + 1);
     expect(await row(3)).toMatchObject({ email: "caio@new.example" });
     const events = await database.rows<{ type: string }>(sql`SELECT type FROM audit_events WHERE plan_id = ${plan.id} ORDER BY id`);
@@ -231,7 +294,10 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row end to end: agent, Sla
     const writes = await rows.writes();
     await rows.admin`UPDATE contacts SET email = 'dora@elsewhere.example', updated_at = clock_timestamp() WHERE id = 4`;
     const done = await settled(plan, ["stale"], 30_000);
-    expect(done.outcome?.actions[0]).toMatchObject({ status: "stale", changedSincePreview: [{ path: "/email", from: "dora@old.example", to: "dora@elsewhere.example" }] });
+    expect(done.outcome?.actions[0]).toMatchObject({
+      status: "stale",
+      changedSincePreview: [{ path: "/email", from: "dora@old.example", to: "dora@elsewhere.example" }],
+    });
     expect(await rows.writes()).toBe(writes + 1); // the edit itself, nothing by Countersign
   }, 90_000);
 
@@ -241,7 +307,9 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row end to end: agent, Sla
     const message = await messageOf(plan);
     await rows.admin`UPDATE contacts SET email = 'eva@elsewhere.example', updated_at = clock_timestamp() WHERE id = 5`;
     await door().blockAction({ user: "U0ALICE", actionId: "approve", value: approveValue(message()), channelId: REVIEW, messageTs: message().ts });
-    const told = await waitFor("the clicker to be told", () => slack.ephemerals.find((e) => e.user === "U0ALICE" && /changed since you were shown/.test(e.text ?? "") && (e.text ?? "").includes("/contacts/5")));
+    const told = await waitFor("the clicker to be told", () =>
+      slack.ephemerals.find((e) => e.user === "U0ALICE" && /changed since you were shown/.test(e.text ?? "") && (e.text ?? "").includes("/contacts/5")),
+    );
     expect(told.text).toContain("eva@elsewhere.example");
     expect(await view(plan)).toMatchObject({ status: "stale", approvals: [] });
   }, 90_000);

@@ -20,7 +20,18 @@ interface Answer {
     id: string;
     hash: string;
     plan: { actions: Record<string, unknown>[] };
-    preview: { actions: { target: string; path: string; op: string; before: unknown; after: unknown; version: string | null; precondition: string; changes: unknown[] }[] };
+    preview: {
+      actions: {
+        target: string;
+        path: string;
+        op: string;
+        before: unknown;
+        after: unknown;
+        version: string | null;
+        precondition: string;
+        changes: unknown[];
+      }[];
+    };
     error: { code: string; message: string; issues?: { path: string; message: string }[]; details?: Record<string, unknown> };
   };
 }
@@ -73,7 +84,15 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row plans over the agent A
     });
     return { status: res.status, body: (await res.json()) as Answer["body"] };
   };
-  const row = (fields: object = {}) => ({ kind: "postgres.row", target: "crmdb", table: "contacts", key: { id: 42 }, op: "update", values: { email: "ada@lovelace.example" }, ...fields });
+  const row = (fields: object = {}) => ({
+    kind: "postgres.row",
+    target: "crmdb",
+    table: "contacts",
+    key: { id: 42 },
+    op: "update",
+    values: { email: "ada@lovelace.example" },
+    ...fields,
+  });
   /** The contacts table as the admin sees it: it must be intact after every refusal. */
   const contacts = () => db.admin<{ id: number; name: string; email: string | null }[]>`SELECT id, name, email FROM contacts ORDER BY id`;
 
@@ -85,8 +104,19 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row plans over the agent A
     expect(preview).toMatchObject({ target: "crmdb", path: "/contacts/42", op: "update", version: "2026-12-03 09:00:00.000001+00", precondition: "version" });
     expect(preview!.before).toMatchObject({ id: 42, name: "Ada", email: "ada@example.com", score: "12.50" });
     expect(preview!.after).toMatchObject({ id: 42, name: "Ada", email: "ada@lovelace.example", score: "13.00" });
-    expect(preview!.changes).toEqual([{ path: "/email", from: "ada@example.com", to: "ada@lovelace.example" }, { path: "/score", from: "12.50", to: "13.00" }]);
-    expect(body.plan.actions[0]).toMatchObject({ kind: "postgres.row", target: "crmdb", path: "/contacts/42", table: "contacts", op: "update", key: { id: 42 }, precondition: { version: "2026-12-03 09:00:00.000001+00" } });
+    expect(preview!.changes).toEqual([
+      { path: "/email", from: "ada@example.com", to: "ada@lovelace.example" },
+      { path: "/score", from: "12.50", to: "13.00" },
+    ]);
+    expect(body.plan.actions[0]).toMatchObject({
+      kind: "postgres.row",
+      target: "crmdb",
+      path: "/contacts/42",
+      table: "contacts",
+      op: "update",
+      key: { id: 42 },
+      precondition: { version: "2026-12-03 09:00:00.000001+00" },
+    });
     expect(body.hash).toBe(fingerprint(body.plan));
     expect(await db.writes()).toBe(writes);
   });
@@ -95,17 +125,25 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row plans over the agent A
     await db.admin`UPDATE contacts SET seen_at = 'infinity' WHERE id = 42`;
     const { status, body } = await submit([row({ values: { seen_at: null, name: "touched" } })]);
     expect(status).toBe(201);
-    expect(body.preview.actions[0]!.changes).toEqual([{ path: "/name", from: "Ada", to: "touched" }, { path: "/seen_at", from: "infinity", to: null }]);
+    expect(body.preview.actions[0]!.changes).toEqual([
+      { path: "/name", from: "Ada", to: "touched" },
+      { path: "/seen_at", from: "infinity", to: null },
+    ]);
     const slack = renderPlanMessage(planMessageOf((await slackViewOf(s.server.ctx, body.id))!));
     expect(JSON.stringify(slack.blocks)).toContain(JSON.stringify('`/seen_at`: `"infinity"` → `null`').slice(1, -1));
     const page = String(PlanBody({ reviewed: await reviewPlan(s.server.ctx, { planId: body.id, reader: { userId: APPROVERS[0]! } }), session: undefined }));
-    expect(page).toContain('<tr><td data-label="Field">/seen_at</td><td class="before" data-label="Before">&quot;infinity&quot;</td><td class="after" data-label="After">null</td></tr>');
+    expect(page).toContain(
+      '<tr><td data-label="Field">/seen_at</td><td class="before" data-label="Before">&quot;infinity&quot;</td><td class="after" data-label="After">null</td></tr>',
+    );
   });
 
   it("takes postgres.row and http.json actions in one plan", async () => {
     const { status, body } = await submit([row(), { kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: "ana@new.example" } }]);
     expect(status).toBe(201);
-    expect(body.preview.actions.map((a) => [a.target, a.path, a.precondition])).toEqual([["crmdb", "/contacts/42", "version"], ["crm", "/contacts/1", "etag"]]);
+    expect(body.preview.actions.map((a) => [a.target, a.path, a.precondition])).toEqual([
+      ["crmdb", "/contacts/42", "version"],
+      ["crm", "/contacts/1", "etag"],
+    ]);
   });
 
   it("a value of the wrong type for its column is 422 preview_failed naming the column, and nothing is stored or written", async () => {
@@ -126,7 +164,12 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row plans over the agent A
     const notes = await submit([row({ table: "notes", key: { id: 1 }, values: { body: "x" } })]);
     expect({ status: notes.status, code: notes.body.error.code }).toEqual({ status: 422, code: "policy_denied" });
     expect(notes.body.error.details).toEqual({ rules: ["targets.crmdb.allow.tables"] });
-    expect(notes.body.error.issues).toEqual([{ path: "/actions/0/table", message: "table 'notes' is not one agents may change on 'crmdb' (allowed: contacts, accounts) (rule targets.crmdb.allow.tables)" }]);
+    expect(notes.body.error.issues).toEqual([
+      {
+        path: "/actions/0/table",
+        message: "table 'notes' is not one agents may change on 'crmdb' (allowed: contacts, accounts) (rule targets.crmdb.allow.tables)",
+      },
+    ]);
     const deletion = await submit([{ ...row({ op: "delete" }), values: undefined }]);
     expect({ status: deletion.status, code: deletion.body.error.code }).toEqual({ status: 422, code: "policy_denied" });
     expect(deletion.body.error.details).toEqual({ rules: ["targets.crmdb.allow.ops"] });

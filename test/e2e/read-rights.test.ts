@@ -40,7 +40,11 @@ describe.each(databaseKinds)("who may read, in the browser, on $name", (kind) =>
 
   beforeAll(async () => {
     const agent = await addAgent(s.server.ctx, { name: "read-rights-agent" });
-    const change = (target: string, title: string) => ({ title, onBehalfOf: "U0REQUESTER", actions: [{ kind: "http.json", target, path: "/contacts/1", op: "merge", body: { email: "new-person@new.example" } }] });
+    const change = (target: string, title: string) => ({
+      title,
+      onBehalfOf: "U0REQUESTER",
+      actions: [{ kind: "http.json", target, path: "/contacts/1", op: "merge", body: { email: "new-person@new.example" } }],
+    });
     crm = (await submitPlan(s.server.ctx, { agent, request: change("crm", "Crm title visible only to readers") })).plan;
     hr = (await submitPlan(s.server.ctx, { agent, request: change("hr", "Hr title visible only to readers") })).plan;
   });
@@ -69,7 +73,10 @@ describe.each(databaseKinds)("who may read, in the browser, on $name", (kind) =>
   ])("%s", async (_who, userId, sees) => {
     const cookie = await signIn(userId);
     const list = await get("/plans", cookie);
-    for (const [name, plan] of [["crm", crm], ["hr", hr]] as const) {
+    for (const [name, plan] of [
+      ["crm", crm],
+      ["hr", hr],
+    ] as const) {
       const page = await get(`/plans/${plan.id}`, cookie);
       if (sees.includes(name)) {
         expect(list.body).toContain(plan.plan.title);

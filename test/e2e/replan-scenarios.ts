@@ -31,15 +31,40 @@ export function replanScenarios(kind: TestDatabaseKind): void {
 
     beforeAll(async () => {
       s.database = await kind.open();
-      s.target = new JsonResourceServer({ seed: { "/contacts/1": { id: 1, email: "ana@old.example", apiToken: "tok-old" }, "/contacts/2": { id: 2, email: "bo@example.com" }, "/contacts/3": { id: 3, email: "cy@old.example" } }, readTokens: [READ_TOKEN], writeToken: WRITE_TOKEN });
+      s.target = new JsonResourceServer({
+        seed: {
+          "/contacts/1": { id: 1, email: "ana@old.example", apiToken: "tok-old" },
+          "/contacts/2": { id: 2, email: "bo@example.com" },
+          "/contacts/3": { id: 3, email: "cy@old.example" },
+        },
+        readTokens: [READ_TOKEN],
+        writeToken: WRITE_TOKEN,
+      });
       await s.target.start();
       s.slack = new SlackEmulator({ teamId: "T0TEST" });
       await s.slack.start();
       const config = {
         ...testConfig({ crm: targetConfig(s.target.url, { watch: { intervalSeconds: WATCH_SECONDS } }) }, { approvers: ["U0ALICE"], requiredApprovals: 1 }),
-        slack: { enabled: true as const, botToken: s.slack.botToken, signingSecret: "slack-signing-secret-for-replans", appToken: undefined, apiUrl: s.slack.url, reviewChannel: CHANNEL, digest: { afterSeconds: 0 } },
+        slack: {
+          enabled: true as const,
+          botToken: s.slack.botToken,
+          signingSecret: "slack-signing-secret-for-replans",
+          appToken: undefined,
+          apiUrl: s.slack.url,
+          reviewChannel: CHANNEL,
+          digest: { afterSeconds: 0 },
+        },
       };
-      s.server = await runServer({ config, logger: silentLogger, database: s.database, grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, remindMs: 3_600_000, deliverMs: 50, watchMs: 200 });
+      s.server = await runServer({
+        config,
+        logger: silentLogger,
+        database: s.database,
+        grantKey: (await testGrantKeys()).signing,
+        sweepMs: 3_600_000,
+        remindMs: 3_600_000,
+        deliverMs: 50,
+        watchMs: 200,
+      });
       s.key = (await addAgent(s.server.ctx, { name: "replanner" })).key;
     });
 
@@ -51,7 +76,11 @@ export function replanScenarios(kind: TestDatabaseKind): void {
     });
 
     const call = (method: string, path: string, body?: object) =>
-      fetch(s.server.url + path, { method, headers: { authorization: `Bearer ${s.key}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
+      fetch(s.server.url + path, {
+        method,
+        headers: { authorization: `Bearer ${s.key}`, "content-type": "application/json" },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
     const version = (email: string, supersedes?: string, extra: object[] = []) => ({
       title: "Fix Ana's contact",
       actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email, apiToken: `tok-${email}` } }, ...extra],
@@ -64,16 +93,23 @@ export function replanScenarios(kind: TestDatabaseKind): void {
     }
 
     const blocksOf = (m: SlackMessage | undefined) => JSON.stringify(m?.blocks ?? []);
-    const hasButtons = (m: SlackMessage | undefined) => blocksOf(m).includes("\"action_id\":\"approve\"");
+    const hasButtons = (m: SlackMessage | undefined) => blocksOf(m).includes('"action_id":"approve"');
     const root = () => s.slack.messagesIn(CHANNEL)[0];
-    const previewOf = (plan: PlanView) => root()?.replies.find((r) => blocksOf(r).includes(`\\"hash\\":\\"${plan.hash}\\"`) || (r.history[0] && JSON.stringify(r.history[0].blocks).includes(plan.hash)));
+    const previewOf = (plan: PlanView) =>
+      root()?.replies.find(
+        (r) => blocksOf(r).includes(`\\"hash\\":\\"${plan.hash}\\"`) || (r.history[0] && JSON.stringify(r.history[0].blocks).includes(plan.hash)),
+      );
 
     const v: PlanView[] = [];
 
     it("version 2 (supersedes over HTTP) is a broadcast reply in version 1's thread, with its buttons and what changed; version 1 loses its buttons and points at it", async () => {
       v.push(await submit(version("ana@v1.example")));
       await waitFor("version 1's preview", () => hasButtons(root()));
-      v.push(await submit(version("ana@v2.example", v[0]!.id, [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { email: "bo@v2.example" } }])));
+      v.push(
+        await submit(
+          version("ana@v2.example", v[0]!.id, [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { email: "bo@v2.example" } }]),
+        ),
+      );
       expect(v[1]!.supersedes).toEqual({ id: v[0]!.id, hash: v[0]!.hash, reviewUrl: v[0]!.reviewUrl });
       expect(v[1]!.plan.supersedes).toBe(v[0]!.id);
 
@@ -109,7 +145,9 @@ export function replanScenarios(kind: TestDatabaseKind): void {
       expect(s.slack.messagesIn(CHANNEL)).toHaveLength(1);
 
       await decide(s.server.ctx, { planId: v[2]!.id, hash: v[2]!.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
-      await waitFor("the approval of version 3 in the first thread", () => root()!.replies.some((r) => r.ts !== reply.ts && /approved/i.test(r.text ?? "") && blocksOf(r).includes("U0ALICE")));
+      await waitFor("the approval of version 3 in the first thread", () =>
+        root()!.replies.some((r) => r.ts !== reply.ts && /approved/i.test(r.text ?? "") && blocksOf(r).includes("U0ALICE")),
+      );
     });
 
     it("the browser: version 3's page shows what changed since version 2 and links back; version 1's says superseded and links on", async () => {
@@ -142,25 +180,44 @@ export function replanScenarios(kind: TestDatabaseKind): void {
       expect(body.error.message).toContain(`already superseded by ${v[1]!.id}`);
 
       const other = (await addAgent(s.server.ctx, { name: "someone-else" })).key;
-      const theirs = await fetch(s.server.url + "/v1/plans", { method: "POST", headers: { authorization: `Bearer ${other}`, "content-type": "application/json" }, body: JSON.stringify(version("x@x.example", v[2]!.id)) });
+      const theirs = await fetch(s.server.url + "/v1/plans", {
+        method: "POST",
+        headers: { authorization: `Bearer ${other}`, "content-type": "application/json" },
+        body: JSON.stringify(version("x@x.example", v[2]!.id)),
+      });
       expect(theirs.status).toBe(404);
       expect(((await theirs.json()) as { error: { code: string } }).error.code).toBe("not_found");
     });
 
     it("a plan gone stale under the watcher is replaced: it stays stale, gains supersededBy, and its message says so; the new version is in its thread", async () => {
-      const first = await submit({ title: "Fix Cy's email", actions: [{ kind: "http.json", target: "crm", path: "/contacts/3", op: "merge", body: { email: "cy@new.example" } }] });
+      const first = await submit({
+        title: "Fix Cy's email",
+        actions: [{ kind: "http.json", target: "crm", path: "/contacts/3", op: "merge", body: { email: "cy@new.example" } }],
+      });
       const conversation = () => s.slack.messagesIn(CHANNEL).find((m) => blocksOf(m).includes(first.reviewUrl) && m.ts !== root()!.ts);
       await waitFor("the stale scenario's preview", () => hasButtons(conversation()));
       s.target.set("/contacts/3", { id: 3, email: "cy@someone-else.example" });
-      await waitFor("the watcher to find the plan stale", async () => ((await (await call("GET", `/v1/plans/${first.id}`)).json()) as PlanView).status === "stale");
+      await waitFor(
+        "the watcher to find the plan stale",
+        async () => ((await (await call("GET", `/v1/plans/${first.id}`)).json()) as PlanView).status === "stale",
+      );
 
-      const next = await submit({ title: "Fix Cy's email", supersedes: first.id, actions: [{ kind: "http.json", target: "crm", path: "/contacts/3", op: "merge", body: { email: "cy@new.example" } }] });
+      const next = await submit({
+        title: "Fix Cy's email",
+        supersedes: first.id,
+        actions: [{ kind: "http.json", target: "crm", path: "/contacts/3", op: "merge", body: { email: "cy@new.example" } }],
+      });
       const was = (await (await call("GET", `/v1/plans/${first.id}`)).json()) as PlanView;
       expect(was.status).toBe("stale");
       expect(was.supersededBy?.id).toBe(next.id);
-      const reply = await waitFor("the new version in the stale plan's thread", () => conversation()?.replies.find((r) => blocksOf(r).includes(`\\"hash\\":\\"${next.hash}\\"`)));
+      const reply = await waitFor("the new version in the stale plan's thread", () =>
+        conversation()?.replies.find((r) => blocksOf(r).includes(`\\"hash\\":\\"${next.hash}\\"`)),
+      );
       expect(String(reply.args.reply_broadcast)).toBe("true");
-      await waitFor("the stale message to say it was replaced", () => blocksOf(conversation()).includes("Replaced by") && blocksOf(conversation()).includes(next.reviewUrl) && !hasButtons(conversation()));
+      await waitFor(
+        "the stale message to say it was replaced",
+        () => blocksOf(conversation()).includes("Replaced by") && blocksOf(conversation()).includes(next.reviewUrl) && !hasButtons(conversation()),
+      );
     });
   });
 }

@@ -31,7 +31,15 @@ describe("HonoReceiver: the ack is written before the listener goes on", () => {
   beforeAll(async () => {
     const receiver = new HonoReceiver(SIGNING_SECRET, silentLogger, () => new Date());
     // botId/botUserId given: Bolt then asks Slack nothing (no auth.test) before a listener runs.
-    const app = new App({ token: "xoxb-unused", botId: "B0BOT", botUserId: "U0BOT", tokenVerificationEnabled: false, receiver, deferInitialization: true, logLevel: LogLevel.ERROR });
+    const app = new App({
+      token: "xoxb-unused",
+      botId: "B0BOT",
+      botUserId: "U0BOT",
+      tokenVerificationEnabled: false,
+      receiver,
+      deferInitialization: true,
+      logLevel: LogLevel.ERROR,
+    });
     await app.init();
     app.action("approve", async ({ ack }) => {
       await ack();
@@ -88,7 +96,15 @@ describe.skipIf(!postgresKind)("Slack clicks on PostgreSQL: acknowledged before 
     await slack.start();
     const config = {
       ...testConfig({ crm: targetConfig(target.url) }),
-      slack: { enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: REVIEW, escalationChannel: undefined },
+      slack: {
+        enabled: true as const,
+        botToken: slack.botToken,
+        signingSecret: SIGNING_SECRET,
+        appToken: undefined,
+        apiUrl: slack.url,
+        reviewChannel: REVIEW,
+        escalationChannel: undefined,
+      },
     };
     server = await runServer({ config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, remindMs: 3_600_000 });
   });
@@ -109,7 +125,17 @@ describe.skipIf(!postgresKind)("Slack clicks on PostgreSQL: acknowledged before 
     try {
       const clicks = new SlackRequests({ baseUrl: server!.url, signingSecret: SIGNING_SECRET, teamId: "T0TEST" });
       const approvers = ["U0ALICE", "U0BOB", "U0CAROL"];
-      const acks = await Promise.all(plans.map((p, i) => clicks.blockAction({ user: approvers[i % 3]!, actionId: "approve", value: JSON.stringify({ planId: p.id, hash: p.hash }), channelId: REVIEW, messageTs: `1.${i}` })));
+      const acks = await Promise.all(
+        plans.map((p, i) =>
+          clicks.blockAction({
+            user: approvers[i % 3]!,
+            actionId: "approve",
+            value: JSON.stringify({ planId: p.id, hash: p.hash }),
+            channelId: REVIEW,
+            messageTs: `1.${i}`,
+          }),
+        ),
+      );
       expect(acks.map((r) => r.status)).toEqual(plans.map(() => 200));
       // Written straight to the socket by the receiver, still with the request's id, and empty.
       expect(acks.map((r) => /^[0-9a-f-]{36}$/.test(r.headers.get("x-request-id") ?? ""))).toEqual(plans.map(() => true));
@@ -121,7 +147,12 @@ describe.skipIf(!postgresKind)("Slack clicks on PostgreSQL: acknowledged before 
       let closed = false;
       const closing = server!.close().then(() => (closed = true));
       server = undefined;
-      await waitFor("the HTTP server to stop taking requests", () => fetch(clicks.url, { method: "POST" }).then(() => false, () => true));
+      await waitFor("the HTTP server to stop taking requests", () =>
+        fetch(clicks.url, { method: "POST" }).then(
+          () => false,
+          () => true,
+        ),
+      );
       expect(await lockWaiters(database)).toBeGreaterThan(0); // still held, so close() must still be waiting
       expect(closed).toBe(false);
 

@@ -23,7 +23,16 @@ describe("Slack request body limit", () => {
       await slack.start();
       return {
         ...testConfig({}),
-        slack: { enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW", escalationChannel: undefined, decisionRetrySeconds: 120 },
+        slack: {
+          enabled: true as const,
+          botToken: slack.botToken,
+          signingSecret: SIGNING_SECRET,
+          appToken: undefined,
+          apiUrl: slack.url,
+          reviewChannel: "C0REVIEW",
+          escalationChannel: undefined,
+          decisionRetrySeconds: 120,
+        },
       };
     },
   });
@@ -98,7 +107,11 @@ describe("Slack request body limit", () => {
     const timestamp = String(Math.floor(Date.now() / 1000));
     const response = await fetch(eventsUrl, {
       method: "POST",
-      headers: { "content-type": "application/json", "x-slack-request-timestamp": timestamp, "x-slack-signature": signSlackRequest(SIGNING_SECRET, timestamp, body) },
+      headers: {
+        "content-type": "application/json",
+        "x-slack-request-timestamp": timestamp,
+        "x-slack-signature": signSlackRequest(SIGNING_SECRET, timestamp, body),
+      },
       body,
     });
     expect(response.status).toBe(200);
@@ -106,11 +119,24 @@ describe("Slack request body limit", () => {
 
     // An ordinary interaction, signed the way Slack signs it, still reaches the listeners.
     const clicks = new SlackRequests({ baseUrl: s.server.url, signingSecret: SIGNING_SECRET, teamId: "T0TEST" });
-    const click = await clicks.blockAction({ user: "U0ALICE", actionId: "approve", value: "not a plan", channelId: "C0REVIEW", messageTs: "1733140000.000100" });
+    const click = await clicks.blockAction({
+      user: "U0ALICE",
+      actionId: "approve",
+      value: "not a plan",
+      channelId: "C0REVIEW",
+      messageTs: "1733140000.000100",
+    });
     expect(click.status).toBe(200);
     const told = await waitFor("the clicker to be told why nothing was recorded", () => slack.ephemerals.find((e) => e.user === "U0ALICE"));
     expect(told.text).toMatch(/nothing was recorded/);
     // The same click with a forged signature is still refused.
-    expect((await clicks.blockAction({ user: "U0ALICE", actionId: "approve", value: "not a plan", channelId: "C0REVIEW", messageTs: "1733140000.000100" }, { signingSecret: "forged" })).status).toBe(401);
+    expect(
+      (
+        await clicks.blockAction(
+          { user: "U0ALICE", actionId: "approve", value: "not a plan", channelId: "C0REVIEW", messageTs: "1733140000.000100" },
+          { signingSecret: "forged" },
+        )
+      ).status,
+    ).toBe(401);
   });
 });

@@ -29,15 +29,35 @@ describe("Slack digests on PGlite over HTTP, with Slack's per-channel rate limit
 
   beforeAll(async () => {
     s.database = await pglite.open();
-    s.target = new JsonResourceServer({ seed: Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`/contacts/${i}`, { id: i, email: `c${i}@old.example` }])), readTokens: [READ_TOKEN], writeToken: WRITE_TOKEN });
+    s.target = new JsonResourceServer({
+      seed: Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`/contacts/${i}`, { id: i, email: `c${i}@old.example` }])),
+      readTokens: [READ_TOKEN],
+      writeToken: WRITE_TOKEN,
+    });
     await s.target.start();
     s.slack = new SlackEmulator({ teamId: "T0TEST", channelRateLimit: true });
     await s.slack.start();
     const config = {
       ...testConfig({ crm: targetConfig(s.target.url, { policy: { riskByOp: { delete: "high" } } }) }),
-      slack: { enabled: true as const, botToken: s.slack.botToken, signingSecret: "slack-signing-secret-for-digests", appToken: undefined, apiUrl: s.slack.url, reviewChannel: CHANNEL, digest: { afterSeconds: AFTER_SECONDS } },
+      slack: {
+        enabled: true as const,
+        botToken: s.slack.botToken,
+        signingSecret: "slack-signing-secret-for-digests",
+        appToken: undefined,
+        apiUrl: s.slack.url,
+        reviewChannel: CHANNEL,
+        digest: { afterSeconds: AFTER_SECONDS },
+      },
     };
-    s.server = await runServer({ config, logger: silentLogger, database: s.database, grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, remindMs: 3_600_000, deliverMs: 50 });
+    s.server = await runServer({
+      config,
+      logger: silentLogger,
+      database: s.database,
+      grantKey: (await testGrantKeys()).signing,
+      sweepMs: 3_600_000,
+      remindMs: 3_600_000,
+      deliverMs: 50,
+    });
     s.agent = await addAgent(s.server.ctx, { name: "burst-agent" });
   });
 
@@ -51,16 +71,27 @@ describe("Slack digests on PGlite over HTTP, with Slack's per-channel rate limit
   });
 
   const submit = (n: number, op: "merge" | "delete"): Promise<PlanView> =>
-    submitPlan(s.server.ctx, { agent: s.agent, request: {
-      title: `Contact ${n} <!channel> *now*`,
-      actions: [{ kind: "http.json", target: "crm", path: `/contacts/${n}`, op, ...(op === "merge" ? { body: { email: `c${n}@new.example` } } : {}) }],
-    } }).then((r) => r.plan);
+    submitPlan(s.server.ctx, {
+      agent: s.agent,
+      request: {
+        title: `Contact ${n} <!channel> *now*`,
+        actions: [{ kind: "http.json", target: "crm", path: `/contacts/${n}`, op, ...(op === "merge" ? { body: { email: `c${n}@new.example` } } : {}) }],
+      },
+    }).then((r) => r.plan);
 
   const isDigest = (m: SlackMessage) => (m.text ?? "").includes("plans posted together");
-  const shows = (m: SlackMessage, plan: PlanView) => JSON.stringify(m.blocks ?? []).includes(`/plans/${plan.id}|`) || JSON.stringify(m.blocks ?? []).includes(`"${plan.reviewUrl}"`);
+  const shows = (m: SlackMessage, plan: PlanView) =>
+    JSON.stringify(m.blocks ?? []).includes(`/plans/${plan.id}|`) || JSON.stringify(m.blocks ?? []).includes(`"${plan.reviewUrl}"`);
   /** When each plan first became visible in the channel: the post (its preview or a digest) that showed it. */
   const firstShown = (plan: PlanView): Date | undefined =>
-    s.slack.calls.find((c) => c.method === "chat.postMessage" && c.body.channel === CHANNEL && c.body.thread_ts === undefined && c.answer?.body?.ok === true && c.raw.includes(plan.id))?.at;
+    s.slack.calls.find(
+      (c) =>
+        c.method === "chat.postMessage" &&
+        c.body.channel === CHANNEL &&
+        c.body.thread_ts === undefined &&
+        c.answer?.body?.ok === true &&
+        c.raw.includes(plan.id),
+    )?.at;
 
   it("40 plans at once: all visible within afterSeconds (digests), high-risk ones by their own preview, Slack's limit respected", async () => {
     const kinds = Array.from({ length: 40 }, (_, i) => (i % 10 === 3 ? "delete" : "merge") as "merge" | "delete");
@@ -68,19 +99,23 @@ describe("Slack digests on PGlite over HTTP, with Slack's per-channel rate limit
     // As fast as the machine takes them, four at a time (forty at once time out their target reads here).
     const plans: PlanView[] = new Array(kinds.length);
     let next = 0;
-    await Promise.all(Array.from({ length: 4 }, async () => {
-      for (let i = next++; i < kinds.length; i = next++) {
-        const plan = await submit(i, kinds[i]!);
-        submittedAt.set(plan.id, Date.now());
-        plans[i] = plan;
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        for (let i = next++; i < kinds.length; i = next++) {
+          const plan = await submit(i, kinds[i]!);
+          submittedAt.set(plan.id, Date.now());
+          plans[i] = plan;
+        }
+      }),
+    );
     submitted.push(...plans);
     const highRisk = plans.filter((_, i) => kinds[i] === "delete");
     expect(highRisk).toHaveLength(4);
 
     await waitFor("every plan to be visible in the channel", () => plans.every((p) => firstShown(p) !== undefined), 120_000);
-    const late = plans.map((p) => ({ title: p.plan.title, ms: firstShown(p)!.getTime() - submittedAt.get(p.id)! })).filter((d) => d.ms > AFTER_SECONDS * 1000 + MARGIN_MS);
+    const late = plans
+      .map((p) => ({ title: p.plan.title, ms: firstShown(p)!.getTime() - submittedAt.get(p.id)! }))
+      .filter((d) => d.ms > AFTER_SECONDS * 1000 + MARGIN_MS);
     expect(late).toEqual([]);
 
     const top = s.slack.messagesIn(CHANNEL);
@@ -94,7 +129,11 @@ describe("Slack digests on PGlite over HTTP, with Slack's per-channel rate limit
       expect(digests.some((d) => shows(d, plan))).toBe(false);
     }
     // Every other plan is shown exactly once: in a digest or by its own preview, never both.
-    for (const plan of plans) expect(top.filter((m) => shows(m, plan)), plan.plan.title).toHaveLength(1);
+    for (const plan of plans)
+      expect(
+        top.filter((m) => shows(m, plan)),
+        plan.plan.title,
+      ).toHaveLength(1);
     // Plan-supplied text is shown literally.
     for (const d of digests) expect(JSON.stringify(d.blocks)).not.toContain("<!channel>");
     // The product paced itself: Slack never saw a post sent too early after a 429.
@@ -114,7 +153,9 @@ describe("Slack digests on PGlite over HTTP, with Slack's per-channel rate limit
     await decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
 
     const current = () => s.slack.messagesIn(CHANNEL).find((m) => m.ts === digest.ts)!;
-    const reply = await waitFor("the approval in the digest's thread", () => current().replies.find((r) => JSON.stringify(r.blocks ?? []).includes(`/plans/${planId}|open`)));
+    const reply = await waitFor("the approval in the digest's thread", () =>
+      current().replies.find((r) => JSON.stringify(r.blocks ?? []).includes(`/plans/${planId}|open`)),
+    );
     expect(JSON.stringify(reply.blocks)).toContain("U0ALICE");
     await waitFor("the digest's line to show the plan approved", () => {
       const text = JSON.stringify(current().blocks);

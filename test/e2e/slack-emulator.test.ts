@@ -1,7 +1,16 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { App, verifySlackRequest, type Logger, type types } from "@slack/bolt";
-import { ErrorCode, WebAPIHTTPError, WebAPIPlatformError, WebAPIRateLimitedError, WebAPIRequestError, WebClient, WebClientEvent, type WebClientOptions } from "@slack/web-api";
+import {
+  ErrorCode,
+  WebAPIHTTPError,
+  WebAPIPlatformError,
+  WebAPIRateLimitedError,
+  WebAPIRequestError,
+  WebClient,
+  WebClientEvent,
+  type WebClientOptions,
+} from "@slack/web-api";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { SLACK_CHANNEL_RATE_LIMIT, SlackEmulator, takePost, type JsonValue } from "../support/slack-emulator.ts";
 import { FORM_CONTENT_TYPE, signSlackRequest, SlackRequests } from "../support/slack-requests.ts";
@@ -78,7 +87,11 @@ describe("signSlackRequest", () => {
 });
 
 describe("SlackEmulator with the real WebClient", () => {
-  const emulator = new SlackEmulator({ botToken: TOKEN, usergroups: { S0APPROVERS: ["U0ALICE", "U0BOB"] }, users: { U0ALICE: { name: "alice", real_name: "Alice Example", tz: "America/Sao_Paulo", tz_offset: -10_800 } } });
+  const emulator = new SlackEmulator({
+    botToken: TOKEN,
+    usergroups: { S0APPROVERS: ["U0ALICE", "U0BOB"] },
+    users: { U0ALICE: { name: "alice", real_name: "Alice Example", tz: "America/Sao_Paulo", tz_offset: -10_800 } },
+  });
   const client = (options: WebClientOptions = {}, token = TOKEN) =>
     new WebClient(token, { slackApiUrl: emulator.url, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true, logger: silent, ...options });
   let slack: WebClient;
@@ -103,7 +116,12 @@ describe("SlackEmulator with the real WebClient", () => {
     expect(posted.channel).toBe(CHANNEL);
     const reply = await slack.chat.postMessage({ channel: CHANNEL, thread_ts: posted.ts!, text: "Approval 1 of 2 by <@U0ALICE>" });
     const replyToReply = await slack.chat.postMessage({ channel: CHANNEL, thread_ts: reply.ts!, text: "Approved" });
-    const updated = await slack.chat.update({ channel: CHANNEL, ts: posted.ts!, text: "Plan approved", blocks: [{ type: "section", text: { type: "mrkdwn", text: "*Approved*" } }] });
+    const updated = await slack.chat.update({
+      channel: CHANNEL,
+      ts: posted.ts!,
+      text: "Plan approved",
+      blocks: [{ type: "section", text: { type: "mrkdwn", text: "*Approved*" } }],
+    });
 
     expect(Number(reply.ts)).toBeGreaterThan(Number(posted.ts));
     expect(Number(replyToReply.ts)).toBeGreaterThan(Number(reply.ts));
@@ -111,7 +129,12 @@ describe("SlackEmulator with the real WebClient", () => {
 
     expect(emulator.messages).toHaveLength(1);
     const message = emulator.messages[0]!;
-    expect(message).toMatchObject({ channel: CHANNEL, ts: posted.ts, text: "Plan approved", blocks: [{ type: "section", text: { type: "mrkdwn", text: "*Approved*" } }] });
+    expect(message).toMatchObject({
+      channel: CHANNEL,
+      ts: posted.ts,
+      text: "Plan approved",
+      blocks: [{ type: "section", text: { type: "mrkdwn", text: "*Approved*" } }],
+    });
     expect(message.edited).toBeDefined();
     expect(message.history).toEqual([{ text: "Plan: Update Ana's email", blocks }]);
     // A reply to a reply lands in the same thread, as in Slack.
@@ -179,7 +202,13 @@ describe("SlackEmulator with the real WebClient", () => {
 
   describe("Block Kit limits", () => {
     const text = (n: number, type: "plain_text" | "mrkdwn" = "mrkdwn") => ({ type, text: "x".repeat(n) });
-    const button = (overrides: Record<string, JsonValue> = {}) => ({ type: "button", action_id: "approve", text: { type: "plain_text", text: "Approve" }, value: "v", ...overrides });
+    const button = (overrides: Record<string, JsonValue> = {}) => ({
+      type: "button",
+      action_id: "approve",
+      text: { type: "plain_text", text: "Approve" },
+      value: "v",
+      ...overrides,
+    });
     const actions = (element: Record<string, JsonValue>) => ({ type: "actions", elements: [element] });
     // Deliberately invalid blocks: typed loosely, as the WebClient's types would refuse some of them.
     const asBlocks = (blocks: Record<string, JsonValue>[]) => blocks as unknown as types.Block[];
@@ -197,21 +226,33 @@ describe("SlackEmulator with the real WebClient", () => {
       ["more than 10 context elements", [{ type: "context", elements: Array.from({ length: 11 }, () => text(1)) }], "/blocks/0/elements"],
       ["an unknown block type", [{ type: "carousel" }], "/blocks/0/type"],
       ["an empty section text", [{ type: "section", text: text(0) }], "/blocks/0/text/text"],
-      ["a duplicate block_id", [{ type: "divider", block_id: "same" }, { type: "divider", block_id: "same" }], "/blocks/1/block_id"],
+      [
+        "a duplicate block_id",
+        [
+          { type: "divider", block_id: "same" },
+          { type: "divider", block_id: "same" },
+        ],
+        "/blocks/1/block_id",
+      ],
     ];
 
     it.each(cases)("refuses %s with invalid_blocks and a json-pointer, as Slack does", async (_name, blocks, pointer) => {
       const err = await platformError(slack.chat.postMessage({ channel: CHANNEL, text: "fallback", blocks: asBlocks(blocks) }));
       expect(err.data.error).toBe("invalid_blocks");
       const errors = (err.data as { errors?: string[] }).errors ?? [];
-      expect(errors.some((e) => e.endsWith(`[json-pointer:${pointer}]`)), errors.join("\n")).toBe(true);
+      expect(
+        errors.some((e) => e.endsWith(`[json-pointer:${pointer}]`)),
+        errors.join("\n"),
+      ).toBe(true);
       expect(err.data.response_metadata?.messages?.every((m) => m.startsWith("[ERROR] "))).toBe(true);
       expect(emulator.messages).toEqual([]);
     });
 
     it("refuses invalid blocks in chat.update too, leaving the message as it was", async () => {
       const posted = await slack.chat.postMessage({ channel: CHANNEL, text: "original" });
-      const err = await platformError(slack.chat.update({ channel: CHANNEL, ts: posted.ts!, text: "x", blocks: asBlocks([{ type: "header", text: text(151, "plain_text") }]) }));
+      const err = await platformError(
+        slack.chat.update({ channel: CHANNEL, ts: posted.ts!, text: "x", blocks: asBlocks([{ type: "header", text: text(151, "plain_text") }]) }),
+      );
       expect(err.data.error).toBe("invalid_blocks");
       expect(emulator.message(CHANNEL, posted.ts!)).toMatchObject({ text: "original", history: [] });
     });
@@ -255,7 +296,14 @@ describe("SlackEmulator with the real WebClient", () => {
       private_metadata: JSON.stringify({ planId: "p1", hash: "sha256:abc" }),
       title: { type: "plain_text" as const, text: "Reject plan" },
       submit: { type: "plain_text" as const, text: "Reject" },
-      blocks: [{ type: "input", block_id: "reason", label: { type: "plain_text" as const, text: "Reason" }, element: { type: "plain_text_input" as const, action_id: "reason", multiline: true } }],
+      blocks: [
+        {
+          type: "input",
+          block_id: "reason",
+          label: { type: "plain_text" as const, text: "Reason" },
+          element: { type: "plain_text_input" as const, action_id: "reason", multiline: true },
+        },
+      ],
     };
     const opened = await slack.views.open({ trigger_id: "trigger-1", view });
     expect(opened.view).toMatchObject({ callback_id: "reject", private_metadata: view.private_metadata, team_id: "T0TEST" });
@@ -264,7 +312,9 @@ describe("SlackEmulator with the real WebClient", () => {
     expect((await platformError(slack.views.open({ trigger_id: "trigger-1", view }))).data.error).toBe("exchanged_trigger_id");
     emulator.expireTrigger("trigger-2");
     expect((await platformError(slack.views.open({ trigger_id: "trigger-2", view }))).data.error).toBe("expired_trigger_id");
-    const tooLong = await platformError(slack.views.open({ trigger_id: "trigger-3", view: { ...view, title: { type: "plain_text", text: "A title longer than 24 chars" } } }));
+    const tooLong = await platformError(
+      slack.views.open({ trigger_id: "trigger-3", view: { ...view, title: { type: "plain_text", text: "A title longer than 24 chars" } } }),
+    );
     expect(tooLong.data.error).toBe("invalid_arguments");
     expect(tooLong.data.response_metadata?.messages).toContain("[ERROR] must be less than 25 characters [json-pointer:/view/title/text]");
     expect(emulator.views).toHaveLength(1);
@@ -276,7 +326,13 @@ describe("SlackEmulator with the real WebClient", () => {
     expect((await slack.usergroups.users.list({ usergroup: "S0APPROVERS" })).users).toEqual(["U0CAROL"]);
     expect((await platformError(slack.usergroups.users.list({ usergroup: "S0NOPE" }))).data.error).toBe("no_such_subteam");
 
-    expect((await slack.users.info({ user: "U0ALICE" })).user).toMatchObject({ id: "U0ALICE", name: "alice", real_name: "Alice Example", tz_offset: -10_800, is_bot: false });
+    expect((await slack.users.info({ user: "U0ALICE" })).user).toMatchObject({
+      id: "U0ALICE",
+      name: "alice",
+      real_name: "Alice Example",
+      tz_offset: -10_800,
+      is_bot: false,
+    });
     expect((await slack.users.info({ user: "U0BOB" })).user).toMatchObject({ id: "U0BOB", team_id: "T0TEST", deleted: false });
     expect((await platformError(slack.users.info({ user: "not-a-user" }))).data.error).toBe("user_not_found");
   });
@@ -292,7 +348,10 @@ describe("SlackEmulator with the real WebClient", () => {
       expect((err as WebAPIRateLimitedError).code).toBe(ErrorCode.RateLimitedError);
       expect((err as WebAPIRateLimitedError).retryAfter).toBe(7);
       expect(events).toEqual([7]);
-      expect(emulator.callsTo("chat.postMessage")[0]).toMatchObject({ answer: { status: 429, body: { ok: false, error: "ratelimited" } }, fault: { retryAfter: 7 } });
+      expect(emulator.callsTo("chat.postMessage")[0]).toMatchObject({
+        answer: { status: 429, body: { ok: false, error: "ratelimited" } },
+        fault: { retryAfter: 7 },
+      });
       expect(emulator.messages).toEqual([]);
 
       await c.chat.postMessage({ channel: CHANNEL, text: "x" });
@@ -323,7 +382,8 @@ describe("SlackEmulator with the real WebClient", () => {
       const posted = await platformError(slack.chat.postMessage({ channel: CHANNEL, text: "x" }));
       expect(posted.data.error).toBe("fatal_error");
       const { ts } = await slack.chat.postMessage({ channel: CHANNEL, text: "x" });
-      for (let i = 0; i < 2; i++) expect((await platformError(slack.chat.update({ channel: CHANNEL, ts: ts!, text: "y" }))).data.error).toBe("cant_update_message");
+      for (let i = 0; i < 2; i++)
+        expect((await platformError(slack.chat.update({ channel: CHANNEL, ts: ts!, text: "y" }))).data.error).toBe("cant_update_message");
       await slack.chat.update({ channel: CHANNEL, ts: ts!, text: "y" });
       expect(emulator.message(CHANNEL, ts!)!.text).toBe("y");
     });
@@ -410,7 +470,8 @@ describe("Slack's per-channel rate limit in the emulator", () => {
   describe("over HTTP with the real WebClient", () => {
     let clock = 0;
     const emulator = new SlackEmulator({ botToken: TOKEN, channelRateLimit: { perSecond: 1, burst: 2 }, now: () => clock });
-    const client = (options: WebClientOptions = {}) => new WebClient(TOKEN, { slackApiUrl: emulator.url, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true, logger: silent, ...options });
+    const client = (options: WebClientOptions = {}) =>
+      new WebClient(TOKEN, { slackApiUrl: emulator.url, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true, logger: silent, ...options });
 
     beforeAll(() => emulator.start());
     afterEach(() => {
@@ -421,7 +482,14 @@ describe("Slack's per-channel rate limit in the emulator", () => {
 
     it("a burst beyond the limit gets 429 ratelimited with Retry-After, nothing posted; after waiting it succeeds", async () => {
       const c = client();
-      const answers = await Promise.all([1, 2, 3, 4].map((i) => c.chat.postMessage({ channel: CHANNEL, text: `post ${i}` }).then(() => "ok", (err: unknown) => err)));
+      const answers = await Promise.all(
+        [1, 2, 3, 4].map((i) =>
+          c.chat.postMessage({ channel: CHANNEL, text: `post ${i}` }).then(
+            () => "ok",
+            (err: unknown) => err,
+          ),
+        ),
+      );
       expect(answers.filter((a) => a === "ok")).toHaveLength(2);
       const refused = answers.filter((a) => a !== "ok");
       expect(refused).toHaveLength(2);
@@ -444,7 +512,11 @@ describe("Slack's per-channel rate limit in the emulator", () => {
     it("the Retry-After header itself says 1 and the body is Slack's", async () => {
       await client().chat.postMessage({ channel: CHANNEL, text: "a" });
       await client().chat.postMessage({ channel: CHANNEL, text: "b" });
-      const res = await fetch(`${emulator.url}chat.postMessage`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ channel: CHANNEL, text: "c" }) });
+      const res = await fetch(`${emulator.url}chat.postMessage`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify({ channel: CHANNEL, text: "c" }),
+      });
       expect(res.status).toBe(429);
       expect(res.headers.get("retry-after")).toBe("1");
       expect(await res.json()).toEqual({ ok: false, error: "ratelimited" });
@@ -541,12 +613,21 @@ describe("Slack's per-channel rate limit in the emulator", () => {
     const emulator = new SlackEmulator({ botToken: TOKEN, channelRateLimit: { perSecond: 1, burst: 1 } });
     await emulator.start();
     try {
-      const c = new WebClient(TOKEN, { slackApiUrl: emulator.url, retryConfig: { retries: 5, minTimeout: 10, maxTimeout: 10 }, rejectRateLimitedCalls: false, logger: silent });
+      const c = new WebClient(TOKEN, {
+        slackApiUrl: emulator.url,
+        retryConfig: { retries: 5, minTimeout: 10, maxTimeout: 10 },
+        rejectRateLimitedCalls: false,
+        logger: silent,
+      });
       await Promise.all([1, 2, 3].map((i) => c.chat.postMessage({ channel: CHANNEL, text: `post ${i}` })));
       expect(emulator.messagesIn(CHANNEL)).toHaveLength(3);
       expect(emulator.rateLimited.early).toBe(0);
       // Arrival times of the accepted posts: one per second at most, however the machine is loaded.
-      const accepted = emulator.callsTo("chat.postMessage").filter((call) => call.answer?.status === 200).map((call) => call.at.getTime()).sort((a, b) => a - b);
+      const accepted = emulator
+        .callsTo("chat.postMessage")
+        .filter((call) => call.answer?.status === 200)
+        .map((call) => call.at.getTime())
+        .sort((a, b) => a - b);
       for (let i = 1; i < accepted.length; i++) expect(accepted[i]! - accepted[i - 1]!).toBeGreaterThanOrEqual(900);
     } finally {
       await emulator.stop();
@@ -584,7 +665,10 @@ describe("SlackRequests", () => {
         verifySlackRequest({
           signingSecret: SECRET,
           body: got!.body.toString(),
-          headers: { "x-slack-signature": String(got!.headers["x-slack-signature"]), "x-slack-request-timestamp": Number(got!.headers["x-slack-request-timestamp"]) },
+          headers: {
+            "x-slack-signature": String(got!.headers["x-slack-signature"]),
+            "x-slack-request-timestamp": Number(got!.headers["x-slack-request-timestamp"]),
+          },
         }),
       ).not.toThrow();
       const payload = JSON.parse(new URLSearchParams(got!.body.toString()).get("payload")!) as Record<string, unknown>;
@@ -607,8 +691,14 @@ describe("SlackRequests", () => {
     });
 
     it("changeBodyByte changes exactly one byte after signing; omit leaves headers out; timestamp is signed as given", async () => {
-      await requests.slashCommand({ user: "U0ALICE", text: "help", triggerId: "t1", responseUrl: "https://hooks.slack.com/commands/x" }, { timestamp: 1_700_000_000 });
-      await requests.slashCommand({ user: "U0ALICE", text: "help", triggerId: "t1", responseUrl: "https://hooks.slack.com/commands/x" }, { timestamp: 1_700_000_000, changeBodyByte: true });
+      await requests.slashCommand(
+        { user: "U0ALICE", text: "help", triggerId: "t1", responseUrl: "https://hooks.slack.com/commands/x" },
+        { timestamp: 1_700_000_000 },
+      );
+      await requests.slashCommand(
+        { user: "U0ALICE", text: "help", triggerId: "t1", responseUrl: "https://hooks.slack.com/commands/x" },
+        { timestamp: 1_700_000_000, changeBodyByte: true },
+      );
       const [a, b] = received;
       expect(a!.body.length).toBe(b!.body.length);
       expect([...a!.body].filter((byte, i) => byte !== b!.body[i])).toHaveLength(1);
@@ -625,7 +715,14 @@ describe("SlackRequests", () => {
     const emulator = new SlackEmulator({ botToken: TOKEN });
     let app: App;
     let requests: SlackRequests;
-    const clicks: { actionId: string; value: string | undefined; userId: string; teamId: string | undefined; messageTs: string | undefined; triggerId: string }[] = [];
+    const clicks: {
+      actionId: string;
+      value: string | undefined;
+      userId: string;
+      teamId: string | undefined;
+      messageTs: string | undefined;
+      triggerId: string;
+    }[] = [];
     const submissions: { callbackId: string; privateMetadata: string; reason: string | null | undefined; userId: string }[] = [];
     const commands: { command: string; text: string; userId: string }[] = [];
 
@@ -650,7 +747,12 @@ describe("SlackRequests", () => {
         await ack();
       });
       app.view("reject", async ({ ack, view, body }) => {
-        submissions.push({ callbackId: view.callback_id, privateMetadata: view.private_metadata, reason: view.state.values.reason?.reason?.value, userId: body.user.id });
+        submissions.push({
+          callbackId: view.callback_id,
+          privateMetadata: view.private_metadata,
+          reason: view.state.values.reason?.reason?.value,
+          userId: body.user.id,
+        });
         await ack();
       });
       app.command("/countersign", async ({ ack, command, respond }) => {
@@ -660,7 +762,11 @@ describe("SlackRequests", () => {
       });
       await app.init();
       const server = await app.start({ port: 0, host: "127.0.0.1" });
-      requests = new SlackRequests({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, signingSecret: SECRET, responseUrl: () => emulator.responseUrl() });
+      requests = new SlackRequests({
+        baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        signingSecret: SECRET,
+        responseUrl: () => emulator.responseUrl(),
+      });
     });
     afterEach(() => {
       clicks.length = 0;
@@ -678,7 +784,13 @@ describe("SlackRequests", () => {
 
     it("routes a signed block_actions click to the action listener", async () => {
       const value = JSON.stringify({ planId: "p1", hash: "sha256:abc" });
-      const response = await requests.blockAction({ user: { id: "U0ALICE", username: "alice" }, actionId: "approve", value, messageTs: "1733140000.000100", triggerId: "trig-1" });
+      const response = await requests.blockAction({
+        user: { id: "U0ALICE", username: "alice" },
+        actionId: "approve",
+        value,
+        messageTs: "1733140000.000100",
+        triggerId: "trig-1",
+      });
       expect(response.status).toBe(200);
       expect(clicks).toEqual([{ actionId: "approve", value, userId: "U0ALICE", teamId: "T0TEST", messageTs: "1733140000.000100", triggerId: "trig-1" }]);
     });
@@ -711,13 +823,19 @@ describe("SlackRequests", () => {
     });
 
     it("Bolt answers 400 when the content type is not exactly application/x-www-form-urlencoded", async () => {
-      const response = await requests.blockAction({ user: "U0ALICE", actionId: "approve", value: "v", messageTs: "1733140000.000100" }, { contentType: "application/x-www-form-urlencoded; charset=utf-8" });
+      const response = await requests.blockAction(
+        { user: "U0ALICE", actionId: "approve", value: "v", messageTs: "1733140000.000100" },
+        { contentType: "application/x-www-form-urlencoded; charset=utf-8" },
+      );
       expect(response.status).toBe(400);
       expect(clicks).toEqual([]);
     });
 
     it("Bolt accepts a timestamp an hour in the future and an exact replay: both are Countersign's to refuse", async () => {
-      const future = await requests.blockAction({ user: "U0ALICE", actionId: "approve", value: "v", messageTs: "1733140000.000100" }, { timestamp: Math.floor(Date.now() / 1000) + 3600 });
+      const future = await requests.blockAction(
+        { user: "U0ALICE", actionId: "approve", value: "v", messageTs: "1733140000.000100" },
+        { timestamp: Math.floor(Date.now() / 1000) + 3600 },
+      );
       expect(future.status).toBe(200);
       const replayed = await requests.replay();
       expect(replayed.status).toBe(200);

@@ -24,16 +24,35 @@ describe("Slack App Home on PGlite over HTTP", () => {
 
   beforeAll(async () => {
     s.database = await pglite.open();
-    s.target = new JsonResourceServer({ seed: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`/contacts/${i}`, { id: i, email: `c${i}@old.example` }])), readTokens: [READ_TOKEN], writeToken: WRITE_TOKEN });
+    s.target = new JsonResourceServer({
+      seed: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`/contacts/${i}`, { id: i, email: `c${i}@old.example` }])),
+      readTokens: [READ_TOKEN],
+      writeToken: WRITE_TOKEN,
+    });
     await s.target.start();
     s.slack = new SlackEmulator({ teamId: "T0TEST" });
     await s.slack.start();
     s.slack.setUsergroup("S0REVIEWERS", ["U0GROUPIE", "U0ALICE"]);
     const config = {
       ...testConfig({ crm: targetConfig(s.target.url), grouped: targetConfig(s.target.url, { policy: { approvers: ["S0REVIEWERS"], requiredApprovals: 1 } }) }),
-      slack: { enabled: true as const, botToken: s.slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: s.slack.url, reviewChannel: "C0REVIEW" },
+      slack: {
+        enabled: true as const,
+        botToken: s.slack.botToken,
+        signingSecret: SIGNING_SECRET,
+        appToken: undefined,
+        apiUrl: s.slack.url,
+        reviewChannel: "C0REVIEW",
+      },
     };
-    s.server = await runServer({ config, logger: silentLogger, database: s.database, grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, remindMs: 3_600_000, deliverMs: 50 });
+    s.server = await runServer({
+      config,
+      logger: silentLogger,
+      database: s.database,
+      grantKey: (await testGrantKeys()).signing,
+      sweepMs: 3_600_000,
+      remindMs: 3_600_000,
+      deliverMs: 50,
+    });
     s.clicks = new SlackRequests({ baseUrl: s.server.url, signingSecret: SIGNING_SECRET, teamId: "T0TEST" });
     s.agent = await addAgent(s.server.ctx, { name: "home-agent" });
   });
@@ -48,19 +67,27 @@ describe("Slack App Home on PGlite over HTTP", () => {
   let contact = 0;
   const submit = async (overrides: Record<string, unknown> = {}): Promise<PlanView> => {
     const n = contact++;
-    const { plan } = await submitPlan(s.server.ctx, { agent: s.agent, request: {
-      title: `Update contact ${n}`,
-      onBehalfOf: "U0REQUESTER",
-      actions: [{ kind: "http.json", target: "crm", path: `/contacts/${n}`, op: "merge", body: { email: `c${n}@new.example` } }],
-      ...overrides,
-    } });
+    const { plan } = await submitPlan(s.server.ctx, {
+      agent: s.agent,
+      request: {
+        title: `Update contact ${n}`,
+        onBehalfOf: "U0REQUESTER",
+        actions: [{ kind: "http.json", target: "crm", path: `/contacts/${n}`, op: "merge", body: { email: `c${n}@new.example` } }],
+        ...overrides,
+      },
+    });
     return plan;
   };
 
   const buttonsOf = (view: JsonObject | undefined) =>
-    ((view?.blocks ?? []) as { type: string; elements?: { action_id: string; value?: string }[] }[]).flatMap((b) => (b.type === "actions" ? b.elements ?? [] : []));
+    ((view?.blocks ?? []) as { type: string; elements?: { action_id: string; value?: string }[] }[]).flatMap((b) =>
+      b.type === "actions" ? (b.elements ?? []) : [],
+    );
   /** The plan ids a user's Home offers Approve for, top to bottom. */
-  const approvable = (user: string) => buttonsOf(s.slack.homeOf(user)).filter((b) => b.action_id === "approve").map((b) => (JSON.parse(b.value!) as { planId: string }).planId);
+  const approvable = (user: string) =>
+    buttonsOf(s.slack.homeOf(user))
+      .filter((b) => b.action_id === "approve")
+      .map((b) => (JSON.parse(b.value!) as { planId: string }).planId);
   const homeText = (user: string) => JSON.stringify(s.slack.homeOf(user)?.blocks ?? []);
   const publishesTo = (user: string) => s.slack.published.filter((p) => p.user === user).length;
   const statusOf = async (plan: PlanView) => (await s.database.rows<{ status: string }>(sql`SELECT status FROM plans WHERE id = ${plan.id}`))[0]!.status;
@@ -116,7 +143,12 @@ describe("Slack App Home on PGlite over HTTP", () => {
     const order = await waitFor("Carol's rebuilt Home", () => publishesTo("U0CAROL") > 0 && approvable("U0CAROL"));
     expect(order.indexOf(sooner.id)).toBeGreaterThanOrEqual(0);
     expect(order.indexOf(sooner.id)).toBeLessThan(order.indexOf(later.id));
-    const expiries = await s.database.rows<{ id: string; expires_at: string }>(sql`SELECT id, expires_at FROM plans WHERE id IN (${sql.join(order.map((id) => sql`${id}`), sql`, `)})`);
+    const expiries = await s.database.rows<{ id: string; expires_at: string }>(
+      sql`SELECT id, expires_at FROM plans WHERE id IN (${sql.join(
+        order.map((id) => sql`${id}`),
+        sql`, `,
+      )})`,
+    );
     const at = new Map(expiries.map((r) => [r.id, new Date(r.expires_at).getTime()]));
     expect(order.map((id) => at.get(id)!)).toEqual([...order.map((id) => at.get(id)!)].sort((a, b) => a - b));
   });
@@ -133,8 +165,9 @@ describe("Slack App Home on PGlite over HTTP", () => {
   it("Approve on the Home tab decides through the channel's listener; the plan leaves every Home; a stale click is answered on the clicker's Home", async () => {
     const plan = await submit();
     await waitFor("Bob's Home to list it", () => approvable("U0BOB").includes(plan.id));
-    const value = buttonsOf(s.slack.homeOf("U0ALICE")).find((b) => b.action_id === "approve" && b.value?.includes(plan.id))?.value
-      ?? (await waitFor("Alice's button", () => buttonsOf(s.slack.homeOf("U0ALICE")).find((b) => b.action_id === "approve" && b.value?.includes(plan.id))?.value));
+    const value =
+      buttonsOf(s.slack.homeOf("U0ALICE")).find((b) => b.action_id === "approve" && b.value?.includes(plan.id))?.value ??
+      (await waitFor("Alice's button", () => buttonsOf(s.slack.homeOf("U0ALICE")).find((b) => b.action_id === "approve" && b.value?.includes(plan.id))?.value));
     const stale = buttonsOf(s.slack.homeOf("U0BOB")).find((b) => b.action_id === "approve" && b.value?.includes(plan.id))!.value!;
 
     const ack = await clickOnHome("U0ALICE", "approve", value);
@@ -152,7 +185,9 @@ describe("Slack App Home on PGlite over HTTP", () => {
 
   it("Reject on the Home tab opens the reason dialog and its submission rejects the plan", async () => {
     const plan = await submit();
-    const button = await waitFor("Carol's reject button", () => buttonsOf(s.slack.homeOf("U0CAROL")).find((b) => b.action_id === "reject" && b.value?.includes(plan.id)));
+    const button = await waitFor("Carol's reject button", () =>
+      buttonsOf(s.slack.homeOf("U0CAROL")).find((b) => b.action_id === "reject" && b.value?.includes(plan.id)),
+    );
     const triggerId = `trigger-home-${plan.id}`;
     await clickOnHome("U0CAROL", "reject", button.value!, triggerId);
     const opened = await waitFor("the reject modal", () => s.slack.views.find((v) => v.trigger_id === triggerId));

@@ -60,7 +60,8 @@ function slackSuite(kind: TestDatabaseKind, doorKind: Door = "http") {
       s.socket = new SocketModeEmulator(s.slack);
       await s.socket.start();
     }
-    const credentials = doorKind === "http" ? { signingSecret: SIGNING_SECRET, appToken: undefined } : { signingSecret: undefined, appToken: s.socket.appToken };
+    const credentials =
+      doorKind === "http" ? { signingSecret: SIGNING_SECRET, appToken: undefined } : { signingSecret: undefined, appToken: s.socket.appToken };
     const config = {
       ...testConfig({
         crm: targetConfig(s.target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } }),
@@ -71,13 +72,39 @@ function slackSuite(kind: TestDatabaseKind, doorKind: Door = "http") {
         risky: targetConfig(s.target.url, { policy: { risk: "high", reminders: [600] } }),
       }),
       executorToken: EXECUTOR_TOKEN,
-      slack: { enabled: true as const, botToken: s.slack.botToken, ...credentials, apiUrl: s.slack.url, reviewChannel: REVIEW, escalationChannel: "C0ESCALATE" },
+      slack: {
+        enabled: true as const,
+        botToken: s.slack.botToken,
+        ...credentials,
+        apiUrl: s.slack.url,
+        reviewChannel: REVIEW,
+        escalationChannel: "C0ESCALATE",
+      },
     };
-    const serverConfig = { ...config, targets: { crm: targetConfig(s.target.url), vault: config.targets.vault!, grouped: config.targets.grouped!, flaky: config.targets.flaky!, reminded: config.targets.reminded!, risky: config.targets.risky! } };
+    const serverConfig = {
+      ...config,
+      targets: {
+        crm: targetConfig(s.target.url),
+        vault: config.targets.vault!,
+        grouped: config.targets.grouped!,
+        flaky: config.targets.flaky!,
+        reminded: config.targets.reminded!,
+        risky: config.targets.risky!,
+      },
+    };
     s.slack.setUsergroup("S0REVIEWERS", ["U0GROUPIE", "U0GROUPIE2"]);
     s.slack.setUsergroup("S0FLAKY", ["U0GROUPIE"]);
     // The sweeper never runs by itself here: expiry is provoked by hand, so "before the sweeper ran" is real.
-    s.server = await runServer({ config: serverConfig, logger: silentLogger, database: s.database, grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, remindMs: 3_600_000, deliverMs: 50, clock: () => new Date(Date.now() + s.clockOffsetMs) });
+    s.server = await runServer({
+      config: serverConfig,
+      logger: silentLogger,
+      database: s.database,
+      grantKey: (await testGrantKeys()).signing,
+      sweepMs: 3_600_000,
+      remindMs: 3_600_000,
+      deliverMs: 50,
+      clock: () => new Date(Date.now() + s.clockOffsetMs),
+    });
     s.clicks = new SlackRequests({ baseUrl: s.server.url, signingSecret: SIGNING_SECRET, teamId: "T0TEST" });
     s.door = doorKind === "http" ? httpInteractions(s.clicks) : s.socket.interactions(new SlackPayloads({ teamId: "T0TEST" }));
     s.agent = await addAgent(s.server.ctx, { name: "slack-agent" });
@@ -100,12 +127,15 @@ let contact = 0;
 /** Submits a plan over one contact and waits until its preview is in the review channel. */
 async function proposed(s: ReturnType<typeof slackSuite>, overrides: Record<string, unknown> = {}): Promise<{ plan: PlanView; message: SlackMessage }> {
   const n = contact++ % 50; // 50-59 are left to the tests that name a contact
-  const { plan } = await submitPlan(s.server.ctx, { agent: s.agent, request: {
-    title: `Update contact ${n}`,
-    onBehalfOf: "U0REQUESTER",
-    actions: [{ kind: "http.json", target: "crm", path: `/contacts/${n}`, op: "merge", body: { email: `c${n}@new.example` } }],
-    ...overrides,
-  } });
+  const { plan } = await submitPlan(s.server.ctx, {
+    agent: s.agent,
+    request: {
+      title: `Update contact ${n}`,
+      onBehalfOf: "U0REQUESTER",
+      actions: [{ kind: "http.json", target: "crm", path: `/contacts/${n}`, op: "merge", body: { email: `c${n}@new.example` } }],
+      ...overrides,
+    },
+  });
   const message = await previewOf(s, plan);
   return { plan, message };
 }
@@ -199,7 +229,12 @@ export function slackDoorScenarios(kind: TestDatabaseKind, door: Door): void {
     const empty = await s.door.viewSubmission({ user: "U0BOB", callbackId: "reject", privateMetadata: opened.view.private_metadata as string, reason: "   " });
     expect(empty.response).toMatchObject({ response_action: "errors", errors: { reason: expect.stringMatching(/say why/i) } });
     expect(await statusOf(s, plan)).toBe("pending");
-    const submitted = await s.door.viewSubmission({ user: "U0BOB", callbackId: "reject", privateMetadata: opened.view.private_metadata as string, reason: "Wrong customer <!channel>" });
+    const submitted = await s.door.viewSubmission({
+      user: "U0BOB",
+      callbackId: "reject",
+      privateMetadata: opened.view.private_metadata as string,
+      reason: "Wrong customer <!channel>",
+    });
     expect(submitted).toEqual({ acked: true, response: undefined });
     await waitFor("rejection", async () => (await statusOf(s, plan)) === "rejected");
     const texts = await waitFor("the rejection in the thread", () => repliesText(s, message).find((t) => /rejected/i.test(t)));
@@ -236,7 +271,9 @@ export function slackDoorScenarios(kind: TestDatabaseKind, door: Door): void {
   });
 
   it("20: quorum 2 — the same person approving twice counts once; a second person approves", async () => {
-    const { plan, message } = await proposed(s, { actions: [{ kind: "http.json", target: "vault", path: "/contacts/59", op: "merge", body: { email: "v@new.example" } }] });
+    const { plan, message } = await proposed(s, {
+      actions: [{ kind: "http.json", target: "vault", path: "/contacts/59", op: "merge", body: { email: "v@new.example" } }],
+    });
     await click(s, message, "U0ALICE", "approve");
     await waitFor("first approval", async () => (await decisionsOf(s, plan)).length === 1);
     await click(s, message, "U0ALICE", "approve");
@@ -249,7 +286,10 @@ export function slackDoorScenarios(kind: TestDatabaseKind, door: Door): void {
   });
 
   it("/countersign list shows what waits for this person: a plan they already approved drops out, the requester never sees their own", async () => {
-    const { plan, message } = await proposed(s, { title: "Listed vault change", actions: [{ kind: "http.json", target: "vault", path: "/contacts/55", op: "merge", body: { email: "l@new.example" } }] });
+    const { plan, message } = await proposed(s, {
+      title: "Listed vault change",
+      actions: [{ kind: "http.json", target: "vault", path: "/contacts/55", op: "merge", body: { email: "l@new.example" } }],
+    });
     const listFor = async (user: string) => {
       const ack = await s.door.slashCommand({ user, text: "list" });
       expect(ack.acked).toBe(true);
@@ -298,7 +338,10 @@ export function slackDoorScenarios(kind: TestDatabaseKind, door: Door): void {
   });
 
   itWhen(oneDoor)("reminds in the thread at the configured points, mentioning who is still needed, and stops once decided", async () => {
-    const { plan, message } = await proposed(s, { ttlSeconds: 900, actions: [{ kind: "http.json", target: "reminded", path: "/contacts/54", op: "merge", body: { r: 1 } }] });
+    const { plan, message } = await proposed(s, {
+      ttlSeconds: 900,
+      actions: [{ kind: "http.json", target: "reminded", path: "/contacts/54", op: "merge", body: { r: 1 } }],
+    });
     const reminders = () => repliesText(s, message).filter((t) => /Still waiting/.test(t));
     expect(await remindDue(s.server.ctx)).toBe(0); // 900 s left: nothing due
     await click(s, message, "U0ALICE", "approve");
@@ -321,7 +364,10 @@ export function slackDoorScenarios(kind: TestDatabaseKind, door: Door): void {
   });
 
   itWhen(oneDoor)("escalates a high-risk plan nobody has approved when its reminder comes due", async () => {
-    const { plan } = await proposed(s, { ttlSeconds: 900, actions: [{ kind: "http.json", target: "risky", path: "/contacts/53", op: "merge", body: { e: 1 } }] });
+    const { plan } = await proposed(s, {
+      ttlSeconds: 900,
+      actions: [{ kind: "http.json", target: "risky", path: "/contacts/53", op: "merge", body: { e: 1 } }],
+    });
     expect(plan.plan.policy.risk).toEqual({ level: "high", rule: "targets.risky.policy.risk" });
     s.clockOffsetMs += 301_000;
     try {
@@ -335,7 +381,13 @@ export function slackDoorScenarios(kind: TestDatabaseKind, door: Door): void {
 
   it("3: a click carrying another hash is refused with a clear message and records nothing", async () => {
     const { plan, message } = await proposed(s);
-    await s.door.blockAction({ user: "U0BOB", actionId: "approve", value: JSON.stringify({ planId: plan.id, hash: "sha256:" + "ab".repeat(32) }), channelId: REVIEW, messageTs: message.ts });
+    await s.door.blockAction({
+      user: "U0BOB",
+      actionId: "approve",
+      value: JSON.stringify({ planId: plan.id, hash: "sha256:" + "ab".repeat(32) }),
+      channelId: REVIEW,
+      messageTs: message.ts,
+    });
     await waitFor("an ephemeral refusal", () => ephemeralsFor(s, "U0BOB").find((e) => /plan changed/i.test(e.text ?? "")));
     expect(await decisionsOf(s, plan)).toEqual([]);
   });
@@ -386,7 +438,13 @@ export function slackDoorScenarios(kind: TestDatabaseKind, door: Door): void {
 
   itWhen(oneDoor)("24: a plan larger than a message allows is posted within Block Kit limits, marked as truncated, and still binds the full hash", async () => {
     const fields = Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`field${i}`, "x".repeat(200)]));
-    const actions = Array.from({ length: 20 }, (_, i) => ({ kind: "http.json", target: "crm", path: `/contacts/${30 + i}`, op: "merge", body: i === 0 ? fields : { note: "y".repeat(5000) } }));
+    const actions = Array.from({ length: 20 }, (_, i) => ({
+      kind: "http.json",
+      target: "crm",
+      path: `/contacts/${30 + i}`,
+      op: "merge",
+      body: i === 0 ? fields : { note: "y".repeat(5000) },
+    }));
     const { plan, message } = await proposed(s, { title: "T".repeat(200), actions });
     expect(message.blocks!.length).toBeLessThanOrEqual(50);
     expect(JSON.stringify(message.blocks)).toMatch(/see full plan/i);
@@ -398,26 +456,34 @@ export function slackDoorScenarios(kind: TestDatabaseKind, door: Door): void {
     expect(opens[0]!.headers.authorization).toBe(`Bearer ${s.socket.appToken}`);
     expect(opens[0]!.answer?.body).toMatchObject({ ok: true });
     expect(s.socket.openConnections).toHaveLength(1);
-    const res = await fetch(`${s.server.url}/slack/events`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "payload=%7B%7D" });
+    const res = await fetch(`${s.server.url}/slack/events`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "payload=%7B%7D",
+    });
     expect(res.status).toBe(404);
   });
 
-  itWhen(door === "socket")("Socket Mode: after Slack's `disconnect` the client reconnects; a click sent meanwhile and one after are each recorded once", async () => {
-    const { plan, message } = await proposed(s, { actions: [{ kind: "http.json", target: "vault", path: "/contacts/52", op: "merge", body: { d: 1 } }] });
-    const ticketsBefore = s.socket.tickets.length;
-    const old = s.socket.openConnections[0]!;
-    expect(s.socket.disconnect("refresh_requested")).toBeGreaterThanOrEqual(1);
-    const during = click(s, message, "U0ALICE", "approve"); // no connection may take it: held until the client is back
-    await waitFor("the old connection closed", () => old.closedAt !== undefined, 30_000);
-    await waitFor("a new greeted connection", () => s.socket.openConnections.some((c) => c.id !== old.id), 60_000);
-    expect(s.socket.tickets.length).toBeGreaterThan(ticketsBefore); // it called apps.connections.open again
-    expect((await during).acked).toBe(true);
-    expect(s.socket.deliveries.at(-1)!.attempts.map((a) => a.connection)).not.toContain(old.id);
-    await waitFor("the first approval", async () => (await decisionsOf(s, plan)).length === 1);
-    expect((await click(s, message, "U0BOB", "approve")).acked).toBe(true);
-    await waitFor("approved by the click after the reconnect", async () => (await statusOf(s, plan)) === "approved");
-    expect((await decisionsOf(s, plan)).map((d) => d.user_id)).toEqual(["U0ALICE", "U0BOB"]);
-  }, 120_000);
+  itWhen(door === "socket")(
+    "Socket Mode: after Slack's `disconnect` the client reconnects; a click sent meanwhile and one after are each recorded once",
+    async () => {
+      const { plan, message } = await proposed(s, { actions: [{ kind: "http.json", target: "vault", path: "/contacts/52", op: "merge", body: { d: 1 } }] });
+      const ticketsBefore = s.socket.tickets.length;
+      const old = s.socket.openConnections[0]!;
+      expect(s.socket.disconnect("refresh_requested")).toBeGreaterThanOrEqual(1);
+      const during = click(s, message, "U0ALICE", "approve"); // no connection may take it: held until the client is back
+      await waitFor("the old connection closed", () => old.closedAt !== undefined, 30_000);
+      await waitFor("a new greeted connection", () => s.socket.openConnections.some((c) => c.id !== old.id), 60_000);
+      expect(s.socket.tickets.length).toBeGreaterThan(ticketsBefore); // it called apps.connections.open again
+      expect((await during).acked).toBe(true);
+      expect(s.socket.deliveries.at(-1)!.attempts.map((a) => a.connection)).not.toContain(old.id);
+      await waitFor("the first approval", async () => (await decisionsOf(s, plan)).length === 1);
+      expect((await click(s, message, "U0BOB", "approve")).acked).toBe(true);
+      await waitFor("approved by the click after the reconnect", async () => (await statusOf(s, plan)) === "approved");
+      expect((await decisionsOf(s, plan)).map((d) => d.user_id)).toEqual(["U0ALICE", "U0BOB"]);
+    },
+    120_000,
+  );
 
   itWhen(door === "socket")("Socket Mode: an envelope whose ack was lost is redelivered with retry_attempt, and the click still counts once", async () => {
     const { plan, message } = await proposed(s);
@@ -433,22 +499,25 @@ export function slackDoorScenarios(kind: TestDatabaseKind, door: Door): void {
     expect(await s.database.rows(sql`SELECT 1 FROM audit_events WHERE plan_id = ${plan.id} AND type = 'plan.approved'`)).toHaveLength(1);
   });
 
-  itWhen(door === "socket")("Socket Mode: opening the Home tab (app_home_opened) publishes the person's waiting plans, and nothing of them to the requester", async () => {
-    const { plan } = await proposed(s);
-    const homeOf = (user: string) => JSON.stringify(s.slack.homeOf(user)?.blocks ?? []);
-    const publishes = (user: string) => s.slack.published.filter((p) => p.user === user).length;
-    // The plan's own Home publish comes through the outbox first; the tab opened after it is rebuilt on its own.
-    await waitFor("Carol's Home to list the plan", () => homeOf("U0CAROL").includes(plan.id));
-    const before = { carol: publishes("U0CAROL"), requester: publishes("U0REQUESTER") };
-    const opened = await s.socket.event({ type: "app_home_opened", user: "U0CAROL", channel: "D0HOME", tab: "home" });
-    expect(opened.ack).toBeDefined();
-    await waitFor("Carol's Home rebuilt", () => publishes("U0CAROL") > before.carol);
-    const approve = JSON.stringify({ planId: plan.id, hash: plan.hash });
-    expect(homeOf("U0CAROL")).toContain(JSON.stringify(approve));
-    await s.socket.event({ type: "app_home_opened", user: "U0REQUESTER", channel: "D0HOME", tab: "home" });
-    await waitFor("the requester's Home", () => publishes("U0REQUESTER") > before.requester);
-    expect(homeOf("U0REQUESTER")).not.toContain(plan.id);
-  });
+  itWhen(door === "socket")(
+    "Socket Mode: opening the Home tab (app_home_opened) publishes the person's waiting plans, and nothing of them to the requester",
+    async () => {
+      const { plan } = await proposed(s);
+      const homeOf = (user: string) => JSON.stringify(s.slack.homeOf(user)?.blocks ?? []);
+      const publishes = (user: string) => s.slack.published.filter((p) => p.user === user).length;
+      // The plan's own Home publish comes through the outbox first; the tab opened after it is rebuilt on its own.
+      await waitFor("Carol's Home to list the plan", () => homeOf("U0CAROL").includes(plan.id));
+      const before = { carol: publishes("U0CAROL"), requester: publishes("U0REQUESTER") };
+      const opened = await s.socket.event({ type: "app_home_opened", user: "U0CAROL", channel: "D0HOME", tab: "home" });
+      expect(opened.ack).toBeDefined();
+      await waitFor("Carol's Home rebuilt", () => publishes("U0CAROL") > before.carol);
+      const approve = JSON.stringify({ planId: plan.id, hash: plan.hash });
+      expect(homeOf("U0CAROL")).toContain(JSON.stringify(approve));
+      await s.socket.event({ type: "app_home_opened", user: "U0REQUESTER", channel: "D0HOME", tab: "home" });
+      await waitFor("the requester's Home", () => publishes("U0REQUESTER") > before.requester);
+      expect(homeOf("U0REQUESTER")).not.toContain(plan.id);
+    },
+  );
 
   itWhen(door === "socket")("Socket Mode: the client sent nothing Slack would not understand", () => {
     expect(s.socket.deliveries.length).toBeGreaterThan(0);
@@ -466,7 +535,10 @@ export function slackDeliveryScenarios(kind: TestDatabaseKind, door: Door): void
     const before = ephemeralsFor(s, "U0ALICE").length;
     const responses = await Promise.all(Array.from({ length: 20 }, () => click(s, message, "U0ALICE", "approve")));
     expect(responses.every((r) => r.acked)).toBe(true);
-    const told = await waitFor("19 refusals", () => { const e = ephemeralsFor(s, "U0ALICE").slice(before); return e.length >= 19 && e; });
+    const told = await waitFor("19 refusals", () => {
+      const e = ephemeralsFor(s, "U0ALICE").slice(before);
+      return e.length >= 19 && e;
+    });
     expect(told.every((e) => /already/i.test(e.text ?? ""))).toBe(true);
     expect(await decisionsOf(s, plan)).toHaveLength(1);
     expect(await statusOf(s, plan)).toBe("approved");
@@ -482,7 +554,10 @@ export function slackDeliveryScenarios(kind: TestDatabaseKind, door: Door): void
       click(s, message, "U0BOB", "approve"),
       s.door.viewSubmission({ user: "U0CAROL", callbackId: "reject", privateMetadata: meta, reason: "no" }),
     ]);
-    const status = await waitFor("a terminal status", async () => { const st = await statusOf(s, plan); return st !== "pending" && st; });
+    const status = await waitFor("a terminal status", async () => {
+      const st = await statusOf(s, plan);
+      return st !== "pending" && st;
+    });
     expect(["approved", "rejected"]).toContain(status);
     await waitFor("the loser to be told", () => s.slack.ephemerals.slice(before).some((e) => /already/i.test(e.text ?? "")));
     expect((await decisionsOf(s, plan)).length).toBe(1);
@@ -508,7 +583,10 @@ export function slackDeliveryScenarios(kind: TestDatabaseKind, door: Door): void
 
   it("a burst of clicks on plans whose rows another connection holds is acknowledged while held; each decision lands once, after the rows are free, and its result reaches the message", async () => {
     const proposals = await Promise.all(Array.from({ length: 5 }, () => proposed(s)));
-    const hold = await holdPlanRows(s.database, proposals.map((p) => p.plan.id));
+    const hold = await holdPlanRows(
+      s.database,
+      proposals.map((p) => p.plan.id),
+    );
     try {
       const acks = await Promise.all(proposals.map(({ message }, i) => click(s, message, ["U0ALICE", "U0BOB", "U0CAROL"][i % 3]!, "approve")));
       expect(acks.every((a) => a.acked)).toBe(true);
@@ -520,7 +598,9 @@ export function slackDeliveryScenarios(kind: TestDatabaseKind, door: Door): void
     for (const { plan, message } of proposals) {
       await waitFor(`approval of ${plan.id}`, async () => (await statusOf(s, plan)) === "approved");
       expect(await decisionsOf(s, plan)).toHaveLength(1);
-      await waitFor(`the preview of ${plan.id} to show the approval`, () => buttons(s.slack.message(REVIEW, message.ts)!).every((b) => b.action_id !== "approve"));
+      await waitFor(`the preview of ${plan.id} to show the approval`, () =>
+        buttons(s.slack.message(REVIEW, message.ts)!).every((b) => b.action_id !== "approve"),
+      );
     }
   });
 
@@ -528,7 +608,10 @@ export function slackDeliveryScenarios(kind: TestDatabaseKind, door: Door): void
     // The fault must meet this plan's post, not a reply still queued from an earlier test.
     await waitFor("an idle outbox", async () => (await s.database.rows(sql`SELECT 1 FROM outbox WHERE delivered_at IS NULL AND dead_at IS NULL`)).length === 0);
     s.slack.failNext("chat.postMessage", { status: 429, retryAfter: 2 });
-    const { plan } = await submitPlan(s.server.ctx, { agent: s.agent, request: { title: "rate limited", actions: [{ kind: "http.json", target: "crm", path: "/contacts/58", op: "merge", body: { a: 1 } }] } });
+    const { plan } = await submitPlan(s.server.ctx, {
+      agent: s.agent,
+      request: { title: "rate limited", actions: [{ kind: "http.json", target: "crm", path: "/contacts/58", op: "merge", body: { a: 1 } }] },
+    });
     const message = await previewOf(s, plan);
     const posts = s.slack.callsTo("chat.postMessage").filter((c) => JSON.stringify(c.body).includes(plan.id) && !c.body.thread_ts);
     expect(posts.map((p) => p.answer?.status)).toEqual([429, 200]);
@@ -541,29 +624,51 @@ export function slackDeliveryScenarios(kind: TestDatabaseKind, door: Door): void
     s.slack.failNext("chat.update", { status: 500, count: 2 });
     await click(s, message, "U0BOB", "approve");
     await waitFor("approved", async () => (await statusOf(s, plan)) === "approved");
-    await waitFor("the update to land", () => s.slack.message(REVIEW, message.ts)!.history.length > 0 && buttons(s.slack.message(REVIEW, message.ts)!).every((b) => b.action_id !== "approve"), 20_000);
+    await waitFor(
+      "the update to land",
+      () => s.slack.message(REVIEW, message.ts)!.history.length > 0 && buttons(s.slack.message(REVIEW, message.ts)!).every((b) => b.action_id !== "approve"),
+      20_000,
+    );
     expect(await decisionsOf(s, plan)).toHaveLength(1);
   });
 
-  itWhen(oneDoor)("16: Slack unreachable for a while → every post and reply is kept and delivered in order when it returns", async () => {
-    await s.slack.down();
-    const plans: PlanView[] = [];
-    try {
-      for (let i = 0; i < 3; i++) {
-        plans.push((await submitPlan(s.server.ctx, { agent: s.agent, request: { title: `while down ${i}`, actions: [{ kind: "http.json", target: "crm", path: `/contacts/${55 + i}`, op: "merge", body: { b: i } }] } })).plan);
+  itWhen(oneDoor)(
+    "16: Slack unreachable for a while → every post and reply is kept and delivered in order when it returns",
+    async () => {
+      await s.slack.down();
+      const plans: PlanView[] = [];
+      try {
+        for (let i = 0; i < 3; i++) {
+          plans.push(
+            (
+              await submitPlan(s.server.ctx, {
+                agent: s.agent,
+                request: {
+                  title: `while down ${i}`,
+                  actions: [{ kind: "http.json", target: "crm", path: `/contacts/${55 + i}`, op: "merge", body: { b: i } }],
+                },
+              })
+            ).plan,
+          );
+        }
+        const { decide } = await import("../../src/service/decide/decide.ts");
+        await decide(s.server.ctx, { planId: plans[0]!.id, hash: plans[0]!.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
+        await new Promise((r) => setTimeout(r, 2500));
+      } finally {
+        await s.slack.up();
       }
-      const { decide } = await import("../../src/service/decide/decide.ts");
-      await decide(s.server.ctx, { planId: plans[0]!.id, hash: plans[0]!.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
-      await new Promise((r) => setTimeout(r, 2500));
-    } finally {
-      await s.slack.up();
-    }
-    const previews = await Promise.all(plans.map((p) => previewOf(s, p)));
-    expect(previews).toHaveLength(3);
-    const replies = await waitFor("the approval under the first preview", () => {
-      const texts = s.slack.thread(REVIEW, previews[0]!.ts).map((r) => r.text ?? "");
-      return texts.some((t) => /approved/i.test(t)) && texts;
-    }, 30_000);
-    expect(replies.findIndex((t) => /1 of 1|approval/i.test(t))).toBeLessThanOrEqual(replies.findIndex((t) => /approved/i.test(t)));
-  }, 60_000);
+      const previews = await Promise.all(plans.map((p) => previewOf(s, p)));
+      expect(previews).toHaveLength(3);
+      const replies = await waitFor(
+        "the approval under the first preview",
+        () => {
+          const texts = s.slack.thread(REVIEW, previews[0]!.ts).map((r) => r.text ?? "");
+          return texts.some((t) => /approved/i.test(t)) && texts;
+        },
+        30_000,
+      );
+      expect(replies.findIndex((t) => /1 of 1|approval/i.test(t))).toBeLessThanOrEqual(replies.findIndex((t) => /approved/i.test(t)));
+    },
+    60_000,
+  );
 }

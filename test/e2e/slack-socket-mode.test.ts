@@ -23,7 +23,10 @@ describe("Socket Mode emulator", () => {
     await slack.stop();
   });
 
-  const open = (token: string) => fetch(`${slack.url}apps.connections.open`, { method: "POST", headers: { authorization: `Bearer ${token}` } }).then((r) => r.json() as Promise<{ ok: boolean; error?: string; url?: string }>);
+  const open = (token: string) =>
+    fetch(`${slack.url}apps.connections.open`, { method: "POST", headers: { authorization: `Bearer ${token}` } }).then(
+      (r) => r.json() as Promise<{ ok: boolean; error?: string; url?: string }>,
+    );
 
   it("apps.connections.open takes only the app-level token", async () => {
     expect(await open(slack.botToken)).toEqual({ ok: false, error: "not_allowed_token_type" });
@@ -63,7 +66,9 @@ describe("Socket Mode emulator: envelopes", () => {
   beforeAll(async () => {
     await slack.start();
     await socket.start();
-    const { url } = (await (await fetch(`${slack.url}apps.connections.open`, { method: "POST", headers: { authorization: `Bearer ${socket.appToken}` } })).json()) as { url: string };
+    const { url } = (await (
+      await fetch(`${slack.url}apps.connections.open`, { method: "POST", headers: { authorization: `Bearer ${socket.appToken}` } })
+    ).json()) as { url: string };
     client = new WebSocket(url);
     client.on("message", (data) => received.push(JSON.parse(String(data)) as Record<string, unknown>));
     await waitFor("hello", () => received.some((m) => m.type === "hello"));
@@ -111,16 +116,31 @@ describe("Socket Mode start-up", () => {
     const database = await pglite.open();
     const h = await openHarness(database);
     try {
-      const good = { enabled: true as const, botToken: slack.botToken, signingSecret: undefined, appToken: socket.appToken, apiUrl: slack.url, reviewChannel: REVIEW };
+      const good = {
+        enabled: true as const,
+        botToken: slack.botToken,
+        signingSecret: undefined,
+        appToken: socket.appToken,
+        apiUrl: slack.url,
+        reviewChannel: REVIEW,
+      };
       const open = (slackConfig: typeof good) => openSlackDoor(h.ctx, slackConfig, h.ctx.config, silentLogger);
       await expect(open({ ...good, appToken: "xapp-1-A0COUNTERSIGN-1-revoked" })).rejects.toMatchObject({
         name: "StartupError",
         key: "SLACK_APP_TOKEN",
         message: expect.stringMatching(/^SLACK_APP_TOKEN: Slack refused the app-level token \(invalid_auth\); .*connections:write/),
       });
-      await expect(open({ ...good, botToken: "xoxb-revoked" })).rejects.toMatchObject({ name: "StartupError", key: "SLACK_BOT_TOKEN", message: expect.stringContaining("(invalid_auth)") });
+      await expect(open({ ...good, botToken: "xoxb-revoked" })).rejects.toMatchObject({
+        name: "StartupError",
+        key: "SLACK_BOT_TOKEN",
+        message: expect.stringContaining("(invalid_auth)"),
+      });
       await slack.down();
-      await expect(open(good)).rejects.toMatchObject({ name: "StartupError", key: "SLACK_API_URL", message: expect.stringContaining(`cannot reach Slack's Web API at ${slack.url}`) });
+      await expect(open(good)).rejects.toMatchObject({
+        name: "StartupError",
+        key: "SLACK_API_URL",
+        message: expect.stringContaining(`cannot reach Slack's Web API at ${slack.url}`),
+      });
       await slack.up();
       const door = await open(good);
       expect(door.mode).toBe("socket");

@@ -16,7 +16,10 @@ function expectNamedFailure(result: CliResult, key: string, fix: RegExp): void {
   const output = `stdout:\n${result.stdout}\nstderr:\n${result.stderr}`;
   expect(result.code, output).toBe(1);
   expect(result.stderr, output).not.toMatch(/^\s+at /m);
-  const lines = result.stderr.trimEnd().split("\n").filter((line) => line.startsWith("countersign:"));
+  const lines = result.stderr
+    .trimEnd()
+    .split("\n")
+    .filter((line) => line.startsWith("countersign:"));
   expect(lines, output).toHaveLength(1);
   expect(result.stderr, output).toContain(key);
   expect(result.stderr, output).toMatch(fix);
@@ -78,18 +81,26 @@ describe("startup failures name the variable and the fix", () => {
 
   it("policy check --role executor names the target that has no write block; without --role it warns and passes", async () => {
     const cwd = mkdtempSync(path.join(dir, "roles-"));
-    writeFileSync(path.join(cwd, "cs.yml"), [
-      "defaults: { approvers: [U0ALICE] }",
-      "targets:",
-      "  crm:",
-      "    adapter: http.json",
-      "    baseUrl: http://127.0.0.1:4010",
-      '    write: { headers: { Authorization: "Bearer ${CRM_WRITE}" } }',
-      "  billing:",
-      "    adapter: http.json",
-      "    baseUrl: http://127.0.0.1:4011",
-    ].join("\n"));
-    const executorEnv = { COUNTERSIGN_URL: "http://127.0.0.1:3000", COUNTERSIGN_EXECUTOR_TOKEN: "a-long-enough-executor-token", COUNTERSIGN_GRANT_PUBLIC_KEY: "-----BEGIN PUBLIC KEY-----\nx\n-----END PUBLIC KEY-----", CRM_WRITE: "w" };
+    writeFileSync(
+      path.join(cwd, "cs.yml"),
+      [
+        "defaults: { approvers: [U0ALICE] }",
+        "targets:",
+        "  crm:",
+        "    adapter: http.json",
+        "    baseUrl: http://127.0.0.1:4010",
+        '    write: { headers: { Authorization: "Bearer ${CRM_WRITE}" } }',
+        "  billing:",
+        "    adapter: http.json",
+        "    baseUrl: http://127.0.0.1:4011",
+      ].join("\n"),
+    );
+    const executorEnv = {
+      COUNTERSIGN_URL: "http://127.0.0.1:3000",
+      COUNTERSIGN_EXECUTOR_TOKEN: "a-long-enough-executor-token",
+      COUNTERSIGN_GRANT_PUBLIC_KEY: "-----BEGIN PUBLIC KEY-----\nx\n-----END PUBLIC KEY-----",
+      CRM_WRITE: "w",
+    };
 
     const asExecutor = await runCli(["policy", "check", "cs.yml", "--role", "executor"], { cwd, env: executorEnv });
     expect(asExecutor.code, asExecutor.stdout).toBe(1);
@@ -116,7 +127,10 @@ describe("startup failures name the variable and the fix", () => {
     await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
     const { port } = holder.address() as net.AddressInfo;
     try {
-      const result = await runCli(["serve"], { cwd: configured, env: { PORT: String(port), HOST: "127.0.0.1", COUNTERSIGN_DATA_DIR: path.join(dir, "port-data") } });
+      const result = await runCli(["serve"], {
+        cwd: configured,
+        env: { PORT: String(port), HOST: "127.0.0.1", COUNTERSIGN_DATA_DIR: path.join(dir, "port-data") },
+      });
       expectNamedFailure(result, "PORT", new RegExp(`port ${port} on 127\\.0\\.0\\.1 is already in use.*set PORT to a free port`));
     } finally {
       await new Promise<void>((resolve) => holder.close(() => resolve()));
@@ -125,8 +139,15 @@ describe("startup failures name the variable and the fix", () => {
 
   it("an unreachable DATABASE_URL (nothing listens on its port) names DATABASE_URL", async () => {
     const port = await closedPort();
-    const result = await runCli(["serve"], { cwd: configured, env: { DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/countersign`, COUNTERSIGN_GRANT_PRIVATE_KEY: grantKey, PORT: "0" } });
-    expectNamedFailure(result, "DATABASE_URL", new RegExp(`cannot reach PostgreSQL at 127\\.0\\.0\\.1:${port}.*start PostgreSQL there, or fix the host and port`));
+    const result = await runCli(["serve"], {
+      cwd: configured,
+      env: { DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/countersign`, COUNTERSIGN_GRANT_PRIVATE_KEY: grantKey, PORT: "0" },
+    });
+    expectNamedFailure(
+      result,
+      "DATABASE_URL",
+      new RegExp(`cannot reach PostgreSQL at 127\\.0\\.0\\.1:${port}.*start PostgreSQL there, or fix the host and port`),
+    );
   }, 60_000);
 
   it("migrate and agents name DATABASE_URL too", async () => {
@@ -141,7 +162,10 @@ describe("startup failures name the variable and the fix", () => {
 
   it("start checks its executor's config first: a target without a write block stops it before anything runs", async () => {
     const cwd = mkdtempSync(path.join(dir, "start-nowrite-"));
-    writeFileSync(path.join(cwd, "countersign.yml"), "defaults: { approvers: [U0ALICE] }\ntargets:\n  crm:\n    adapter: http.json\n    baseUrl: http://127.0.0.1:4010\n");
+    writeFileSync(
+      path.join(cwd, "countersign.yml"),
+      "defaults: { approvers: [U0ALICE] }\ntargets:\n  crm:\n    adapter: http.json\n    baseUrl: http://127.0.0.1:4010\n",
+    );
     const result = await runCli(["start"], { cwd, env: { PORT: "0" } });
     expect(result.code, result.stdout + result.stderr).toBe(1);
     expect(result.stderr).toContain("the executor that 'start' runs");
@@ -158,7 +182,11 @@ describe("startup failures name the variable and the fix", () => {
     expect(targetUrl, first.output()).toBeDefined();
     // A change lands on the target (here written directly with the demo's write token, as the executor would).
     const saved = JSON.parse(readFileSync(path.join(cwd, ".countersign", "demo-target.json"), "utf8")) as { writeToken: string };
-    const written = await fetch(`${targetUrl}/contacts/1`, { method: "PATCH", headers: { authorization: `Bearer ${saved.writeToken}`, "content-type": "application/json" }, body: JSON.stringify({ email: "ana@landed.example" }) });
+    const written = await fetch(`${targetUrl}/contacts/1`, {
+      method: "PATCH",
+      headers: { authorization: `Bearer ${saved.writeToken}`, "content-type": "application/json" },
+      body: JSON.stringify({ email: "ana@landed.example" }),
+    });
     expect(written.status).toBe(200);
 
     const pid = Number(/executor: pid (\d+)/.exec(first.output())![1]);
@@ -172,7 +200,11 @@ describe("startup failures name the variable and the fix", () => {
       expect(second.output()).toContain(`curl -s ${targetUrl}/contacts/1 -H 'Authorization: Bearer ${readToken}'`);
       const read = await fetch(`${targetUrl}/contacts/1`, { headers: { authorization: `Bearer ${readToken}` } });
       expect(((await read.json()) as { email: string }).email).toBe("ana@landed.example");
-      const refused = await fetch(`${targetUrl}/contacts/1`, { method: "PATCH", headers: { authorization: `Bearer ${readToken}`, "content-type": "application/json" }, body: "{}" });
+      const refused = await fetch(`${targetUrl}/contacts/1`, {
+        method: "PATCH",
+        headers: { authorization: `Bearer ${readToken}`, "content-type": "application/json" },
+        body: "{}",
+      });
       expect(refused.status).toBe(403); // the printed token only reads
     } finally {
       expect(await second.stop()).toBe(0);
@@ -192,12 +224,18 @@ describe("startup failures name the variable and the fix", () => {
 
     it("a database that does not exist names DATABASE_URL and says how to create it", async () => {
       const name = `cs_missing_${Date.now().toString(36)}`;
-      const result = await runCli(["serve"], { cwd: configured, env: { DATABASE_URL: databaseUrl((u) => (u.pathname = `/${name}`)), COUNTERSIGN_GRANT_PRIVATE_KEY: grantKey, PORT: "0" } });
+      const result = await runCli(["serve"], {
+        cwd: configured,
+        env: { DATABASE_URL: databaseUrl((u) => (u.pathname = `/${name}`)), COUNTERSIGN_GRANT_PRIVATE_KEY: grantKey, PORT: "0" },
+      });
       expectNamedFailure(result, "DATABASE_URL", new RegExp(`database "${name}" does not exist.*createdb .*${name}`));
     }, 60_000);
 
     it("a role that does not exist names DATABASE_URL and the user", async () => {
-      const result = await runCli(["serve"], { cwd: configured, env: { DATABASE_URL: databaseUrl((u) => (u.username = "no_such_role_cs")), COUNTERSIGN_GRANT_PRIVATE_KEY: grantKey, PORT: "0" } });
+      const result = await runCli(["serve"], {
+        cwd: configured,
+        env: { DATABASE_URL: databaseUrl((u) => (u.username = "no_such_role_cs")), COUNTERSIGN_GRANT_PRIVATE_KEY: grantKey, PORT: "0" },
+      });
       expectNamedFailure(result, "DATABASE_URL", /refused user "no_such_role_cs" \(role "no_such_role_cs" does not exist\); create that role or fix the user/);
     }, 60_000);
 

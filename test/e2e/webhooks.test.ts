@@ -135,17 +135,23 @@ describe.each(databaseKinds)("agent webhooks on $name", (kind) => {
   });
 
   it("uses the agent's callback from config when the plan names none", async () => {
-    const { plan } = await submitPlan(s.server.ctx, { agent: defaulted, request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { email: "x@new.example" } }] }) });
+    const { plan } = await submitPlan(s.server.ctx, {
+      agent: defaulted,
+      request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { email: "x@new.example" } }] }),
+    });
     await waitFor("the delivery", () => receiver.statusesFor("/by-config").includes("pending"));
     const [first] = receiver.received.filter((r) => r.path === "/by-config");
     expect(JSON.parse(first!.body).planId).toBe(plan.id);
     expect(await verifyWebhook(defaulted.webhookSecret, first!.headers["countersign-signature"] as string, first!.body)).toBe(true);
   });
 
-  it.each(["http://169.254.169.254/latest/meta-data", "http://localhost:1/hook", "https://evil.example/hook"])("refuses a callback to %s, a host not in config", async (callbackUrl) => {
-    await expect(submitPlan(s.server.ctx, { agent, request: mergeRequest({ callbackUrl }) })).rejects.toMatchObject({
-      code: "invalid_request",
-      issues: [{ path: "/callbackUrl", message: expect.stringContaining("webhooks.allowedHosts") }],
-    });
-  });
+  it.each(["http://169.254.169.254/latest/meta-data", "http://localhost:1/hook", "https://evil.example/hook"])(
+    "refuses a callback to %s, a host not in config",
+    async (callbackUrl) => {
+      await expect(submitPlan(s.server.ctx, { agent, request: mergeRequest({ callbackUrl }) })).rejects.toMatchObject({
+        code: "invalid_request",
+        issues: [{ path: "/callbackUrl", message: expect.stringContaining("webhooks.allowedHosts") }],
+      });
+    },
+  );
 });

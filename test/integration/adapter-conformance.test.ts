@@ -27,7 +27,14 @@ describeAdapterConformance("http.json on a JSON resource server", async () => {
   const server = new JsonResourceServer({ seed: { [path]: seed }, readTokens: ["read-token"], writeToken: "write-token" });
   const url = await server.start();
   const config = (baseUrl: string) =>
-    TargetConfig.parse({ adapter: "http.json", baseUrl, read: { headers: { authorization: "Bearer read-token" } }, write: { headers: { authorization: "Bearer write-token" } }, allow: { ops: ["merge"], paths: ["/contacts/*"] }, timeoutMs: 10_000 });
+    TargetConfig.parse({
+      adapter: "http.json",
+      baseUrl,
+      read: { headers: { authorization: "Bearer read-token" } },
+      write: { headers: { authorization: "Bearer write-token" } },
+      allow: { ops: ["merge"], paths: ["/contacts/*"] },
+      timeoutMs: 10_000,
+    });
   const action: import("zod").output<typeof HttpJsonAction> = { kind: "http.json", target: "crm", path, op: "merge", body: { email: "ada@lovelace.example" } };
   return {
     adapter: httpJsonAdapter(),
@@ -37,7 +44,11 @@ describeAdapterConformance("http.json on a JSON resource server", async () => {
     action,
     reset: async () => server.set(path, seed),
     async writeWithReadCredential() {
-      const response = await fetch(`${url}${path}`, { method: "PATCH", headers: { authorization: "Bearer read-token", "content-type": "application/merge-patch+json" }, body: "{}" });
+      const response = await fetch(`${url}${path}`, {
+        method: "PATCH",
+        headers: { authorization: "Bearer read-token", "content-type": "application/merge-patch+json" },
+        body: "{}",
+      });
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
     },
     concurrentWrite: async () => server.set(path, { ...seed, name: "Ada Lovelace" }),
@@ -78,7 +89,14 @@ describe.skipIf(!postgresKind || !adminUrl)("on PostgreSQL", () => {
         allow: { ops: ["update"], tables: ["contacts"] },
         timeoutMs: 10_000,
       });
-    const action: PostgresRowAction = { kind: "postgres.row", target: "crmdb", table: "contacts", key: { id: 42 }, op: "update", values: { email: "ada@lovelace.example" } };
+    const action: PostgresRowAction = {
+      kind: "postgres.row",
+      target: "crmdb",
+      table: "contacts",
+      key: { id: 42 },
+      op: "update",
+      values: { email: "ada@lovelace.example" },
+    };
     const reader = (await import("postgres")).default(db.readUrl, { onnotice: () => {}, max: 1 });
     return {
       adapter: postgresRowAdapter(),

@@ -31,8 +31,11 @@ describe.each(databaseKinds)("agent admissions bound on $name", (kind) => {
   const hCopy = base.another({});
 
   const admitted = async (agentId: string) =>
-    await base.database.rows<{ slot: number; admitted: number }>(sql`SELECT slot, admitted::int AS admitted FROM agent_admissions WHERE agent_id = ${agentId} ORDER BY slot`);
-  const stored = async (agentId: string) => Number((await base.database.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM plans WHERE agent_id = ${agentId}`))[0]!.n);
+    await base.database.rows<{ slot: number; admitted: number }>(
+      sql`SELECT slot, admitted::int AS admitted FROM agent_admissions WHERE agent_id = ${agentId} ORDER BY slot`,
+    );
+  const stored = async (agentId: string) =>
+    Number((await base.database.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM plans WHERE agent_id = ${agentId}`))[0]!.n);
 
   it("counts every plan an agent stores: submitted under a slot (0..7), written directly in slot 8, an idempotent retry once", async () => {
     const h = hCount;
@@ -74,13 +77,17 @@ describe.skipIf(!postgresKind)("agent admissions bound under concurrency on post
 
   it("never lets 60 submissions at once go beyond maxPending 30 as the bound crosses from far to near", async () => {
     const ctx = limited(h, { plansPerMinute: 100_000, maxPending: 30 });
-    const results = await Promise.allSettled(Array.from({ length: 60 }, (_, i) => submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: `crossing ${i}` }) })));
+    const results = await Promise.allSettled(
+      Array.from({ length: 60 }, (_, i) => submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: `crossing ${i}` }) })),
+    );
     const accepted = results.filter((r) => r.status === "fulfilled").length;
     const refused = results.flatMap((r) => (r.status === "rejected" ? [r.reason as { code?: string }] : []));
     expect(accepted).toBeLessThanOrEqual(30);
     expect(accepted).toBeGreaterThanOrEqual(12);
     expect(refused.every((e) => e.code === "rate_limited")).toBe(true);
-    const [open] = await base.database.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM plans WHERE agent_id = ${h.agent.id} AND status IN ('pending', 'approved')`);
+    const [open] = await base.database.rows<{ n: number }>(
+      sql`SELECT count(*)::int AS n FROM plans WHERE agent_id = ${h.agent.id} AND status IN ('pending', 'approved')`,
+    );
     expect(Number(open!.n)).toBe(accepted);
     const [bound] = await base.database.rows<{ n: number }>(sql`SELECT sum(admitted)::int AS n FROM agent_admissions WHERE agent_id = ${h.agent.id}`);
     expect(Number(bound!.n)).toBe(accepted);

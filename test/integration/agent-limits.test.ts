@@ -106,7 +106,9 @@ describe.each(databaseKinds)("agent limits on $name", (kind) => {
 
     const other = { ...ctx, clock: hOther.clock.now };
     await submitPlan(other, { agent: hOther.agent, request: mergeRequest({ title: "other 1" }) });
-    expect((await refusal(submitPlan(other, { agent: hOther.agent, request: mergeRequest({ title: "other 2" }) }))).message).toContain("limits.plansPerMinute is 1");
+    expect((await refusal(submitPlan(other, { agent: hOther.agent, request: mergeRequest({ title: "other 2" }) }))).message).toContain(
+      "limits.plansPerMinute is 1",
+    );
   });
 
   it("over HTTP, judges the usage read with the key by the agent's own limits or the top-level ones", async () => {
@@ -117,19 +119,40 @@ describe.each(databaseKinds)("agent limits on $name", (kind) => {
     const other = await addAgent(hHttp.ctx, { name: `other-${stamp}` });
     const ctx = limited(hHttp, { plansPerMinute: 1, agents: { [own.name]: { plansPerMinute: 2 }, "not-yet-added": { maxPending: 1 } } });
     const api = createApp(ctx);
-    const submit = (key: string, title: string) => api.request("/v1/plans", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(mergeRequest({ title })) });
+    const submit = (key: string, title: string) =>
+      api.request("/v1/plans", {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify(mergeRequest({ title })),
+      });
     const refused = async (res: Response) => ({ status: res.status, ...((await res.json()) as { error: { code: string; message: string } }).error });
 
     expect((await submit(own.key, "own 1")).status).toBe(201);
     expect((await submit(own.key, "own 2")).status).toBe(201);
-    expect(await refused(await submit(own.key, "own 3"))).toMatchObject({ status: 429, code: "rate_limited", message: expect.stringContaining(`limits.agents.${own.name}.plansPerMinute is 2`) });
+    expect(await refused(await submit(own.key, "own 3"))).toMatchObject({
+      status: 429,
+      code: "rate_limited",
+      message: expect.stringContaining(`limits.agents.${own.name}.plansPerMinute is 2`),
+    });
     expect((await submit(other.key, "other 1")).status).toBe(201);
-    expect(await refused(await submit(other.key, "other 2"))).toMatchObject({ status: 429, code: "rate_limited", message: expect.stringContaining("limits.plansPerMinute is 1") });
+    expect(await refused(await submit(other.key, "other 2"))).toMatchObject({
+      status: 429,
+      code: "rate_limited",
+      message: expect.stringContaining("limits.plansPerMinute is 1"),
+    });
     expect(await refused(await submit("not-a-key", "nobody"))).toMatchObject({ status: 401, code: "unauthorized" });
     // Far from the limits (the bound, not the counts, decides): admitted.
     hHttp.clock.advance(3600);
     const roomy = createApp(limited(hHttp, {}));
-    expect((await roomy.request("/v1/plans", { method: "POST", headers: { authorization: `Bearer ${other.key}`, "content-type": "application/json" }, body: JSON.stringify(mergeRequest({ title: "other, roomy" })) })).status).toBe(201);
+    expect(
+      (
+        await roomy.request("/v1/plans", {
+          method: "POST",
+          headers: { authorization: `Bearer ${other.key}`, "content-type": "application/json" },
+          body: JSON.stringify(mergeRequest({ title: "other, roomy" })),
+        })
+      ).status,
+    ).toBe(201);
   });
 
   it("reads a submit's usage with its key: far from the limits the bound alone, in one statement; near them the counts, in a second", async () => {
@@ -137,7 +160,10 @@ describe.each(databaseKinds)("agent limits on $name", (kind) => {
     const agent = await addAgent(h.ctx, { name: `key-read-${kind.name.toLowerCase()}-${Date.now()}` });
     // Every statement sent past the query builder, still run on the suite's database.
     const sent: string[] = [];
-    const counting = (c: ServiceContext): ServiceContext => ({ ...c, database: { ...c.database, query: (text, params) => (sent.push(text), c.database.query(text, params)) } });
+    const counting = (c: ServiceContext): ServiceContext => ({
+      ...c,
+      database: { ...c.database, query: (text, params) => (sent.push(text), c.database.query(text, params)) },
+    });
     const read = async (limits: Partial<LimitsConfig>) => {
       sent.length = 0;
       const found = await readAgentByKeyWithUsage(counting(limited(h, limits)), hashAgentKey(agent.key));
@@ -147,18 +173,28 @@ describe.each(databaseKinds)("agent limits on $name", (kind) => {
     const roomy = limited(h, { plansPerMinute: 1000, maxPending: 1000 });
     const submittedAt = h.clock.now().getTime();
     const plans = [];
-    for (const ttlSeconds of [600, 300, 900]) plans.push((await submitPlan(roomy, { agent, request: mergeRequest({ title: `key read ${ttlSeconds}`, ttlSeconds }) })).plan);
+    for (const ttlSeconds of [600, 300, 900])
+      plans.push((await submitPlan(roomy, { agent, request: mergeRequest({ title: `key read ${ttlSeconds}`, ttlSeconds }) })).plan);
     await cancelPlan(roomy, { agent, planId: plans[1]!.id });
     h.clock.advance(120); // all three have left the minute; two are still open
 
     // Far (3 stored, 16 or more below both limits): the bound stands for both counts.
-    expect(await read({ plansPerMinute: 1000, maxPending: 1000 })).toEqual({ usage: { recent: 3, oldestRecentMs: null, open: 3, soonestExpiryMs: null }, statements: 1 });
+    expect(await read({ plansPerMinute: 1000, maxPending: 1000 })).toEqual({
+      usage: { recent: 3, oldestRecentMs: null, open: 3, soonestExpiryMs: null },
+      statements: 1,
+    });
     // Near maxPending (3 + 16 > 10): counted, so the minute is empty and the cancelled plan is not open.
-    expect(await read({ plansPerMinute: 1000, maxPending: 10 })).toEqual({ usage: { recent: 0, oldestRecentMs: null, open: 2, soonestExpiryMs: submittedAt + 600_000 }, statements: 2 });
+    expect(await read({ plansPerMinute: 1000, maxPending: 10 })).toEqual({
+      usage: { recent: 0, oldestRecentMs: null, open: 2, soonestExpiryMs: submittedAt + 600_000 },
+      statements: 2,
+    });
     // Near plansPerMinute, by the agent's own limits: the plans of the last minute are counted.
     await submitPlan(roomy, { agent, request: mergeRequest({ title: "key read, in the minute" }) });
     const recentAt = h.clock.now().getTime();
-    expect(await read({ plansPerMinute: 1000, maxPending: 1000, agents: { [agent.name]: { plansPerMinute: 5 } } })).toEqual({ usage: { recent: 1, oldestRecentMs: recentAt, open: 3, soonestExpiryMs: submittedAt + 600_000 }, statements: 2 });
+    expect(await read({ plansPerMinute: 1000, maxPending: 1000, agents: { [agent.name]: { plansPerMinute: 5 } } })).toEqual({
+      usage: { recent: 1, oldestRecentMs: recentAt, open: 3, soonestExpiryMs: submittedAt + 600_000 },
+      statements: 2,
+    });
     expect((await read({})).statements).toBe(1); // the defaults (60, 100) are far from 4
 
     // An unknown key: no agent, and no second statement.
@@ -167,10 +203,17 @@ describe.each(databaseKinds)("agent limits on $name", (kind) => {
     expect(sent).toHaveLength(1);
 
     // Over HTTP: refused near maxPending by the counts (3 open), admitted far from it by the bound.
-    const submit = (limits: Partial<LimitsConfig>, title: string) => createApp(limited(h, limits)).request("/v1/plans", { method: "POST", headers: { authorization: `Bearer ${agent.key}`, "content-type": "application/json" }, body: JSON.stringify(mergeRequest({ title })) });
+    const submit = (limits: Partial<LimitsConfig>, title: string) =>
+      createApp(limited(h, limits)).request("/v1/plans", {
+        method: "POST",
+        headers: { authorization: `Bearer ${agent.key}`, "content-type": "application/json" },
+        body: JSON.stringify(mergeRequest({ title })),
+      });
     const refused = await submit({ maxPending: 3 }, "over maxPending");
     expect(refused.status).toBe(429);
-    expect(((await refused.json()) as { error: { message: string } }).error.message).toBe(`agent ${agent.name} has 3 plans pending or approved; limits.maxPending is 3. Retry after 30 s.`);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toBe(
+      `agent ${agent.name} has 3 plans pending or approved; limits.maxPending is 3. Retry after 30 s.`,
+    );
     expect((await submit({ maxPending: 40 }, "far from maxPending")).status).toBe(201);
   });
 
@@ -178,7 +221,9 @@ describe.each(databaseKinds)("agent limits on $name", (kind) => {
     const h = hRace;
     const ctx = limited(h, { plansPerMinute: 5 });
     const reads = h.target.requests.length;
-    const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: `race ${i}` }) })));
+    const results = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) => submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: `race ${i}` }) })),
+    );
     const accepted = results.filter((r) => r.status === "fulfilled");
     const refused = results.flatMap((r) => (r.status === "rejected" ? [r.reason as { code?: string; details?: Record<string, unknown> }] : []));
     expect(accepted).toHaveLength(5);
@@ -194,7 +239,9 @@ describe.each(databaseKinds)("agent limits on $name", (kind) => {
   it("never lets 60 submissions at once go beyond plansPerMinute 20, where most are admitted without waiting on each other", async () => {
     const h = hBurst;
     const ctx = limited(h, { plansPerMinute: 20 });
-    const results = await Promise.allSettled(Array.from({ length: 60 }, (_, i) => submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: `burst ${i}` }) })));
+    const results = await Promise.allSettled(
+      Array.from({ length: 60 }, (_, i) => submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: `burst ${i}` }) })),
+    );
     const accepted = results.filter((r) => r.status === "fulfilled").length;
     const refused = results.flatMap((r) => (r.status === "rejected" ? [r.reason as { code?: string }] : []));
     // A submission that counted far from the limit and then, once in flight, found itself near it
@@ -203,7 +250,9 @@ describe.each(databaseKinds)("agent limits on $name", (kind) => {
     expect(accepted).toBeGreaterThanOrEqual(12);
     expect(refused.every((e) => e.code === "rate_limited")).toBe(true);
     const since = new Date(h.clock.now().getTime() - 60_000).toISOString();
-    const [stored] = await base.database.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM plans WHERE agent_id = ${h.agent.id} AND created_at > ${since}::timestamptz`);
+    const [stored] = await base.database.rows<{ n: number }>(
+      sql`SELECT count(*)::int AS n FROM plans WHERE agent_id = ${h.agent.id} AND created_at > ${since}::timestamptz`,
+    );
     expect(Number(stored!.n)).toBe(accepted);
   });
 

@@ -71,7 +71,11 @@ describe("answers on the wire", () => {
   });
 
   it("an error answer has them too", async () => {
-    const res = await send(`${urlOf(server)}/v1/plans`, { method: "POST", headers: { authorization: "Bearer nope", "content-type": "application/json" }, body: "{}" });
+    const res = await send(`${urlOf(server)}/v1/plans`, {
+      method: "POST",
+      headers: { authorization: "Bearer nope", "content-type": "application/json" },
+      body: "{}",
+    });
     expect(res.status).toBe(401);
     expect(res.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/);
     expect(res.headers["transfer-encoding"]).toBeUndefined();

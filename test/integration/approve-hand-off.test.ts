@@ -43,16 +43,32 @@ describe.skipIf(!postgresKind)("an approval hands its plan to a waiting executor
   });
 
   let contact = 0;
-  const submit = async () => (await submitPlan(s.server.ctx, { agent, request: mergeRequest({ title: `hand-off ${++contact}`, actions: [{ kind: "http.json", target: "crm", path: `/contacts/${contact}`, op: "merge", body: { email: `${contact}@new.example` } }] }) })).plan;
-  const approve = (plan: { id: string; hash: string }) => decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
+  const submit = async () =>
+    (
+      await submitPlan(s.server.ctx, {
+        agent,
+        request: mergeRequest({
+          title: `hand-off ${++contact}`,
+          actions: [{ kind: "http.json", target: "crm", path: `/contacts/${contact}`, op: "merge", body: { email: `${contact}@new.example` } }],
+        }),
+      })
+    ).plan;
+  const approve = (plan: { id: string; hash: string }) =>
+    decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
   const rowOf = async (planId: string) => (await s.database.db.select().from(plans).where(eq(plans.id, planId)))[0]!;
-  const eventsOf = async (planId: string) => (await s.database.db.select({ type: auditEvents.type }).from(auditEvents).where(eq(auditEvents.planId, planId)).orderBy(asc(auditEvents.id))).map((e) => e.type);
+  const eventsOf = async (planId: string) =>
+    (await s.database.db.select({ type: auditEvents.type }).from(auditEvents).where(eq(auditEvents.planId, planId)).orderBy(asc(auditEvents.id))).map(
+      (e) => e.type,
+    );
   const waiting = () => s.server.ctx.signals.claimersWaiting;
 
   /** A long-poll of POST /v1/executor/claim over HTTP, as an executor sends it; resolves to the claim, or undefined on 204. */
   function longPoll(signal?: AbortSignal): Promise<Claim | undefined> {
-    return fetch(`${s.server.url}/v1/executor/claim?wait=20`, { method: "POST", headers: { authorization: `Bearer ${EXECUTOR_TOKEN}` }, ...(signal ? { signal } : {}) })
-      .then(async (res) => (res.status === 204 ? undefined : (await res.json()) as Claim));
+    return fetch(`${s.server.url}/v1/executor/claim?wait=20`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${EXECUTOR_TOKEN}` },
+      ...(signal ? { signal } : {}),
+    }).then(async (res) => (res.status === 204 ? undefined : ((await res.json()) as Claim)));
   }
 
   it("hands the plan to a running executor in the approval's transaction; the PATCH arrives and the chain verifies", async () => {
@@ -93,22 +109,32 @@ describe.skipIf(!postgresKind)("an approval hands its plan to a waiting executor
     expect(handed.leaseExpiresAt).toBe(row.leaseExpiresAt!.toISOString());
     expect(handed.preview.actions).toHaveLength(1);
     // Fencing by that token: a heartbeat with it holds; nobody else gets the plan.
-    const beat = await fetch(`${s.server.url}/v1/executor/claims/${handed.claimToken}/heartbeat`, { method: "POST", headers: { authorization: `Bearer ${EXECUTOR_TOKEN}` } });
+    const beat = await fetch(`${s.server.url}/v1/executor/claims/${handed.claimToken}/heartbeat`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${EXECUTOR_TOKEN}` },
+    });
     expect(beat.status).toBe(200);
     expect(await claimApproved(s.server.ctx)).toBeUndefined();
-    const [executing] = await s.database.db.select({ data: auditEvents.data }).from(auditEvents).where(sql`${auditEvents.planId} = ${plan.id} AND ${auditEvents.type} = 'plan.executing'`);
+    const [executing] = await s.database.db
+      .select({ data: auditEvents.data })
+      .from(auditEvents)
+      .where(sql`${auditEvents.planId} = ${plan.id} AND ${auditEvents.type} = 'plan.executing'`);
     expect(executing!.data).toEqual({ claim: 1, leaseExpiresAt: handed.leaseExpiresAt });
   });
 
   it("writes the handed claim straight to the wire: JSON with its Content-Length and the request's id, not chunked", async () => {
     const plan = await submit();
     const answer = new Promise<{ status: number; headers: IncomingHttpHeaders; body: string }>((resolve, reject) => {
-      const req = httpRequest(`${s.server.url}/v1/executor/claim?wait=20`, { method: "POST", headers: { authorization: `Bearer ${EXECUTOR_TOKEN}`, "x-request-id": "claim-on-the-wire-1" } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (chunk: Buffer) => chunks.push(chunk));
-        res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
-        res.on("error", reject);
-      });
+      const req = httpRequest(
+        `${s.server.url}/v1/executor/claim?wait=20`,
+        { method: "POST", headers: { authorization: `Bearer ${EXECUTOR_TOKEN}`, "x-request-id": "claim-on-the-wire-1" } },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (chunk: Buffer) => chunks.push(chunk));
+          res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
+          res.on("error", reject);
+        },
+      );
       req.on("error", reject);
       req.end();
     });
@@ -154,7 +180,15 @@ describe.skipIf(!postgresKind)("an approval hands its plan to a waiting executor
     // The approval takes the waiter, then waits for the plan's row lock, held elsewhere.
     const lock = await holdPlanRows(s.database, [plan.id]);
     const approval = approve(plan);
-    await waitFor("the approval to wait for the row lock", async () => (await s.database.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))[0]!.n === 1);
+    await waitFor(
+      "the approval to wait for the row lock",
+      async () =>
+        (
+          await s.database.rows<{ n: number }>(
+            sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          )
+        )[0]!.n === 1,
+    );
     gone.abort();
     expect(await claim).toBe("aborted");
     await waitFor("the server to see the request gone", () => waiting() === 0);
@@ -173,7 +207,10 @@ describe.skipIf(!postgresKind)("an approval hands its plan to a waiting executor
     expect(results.map((r) => r.status).sort()).toEqual(["approved", "executing"]);
     const [handedPlan, otherPlan] = results[0]!.status === "executing" ? [a, b] : [b, a];
     expect((await claim)?.plan.id).toBe(handedPlan.id);
-    const other = await waitFor("the other plan claimed by an ordinary claim", async () => (await claimApproved(s.server.ctx)) ?? ((await rowOf(otherPlan.id)).status === "executing" ? "claimed elsewhere" : undefined));
+    const other = await waitFor(
+      "the other plan claimed by an ordinary claim",
+      async () => (await claimApproved(s.server.ctx)) ?? ((await rowOf(otherPlan.id)).status === "executing" ? "claimed elsewhere" : undefined),
+    );
     expect(other === "claimed elsewhere" || other.plan.id === otherPlan.id).toBe(true);
     expect((await rowOf(handedPlan.id)).claims).toBe(1);
     expect((await rowOf(otherPlan.id)).claims).toBe(1);

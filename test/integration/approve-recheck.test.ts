@@ -18,15 +18,24 @@ import { useHarness, type HarnessView } from "../support/use-harness.ts";
 
 let seq = 0;
 async function submit(h: HarnessView, path: string, body: Record<string, unknown> = { email: `new${++seq}@example.com` }) {
-  const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: `re-checked plan ${++seq}`, actions: [{ kind: "http.json", target: "crm", path, op: "merge", body }] }) });
+  const { plan } = await submitPlan(h.ctx, {
+    agent: h.agent,
+    request: mergeRequest({ title: `re-checked plan ${++seq}`, actions: [{ kind: "http.json", target: "crm", path, op: "merge", body }] }),
+  });
   return plan;
 }
 const approve = (h: HarnessView, plan: { id: string; hash: string }, userId = "U0ALICE") =>
   decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId, via: "web" }, verdict: "approve" });
-const refusalOf = (p: Promise<unknown>) => p.then(() => { throw new Error("expected a refusal"); }, (err: unknown) => {
-  if (!(err instanceof ServiceError)) throw err;
-  return err;
-});
+const refusalOf = (p: Promise<unknown>) =>
+  p.then(
+    () => {
+      throw new Error("expected a refusal");
+    },
+    (err: unknown) => {
+      if (!(err instanceof ServiceError)) throw err;
+      return err;
+    },
+  );
 const readsOf = (h: HarnessView, path: string) => h.target.requests.filter((r) => r.method === "GET" && r.path === path).length;
 
 describe.each(databaseKinds)("the Approve re-check ($name)", (kind) => {
@@ -47,16 +56,29 @@ describe.each(databaseKinds)("the Approve re-check ($name)", (kind) => {
     expect(err.message).toContain('/email is now "gil@other.example", was "gil@old.example"');
     // Masked exactly as previews are: a secret field's values never reach the person.
     expect(err.message).not.toContain("tok-");
-    expect(err.details).toMatchObject({ changes: [{ target: "crm", path: "/contacts/7", changedSincePreview: expect.arrayContaining([{ path: "/email", from: "gil@old.example", to: "gil@other.example" }]) }] });
+    expect(err.details).toMatchObject({
+      changes: [
+        {
+          target: "crm",
+          path: "/contacts/7",
+          changedSincePreview: expect.arrayContaining([{ path: "/email", from: "gil@old.example", to: "gil@other.example" }]),
+        },
+      ],
+    });
     expect(await countDecisions(plan.id)).toBe(0);
     expect(await statusOf(plan.id)).toBe("stale");
     const seen = await getPlan(h.ctx, { agent: h.agent, planId: plan.id });
     expect(seen.outcome).toMatchObject({ status: "stale", actions: [{ status: "stale", now: h.target.etagOf("/contacts/7") }] });
-    const [event] = await h.database.db.select().from(auditEvents).where(and(eq(auditEvents.planId, plan.id), eq(auditEvents.type, "plan.stale")));
+    const [event] = await h.database.db
+      .select()
+      .from(auditEvents)
+      .where(and(eq(auditEvents.planId, plan.id), eq(auditEvents.type, "plan.stale")));
     expect(event!.actor).toMatchObject({ type: "system", process: "approve re-check" });
     // The browser page says it too, masked like the preview.
     const page = String(PlanBody({ reviewed: await reviewPlan(h.ctx, { planId: plan.id, reader: { userId: "U0ALICE" } }), session: undefined }));
-    expect(page).toContain("<code>/email</code> is now <code>&quot;gil@other.example&quot;</code>, was <code>&quot;gil@old.example&quot;</code> when you were asked");
+    expect(page).toContain(
+      "<code>/email</code> is now <code>&quot;gil@other.example&quot;</code>, was <code>&quot;gil@old.example&quot;</code> when you were asked",
+    );
     expect(page).not.toContain("tok-");
     // A second click is told the plan is already decided (stale). Only the locked read can tell,
     // so its target was read before it, but the read is never judged.
@@ -117,11 +139,18 @@ describe.each(databaseKinds)("the Approve re-check ($name)", (kind) => {
     expect(result.recheckFailed).toMatch(/^could not re-check: .*HTTP 503/);
     const [decision] = await h.database.db.select().from(decisions).where(eq(decisions.planId, plan.id));
     expect(decision!.recheckFailed).toMatch(/^could not re-check/);
-    const [event] = await h.database.db.select().from(auditEvents).where(and(eq(auditEvents.planId, plan.id), eq(auditEvents.type, "decision.approve")));
+    const [event] = await h.database.db
+      .select()
+      .from(auditEvents)
+      .where(and(eq(auditEvents.planId, plan.id), eq(auditEvents.type, "decision.approve")));
     expect(event!.data).toMatchObject({ recheckFailed: expect.stringMatching(/^could not re-check/) });
     // Shown as such wherever the approval is: the agent's view, the browser page.
-    expect(String(PlanBody({ reviewed: await reviewPlan(h.ctx, { planId: plan.id, reader: { userId: "U0ALICE" } }), session: undefined }))).toContain('data-recheck="failed"');
-    expect((await getPlan(h.ctx, { agent: h.agent, planId: plan.id })).approvals).toEqual([{ userId: "U0ALICE", via: "web", at: expect.any(String), recheckFailed: expect.stringMatching(/^could not re-check: .*HTTP 503/) }]);
+    expect(String(PlanBody({ reviewed: await reviewPlan(h.ctx, { planId: plan.id, reader: { userId: "U0ALICE" } }), session: undefined }))).toContain(
+      'data-recheck="failed"',
+    );
+    expect((await getPlan(h.ctx, { agent: h.agent, planId: plan.id })).approvals).toEqual([
+      { userId: "U0ALICE", via: "web", at: expect.any(String), recheckFailed: expect.stringMatching(/^could not re-check: .*HTTP 503/) },
+    ]);
   });
 
   it("a target edited between the click's re-read and the transaction: the approval stands, the executor refuses, one stale outcome", async () => {
@@ -144,7 +173,10 @@ describe.each(databaseKinds)("the Approve re-check ($name)", (kind) => {
     while (claim.plan.id !== plan.id) claim = (await claimApproved(h.ctx))!;
     const writes = h.target.writes().length;
     const outcome = await executePlan(claim, executionPorts(await loadVerifyingKeys((await testGrantKeys()).publicPem), { crm: write }, h.clock.now));
-    expect(outcome).toMatchObject({ status: "stale", actions: [{ status: "stale", changedSincePreview: [{ path: "/email", from: "joana@old.example", to: "joana@sneaky.example" }] }] });
+    expect(outcome).toMatchObject({
+      status: "stale",
+      actions: [{ status: "stale", changedSincePreview: [{ path: "/email", from: "joana@old.example", to: "joana@sneaky.example" }] }],
+    });
     expect(h.target.writes().length).toBe(writes);
     expect(await reportOutcome(h.ctx, { claimToken: claim.claimToken, outcome })).toEqual({ status: "stale" });
     expect(await h.database.db.$count(auditEvents, and(eq(auditEvents.planId, plan.id), eq(auditEvents.type, "plan.stale")))).toBe(1);

@@ -91,8 +91,9 @@ describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kin
     await sealAll(h.ctx);
     expect(await signSeals(h.ctx, signing)).toBeDefined();
     expect(await publish()).toBe(1);
-    endedEvents = (await database.rows<{ id: number | string; hash: string }>(sql`SELECT id, hash FROM audit_events WHERE plan_id = ANY (${ids(ended)}) ORDER BY id`))
-      .map((e) => ({ id: Number(e.id), hash: e.hash }));
+    endedEvents = (
+      await database.rows<{ id: number | string; hash: string }>(sql`SELECT id, hash FROM audit_events WHERE plan_id = ANY (${ids(ended)}) ORDER BY id`)
+    ).map((e) => ({ id: Number(e.id), hash: e.hash }));
     expect(endedEvents.length).toBeGreaterThanOrEqual(8);
     metricsBefore = await readMetrics(h.ctx);
 
@@ -112,13 +113,31 @@ describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kin
     expect(await count(sql`SELECT count(*) AS n FROM decisions WHERE plan_id = ANY (${ids(ended)})`)).toBe(0);
     expect(await count(sql`SELECT count(*) AS n FROM outbox WHERE plan_id = ANY (${ids(ended)})`)).toBe(0);
     // One record of the call: who, why, the cutoff, and how many of each kind of row it took.
-    const [record] = await database.rows<{ reason: string; by_role: string; before: Date | string; plans: number; decisions: number; outbox: number; audit_events: number }>(sql`
+    const [record] = await database.rows<{
+      reason: string;
+      by_role: string;
+      before: Date | string;
+      plans: number;
+      decisions: number;
+      outbox: number;
+      audit_events: number;
+    }>(sql`
       SELECT reason, by_role, before, plans, decisions, outbox, audit_events FROM purges`);
-    expect(record).toMatchObject({ reason: "retention: final plans older than 1 days", by_role: expect.any(String), plans: 4, decisions: 1, outbox: 0, audit_events: endedEvents.length }); // no sinks here: no outbox rows
+    expect(record).toMatchObject({
+      reason: "retention: final plans older than 1 days",
+      by_role: expect.any(String),
+      plans: 4,
+      decisions: 1,
+      outbox: 0,
+      audit_events: endedEvents.length,
+    }); // no sinks here: no outbox rows
     expect(new Date(record!.before).getTime()).toBeLessThanOrEqual(Date.now());
 
     // Open plans, however old, keep their rows and every event.
-    expect(await database.rows(sql`SELECT id, status::text AS status FROM plans ORDER BY created_at`)).toEqual([{ id: pending, status: "pending" }, { id: approved, status: "approved" }]);
+    expect(await database.rows(sql`SELECT id, status::text AS status FROM plans ORDER BY created_at`)).toEqual([
+      { id: pending, status: "pending" },
+      { id: approved, status: "approved" },
+    ]);
     expect(await count(sql`SELECT count(*) AS n FROM audit_events WHERE plan_id = ${approved}`)).toBeGreaterThanOrEqual(3);
     expect(await count(sql`SELECT count(*) AS n FROM audit_pruned WHERE plan_id IN (${pending}, ${approved})`)).toBe(0);
 
@@ -150,7 +169,11 @@ describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kin
     expect(exported.map((e) => e.id)).toEqual([...exported.map((e) => e.id)].sort((a, b) => a - b));
     const prunedLines = exported.filter((e): e is ExportedPrunedEvent => "pruned" in e);
     expect(prunedLines.map((e) => ({ id: e.id, hash: e.hash }))).toEqual(endedEvents);
-    expect(prunedLines[0]).toMatchObject({ planId: expect.any(String), xid: expect.stringMatching(/^\d+$/), pruned: { purge: expect.any(Number), reason: "retention: final plans older than 1 days" } });
+    expect(prunedLines[0]).toMatchObject({
+      planId: expect.any(String),
+      xid: expect.stringMatching(/^\d+$/),
+      pruned: { purge: expect.any(Number), reason: "retention: final plans older than 1 days" },
+    });
     expect(prunedLines[0]).not.toHaveProperty("data");
     expect(exported.filter((e) => !("pruned" in e) && e.planId === approved).length).toBeGreaterThanOrEqual(3);
   });
@@ -183,14 +206,21 @@ describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kin
   });
 
   it("only the purge writes the checkpoint or deletes events; nobody changes either", async () => {
-    const refused = (statement: SQL) => database.rows(statement).then(() => "accepted", (err: Error) => String((err.cause as Error | undefined)?.message ?? err.message));
-    expect(await refused(sql`INSERT INTO audit_pruned (id, plan_id, xid, at, prev_hash, hash, purge_id) VALUES (999999, ${pending}, '1', now(), 'x', 'y', 1)`))
-      .toMatch(/audit_pruned is written only by countersign_purge_plans\(\) and never changed: INSERT refused/);
+    const refused = (statement: SQL) =>
+      database.rows(statement).then(
+        () => "accepted",
+        (err: Error) => String((err.cause as Error | undefined)?.message ?? err.message),
+      );
+    expect(
+      await refused(sql`INSERT INTO audit_pruned (id, plan_id, xid, at, prev_hash, hash, purge_id) VALUES (999999, ${pending}, '1', now(), 'x', 'y', 1)`),
+    ).toMatch(/audit_pruned is written only by countersign_purge_plans\(\) and never changed: INSERT refused/);
     expect(await refused(sql`UPDATE audit_pruned SET hash = 'y'`)).toMatch(/UPDATE refused/);
     expect(await refused(sql`DELETE FROM audit_pruned`)).toMatch(/DELETE refused/);
     expect(await refused(sql`TRUNCATE audit_pruned`)).toMatch(/audit_pruned is append-only: TRUNCATE refused/);
     expect(await refused(sql`DELETE FROM purges`)).toMatch(/purges is append-only: DELETE refused/);
-    expect(await refused(sql`DELETE FROM audit_events WHERE plan_id = ${approved}`)).toMatch(/audit_events is append-only: DELETE refused \(rows leave only with their plan, through countersign_purge_plans\(\)\)/);
+    expect(await refused(sql`DELETE FROM audit_events WHERE plan_id = ${approved}`)).toMatch(
+      /audit_events is append-only: DELETE refused \(rows leave only with their plan, through countersign_purge_plans\(\)\)/,
+    );
     expect(await count(sql`SELECT count(*) AS n FROM audit_pruned`)).toBe(endedEvents.length);
   });
 
@@ -200,22 +230,32 @@ describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kin
     try {
       await database.rows(sql.raw(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}`));
       await database.rows(sql.raw(`GRANT EXECUTE ON FUNCTION countersign_purge_plans(timestamptz, text) TO ${role}`));
-      const asRole = <T,>(statement: SQL, { flag = true } = {}) => database.db.transaction(async (tx) => {
-        await database.rows(sql.raw(`SET LOCAL ROLE ${role}`), tx);
-        if (flag) await database.rows(sql`SELECT set_config('countersign.purge', 'on', true)`, tx);
-        return database.rows<T>(statement, tx);
-      });
-      const refused = (statement: SQL) => asRole(statement).then(() => "accepted", (err: Error) => String((err.cause as Error | undefined)?.message ?? err.message));
+      const asRole = <T>(statement: SQL, { flag = true } = {}) =>
+        database.db.transaction(async (tx) => {
+          await database.rows(sql.raw(`SET LOCAL ROLE ${role}`), tx);
+          if (flag) await database.rows(sql`SELECT set_config('countersign.purge', 'on', true)`, tx);
+          return database.rows<T>(statement, tx);
+        });
+      const refused = (statement: SQL) =>
+        asRole(statement).then(
+          () => "accepted",
+          (err: Error) => String((err.cause as Error | undefined)?.message ?? err.message),
+        );
       const byHand = (table: string, op: string) =>
-        new RegExp(`^${table}: ${op} refused: countersign\\.purge opens the append-only guards only inside countersign_purge_plans\\(\\), which runs as its owner \\(\\w+\\), not for ${role}`);
+        new RegExp(
+          `^${table}: ${op} refused: countersign\\.purge opens the append-only guards only inside countersign_purge_plans\\(\\), which runs as its owner \\(\\w+\\), not for ${role}`,
+        );
       expect(await refused(sql`DELETE FROM audit_events WHERE plan_id = ${approved}`)).toMatch(byHand("audit_events", "DELETE"));
       expect(await refused(sql`DELETE FROM decisions WHERE plan_id = ${approved}`)).toMatch(byHand("decisions", "DELETE"));
       expect(await refused(sql`DELETE FROM plans WHERE id = ${pending}`)).toMatch(byHand("plans", "DELETE"));
-      expect(await refused(sql`INSERT INTO audit_pruned (id, plan_id, xid, at, prev_hash, hash, purge_id) VALUES (999999, ${pending}, '1', now(), 'x', 'y', 1)`)).toMatch(byHand("audit_pruned", "INSERT"));
+      expect(
+        await refused(sql`INSERT INTO audit_pruned (id, plan_id, xid, at, prev_hash, hash, purge_id) VALUES (999999, ${pending}, '1', now(), 'x', 'y', 1)`),
+      ).toMatch(byHand("audit_pruned", "INSERT"));
       // Nor can it put a function of its own where the guards look (as every role could in public before PostgreSQL 15).
       await database.rows(sql.raw(`GRANT CREATE ON SCHEMA public TO ${role}`));
-      expect(await refused(sql`CREATE FUNCTION public.countersign_purge_open(guarded_table name, guarded_op text) RETURNS boolean LANGUAGE sql AS 'SELECT true'`))
-        .toMatch(/function "countersign_purge_open" already exists with same argument types/);
+      expect(
+        await refused(sql`CREATE FUNCTION public.countersign_purge_open(guarded_table name, guarded_op text) RETURNS boolean LANGUAGE sql AS 'SELECT true'`),
+      ).toMatch(/function "countersign_purge_open" already exists with same argument types/);
       expect(await count(sql`SELECT count(*) AS n FROM audit_events WHERE plan_id = ${approved}`)).toBeGreaterThanOrEqual(3);
 
       // A plan that becomes purgeable (sealed, rolled up, under a signed seal), purged by that role through the function.
@@ -259,7 +299,11 @@ describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kin
     expect(verdict.ok).toBe(false);
     expect(verdict.problems).toContainEqual(expect.objectContaining({ chain: "seals", kind: "edited" }));
     expect(verdict.problems).toContainEqual(expect.objectContaining({ chain: "pruned", kind: "edited" }));
-    expect(await checkPublished()).toMatchObject({ ok: false, checked: 0, contradiction: { kind: "rewritten", message: expect.stringContaining("checkpoint") } });
+    expect(await checkPublished()).toMatchObject({
+      ok: false,
+      checked: 0,
+      contradiction: { kind: "rewritten", message: expect.stringContaining("checkpoint") },
+    });
   });
 
   it("an open plan's event passed off as pruned (deleted, its line copied into the checkpoint) still matches the seals, but its chain names the pretence", async () => {
@@ -272,7 +316,12 @@ describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kin
     ]);
     expect(await checkPublished()).toMatchObject({ ok: true }); // the seal only ever saw (id, hash)
     const verdict = await verifyAudit(h.ctx);
-    expect(verdict.problem).toMatchObject({ chain: "plan", planId: approved, kind: "deleted", message: expect.stringContaining("a purge takes a plan's whole chain") });
+    expect(verdict.problem).toMatchObject({
+      chain: "plan",
+      planId: approved,
+      kind: "deleted",
+      message: expect.stringContaining("a purge takes a plan's whole chain"),
+    });
   });
 
   it("the reviewer's forgery: a sealed chain of a plan that is still there, moved into the checkpoint under a purge nobody ran, is named though every seal still matches", async () => {
@@ -284,8 +333,21 @@ describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kin
     expect(published).toMatchObject({ ok: true });
     const verdict = await verifyAudit(h.ctx);
     expect(verdict.ok).toBe(false);
-    expect(verdict.problem).toMatchObject({ chain: "pruned", kind: "deleted", planId: approved, purge: 999999, message: expect.stringContaining("the plan is still there") });
-    expect(verdict.problems).toContainEqual(expect.objectContaining({ chain: "pruned", kind: "added", purge: 999999, message: expect.stringContaining(`${chain} checkpoint line(s) of 1 plan(s) name purge 999999, which purges does not record`) }));
+    expect(verdict.problem).toMatchObject({
+      chain: "pruned",
+      kind: "deleted",
+      planId: approved,
+      purge: 999999,
+      message: expect.stringContaining("the plan is still there"),
+    });
+    expect(verdict.problems).toContainEqual(
+      expect.objectContaining({
+        chain: "pruned",
+        kind: "added",
+        purge: 999999,
+        message: expect.stringContaining(`${chain} checkpoint line(s) of 1 plan(s) name purge 999999, which purges does not record`),
+      }),
+    );
     expect(verdict.problems.filter((p) => p.chain !== "pruned")).toEqual([]);
     // `audit verify --seals` runs both, and fails on the verdict.
     expect(published.ok && verdict.ok).toBe(false);
@@ -299,27 +361,50 @@ describe.each(databaseKinds)("pruning purged plans' audit events on $name", (kin
     expect(await checkPublished()).toMatchObject({ ok: true });
     const verdict = await verifyAudit(h.ctx);
     expect(verdict.problems).toEqual([
-      expect.objectContaining({ chain: "pruned", kind: "added", purge: Number(purge!.id), message: expect.stringContaining(`purge ${purge!.id} recorded ${endedEvents.length} pruned event(s), but ${endedEvents.length + chain} checkpoint lines name it`) }),
+      expect.objectContaining({
+        chain: "pruned",
+        kind: "added",
+        purge: Number(purge!.id),
+        message: expect.stringContaining(
+          `purge ${purge!.id} recorded ${endedEvents.length} pruned event(s), but ${endedEvents.length + chain} checkpoint lines name it`,
+        ),
+      }),
     ]);
   });
 
   it("a pruned plan's events still in the log, or checkpoint lines gone from a purge, are named", async () => {
     await asAttacker(passOffAsPruned(approved, lastPurge, { keepEvents: true }));
     const [first] = await database.rows<{ id: number | string }>(sql`SELECT min(id) AS id FROM audit_events WHERE plan_id = ${approved}`);
-    expect((await verifyAudit(h.ctx)).problems).toContainEqual(expect.objectContaining({ chain: "pruned", kind: "added", planId: approved, eventId: Number(first!.id), message: expect.stringContaining("are still in the log, but purge") }));
+    expect((await verifyAudit(h.ctx)).problems).toContainEqual(
+      expect.objectContaining({
+        chain: "pruned",
+        kind: "added",
+        planId: approved,
+        eventId: Number(first!.id),
+        message: expect.stringContaining("are still in the log, but purge"),
+      }),
+    );
 
     await asAttacker([sql`DELETE FROM audit_pruned WHERE plan_id = ${approved}`, sql`DELETE FROM audit_pruned WHERE plan_id = ${ended[0]!}`]);
     const verdict = await verifyAudit(h.ctx);
-    expect(verdict.problems).toContainEqual(expect.objectContaining({ chain: "pruned", kind: "deleted", message: expect.stringMatching(/recorded \d+ pruned event\(s\), but only \d+ checkpoint lines name it/) }));
+    expect(verdict.problems).toContainEqual(
+      expect.objectContaining({
+        chain: "pruned",
+        kind: "deleted",
+        message: expect.stringMatching(/recorded \d+ pruned event\(s\), but only \d+ checkpoint lines name it/),
+      }),
+    );
     expect(verdict.problems).toContainEqual(expect.objectContaining({ chain: "seals", kind: "deleted" }));
   });
 
   it("a checkpoint line no seal covers was not written by a purge", async () => {
     await submit("unsealed");
     const [last] = await database.rows<{ id: number | string; xid: string }>(sql`SELECT id, xid::text AS xid FROM audit_events ORDER BY id DESC LIMIT 1`);
-    await asAttacker([sql`
+    await asAttacker([
+      sql`
       INSERT INTO audit_pruned (id, plan_id, xid, at, prev_hash, hash, purge_id)
-      VALUES (${Number(last!.id) + 1000}, gen_random_uuid(), ${last!.xid}::xid8, now(), ${"sha256:" + "1".repeat(64)}, ${"sha256:" + "2".repeat(64)}, 1)`]);
+      VALUES (${Number(last!.id) + 1000}, gen_random_uuid(), ${last!.xid}::xid8, now(), ${"sha256:" + "1".repeat(64)}, ${"sha256:" + "2".repeat(64)}, 1)`,
+    ]);
     const verdict = await verifyAudit(h.ctx);
     expect(verdict.problems).toContainEqual(expect.objectContaining({ chain: "pruned", kind: "added", message: expect.stringContaining("no seal covers") }));
   });

@@ -86,13 +86,19 @@ describe.each(databaseKinds)("signed audit seals on $name", (kind) => {
 
   /** Recomputes every seal's hash from the events as they now are, as an attacker covering their tracks would. */
   async function reseal(): Promise<SQL[]> {
-    const seals = (await database.rows<Parameters<typeof sealFromRow>[0]>(sql`SELECT ${SEAL_COLUMNS} FROM audit_seals WHERE seq > 0 ORDER BY seq`)).map(sealFromRow);
+    const seals = (await database.rows<Parameters<typeof sealFromRow>[0]>(sql`SELECT ${SEAL_COLUMNS} FROM audit_seals WHERE seq > 0 ORDER BY seq`)).map(
+      sealFromRow,
+    );
     const [zero] = await database.rows<{ hash: string }>(sql`SELECT hash FROM audit_seals WHERE seq = 0`);
     let prev = zero!.hash;
     let total = 0;
     const updates: SQL[] = [];
     for (const s of seals) {
-      const events = (await database.rows<{ id: number | string; hash: string }>(sql`SELECT id, hash FROM audit_events WHERE xid >= ${s.xidFrom}::xid8 AND xid < ${s.xidTo}::xid8 ORDER BY id`)).map((e) => ({ id: Number(e.id), hash: e.hash }));
+      const events = (
+        await database.rows<{ id: number | string; hash: string }>(
+          sql`SELECT id, hash FROM audit_events WHERE xid >= ${s.xidFrom}::xid8 AND xid < ${s.xidTo}::xid8 ORDER BY id`,
+        )
+      ).map((e) => ({ id: Number(e.id), hash: e.hash }));
       total += events.length;
       const hash = sealHash({ seq: s.seq, prevHash: prev, xidFrom: s.xidFrom, xidTo: s.xidTo }, events);
       updates.push(sql`UPDATE audit_seals SET prev_hash = ${prev}, hash = ${hash}, events = ${events.length}, events_total = ${total} WHERE seq = ${s.seq}`);
@@ -106,8 +112,17 @@ describe.each(databaseKinds)("signed audit seals on $name", (kind) => {
     expect(lines.map((l) => l.seal.seq)).toEqual([signedA, signedB]);
     const [row] = await database.rows<{ n: number | string }>(sql`SELECT count(*) AS n FROM audit_seal_signatures`);
     expect(Number(row!.n)).toBe(2);
-    const newest = sealFromRow((await database.rows<Parameters<typeof sealFromRow>[0]>(sql`SELECT ${SEAL_COLUMNS} FROM audit_seals ORDER BY seq DESC LIMIT 1`))[0]!);
-    expect(lines[1]!.seal).toMatchObject({ type: "countersign.audit_seal", seq: newest.seq, hash: newest.hash, xidTo: newest.xidTo, eventsTotal: newest.eventsTotal, kid: signing.key.kid });
+    const newest = sealFromRow(
+      (await database.rows<Parameters<typeof sealFromRow>[0]>(sql`SELECT ${SEAL_COLUMNS} FROM audit_seals ORDER BY seq DESC LIMIT 1`))[0]!,
+    );
+    expect(lines[1]!.seal).toMatchObject({
+      type: "countersign.audit_seal",
+      seq: newest.seq,
+      hash: newest.hash,
+      xidTo: newest.xidTo,
+      eventsTotal: newest.eventsTotal,
+      kid: signing.key.kid,
+    });
     expect(await publish()).toBe(0); // delivered once
     expect(await check()).toMatchObject({ ok: true, checked: 2, newest: { seq: signedB, hash: newest.hash } });
     // A signature is append-only like the seal it signs.
@@ -125,12 +140,13 @@ describe.each(databaseKinds)("signed audit seals on $name", (kind) => {
 
   it("deleting the newest events and moving the head back passes plain verify, but contradicts the published seal that covered them", async () => {
     const [cut] = await database.rows<{ xid_from: string }>(sql`SELECT xid_from::text AS xid_from FROM audit_seals WHERE seq = ${signedA + 1}`);
-    await asAttacker([
-      sql`DELETE FROM audit_events WHERE xid >= ${cut!.xid_from}::xid8`,
-      sql`DELETE FROM audit_seals WHERE seq > ${signedA}`,
-    ]);
+    await asAttacker([sql`DELETE FROM audit_events WHERE xid >= ${cut!.xid_from}::xid8`, sql`DELETE FROM audit_seals WHERE seq > ${signedA}`]);
     expect(await verifyAudit(h.ctx)).toMatchObject({ ok: true }); // the attack the issue names
-    expect(await check()).toMatchObject({ ok: false, checked: 1, contradiction: { seq: signedB, kind: "missing", message: expect.stringContaining(`has no seal ${signedA + 1}`) } });
+    expect(await check()).toMatchObject({
+      ok: false,
+      checked: 1,
+      contradiction: { seq: signedB, kind: "missing", message: expect.stringContaining(`has no seal ${signedA + 1}`) },
+    });
 
     // Sealing again afterwards writes a different seal under the published seq: still caught.
     await submit("cover-up");
@@ -145,7 +161,16 @@ describe.each(databaseKinds)("signed audit seals on $name", (kind) => {
 
   it("editing an event and re-hashing everything after it (and the seals) passes plain verify, but names the first published seal covering it", async () => {
     const victimPlan = plans[0]!;
-    const events = await database.rows<{ id: number | string; plan_id: string; type: string; actor: string; data: string; at: Date | string; prev_hash: string; hash: string }>(sql`
+    const events = await database.rows<{
+      id: number | string;
+      plan_id: string;
+      type: string;
+      actor: string;
+      data: string;
+      at: Date | string;
+      prev_hash: string;
+      hash: string;
+    }>(sql`
       SELECT id, plan_id, type, actor, data, at, prev_hash, hash FROM audit_events WHERE plan_id = ${victimPlan} ORDER BY id`);
     const updates: SQL[] = [];
     let prev = events[0]!.prev_hash;
@@ -164,19 +189,39 @@ describe.each(databaseKinds)("signed audit seals on $name", (kind) => {
   it("an edit left un-resealed is named as events no longer hashing to the published seal; a forged line fails its signature", async () => {
     const [last] = await database.rows<{ id: number | string }>(sql`SELECT max(id) AS id FROM audit_events WHERE plan_id = ${plans[4]!}`);
     await asAttacker([sql`UPDATE audit_events SET data = '{"reason":"forged"}' WHERE id = ${last!.id}`]);
-    expect(await check()).toMatchObject({ ok: false, checked: 1, contradiction: { seq: signedB, kind: "rewritten", message: expect.stringContaining("no longer hash") } });
+    expect(await check()).toMatchObject({
+      ok: false,
+      checked: 1,
+      contradiction: { seq: signedB, kind: "rewritten", message: expect.stringContaining("no longer hash") },
+    });
 
     const forged = readFileSync(file, "utf8").replace(/"eventsTotal":(\d+)/, (_, n) => `"eventsTotal":${Number(n) + 1}`);
     expect(await verifySeals(h.ctx, parseSealsFile(forged), publicKeys)).toMatchObject({ ok: false, contradiction: { seq: signedA, kind: "signature" } });
-    expect(() => parseSealsFile("{\"seq\":1}\n")).toThrow(/line 1: not a published seal/);
+    expect(() => parseSealsFile('{"seq":1}\n')).toThrow(/line 1: not a published seal/);
   });
 
   it("a log pruned by the retention purge still verifies against its published seals", async () => {
     await rollUpMetrics(h.ctx, { maxSteps: 20 }); // a purge takes only events the metrics have counted (the sweep rolls up first)
     const [purged] = await database.rows<{ n: number }>(sql`SELECT countersign_purge_plans(now(), 'test: prune the cancelled plans') AS n`);
     expect(purged!.n).toBe(2);
-    expect(Number((await database.rows<{ n: number | string }>(sql`SELECT count(*) AS n FROM audit_events WHERE plan_id = ANY (${sql.raw(`ARRAY['${plans[3]}','${plans[4]}']::uuid[]`)})`))[0]!.n)).toBe(0);
-    expect(Number((await database.rows<{ n: number | string }>(sql`SELECT count(*) AS n FROM plans WHERE id = ANY (${sql.raw(`ARRAY['${plans[3]}','${plans[4]}']::uuid[]`)})`))[0]!.n)).toBe(0);
+    expect(
+      Number(
+        (
+          await database.rows<{ n: number | string }>(
+            sql`SELECT count(*) AS n FROM audit_events WHERE plan_id = ANY (${sql.raw(`ARRAY['${plans[3]}','${plans[4]}']::uuid[]`)})`,
+          )
+        )[0]!.n,
+      ),
+    ).toBe(0);
+    expect(
+      Number(
+        (
+          await database.rows<{ n: number | string }>(
+            sql`SELECT count(*) AS n FROM plans WHERE id = ANY (${sql.raw(`ARRAY['${plans[3]}','${plans[4]}']::uuid[]`)})`,
+          )
+        )[0]!.n,
+      ),
+    ).toBe(0);
     await sealAll(h.ctx);
     h.clock.advance(60);
     await signSeals(h.ctx, signing);

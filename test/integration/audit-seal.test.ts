@@ -29,7 +29,13 @@ function openTransaction(database: { db: { transaction<T>(f: (tx: Tx) => Promise
     written();
     await released;
   });
-  return { ready, commit: async () => { release(); await done; } };
+  return {
+    ready,
+    commit: async () => {
+      release();
+      await done;
+    },
+  };
 }
 
 const sealingPostgres = useSealingPostgres();
@@ -72,7 +78,7 @@ describe.skipIf(!sealingPostgres)("audit chains and seals under concurrency on p
 
     await sealAll(h.ctx, seals);
     expect(seals.map((s) => s.seq)).toEqual(seals.map((_, i) => i + 1)); // one sealer at a time: no seq twice, none skipped
-    const [{ n }] = await h.database.rows<{ n: number | string }>(sql`SELECT count(*) AS n FROM audit_events`) as [{ n: number | string }];
+    const [{ n }] = (await h.database.rows<{ n: number | string }>(sql`SELECT count(*) AS n FROM audit_events`)) as [{ n: number | string }];
     const verdict = await verifyAudit(h.ctx);
     expect(verdict).toMatchObject({ ok: true, events: Number(n), sealed: Number(n), unsealed: 0, head: { seq: seals.at(-1)!.seq, hash: seals.at(-1)!.hash } });
     // Each contended plan ended exactly once, by whichever of the four reached its row lock in time.

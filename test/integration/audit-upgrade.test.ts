@@ -72,7 +72,9 @@ describe.each(kinds)("audit chain upgrade on $name", (kind) => {
     const [row] = await db.rows<{ id: number | string }>(sql`
       INSERT INTO audit_events (plan_id, type, actor, data, at, prev_hash, hash)
       VALUES (${e.planId}::uuid, ${e.type}, ${JSON.stringify(e.actor)}, ${JSON.stringify(e.data)}, ${e.at.toISOString()}::timestamptz, ${prevHash}, ${hash}) RETURNING id`);
-    await db.db.execute(sql`INSERT INTO audit_head (id, last_event_id, hash) VALUES (1, ${row!.id}, ${hash}) ON CONFLICT (id) DO UPDATE SET last_event_id = excluded.last_event_id, hash = excluded.hash`);
+    await db.db.execute(
+      sql`INSERT INTO audit_head (id, last_event_id, hash) VALUES (1, ${row!.id}, ${hash}) ON CONFLICT (id) DO UPDATE SET last_event_id = excluded.last_event_id, hash = excluded.hash`,
+    );
   }
 
   it("keeps the legacy chain verifiable under seal 0, chains new events apart, and still catches tampering with the old ones", async () => {
@@ -91,14 +93,19 @@ describe.each(kinds)("audit chain upgrade on $name", (kind) => {
     expect(await verifyAudit(ctx)).toMatchObject({ ok: true, events: 4, sealed: 4, unsealed: 0, head: { seq: 0 } });
 
     // A plan that was open at the upgrade starts a chain of its own; the legacy events stay where they are.
-    await database.db.transaction((tx) => appendAudit(tx, { planId: pending, type: "plan.approved", actor: { type: "system", process: "test" }, data: {}, at }));
+    await database.db.transaction((tx) =>
+      appendAudit(tx, { planId: pending, type: "plan.approved", actor: { type: "system", process: "test" }, data: {}, at }),
+    );
     expect(await verifyAudit(ctx)).toMatchObject({ ok: true, events: 5, sealed: 4, unsealed: 1 });
     expect(await sealAll(ctx)).toMatchObject([{ seq: 1, events: 1, eventsTotal: 5 }]);
     expect(await verifyAudit(ctx)).toMatchObject({ ok: true, events: 5, sealed: 5, unsealed: 0, head: { seq: 1 } });
 
     // The legacy head no longer moves, and the legacy events are still judged by it.
     for (const statement of [sql`UPDATE audit_head SET hash = 'x'`, sql`DELETE FROM audit_head`]) {
-      const error = await database.db.execute(statement).then(() => undefined, (err: unknown) => err as Error & { cause?: Error });
+      const error = await database.db.execute(statement).then(
+        () => undefined,
+        (err: unknown) => err as Error & { cause?: Error },
+      );
       expect((error?.cause ?? error)?.message).toMatch(/append-only/);
     }
     const [last] = await database.rows<{ id: number | string }>(sql`SELECT max(id) AS id FROM audit_events WHERE xid IS NULL`);
@@ -107,6 +114,9 @@ describe.each(kinds)("audit chain upgrade on $name", (kind) => {
       await tx.execute(sql`DELETE FROM audit_events WHERE id = ${last!.id}`);
       await tx.execute(sql`ALTER TABLE audit_events ENABLE TRIGGER audit_events_append_only`);
     });
-    expect(await verifyAudit(ctx)).toMatchObject({ ok: false, problem: { chain: "legacy", kind: "deleted", message: expect.stringContaining("recorded head") } });
+    expect(await verifyAudit(ctx)).toMatchObject({
+      ok: false,
+      problem: { chain: "legacy", kind: "deleted", message: expect.stringContaining("recorded head") },
+    });
   });
 });

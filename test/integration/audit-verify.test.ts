@@ -14,7 +14,11 @@ import { useSealingPostgres } from "../support/sealing-postgres.ts";
 const sealingPostgres = useSealingPostgres();
 const databaseKinds = sealingPostgres ? [pglite, sealingPostgres] : [pglite];
 
-interface Row { id: number; planId: string | null; type: string }
+interface Row {
+  id: number;
+  planId: string | null;
+  type: string;
+}
 
 /** Scenario 34: an edited, deleted or reordered audit event, or a changed seal, is found and named. */
 describe.each(databaseKinds)("audit verify on $name", (kind) => {
@@ -34,8 +38,9 @@ describe.each(databaseKinds)("audit verify on $name", (kind) => {
       await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
       plans.push(plan.id);
     }
-    events = (await database.rows<{ id: number | string; plan_id: string | null; type: string }>(sql`SELECT id, plan_id, type FROM audit_events ORDER BY id`))
-      .map((r) => ({ id: Number(r.id), planId: r.plan_id, type: r.type }));
+    events = (
+      await database.rows<{ id: number | string; plan_id: string | null; type: string }>(sql`SELECT id, plan_id, type FROM audit_events ORDER BY id`)
+    ).map((r) => ({ id: Number(r.id), planId: r.plan_id, type: r.type }));
   });
   afterEach(async () => {
     await h?.close();
@@ -64,7 +69,13 @@ describe.each(databaseKinds)("audit verify on $name", (kind) => {
     expect(seals.reduce((n, s) => n + s.events, 0)).toBe(events.length);
     expect(seal).toMatchObject({ seq: seals.length, eventsTotal: events.length });
     expect(await sealAudit(h.ctx)).toEqual([]); // nothing new: no empty seal
-    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: true, events: events.length, sealed: events.length, unsealed: 0, head: { seq: seal.seq, hash: seal.hash } });
+    expect(await verifyAudit(h.ctx)).toMatchObject({
+      ok: true,
+      events: events.length,
+      sealed: events.length,
+      unsealed: 0,
+      head: { seq: seal.seq, hash: seal.hash },
+    });
 
     await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "after the seal" }) });
     expect(await verifyAudit(h.ctx)).toMatchObject({ ok: true, events: events.length + 1, sealed: events.length, unsealed: 1, head: { seq: seal.seq } });
@@ -74,13 +85,19 @@ describe.each(databaseKinds)("audit verify on $name", (kind) => {
   it("an edited event is named with its plan", async () => {
     const victim = ofPlan(plans[1]!)[2]!;
     await tamper(sql`UPDATE audit_events SET data = '{"approvers":["U0MALLORY"]}' WHERE id = ${victim.id}`);
-    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: false, problem: { chain: "plan", kind: "edited", planId: plans[1], eventId: victim.id, message: expect.stringContaining("edited") } });
+    expect(await verifyAudit(h.ctx)).toMatchObject({
+      ok: false,
+      problem: { chain: "plan", kind: "edited", planId: plans[1], eventId: victim.id, message: expect.stringContaining("edited") },
+    });
   });
 
   it("an event deleted from a plan's chain breaks the next link", async () => {
     const [, middle, last] = ofPlan(plans[0]!);
     await tamper(sql`DELETE FROM audit_events WHERE id = ${middle!.id}`);
-    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: false, problem: { chain: "plan", kind: "deleted", planId: plans[0], eventId: last!.id, message: expect.stringContaining("deleted") } });
+    expect(await verifyAudit(h.ctx)).toMatchObject({
+      ok: false,
+      problem: { chain: "plan", kind: "deleted", planId: plans[0], eventId: last!.id, message: expect.stringContaining("deleted") },
+    });
   });
 
   it("events swapped in a plan's chain are named as reordered", async () => {
@@ -88,16 +105,26 @@ describe.each(databaseKinds)("audit verify on $name", (kind) => {
     await tamper(sql`UPDATE audit_events SET id = -1 WHERE id = ${first!.id}`);
     await tamper(sql`UPDATE audit_events SET id = ${first!.id} WHERE id = ${second!.id}`);
     await tamper(sql`UPDATE audit_events SET id = ${second!.id} WHERE id = -1`);
-    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: false, problem: { chain: "plan", kind: "reordered", planId: plans[2], eventId: first!.id, message: expect.stringContaining("reordered") } });
+    expect(await verifyAudit(h.ctx)).toMatchObject({
+      ok: false,
+      problem: { chain: "plan", kind: "reordered", planId: plans[2], eventId: first!.id, message: expect.stringContaining("reordered") },
+    });
   });
 
   it("an event deleted from the system chain is named", async () => {
-    await database.db.transaction((tx) => appendAudit(tx, { planId: null, type: "test.second", actor: { type: "system", process: "test" }, data: {}, at: h.clock.now() }));
-    await database.db.transaction((tx) => appendAudit(tx, { planId: null, type: "test.third", actor: { type: "system", process: "test" }, data: {}, at: h.clock.now() }));
+    await database.db.transaction((tx) =>
+      appendAudit(tx, { planId: null, type: "test.second", actor: { type: "system", process: "test" }, data: {}, at: h.clock.now() }),
+    );
+    await database.db.transaction((tx) =>
+      appendAudit(tx, { planId: null, type: "test.third", actor: { type: "system", process: "test" }, data: {}, at: h.clock.now() }),
+    );
     expect(await verifyAudit(h.ctx)).toMatchObject({ ok: true });
     const [second] = await database.rows<{ id: number | string }>(sql`SELECT id FROM audit_events WHERE type = 'test.second'`);
     await tamper(sql`DELETE FROM audit_events WHERE id = ${second!.id}`);
-    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: false, problem: { chain: "system", kind: "deleted", message: expect.stringContaining("test.third") } });
+    expect(await verifyAudit(h.ctx)).toMatchObject({
+      ok: false,
+      problem: { chain: "system", kind: "deleted", message: expect.stringContaining("test.third") },
+    });
   });
 
   /** The seal that covers an event (seals may be cut anywhere, see sealAll). */
@@ -112,7 +139,10 @@ describe.each(databaseKinds)("audit verify on $name", (kind) => {
     const last = ofPlan(plans[0]!).at(-1)!;
     const lastSeal = await sealOf(last.id);
     await tamper(sql`DELETE FROM audit_events WHERE id = ${last.id}`);
-    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: false, problem: { chain: "seals", kind: "deleted", seal: lastSeal, message: expect.stringContaining("1 were deleted") } });
+    expect(await verifyAudit(h.ctx)).toMatchObject({
+      ok: false,
+      problem: { chain: "seals", kind: "deleted", seal: lastSeal, message: expect.stringContaining("1 were deleted") },
+    });
 
     const whole = ofPlan(plans[1]!);
     const wholeSeals = new Set([lastSeal, ...(await Promise.all(whole.map((e) => sealOf(e.id))))]);
@@ -138,7 +168,9 @@ describe.each(databaseKinds)("audit verify on $name", (kind) => {
     await tamper(sql`UPDATE audit_events SET id = id - 1000000 WHERE plan_id = ${plans[1]!}`);
 
     const [sealed] = await database.rows<{ xid: string }>(sql`SELECT xid::text AS xid FROM audit_events WHERE id = ${victim.id}`);
-    await tamper(sql`INSERT INTO audit_events (plan_id, type, actor, data, at, prev_hash, hash, xid) VALUES (NULL, 'forged', '{}', '{}', now(), 'x', 'y', ${sealed!.xid}::xid8)`);
+    await tamper(
+      sql`INSERT INTO audit_events (plan_id, type, actor, data, at, prev_hash, hash, xid) VALUES (NULL, 'forged', '{}', '{}', now(), 'x', 'y', ${sealed!.xid}::xid8)`,
+    );
     expect((await verifyAudit(h.ctx)).problems).toContainEqual(expect.objectContaining({ chain: "seals", kind: "added", seal: victimSeal }));
     await tamper(sql`DELETE FROM audit_events WHERE type = 'forged'`);
     expect(await verifyAudit(h.ctx)).toMatchObject({ ok: true });
@@ -147,13 +179,19 @@ describe.each(databaseKinds)("audit verify on $name", (kind) => {
     await tamper(sql`UPDATE audit_seals SET hash = 'sha256:' || repeat('1', 64) WHERE seq = ${middle}`);
     expect(await verifyAudit(h.ctx)).toMatchObject({ ok: false, problem: { chain: "seals", kind: "edited", seal: middle } });
     await tamper(sql`DELETE FROM audit_seals WHERE seq = ${middle}`);
-    expect(await verifyAudit(h.ctx)).toMatchObject({ ok: false, problem: { chain: "seals", kind: "deleted", seal: newest.seq, message: expect.stringContaining(`seal ${middle} is missing`) } });
+    expect(await verifyAudit(h.ctx)).toMatchObject({
+      ok: false,
+      problem: { chain: "seals", kind: "deleted", seal: newest.seq, message: expect.stringContaining(`seal ${middle} is missing`) },
+    });
   });
 
   it("the seals refuse UPDATE, DELETE and TRUNCATE, and the legacy head TRUNCATE (its rows: audit-upgrade.test.ts)", async () => {
     await sealAll(h.ctx);
     for (const statement of [sql`UPDATE audit_seals SET hash = 'x'`, sql`DELETE FROM audit_seals`, sql`TRUNCATE audit_seals`, sql`TRUNCATE audit_head`]) {
-      const error = await database.db.execute(statement).then(() => undefined, (err: unknown) => err as Error & { cause?: Error });
+      const error = await database.db.execute(statement).then(
+        () => undefined,
+        (err: unknown) => err as Error & { cause?: Error },
+      );
       expect(error, String(statement.queryChunks.map((c) => (c as { value?: string[] }).value?.join("")).join(""))).toBeDefined();
       expect((error!.cause ?? error!).message).toMatch(/append-only/);
     }

@@ -11,7 +11,10 @@ describe.each(databaseKinds)("authenticateAgent on $name", (kind) => {
   const h = useHarness(kind);
 
   const refusal = (authorization: string | undefined) =>
-    authenticateAgent(h.ctx, { authorization }).then(() => undefined, (err: unknown) => err);
+    authenticateAgent(h.ctx, { authorization }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
 
   it("names the agent a key belongs to, with the header's spelling and spacing allowed", async () => {
     const added = await addAgent(h.ctx, { name: "auth-known" });

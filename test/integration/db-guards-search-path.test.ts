@@ -29,14 +29,16 @@ describe.each(databaseKinds)("guard functions pin their search_path on $name", (
          AND (p.prosecdef OR p.oid IN (SELECT tgfoid FROM pg_trigger WHERE NOT tgisinternal))
        ORDER BY 1`);
     // The list is read, not written down: these must be in it, or the query found nothing to check.
-    expect(functions.map((f) => f.name)).toEqual(expect.arrayContaining([
-      "countersign_append_only()",
-      "countersign_audit_pruned_guard()",
-      "countersign_count_admission()",
-      "countersign_plans_document_fixed()",
-      "countersign_plans_immutable()",
-      "countersign_purge_plans(timestamp with time zone,text)",
-    ]));
+    expect(functions.map((f) => f.name)).toEqual(
+      expect.arrayContaining([
+        "countersign_append_only()",
+        "countersign_audit_pruned_guard()",
+        "countersign_count_admission()",
+        "countersign_plans_document_fixed()",
+        "countersign_plans_immutable()",
+        "countersign_purge_plans(timestamp with time zone,text)",
+      ]),
+    );
     const unpinned = functions.filter((f) => !(f.config ?? []).includes(PINNED)).map((f) => `${f.name}: ${JSON.stringify(f.config)}`);
     expect(unpinned).toEqual([]);
   });
@@ -48,7 +50,10 @@ describe.each(databaseKinds)("guard functions pin their search_path on $name", (
         FROM pg_trigger t
        WHERE t.tgrelid = 'public.plans'::regclass AND NOT t.tgisinternal AND t.tgtype & 1 = 1 AND t.tgtype & 2 = 2 AND t.tgtype & 16 = 16
        ORDER BY 1`);
-    expect(triggers).toEqual([{ name: "plans_document_fixed", columns: "document,preview" }, { name: "plans_immutable", columns: null }]);
+    expect(triggers).toEqual([
+      { name: "plans_document_fixed", columns: "document,preview" },
+      { name: "plans_immutable", columns: null },
+    ]);
   });
 });
 
@@ -86,7 +91,8 @@ describe.runIf(postgresWithUrl)("a role with the app's grants cannot bend the gu
       `GRANT EXECUTE ON FUNCTION countersign_purge_plans(timestamptz, text) TO ${role}`,
       `GRANT CREATE ON SCHEMA public TO ${role}`,
       `CREATE SCHEMA ${role} AUTHORIZATION ${role}`,
-    ]) await h.database.rows(sql.raw(statement));
+    ])
+      await h.database.rows(sql.raw(statement));
     const url = new URL(databaseUrl);
     url.username = role;
     url.password = "";
@@ -100,7 +106,11 @@ describe.runIf(postgresWithUrl)("a role with the app's grants cannot bend the gu
     await h.database.rows(sql.raw(`DROP ROLE ${role}`));
   });
 
-  const refusalOf = (work: Promise<unknown>) => work.then(() => "accepted", (err: Error) => err.message);
+  const refusalOf = (work: Promise<unknown>) =>
+    work.then(
+      () => "accepted",
+      (err: Error) => err.message,
+    );
   const count = async (table: "audit_events" | "decisions", planId: string) =>
     Number((await h.database.rows<{ n: string }>(sql`SELECT count(*) AS n FROM ${sql.identifier(table)} WHERE plan_id = ${planId}`))[0]!.n);
 
@@ -128,8 +138,9 @@ describe.runIf(postgresWithUrl)("a role with the app's grants cannot bend the gu
     expect(await count("audit_events", victim.id)).toBe(events);
     expect(await count("decisions", victim.id)).toBe(1);
     // The function is there and does what it says when called by name, as its maker: the guards refuse it then.
-    expect(await refusalOf(mallory`SELECT public.cardinality(ARRAY[]::uuid[])`))
-      .toMatch(new RegExp(`^decisions: DELETE refused: countersign\\.purge opens the append-only guards only inside countersign_purge_plans\\(\\), .* not for ${role}`));
+    expect(await refusalOf(mallory`SELECT public.cardinality(ARRAY[]::uuid[])`)).toMatch(
+      new RegExp(`^decisions: DELETE refused: countersign\\.purge opens the append-only guards only inside countersign_purge_plans\\(\\), .* not for ${role}`),
+    );
   });
 
   it("its own jsonb - text[] operator, first on its search_path, does not let an approved plan's document change", async () => {
@@ -139,12 +150,14 @@ describe.runIf(postgresWithUrl)("a role with the app's grants cannot bend the gu
     await mallory.unsafe(`
       CREATE FUNCTION ${role}.nothing_left(jsonb, text[]) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$ SELECT '{}'::jsonb $$;
       CREATE OPERATOR ${role}.- (LEFTARG = jsonb, RIGHTARG = text[], FUNCTION = ${role}.nothing_left)`);
-    const said = await refusalOf(mallory.begin(async (tx) => {
-      await tx.unsafe(`SET LOCAL search_path = ${role}, pg_catalog`);
-      // The operator is in reach of this session: the attack is set up as the reviewer had it.
-      expect((await tx`SELECT '{"a":1}'::jsonb - ARRAY['b'] AS left`)[0]!.left).toEqual({});
-      await tx`UPDATE public.plans SET document = replace(document, 'ana@new.example', 'evil@example.com') WHERE id = ${victim.id}`;
-    }));
+    const said = await refusalOf(
+      mallory.begin(async (tx) => {
+        await tx.unsafe(`SET LOCAL search_path = ${role}, pg_catalog`);
+        // The operator is in reach of this session: the attack is set up as the reviewer had it.
+        expect((await tx`SELECT '{"a":1}'::jsonb - ARRAY['b'] AS left`)[0]!.left).toEqual({});
+        await tx`UPDATE public.plans SET document = replace(document, 'ana@new.example', 'evil@example.com') WHERE id = ${victim.id}`;
+      }),
+    );
     expect(said).toMatch(new RegExp(`plan ${victim.id} is immutable: .*refused a change to document;`));
     const [after] = await h.database.rows<{ document: string; hash: string }>(sql`SELECT document, hash FROM plans WHERE id = ${victim.id}`);
     expect(after).toEqual(before);

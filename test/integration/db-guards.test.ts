@@ -19,7 +19,9 @@ describe.each(databaseKinds)("database guards on $name", (kind) => {
   /** What the database said: drizzle wraps it as the `cause` of its "Failed query" error. */
   const refusal = (work: Promise<unknown>) =>
     work.then(
-      () => { throw new Error("the statement was not refused"); },
+      () => {
+        throw new Error("the statement was not refused");
+      },
       (err: Error) => (err.cause instanceof Error ? err.cause.message : err.message),
     );
   const count = async (statement: SQL) => Number((await h.database.rows<{ n: number | string }>(statement))[0]!.n);
@@ -78,7 +80,9 @@ describe.each(databaseKinds)("database guards on $name", (kind) => {
 
   it("keeps a grant fixed once issued", async () => {
     const plan = await approvedPlan();
-    expect(await refusal(run(sql`UPDATE plans SET grant_expires_at = grant_expires_at + interval '1 day' WHERE id = ${plan.id}`))).toMatch(/grant is fixed once issued/);
+    expect(await refusal(run(sql`UPDATE plans SET grant_expires_at = grant_expires_at + interval '1 day' WHERE id = ${plan.id}`))).toMatch(
+      /grant is fixed once issued/,
+    );
   });
 
   it("refuses DELETE and TRUNCATE of plans", async () => {
@@ -93,10 +97,13 @@ describe.each(databaseKinds)("database guards on $name", (kind) => {
     // Earlier tests left approved plans too: take them all through to applied.
     for (let claim = await claimApproved(h.ctx); claim; claim = await claimApproved(h.ctx)) {
       await heartbeatClaim(h.ctx, { claimToken: claim.claimToken });
-      await reportOutcome(h.ctx, { claimToken: claim.claimToken, outcome: {
-        status: "applied",
-        actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied" }],
-      } });
+      await reportOutcome(h.ctx, {
+        claimToken: claim.claimToken,
+        outcome: {
+          status: "applied",
+          actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied" }],
+        },
+      });
     }
     const rejected = await rejectedPlan();
     const { plan: cancelled } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "cancelled" }) });
@@ -136,12 +143,14 @@ describe.each(databaseKinds)("database guards on $name", (kind) => {
       const survivor = await rejectedPlan();
       // A cutoff before the survivor was decided: the purge runs, and leaves it.
       const cutoff = new Date(h.clock.now().getTime() - 3_600_000).toISOString();
-      expect(await refusal(
-        h.database.db.transaction(async (tx) => {
-          await tx.execute(sql`SELECT countersign_purge_plans(${cutoff}::timestamptz, 'tidy up')`);
-          await tx.execute(sql`DELETE FROM decisions WHERE plan_id = ${survivor.id}`);
-        }),
-      )).toMatch(/decisions is append-only: DELETE refused/);
+      expect(
+        await refusal(
+          h.database.db.transaction(async (tx) => {
+            await tx.execute(sql`SELECT countersign_purge_plans(${cutoff}::timestamptz, 'tidy up')`);
+            await tx.execute(sql`DELETE FROM decisions WHERE plan_id = ${survivor.id}`);
+          }),
+        ),
+      ).toMatch(/decisions is append-only: DELETE refused/);
       expect(await count(sql`SELECT count(*) AS n FROM decisions WHERE plan_id = ${survivor.id}`)).toBe(1);
     });
 

@@ -24,7 +24,6 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
   /** Quorum 2. */
   let seq = 0;
 
-
   /** A fresh plan with a title of its own, so every test decides on a plan nobody else touches. */
   async function newPlan(harness: HarnessView = h, overrides: Record<string, unknown> = {}): Promise<PlanView> {
     const { plan } = await submitPlan(harness.ctx, { agent: harness.agent, request: mergeRequest({ title: `decide test plan ${++seq}`, ...overrides }) });
@@ -32,7 +31,10 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
   }
 
   async function snapshot(planId: string) {
-    const [row] = await h.database.db.select({ status: plans.status, updatedAt: plans.updatedAt, rejectReason: plans.rejectReason }).from(plans).where(eq(plans.id, planId));
+    const [row] = await h.database.db
+      .select({ status: plans.status, updatedAt: plans.updatedAt, rejectReason: plans.rejectReason })
+      .from(plans)
+      .where(eq(plans.id, planId));
     return {
       row,
       decisions: await h.database.db.$count(decisions, eq(decisions.planId, planId)),
@@ -49,10 +51,20 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
     return err;
   }
 
-  const approve = (plan: PlanView, userId: string, extra: Partial<DecideInput> = {}): DecideInput =>
-    ({ planId: plan.id, hash: plan.hash, actor: { userId, via: "web" }, verdict: "approve", ...extra });
-  const reject = (plan: PlanView, userId: string, reason = "not today"): DecideInput =>
-    ({ planId: plan.id, hash: plan.hash, actor: { userId, via: "slack" }, verdict: "reject", reason });
+  const approve = (plan: PlanView, userId: string, extra: Partial<DecideInput> = {}): DecideInput => ({
+    planId: plan.id,
+    hash: plan.hash,
+    actor: { userId, via: "web" },
+    verdict: "approve",
+    ...extra,
+  });
+  const reject = (plan: PlanView, userId: string, reason = "not today"): DecideInput => ({
+    planId: plan.id,
+    hash: plan.hash,
+    actor: { userId, via: "slack" },
+    verdict: "reject",
+    reason,
+  });
 
   describe("refusals, each recording nothing", () => {
     it("plan_expired once expiresAt has passed, even though no sweeper ran", async () => {
@@ -151,7 +163,9 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
     });
 
     it("not_found for a plan that does not exist", async () => {
-      const err = await refusal(decide(h.ctx, { planId: "00000000-0000-4000-8000-000000000000", hash: WRONG_HASH, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" }));
+      const err = await refusal(
+        decide(h.ctx, { planId: "00000000-0000-4000-8000-000000000000", hash: WRONG_HASH, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" }),
+      );
       expect(err.code).toBe("not_found");
     });
 
@@ -264,7 +278,11 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
       expect(view.status).toBe("approved");
       expect(view.approvals.map((a) => a.userId)).toEqual(["U0ALICE", "U0BOB"]);
 
-      const events = await h.database.db.select({ type: auditEvents.type }).from(auditEvents).where(eq(auditEvents.planId, plan.id)).orderBy(asc(auditEvents.id));
+      const events = await h.database.db
+        .select({ type: auditEvents.type })
+        .from(auditEvents)
+        .where(eq(auditEvents.planId, plan.id))
+        .orderBy(asc(auditEvents.id));
       expect(events.map((e) => e.type)).toEqual(["plan.submitted", "decision.approve", "decision.approve", "plan.approved"]);
     });
 
@@ -352,7 +370,10 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
       expect(events[1]!.actor).toEqual({ type: "user", userId: "U0BOB", via: "slack" });
       expect(events[1]!.data).toEqual({ approvals: 1, requiredApprovals: 1 });
       expect(events[2]!.actor).toEqual({ type: "user", userId: "U0BOB", via: "slack" });
-      expect(events[2]!.data).toMatchObject({ approvers: ["U0BOB"], grant: { jti: expect.any(String), kid: expect.any(String), expiresAt: expect.any(String) } });
+      expect(events[2]!.data).toMatchObject({
+        approvers: ["U0BOB"],
+        grant: { jti: expect.any(String), kid: expect.any(String), expiresAt: expect.any(String) },
+      });
       expect(events[2]!.at.toISOString()).toBe(decidedAt.toISOString());
     });
 
@@ -364,7 +385,17 @@ describe.each(databaseKinds)("decide on $name", (kind) => {
       const t2 = h2.clock.now();
       await decide(h2.ctx, approve(plan, "U0CAROL", { actor: { userId: "U0CAROL", via: "web" } }));
       const rows = await h.database.db.select().from(decisions).where(eq(decisions.planId, plan.id)).orderBy(asc(decisions.id));
-      expect(rows.map((r) => ({ planHash: r.planHash, userId: r.userId, via: r.via, verdict: r.verdict, reason: r.reason, decidedAt: r.decidedAt.toISOString(), expiresAt: r.expiresAt.toISOString() }))).toEqual([
+      expect(
+        rows.map((r) => ({
+          planHash: r.planHash,
+          userId: r.userId,
+          via: r.via,
+          verdict: r.verdict,
+          reason: r.reason,
+          decidedAt: r.decidedAt.toISOString(),
+          expiresAt: r.expiresAt.toISOString(),
+        })),
+      ).toEqual([
         { planHash: plan.hash, userId: "U0ALICE", via: "slack", verdict: "approve", reason: null, decidedAt: t1.toISOString(), expiresAt: plan.expiresAt },
         { planHash: plan.hash, userId: "U0CAROL", via: "web", verdict: "approve", reason: null, decidedAt: t2.toISOString(), expiresAt: plan.expiresAt },
       ]);

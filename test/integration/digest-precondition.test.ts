@@ -20,21 +20,32 @@ describe.each(databaseKinds)("digest preconditions on $name", (kind) => {
     h.target.omitEtag = true;
   });
 
-  const request = (target: string, path: string) => ({ title: "no etag", actions: [{ kind: "http.json", target, path, op: "merge", body: { email: "new@example.com" } }] });
+  const request = (target: string, path: string) => ({
+    title: "no etag",
+    actions: [{ kind: "http.json", target, path, op: "merge", body: { email: "new@example.com" } }],
+  });
   const execute = async () => {
     const write = targetConfig(h.target.url, { precondition: "digest", write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } });
-    return executePlan((await claimApproved(h.ctx))!, executionPorts(await loadVerifyingKeys((await testGrantKeys()).publicPem), { crm: write, plain: write }, h.clock.now));
+    return executePlan(
+      (await claimApproved(h.ctx))!,
+      executionPorts(await loadVerifyingKeys((await testGrantKeys()).publicPem), { crm: write, plain: write }, h.clock.now),
+    );
   };
 
   it("without digest mode the preview fails clearly", async () => {
-    await expect(submitPlan(h.ctx, { agent: h.agent, request: request("crm", "/contacts/1") })).rejects.toMatchObject({ code: "preview_failed", message: expect.stringContaining("precondition: digest") });
+    await expect(submitPlan(h.ctx, { agent: h.agent, request: request("crm", "/contacts/1") })).rejects.toMatchObject({
+      code: "preview_failed",
+      message: expect.stringContaining("precondition: digest"),
+    });
   });
 
   it("in digest mode the plan binds a digest of the state read, is marked weaker, and applies when nothing changed", async () => {
     const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: request("plain", "/contacts/1") });
     expect(plan.plan.actions[0]!.precondition).toEqual({ digest: fingerprint({ id: 1, name: "Ana Lima", email: "ana@old.example" }) });
     expect(plan.preview.actions[0]!.precondition).toBe("digest");
-    expect(JSON.stringify(renderPlanMessage(planMessageOf((await reviewPlan(h.ctx, { planId: plan.id, reader: { userId: "U0ALICE" } })).plan)))).toContain("weaker than an ETag");
+    expect(JSON.stringify(renderPlanMessage(planMessageOf((await reviewPlan(h.ctx, { planId: plan.id, reader: { userId: "U0ALICE" } })).plan)))).toContain(
+      "weaker than an ETag",
+    );
     await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
     const before = h.target.writes().length;
     expect((await execute()).status).toBe("applied");

@@ -19,14 +19,23 @@ describe.each(databaseKinds)("digest records on $name", (kind) => {
     const action = { kind: "http.json", target: "crm", path: "/contacts/1", op, ...(op === "merge" ? { body: { email: `d${n}@new.example` } } : {}) };
     return (await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: `Digest ${n}`, actions: [action] }) })).plan;
   };
-  const rowsOf = (planId: string) => h.ctx.database.db.select({ id: outbox.id, priority: outbox.priority, delivered: outbox.deliveredAt }).from(outbox).where(and(eq(outbox.planId, planId), eq(outbox.kind, "slack"))).orderBy(asc(outbox.id));
+  const rowsOf = (planId: string) =>
+    h.ctx.database.db
+      .select({ id: outbox.id, priority: outbox.priority, delivered: outbox.deliveredAt })
+      .from(outbox)
+      .where(and(eq(outbox.planId, planId), eq(outbox.kind, "slack")))
+      .orderBy(asc(outbox.id));
 
   it("reads a lane's queued previews in order with their recorded risk, and records a digest in one statement that delivers only the listed plans' previews", async () => {
     await h.ctx.database.rows(sql`UPDATE outbox SET delivered_at = now() WHERE delivered_at IS NULL`);
     const [a, risky, b] = [await submit(1), await submit(2, "delete"), await submit(3)];
     const head = (await rowsOf(a.id))[0]!;
     const waiting = await waitingPreviews(h.ctx, { headRowId: head.id, limit: 10 });
-    expect(waiting.map((w) => [w.planId, w.highRisk])).toEqual([[a.id, false], [risky.id, true], [b.id, false]]);
+    expect(waiting.map((w) => [w.planId, w.highRisk])).toEqual([
+      [a.id, false],
+      [risky.id, true],
+      [b.id, false],
+    ]);
     expect(waiting[0]!.submittedAt).toBe(new Date(a.createdAt).getTime());
     expect(await waitingPreviews(h.ctx, { headRowId: head.id, limit: 2 })).toHaveLength(2);
 
@@ -36,14 +45,21 @@ describe.each(databaseKinds)("digest records on $name", (kind) => {
 
     const aRows = await rowsOf(a.id);
     // decision.approve and plan.approved stay queued for the digest's thread.
-    expect(aRows.map((r) => [r.priority, r.delivered !== null])).toEqual([[0, true], [1, false], [1, false]]);
+    expect(aRows.map((r) => [r.priority, r.delivered !== null])).toEqual([
+      [0, true],
+      [1, false],
+      [1, false],
+    ]);
     expect((await rowsOf(b.id)).every((r) => r.delivered !== null)).toBe(true);
     expect((await rowsOf(risky.id))[0]!.delivered).toBeNull();
     expect(await postedPreviewOf(h.ctx, a.id)).toEqual({ channel: "C0DIGEST", ts: "1700000000.000100", threadTs: null, digest: true });
     expect(await postedPreviewOf(h.ctx, risky.id)).toBeUndefined();
 
     const lines = await digestAt(h.ctx, { channel: "C0DIGEST", ts: "1700000000.000100" });
-    expect(lines.map((l) => [l.planId, l.status, l.target, l.op])).toEqual([[a.id, "approved", "crm", "merge"], [b.id, "pending", "crm", "merge"]]);
+    expect(lines.map((l) => [l.planId, l.status, l.target, l.op])).toEqual([
+      [a.id, "approved", "crm", "merge"],
+      [b.id, "pending", "crm", "merge"],
+    ]);
     expect(lines[0]!.reviewUrl).toBe(a.reviewUrl);
   });
 

@@ -41,7 +41,8 @@ describe.skipIf(!available)("decideDurably against a database that goes away", (
     await pg?.destroy();
   });
 
-  const propose = async (): Promise<PlanView> => (await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ idempotencyKey: `durable-${seq++}` }) })).plan;
+  const propose = async (): Promise<PlanView> =>
+    (await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ idempotencyKey: `durable-${seq++}` }) })).plan;
   const approval = (plan: PlanView): DecideInput => ({ planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "slack" }, verdict: "approve" });
   const votes = async (plan: PlanView) => (await database.db.select().from(decisions).where(eq(decisions.planId, plan.id))).length;
   const statusOf = async (plan: PlanView) => (await database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, plan.id)))[0]!.status;
@@ -65,7 +66,10 @@ describe.skipIf(!available)("decideDurably against a database that goes away", (
     const plan = await propose();
     const told: string[] = [];
     await pg.stop();
-    const pending = decideDurably(h.ctx, approval(plan), holding(told)).then(() => undefined, (err: unknown) => err);
+    const pending = decideDurably(h.ctx, approval(plan), holding(told)).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     await new Promise((r) => setTimeout(r, 1000));
     h.clock.advance(24 * 3600); // the plan's TTL passes while the click waits
     await pg.start();
@@ -83,7 +87,9 @@ describe.skipIf(!available)("decideDurably against a database that goes away", (
       const result = await decideDurably(h.ctx, approval(plan), { windowMs: 2000, tell: async (text) => void told.push(text) });
       expect(result).toBeUndefined();
       expect(told).toHaveLength(1);
-      expect(told[0]).toContain(`approval of <${h.ctx.config.publicUrl}/plans/${plan.id}|plan ${plan.id}> was not recorded because Countersign's database was unavailable; click again`);
+      expect(told[0]).toContain(
+        `approval of <${h.ctx.config.publicUrl}/plans/${plan.id}|plan ${plan.id}> was not recorded because Countersign's database was unavailable; click again`,
+      );
     } finally {
       await pg.start();
     }
@@ -141,6 +147,8 @@ describe.skipIf(!available)("decideDurably against a database that goes away", (
     expect(await votes(plan)).toBe(1);
     expect(await statusOf(plan)).toBe("approved");
     // Someone else's click that decided the plan is still a refusal for this one.
-    await expect(decideDurably(h.ctx, { ...approval(plan), actor: { userId: "U0BOB", via: "slack" } }, holding(told))).rejects.toMatchObject({ code: "already_decided" });
+    await expect(decideDurably(h.ctx, { ...approval(plan), actor: { userId: "U0BOB", via: "slack" } }, holding(told))).rejects.toMatchObject({
+      code: "already_decided",
+    });
   });
 });

@@ -55,13 +55,33 @@ describe.skipIf(!postgresKind || !adminUrl)("the executor on a postgres.row targ
 
   /** Previews with the read role, approves with the test key, and claims with a lease of `leaseMs`. */
   async function claimFor(id: number, leaseMs = 60_000): Promise<Claim> {
-    const { planned, preview } = await reader.preview({ kind: "postgres.row", target: "crmdb", table: "contacts", key: { id }, op: "update", values: { email: "ada@new.example" } });
+    const { planned, preview } = await reader.preview({
+      kind: "postgres.row",
+      target: "crmdb",
+      table: "contacts",
+      key: { id },
+      op: "update",
+      values: { email: "ada@new.example" },
+    });
     const plan = PlanDocument.parse({
-      v: 1, id: randomUUID(), environment: "test", agent: "agent-test", title: "row update", actions: [planned],
-      policy: { approvers: ["U0ALICE"], requiredApprovals: 1, grantTtlSeconds: 600 }, expiresAt: new Date(Date.now() + 900_000).toISOString(),
+      v: 1,
+      id: randomUUID(),
+      environment: "test",
+      agent: "agent-test",
+      title: "row update",
+      actions: [planned],
+      policy: { approvers: ["U0ALICE"], requiredApprovals: 1, grantTtlSeconds: 600 },
+      expiresAt: new Date(Date.now() + 900_000).toISOString(),
     });
     const now = new Date();
-    const { token } = await issueGrant((await testGrantKeys()).signing, { planId: plan.id, planHash: fingerprint(plan), approvers: [{ user: "U0ALICE", via: "slack", at: now.toISOString() }], environment: "test", issuedAt: now, expiresAt: new Date(now.getTime() + 600_000) });
+    const { token } = await issueGrant((await testGrantKeys()).signing, {
+      planId: plan.id,
+      planHash: fingerprint(plan),
+      approvers: [{ user: "U0ALICE", via: "slack", at: now.toISOString() }],
+      environment: "test",
+      issuedAt: now,
+      expiresAt: new Date(now.getTime() + 600_000),
+    });
     return { plan, preview: { actions: [preview] }, grant: token, claimToken: randomUUID(), leaseExpiresAt: new Date(Date.now() + leaseMs).toISOString() };
   }
   async function execute(claim: Claim, configured: Record<string, PostgresRowTarget> = { crmdb: target }, now?: () => Date): Promise<Outcome> {
@@ -75,12 +95,20 @@ describe.skipIf(!postgresKind || !adminUrl)("the executor on a postgres.row targ
     }
   }
   const emailOf = async (id: number) => (await db.admin<{ email: string }[]>`SELECT email FROM contacts WHERE id = ${id}`)[0]!.email;
-  const waitingUpdates = async () => (await db.admin<{ n: number }[]>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE%'`)[0]!.n;
+  const waitingUpdates = async () =>
+    (
+      await db.admin<
+        { n: number }[]
+      >`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE%'`
+    )[0]!.n;
 
   it("applies with the write role: one write, verified", async () => {
     const claim = await claimFor(n);
     const writes = await db.writes();
-    expect(await execute(claim)).toStrictEqual({ status: "applied", actions: [{ index: 0, target: "crmdb", path: `/contacts/${n}`, status: "applied", verified: true }] });
+    expect(await execute(claim)).toStrictEqual({
+      status: "applied",
+      actions: [{ index: 0, target: "crmdb", path: `/contacts/${n}`, status: "applied", verified: true }],
+    });
     expect(await db.writes()).toBe(writes + 1);
     expect(await emailOf(n)).toBe("ada@new.example");
   });
@@ -104,7 +132,16 @@ describe.skipIf(!postgresKind || !adminUrl)("the executor on a postgres.row targ
     }
     const outcome = await executing!;
     expect(outcome.status).toBe("applied");
-    expect(outcome.actions).toStrictEqual([{ index: 0, target: "crmdb", path: `/contacts/${id}`, status: "applied", verified: true, detail: expect.stringMatching(/^written after a failed attempt \(.*statement timeout/) }]);
+    expect(outcome.actions).toStrictEqual([
+      {
+        index: 0,
+        target: "crmdb",
+        path: `/contacts/${id}`,
+        status: "applied",
+        verified: true,
+        detail: expect.stringMatching(/^written after a failed attempt \(.*statement timeout/),
+      },
+    ]);
     expect(await db.writes()).toBe(writes + 1);
     expect(await emailOf(id)).toBe("ada@new.example");
   });
@@ -118,7 +155,15 @@ describe.skipIf(!postgresKind || !adminUrl)("the executor on a postgres.row targ
     try {
       const outcome = await execute(claim);
       expect(outcome.status).toBe("failed");
-      expect(outcome.actions).toStrictEqual([{ index: 0, target: "crmdb", path: `/contacts/${id}`, status: "failed", detail: expect.stringMatching(/was refused: permission denied for table contacts$/) }]);
+      expect(outcome.actions).toStrictEqual([
+        {
+          index: 0,
+          target: "crmdb",
+          path: `/contacts/${id}`,
+          status: "failed",
+          detail: expect.stringMatching(/was refused: permission denied for table contacts$/),
+        },
+      ]);
     } finally {
       await db.admin.unsafe(`GRANT UPDATE ON contacts TO ${role}`);
     }
@@ -135,8 +180,15 @@ describe.skipIf(!postgresKind || !adminUrl)("the executor on a postgres.row targ
     try {
       // The executor's clock says the grant has timeoutMs + 300 ms left: enough to start the write.
       const outcome = await execute(claim, { crmdb: { ...target, write: { url: relay.url(db.writeUrl) } } }, () => new Date(expiresAt - TIMEOUT_MS - 300));
-      expect(outcome).toMatchObject({ status: "expired", reason: expect.stringMatching(/^the grant expired before action 0 could be written: update \/contacts\/\d+ on 'crmdb' was not sent: .* when the connection was ready, too little for the write to land before it; nothing was written$/) });
-      expect(outcome.actions).toStrictEqual([{ index: 0, target: "crmdb", path: `/contacts/${id}`, status: "skipped", detail: expect.stringContaining("was not sent") }]);
+      expect(outcome).toMatchObject({
+        status: "expired",
+        reason: expect.stringMatching(
+          /^the grant expired before action 0 could be written: update \/contacts\/\d+ on 'crmdb' was not sent: .* when the connection was ready, too little for the write to land before it; nothing was written$/,
+        ),
+      });
+      expect(outcome.actions).toStrictEqual([
+        { index: 0, target: "crmdb", path: `/contacts/${id}`, status: "skipped", detail: expect.stringContaining("was not sent") },
+      ]);
     } finally {
       await relay.close();
     }

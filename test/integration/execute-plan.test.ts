@@ -62,7 +62,10 @@ function merge(path: string, body: Json): HttpJsonRequest {
 }
 
 /** Builds the plan document and preview the way the server does: preview with read-only HTTP. */
-async function propose(actions: HttpJsonRequest[], previewTargets: Record<string, TargetConfig> = targets): Promise<{ doc: PlanDocument; preview: { actions: ActionPreview[] } }> {
+async function propose(
+  actions: HttpJsonRequest[],
+  previewTargets: Record<string, TargetConfig> = targets,
+): Promise<{ doc: PlanDocument; preview: { actions: ActionPreview[] } }> {
   const previews = [];
   for (const action of actions) previews.push(await previewHttpJson(http, previewTargets[action.target]!, action));
   const doc = PlanDocument.parse({
@@ -227,7 +230,11 @@ describe("executePlan applies what was signed, with the target's precondition", 
     expect((await execute(claim)).status).toBe("applied");
     const second = await execute(claim);
 
-    expect(second).toStrictEqual({ status: "applied", reconciled: true, actions: [{ index: 0, target: "crm", path, status: "applied", reconciled: true, verified: true }] });
+    expect(second).toStrictEqual({
+      status: "applied",
+      reconciled: true,
+      actions: [{ index: 0, target: "crm", path, status: "applied", reconciled: true, verified: true }],
+    });
     expect(writesTo([path], m)).toHaveLength(1);
   });
 });
@@ -277,7 +284,12 @@ describe("executePlan revalidates before writing", () => {
     const outcome = await execute(claimOf(doc, preview, grant));
 
     expect(outcome.status).toBe("stale");
-    expect(outcome.actions[0]).toMatchObject({ status: "stale", expected: preview.actions[0]!.version, now: null, changedSincePreview: [{ path: "", from: { id: 1, name: "Ana" } }] });
+    expect(outcome.actions[0]).toMatchObject({
+      status: "stale",
+      expected: preview.actions[0]!.version,
+      now: null,
+      changedSincePreview: [{ path: "", from: { id: 1, name: "Ana" } }],
+    });
     expect(writesTo([path], m)).toHaveLength(0);
   });
 
@@ -321,7 +333,11 @@ describe("executePlan revalidates before writing", () => {
 
     const outcome = await execute(claimOf(doc, preview, await grantFor(doc)));
 
-    expect(outcome).toStrictEqual({ status: "applied", reconciled: true, actions: [{ index: 0, target: "crm", path, status: "applied", reconciled: true, verified: true }] });
+    expect(outcome).toStrictEqual({
+      status: "applied",
+      reconciled: true,
+      actions: [{ index: 0, target: "crm", path, status: "applied", reconciled: true, verified: true }],
+    });
     expect(writesTo([path], m)).toHaveLength(0);
   });
 
@@ -347,7 +363,10 @@ describe("executePlan revalidates before writing", () => {
     const live = seed({ v: 1 }, "live");
     const down = new JsonResourceServer({ readTokens: [READ_TOKEN], writeToken: WRITE_TOKEN, seed: { "/x": { v: 1 } } });
     const downUrl = await down.start();
-    const withDown: Record<string, TargetConfig> = { ...targets, down: targetConfig(downUrl, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } }) };
+    const withDown: Record<string, TargetConfig> = {
+      ...targets,
+      down: targetConfig(downUrl, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } } }),
+    };
     let proposal: Awaited<ReturnType<typeof propose>>;
     try {
       proposal = await propose([merge(live, { v: 2 }), { kind: "http.json", target: "down", path: "/x", op: "merge", body: { v: 2 } }], withDown);
@@ -497,11 +516,7 @@ describe("executePlan writes nothing on a bad grant or a plan that is not the on
         return claimOf(doc, forged, await grantFor(doc));
       },
     ],
-    [
-      "preview missing",
-      /preview of action 0 does not match/,
-      async ({ doc }) => claimOf(doc, { actions: [] }, await grantFor(doc)),
-    ],
+    ["preview missing", /preview of action 0 does not match/, async ({ doc }) => claimOf(doc, { actions: [] }, await grantFor(doc))],
     [
       "alg: none token with the right claims",
       /alg/i,
@@ -553,7 +568,12 @@ describe("executePlan writes nothing on a bad grant or a plan that is not the on
     const opened: string[] = [];
     const outcome = await execute(
       claimOf(doc, preview, await grantFor(doc, {}, otherKey)),
-      ports({ target: (name) => { opened.push(name); throw new Error("must not reach a target"); } }),
+      ports({
+        target: (name) => {
+          opened.push(name);
+          throw new Error("must not reach a target");
+        },
+      }),
     );
     expect(outcome.status).toBe("failed");
     expect(outcome.reason).toMatch(/grant/);
@@ -612,7 +632,11 @@ describe("executePlan on an expired grant only reconciles", () => {
 
     const outcome = await execute(claimOf(doc, preview, await grantFor(doc, expired())));
 
-    expect(outcome).toStrictEqual({ status: "applied", reconciled: true, actions: [{ index: 0, target: "crm", path, status: "applied", reconciled: true, verified: true }] });
+    expect(outcome).toStrictEqual({
+      status: "applied",
+      reconciled: true,
+      actions: [{ index: 0, target: "crm", path, status: "applied", reconciled: true, verified: true }],
+    });
     expect(writesTo([path], m)).toHaveLength(0);
   });
 
@@ -638,7 +662,9 @@ describe("executePlan starts a write only while the grant outlasts the target's 
   // 2026-12-04 saw the first write refused too). A held answer waits about this long plus 300 ms,
   // which must stay well inside the target's timeout, or the held write fails instead.
   const START_BUDGET_MS = 2500;
-  const slow = (): Record<string, TargetConfig> => ({ crm: targetConfig(target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } }, timeoutMs: TIMEOUT_MS }) });
+  const slow = (): Record<string, TargetConfig> => ({
+    crm: targetConfig(target.url, { write: { headers: { Authorization: `Bearer ${WRITE_TOKEN}` } }, timeoutMs: TIMEOUT_MS }),
+  });
   const holdUntil = (at: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())));
   /** Write requests to these paths that arrived at or after `at`. */
   const writesFrom = (paths: string[], m: number, arrived: Map<RecordedRequest, number>, at: number) => writesTo(paths, m).filter((w) => arrived.get(w)! >= at);
@@ -669,7 +695,15 @@ describe("executePlan starts a write only while the grant outlasts the target's 
     expect(outcome.status).toBe("expired");
     expect(outcome.partial).toBeUndefined();
     expect(outcome.reason).toMatch(/grant expired before action 0 could be written.*nothing was written/);
-    expect(outcome.actions).toStrictEqual([{ index: 0, target: "crm", path: a, status: "skipped", detail: expect.stringMatching(/HTTP 503.*not tried again: the grant expires in \d+ ms, within the target's timeout \(5000 ms\)/) }]);
+    expect(outcome.actions).toStrictEqual([
+      {
+        index: 0,
+        target: "crm",
+        path: a,
+        status: "skipped",
+        detail: expect.stringMatching(/HTTP 503.*not tried again: the grant expires in \d+ ms, within the target's timeout \(5000 ms\)/),
+      },
+    ]);
     expect(target.get(a)).toStrictEqual({ v: 1 });
   });
 
@@ -784,7 +818,12 @@ describe("executePlan stops at the first write that does not apply", () => {
 
     const outcome = await execute(claimOf(doc, preview, await grantFor(doc)));
 
-    expect(outcome).toStrictEqual({ status: "applied", actions: [{ index: 0, target: "crm", path: a, status: "applied", verified: true, detail: expect.stringMatching(/^written after a failed attempt \(.*HTTP 503/) }] });
+    expect(outcome).toStrictEqual({
+      status: "applied",
+      actions: [
+        { index: 0, target: "crm", path: a, status: "applied", verified: true, detail: expect.stringMatching(/^written after a failed attempt \(.*HTTP 503/) },
+      ],
+    });
     expect(writesTo([a], m)).toHaveLength(2);
     expect(target.get(a)).toStrictEqual({ v: 2 });
   });
@@ -804,7 +843,16 @@ describe("executePlan stops at the first write that does not apply", () => {
     const outcome = await execute(claimOf(doc, preview, await grantFor(doc)));
 
     expect(outcome.status).toBe("applied");
-    expect(outcome.actions).toStrictEqual([{ index: 0, target: "crm", path: a, status: "applied", verified: true, detail: expect.stringMatching(/HTTP 500.*re-read before trying again: the target holds the change/) }]);
+    expect(outcome.actions).toStrictEqual([
+      {
+        index: 0,
+        target: "crm",
+        path: a,
+        status: "applied",
+        verified: true,
+        detail: expect.stringMatching(/HTTP 500.*re-read before trying again: the target holds the change/),
+      },
+    ]);
     expect(writesTo([a], m)).toHaveLength(1);
   });
 

@@ -29,7 +29,10 @@ describe.each(databaseKinds)("executor reports on $name", (kind) => {
 
   /** Submits and approves a plan, runs one executor until the plan leaves `approved`/`executing`, and returns the row. */
   async function executeApproved(path: string, afterApproval: () => void = () => {}) {
-    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path, op: "merge", body: { email: "new@example.com" } }] }) });
+    const { plan } = await submitPlan(h.ctx, {
+      agent: h.agent,
+      request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path, op: "merge", body: { email: "new@example.com" } }] }),
+    });
     expect((await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" })).status).toBe("approved");
     afterApproval();
     const inProcess: typeof fetch = async (input, init) => app.fetch(new Request(input as string, init));
@@ -42,10 +45,14 @@ describe.each(databaseKinds)("executor reports on $name", (kind) => {
       now: h.clock.now,
     });
     try {
-      return await waitFor("the plan to reach a final status", async () => {
-        const [row] = await h.database.db.select().from(plans).where(eq(plans.id, plan.id));
-        return row && !["approved", "executing"].includes(row.status) ? row : undefined;
-      }, 60_000);
+      return await waitFor(
+        "the plan to reach a final status",
+        async () => {
+          const [row] = await h.database.db.select().from(plans).where(eq(plans.id, plan.id));
+          return row && !["approved", "executing"].includes(row.status) ? row : undefined;
+        },
+        60_000,
+      );
     } finally {
       await executor.stop();
     }

@@ -19,10 +19,15 @@ describe.each(databaseKinds)("executor verbs on $name", (kind) => {
   const LEASE_MS = 60_000; // testConfig's executor.leaseSeconds
   let seq = 0;
 
-  const applied = (planId: string): Outcome => ({ status: "applied", actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied", detail: `plan ${planId}` }] });
+  const applied = (planId: string): Outcome => ({
+    status: "applied",
+    actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied", detail: `plan ${planId}` }],
+  });
   const rowOf = async (planId: string) => (await h.database.db.select().from(plans).where(eq(plans.id, planId)))[0]!;
   const eventTypes = async (planId: string) =>
-    (await h.database.db.select({ type: auditEvents.type }).from(auditEvents).where(eq(auditEvents.planId, planId)).orderBy(asc(auditEvents.id))).map((e) => e.type);
+    (await h.database.db.select({ type: auditEvents.type }).from(auditEvents).where(eq(auditEvents.planId, planId)).orderBy(asc(auditEvents.id))).map(
+      (e) => e.type,
+    );
 
   /** A plan approved now; every test ends its plans in a final state, so a claim can only find this one. */
   async function approvedPlan(): Promise<string> {
@@ -80,7 +85,9 @@ describe.each(databaseKinds)("executor verbs on $name", (kind) => {
     expect((await refusal(reportOutcome(h.ctx, { claimToken: first.claimToken, outcome: applied(planId) }))).code).toBe("lease_lost");
     expect(await rowOf(planId)).toMatchObject({ status: "executing", claimToken: second.claimToken, outcome: null });
 
-    expect(await reportOutcome(h.ctx, { claimToken: second.claimToken, outcome: { status: "stale", reason: "the contact changed", actions: [] } })).toEqual({ status: "stale" });
+    expect(await reportOutcome(h.ctx, { claimToken: second.claimToken, outcome: { status: "stale", reason: "the contact changed", actions: [] } })).toEqual({
+      status: "stale",
+    });
     expect(await rowOf(planId)).toMatchObject({ status: "stale", claimToken: null });
   });
 
@@ -89,7 +96,9 @@ describe.each(databaseKinds)("executor verbs on $name", (kind) => {
     const claim = await claimOf(planId);
     await reportOutcome(h.ctx, { claimToken: claim.claimToken, outcome: applied(planId) });
     const events = await eventTypes(planId);
-    expect((await refusal(reportOutcome(h.ctx, { claimToken: claim.claimToken, outcome: { status: "failed", reason: "again", actions: [] } }))).code).toBe("lease_lost");
+    expect((await refusal(reportOutcome(h.ctx, { claimToken: claim.claimToken, outcome: { status: "failed", reason: "again", actions: [] } }))).code).toBe(
+      "lease_lost",
+    );
     expect((await refusal(heartbeatClaim(h.ctx, { claimToken: claim.claimToken }))).code).toBe("lease_lost");
     expect(await rowOf(planId)).toMatchObject({ status: "applied", outcome: applied(planId) });
     expect(await eventTypes(planId)).toEqual(events);

@@ -32,7 +32,10 @@ describe.each(databaseKinds)("Home rows taken across plans on $name", (kind) => 
   afterAll(() => slack.stop());
 
   const submit = (target = "crm") =>
-    submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ actions: [{ kind: "http.json", target, path: "/contacts/1", op: "merge", body: { email: "ana@new.example" } }] }) }).then((r) => r.plan);
+    submitPlan(h.ctx, {
+      agent: h.agent,
+      request: mergeRequest({ actions: [{ kind: "http.json", target, path: "/contacts/1", op: "merge", body: { email: "ana@new.example" } }] }),
+    }).then((r) => r.plan);
   /** The real sink, counting its deliveries (one per call, of one row or many). */
   const counted = () => {
     const sink = homeSink(h.ctx, deliveryClient(slack.botToken, slack.url));
@@ -42,7 +45,12 @@ describe.each(databaseKinds)("Home rows taken across plans on $name", (kind) => 
     handler.acrossPlans = sink.acrossPlans;
     return { handlers: { [HOME_SINK]: handler }, deliveries };
   };
-  const homeRows = async () => (await h.database.rows<{ id: number | string }>(sql`SELECT id FROM outbox WHERE kind = ${HOME_SINK} AND delivered_at IS NULL AND dead_at IS NULL ORDER BY id`)).map((r) => Number(r.id));
+  const homeRows = async () =>
+    (
+      await h.database.rows<{ id: number | string }>(
+        sql`SELECT id FROM outbox WHERE kind = ${HOME_SINK} AND delivered_at IS NULL AND dead_at IS NULL ORDER BY id`,
+      )
+    ).map((r) => Number(r.id));
   const publishesTo = (user: string) => slack.published.filter((p) => p.user === user).length;
 
   it("a burst of plans on two targets with different approvers is one delivery: everyone concerned published once", async () => {
@@ -76,7 +84,9 @@ describe.each(databaseKinds)("Home rows taken across plans on $name", (kind) => 
   it("a plan's row backing off holds back no other plan's (the Home is rebuilt whole either way)", async () => {
     slack.reset();
     const held = await submit();
-    await h.database.rows(sql`UPDATE outbox SET available_at = ${new Date(h.clock.now().getTime() + 3_600_000).toISOString()} WHERE kind = ${HOME_SINK} AND plan_id = ${held.id}`);
+    await h.database.rows(
+      sql`UPDATE outbox SET available_at = ${new Date(h.clock.now().getTime() + 3_600_000).toISOString()} WHERE kind = ${HOME_SINK} AND plan_id = ${held.id}`,
+    );
     const later = await submit();
     const { handlers } = counted();
     while ((await deliverDue(h.ctx, { handlers })) > 0);
@@ -102,17 +112,31 @@ describe.each(databaseKinds)("Home rows taken across plans on $name", (kind) => 
     flaky.many = (events, rows) => (fails(events), sink.many!(events, rows));
     flaky.acrossPlans = true;
     const policy = { leaseMs: 60_000, maxAttempts: 3, backoffMs: () => 1000 };
-    const rowsOf = async () => h.database.rows<{ plan_id: string; attempts: number; delivered: boolean; dead: boolean }>(sql`SELECT plan_id, attempts, delivered_at IS NOT NULL AS delivered, dead_at IS NOT NULL AS dead FROM outbox WHERE kind = ${HOME_SINK} AND plan_id IN (${sql.join([failing, ...others].map((p) => sql`${p.id}`), sql`, `)}) ORDER BY id`);
+    const rowsOf = async () =>
+      h.database.rows<{ plan_id: string; attempts: number; delivered: boolean; dead: boolean }>(
+        sql`SELECT plan_id, attempts, delivered_at IS NOT NULL AS delivered, dead_at IS NOT NULL AS dead FROM outbox WHERE kind = ${HOME_SINK} AND plan_id IN (${sql.join(
+          [failing, ...others].map((p) => sql`${p.id}`),
+          sql`, `,
+        )}) ORDER BY id`,
+      );
     // The first delivery takes all three (none tried yet) and fails as one.
     await deliverDue(h.ctx, { handlers: { [HOME_SINK]: flaky }, policy });
-    expect((await rowsOf()).map((r) => [r.attempts, r.delivered])).toEqual([[1, false], [1, false], [1, false]]);
+    expect((await rowsOf()).map((r) => [r.attempts, r.delivered])).toEqual([
+      [1, false],
+      [1, false],
+      [1, false],
+    ]);
     // From then on each goes alone: the others are delivered, the failing one dies at its own third attempt.
     for (let i = 0; i < 6; i++) {
       h.clock.advance(2);
       await deliverDue(h.ctx, { handlers: { [HOME_SINK]: flaky }, policy });
     }
     const after = await rowsOf();
-    expect(after.map((r) => [r.plan_id, r.delivered, r.dead])).toEqual([[failing.id, false, true], [others[0]!.id, true, false], [others[1]!.id, true, false]]);
+    expect(after.map((r) => [r.plan_id, r.delivered, r.dead])).toEqual([
+      [failing.id, false, true],
+      [others[0]!.id, true, false],
+      [others[1]!.id, true, false],
+    ]);
     expect(after[0]!.attempts).toBe(3);
     expect(after[1]!.attempts).toBe(2);
   });

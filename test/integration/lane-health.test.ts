@@ -42,8 +42,12 @@ describe.each(databaseKinds)("lane health on $name", (kind) => {
   });
 
   it("shows dead rows apart from the backlog, and a Retry-After hold until it passes", async () => {
-    const refused: OutboxHandler = async () => { throw new DeliveryError("webhook answered 410", { permanent: true }); };
-    const limited: OutboxHandler = async () => { throw new DeliveryError("ratelimited", { retryAfterMs: 30_000 }); };
+    const refused: OutboxHandler = async () => {
+      throw new DeliveryError("webhook answered 410", { permanent: true });
+    };
+    const limited: OutboxHandler = async () => {
+      throw new DeliveryError("ratelimited", { retryAfterMs: 30_000 });
+    };
     await deliver({ webhook: refused, slack: limited });
     const webhook = await laneOf(webhookLane());
     expect(webhook).toMatchObject({ backlog: 0, oldestUndeliveredSeconds: 0, dead: 3, heldUntil: undefined });
@@ -56,7 +60,11 @@ describe.each(databaseKinds)("lane health on $name", (kind) => {
 
   it("empties a lane's backlog as its rows are delivered, oldest first", async () => {
     const delivered: string[] = [];
-    await deliver({ slack: async (event) => { delivered.push(event.planId); } });
+    await deliver({
+      slack: async (event) => {
+        delivered.push(event.planId);
+      },
+    });
     expect(delivered).toHaveLength(3);
     expect(await laneOf("slack:C0LANES")).toMatchObject({ backlog: 0, oldestUndeliveredSeconds: 0, dead: 0 });
     await submit();
@@ -73,10 +81,18 @@ describe.each(databaseKinds)("lane health on $name", (kind) => {
 describe.each(databaseKinds)("dead deliveries and their retry on $name", (kind) => {
   const h = useHarness(kind, { sinks: ["webhook"] });
   /** The harness's context with admins and a readers list. */
-  const withRights = (): ServiceContext => ({ ...h.ctx, config: { ...h.ctx.config, admins: ["U0ADMIN"], browser: { ...h.ctx.config.browser, readers: ["U0READER"] } } });
+  const withRights = (): ServiceContext => ({
+    ...h.ctx,
+    config: { ...h.ctx.config, admins: ["U0ADMIN"], browser: { ...h.ctx.config.browser, readers: ["U0READER"] } },
+  });
   const submit = () => submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ callbackUrl: "http://127.0.0.1:9/hook" }) }).then((r) => r.plan);
-  const refused: OutboxHandler = async () => { throw new DeliveryError("webhook answered 410 Gone", { permanent: true }); };
-  const audits = () => h.database.rows<{ type: string; actor: string; data: string }>(sql`SELECT type, actor::text AS actor, data::text AS data FROM audit_events WHERE type = 'outbox.retried' ORDER BY id`);
+  const refused: OutboxHandler = async () => {
+    throw new DeliveryError("webhook answered 410 Gone", { permanent: true });
+  };
+  const audits = () =>
+    h.database.rows<{ type: string; actor: string; data: string }>(
+      sql`SELECT type, actor::text AS actor, data::text AS data FROM audit_events WHERE type = 'outbox.retried' ORDER BY id`,
+    );
 
   it("shows every lane and the newest dead deliveries, with their plan, to admins and listed readers", async () => {
     const plan = await submit();
@@ -85,7 +101,16 @@ describe.each(databaseKinds)("dead deliveries and their retry on $name", (kind) 
     for (const userId of ["U0ADMIN", "U0READER"]) {
       const seen = await outboxVisibility(ctx, { reader: { userId } });
       expect(seen.lanes).toEqual([expect.objectContaining({ lane: `webhook:${h.agent.name}`, backlog: 0, dead: 1 })]);
-      expect(seen.dead).toEqual([expect.objectContaining({ kind: "webhook", lane: `webhook:${h.agent.name}`, event: "plan.submitted", plan: { id: plan.id, title: plan.plan.title }, attempts: 1, lastError: "webhook answered 410 Gone" })]);
+      expect(seen.dead).toEqual([
+        expect.objectContaining({
+          kind: "webhook",
+          lane: `webhook:${h.agent.name}`,
+          event: "plan.submitted",
+          plan: { id: plan.id, title: plan.plan.title },
+          attempts: 1,
+          lastError: "webhook answered 410 Gone",
+        }),
+      ]);
       expect(seen.mayRetry).toBe(userId === "U0ADMIN");
     }
   });
@@ -114,10 +139,25 @@ describe.each(databaseKinds)("dead deliveries and their retry on $name", (kind) 
     const [audit, ...more] = await audits();
     expect(more).toEqual([]);
     expect(JSON.parse(audit!.actor)).toEqual({ type: "user", userId: "U0ADMIN", via: "web" });
-    expect(JSON.parse(audit!.data)).toEqual({ outboxId: dead!.id, lane: `webhook:${h.agent.name}`, kind: "webhook", planId: dead!.plan!.id, attempts: 1, lastError: "webhook answered 410 Gone" });
+    expect(JSON.parse(audit!.data)).toEqual({
+      outboxId: dead!.id,
+      lane: `webhook:${h.agent.name}`,
+      kind: "webhook",
+      planId: dead!.plan!.id,
+      attempts: 1,
+      lastError: "webhook answered 410 Gone",
+    });
     // The worker delivers it again, counting attempts from one.
     const attempts: number[] = [];
-    expect(await deliverDue(h.ctx, { handlers: { webhook: async (_event, row) => { attempts.push(row.attempts); } } })).toBe(1);
+    expect(
+      await deliverDue(h.ctx, {
+        handlers: {
+          webhook: async (_event, row) => {
+            attempts.push(row.attempts);
+          },
+        },
+      }),
+    ).toBe(1);
     expect(attempts).toEqual([1]);
     // A second retry of the same row finds nothing dead and records nothing.
     expect(await refusal(retryDelivery(ctx, { id: dead!.id, reader: { userId: "U0ADMIN" } }))).toMatchObject({ code: "not_found" });

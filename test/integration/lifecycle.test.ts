@@ -36,12 +36,12 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
     const { plan } = await submitPlan(ctx, { agent: h.agent, request: mergeRequest({ title: `lifecycle plan ${++seq}`, ...overrides }) });
     return plan;
   }
-  const statusOf = async (planId: string) =>
-    (await h.database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, planId)))[0]?.status;
+  const statusOf = async (planId: string) => (await h.database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, planId)))[0]?.status;
   const eventTypes = async (planId: string) =>
-    (await h.database.db.select({ type: auditEvents.type }).from(auditEvents).where(eq(auditEvents.planId, planId)).orderBy(asc(auditEvents.id))).map((e) => e.type);
-  const approveAs = (plan: PlanView, userId: string) =>
-    decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId, via: "web" }, verdict: "approve" });
+    (await h.database.db.select({ type: auditEvents.type }).from(auditEvents).where(eq(auditEvents.planId, planId)).orderBy(asc(auditEvents.id))).map(
+      (e) => e.type,
+    );
+  const approveAs = (plan: PlanView, userId: string) => decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId, via: "web" }, verdict: "approve" });
   const rejectAs = (plan: PlanView, userId: string, reason: string) =>
     decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId, via: "web" }, verdict: "reject", reason });
 
@@ -52,7 +52,10 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
       expect(view.status).toBe("cancelled");
       expect(await statusOf(plan.id)).toBe("cancelled");
       expect(await eventTypes(plan.id)).toEqual(["plan.submitted", "plan.cancelled"]);
-      const [event] = await h.database.db.select().from(auditEvents).where(and(eq(auditEvents.planId, plan.id), eq(auditEvents.type, "plan.cancelled")));
+      const [event] = await h.database.db
+        .select()
+        .from(auditEvents)
+        .where(and(eq(auditEvents.planId, plan.id), eq(auditEvents.type, "plan.cancelled")));
       expect(event!.actor).toEqual({ type: "agent", agentId: h.agent.id, name: h.agent.name });
     });
 
@@ -115,7 +118,10 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
 
       expect(await expireDue(h.ctx)).toEqual([]);
       expect(await eventTypes(due.id)).toEqual(["plan.submitted", "plan.expired"]);
-      const [event] = await h.database.db.select().from(auditEvents).where(and(eq(auditEvents.planId, due.id), eq(auditEvents.type, "plan.expired")));
+      const [event] = await h.database.db
+        .select()
+        .from(auditEvents)
+        .where(and(eq(auditEvents.planId, due.id), eq(auditEvents.type, "plan.expired")));
       expect(event!.actor).toEqual({ type: "system", process: "sweeper" });
 
       // 600 s in: the later plan's TTL and the approved plan's grant (600 s) have both run out.
@@ -233,7 +239,12 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
       for (const e of rows) {
         const prev = tails.get(e.planId) ?? chainGenesis(e.planId);
         expect(e.prevHash).toBe(prev);
-        expect(e.hash).toBe(auditChainHash(prev, auditContentDigest({ planId: e.planId, type: e.type, actor: e.actor as never, data: e.data as Record<string, unknown>, at: e.at })));
+        expect(e.hash).toBe(
+          auditChainHash(
+            prev,
+            auditContentDigest({ planId: e.planId, type: e.type, actor: e.actor as never, data: e.data as Record<string, unknown>, at: e.at }),
+          ),
+        );
         tails.set(e.planId, e.hash);
       }
       expect(tails.size).toBeGreaterThan(2);
@@ -242,7 +253,11 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
 
   describe("outbox", () => {
     const outboxRows = (planId: string, kindName = "test") =>
-      h.database.db.select().from(outbox).where(and(eq(outbox.planId, planId), eq(outbox.kind, kindName))).orderBy(asc(outbox.id));
+      h.database.db
+        .select()
+        .from(outbox)
+        .where(and(eq(outbox.planId, planId), eq(outbox.kind, kindName)))
+        .orderBy(asc(outbox.id));
 
     it("every plan event writes one outbox row per sink, matching the audit trail", async () => {
       const approved = await newPlan();
@@ -313,7 +328,8 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
     describe("deliverDue", () => {
       const quick: DeliveryPolicy = { maxAttempts: 3, leaseMs: 60_000, backoffMs: (n) => 1000 * n };
       /** One delivery pass as seen from the given clock. */
-      const deliverAt = (handlers: Record<string, OutboxHandler>, clock: () => Date, policy: DeliveryPolicy) => deliverDue({ ...h.ctx, clock }, { handlers, policy });
+      const deliverAt = (handlers: Record<string, OutboxHandler>, clock: () => Date, policy: DeliveryPolicy) =>
+        deliverDue({ ...h.ctx, clock }, { handlers, policy });
 
       it("delivers each plan's events in order, once", async () => {
         const ctx = { ...h.ctx, sinks: ["deliver-order"] };
@@ -324,11 +340,15 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
 
         const seen: { planId: string; type: string; attempts: number; id: number }[] = [];
         const t = h.clock.now().getTime();
-        const delivered = await deliverAt({
-          "deliver-order": async (payload, row) => {
-            seen.push({ planId: payload.planId, type: payload.type, attempts: row.attempts, id: row.id });
+        const delivered = await deliverAt(
+          {
+            "deliver-order": async (payload, row) => {
+              seen.push({ planId: payload.planId, type: payload.type, attempts: row.attempts, id: row.id });
+            },
           },
-        }, () => new Date(t), quick);
+          () => new Date(t),
+          quick,
+        );
         expect(delivered).toBe(5);
         expect(seen.filter((s) => s.planId === one.id).map((s) => s.type)).toEqual(["plan.submitted", "decision.approve", "plan.approved"]);
         expect(seen.filter((s) => s.planId === two.id).map((s) => s.type)).toEqual(["plan.submitted", "plan.cancelled"]);
@@ -344,14 +364,32 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
           expect(r.deadAt).toBeNull();
         }
         // Delivered rows are never delivered again.
-        expect(await deliverAt({ "deliver-order": async () => { throw new Error("again?"); } }, () => new Date(t + 3_600_000), quick)).toBe(0);
+        expect(
+          await deliverAt(
+            {
+              "deliver-order": async () => {
+                throw new Error("again?");
+              },
+            },
+            () => new Date(t + 3_600_000),
+            quick,
+          ),
+        ).toBe(0);
       });
 
       it("leaves rows of other sinks alone", async () => {
         const ctx = { ...h.ctx, sinks: ["deliver-mine"] };
         const plan = await newPlan({}, ctx);
         const calls: string[] = [];
-        const delivered = await deliverAt({ "deliver-nobody": async () => { calls.push("x"); } }, () => new Date(h.clock.now().getTime() + 1000), quick);
+        const delivered = await deliverAt(
+          {
+            "deliver-nobody": async () => {
+              calls.push("x");
+            },
+          },
+          () => new Date(h.clock.now().getTime() + 1000),
+          quick,
+        );
         expect(delivered).toBe(0);
         expect(calls).toEqual([]);
         const [row] = await outboxRows(plan.id, "deliver-mine");
@@ -364,7 +402,11 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
         const plan = await newPlan({}, ctx);
         const [row] = await outboxRows(plan.id, "deliver-future");
         const calls: string[] = [];
-        const handlers = { "deliver-future": async (p: PlanEvent) => { calls.push(p.type); } };
+        const handlers = {
+          "deliver-future": async (p: PlanEvent) => {
+            calls.push(p.type);
+          },
+        };
         expect(await deliverAt(handlers, () => new Date(row!.availableAt.getTime() - 1), quick)).toBe(0);
         expect(calls).toEqual([]);
         expect(await deliverAt(handlers, () => row!.availableAt, quick)).toBe(1);
@@ -384,7 +426,10 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
             if (failuresLeft-- > 0) throw new Error(`slack is down (${row.attempts})`);
           },
         };
-        const run = (at: number) => { now = at; return deliverAt(handlers, () => new Date(now), quick); };
+        const run = (at: number) => {
+          now = at;
+          return deliverAt(handlers, () => new Date(now), quick);
+        };
 
         expect(await run(t)).toBe(0);
         expect(attempts).toEqual([1]);
@@ -413,7 +458,12 @@ describe.each(databaseKinds)("plan lifecycle on $name", (kind) => {
         const plan = await newPlan({}, ctx);
         const t = h.clock.now().getTime();
         let calls = 0;
-        const handlers = { "deliver-dead": async () => { calls++; throw new Error("gone for good"); } };
+        const handlers = {
+          "deliver-dead": async () => {
+            calls++;
+            throw new Error("gone for good");
+          },
+        };
         for (let i = 0; i < 10; i++) await deliverAt(handlers, () => new Date(t + i * 10_000), quick);
         expect(calls).toBe(quick.maxAttempts);
         const [row] = await outboxRows(plan.id, "deliver-dead");

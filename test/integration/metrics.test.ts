@@ -66,7 +66,9 @@ describe.each(databaseKinds)("GET /metrics, /readyz and request ids on $name", (
 
   /** Everything the scrape says, recomputed from plans and decisions (not from the audit log the metrics read). */
   async function expectScrapeMatchesDatabase(m: Map<string, number>): Promise<void> {
-    const byStatus = await h.database.rows<{ status: string; n: string | number }>(sql`SELECT status::text AS status, count(*) AS n FROM plans GROUP BY status`);
+    const byStatus = await h.database.rows<{ status: string; n: string | number }>(
+      sql`SELECT status::text AS status, count(*) AS n FROM plans GROUP BY status`,
+    );
     for (const { status, n } of byStatus) {
       if (status === "pending" || status === "approved" || status === "executing") continue;
       expect(m.get(`countersign_plans_total{status="${status}"}`), status).toBe(Number(n));
@@ -77,33 +79,48 @@ describe.each(databaseKinds)("GET /metrics, /readyz and request ids on $name", (
     expect(m.get('countersign_plans_total{status="executing"}') ?? 0).toBe(await count(sql`SELECT coalesce(sum(claims), 0) AS n FROM plans`));
     expect(m.get("countersign_pending_plans")).toBe(await count(sql`SELECT count(*) AS n FROM plans WHERE status = 'pending'`));
 
-    const votes = await h.database.rows<{ verdict: string; via: string; n: string | number }>(sql`SELECT verdict::text AS verdict, via::text AS via, count(*) AS n FROM decisions GROUP BY 1, 2`);
+    const votes = await h.database.rows<{ verdict: string; via: string; n: string | number }>(
+      sql`SELECT verdict::text AS verdict, via::text AS via, count(*) AS n FROM decisions GROUP BY 1, 2`,
+    );
     expect(votes.length).toBeGreaterThan(0);
     for (const v of votes) expect(m.get(`countersign_decisions_total{verdict="${v.verdict}",via="${v.via}"}`), `${v.verdict} ${v.via}`).toBe(Number(v.n));
 
     // Submission → the decision that ended the review (quorum 1: the plan's one deciding vote).
-    const toDecision = (await h.database.rows<{ s: string | number }>(sql`
+    const toDecision = (
+      await h.database.rows<{ s: string | number }>(sql`
       SELECT extract(epoch FROM d.decided_at - p.created_at) AS s FROM plans p JOIN decisions d ON d.plan_id = p.id
-      WHERE p.grant IS NOT NULL OR p.status = 'rejected'`)).map((r) => Number(r.s));
+      WHERE p.grant IS NOT NULL OR p.status = 'rejected'`)
+    ).map((r) => Number(r.s));
     expect(toDecision.length).toBeGreaterThan(0);
     cumulative(toDecision).forEach((n, i) => {
       expect(m.get(`countersign_time_to_decision_seconds_bucket{le="${SECONDS_BUCKETS[i]}"}`), `le ${SECONDS_BUCKETS[i]}`).toBe(n);
     });
     expect(m.get('countersign_time_to_decision_seconds_bucket{le="+Inf"}')).toBe(toDecision.length);
     expect(m.get("countersign_time_to_decision_seconds_count")).toBe(toDecision.length);
-    expect(m.get("countersign_time_to_decision_seconds_sum")).toBeCloseTo(toDecision.reduce((a, b) => a + b, 0), 3);
+    expect(m.get("countersign_time_to_decision_seconds_sum")).toBeCloseTo(
+      toDecision.reduce((a, b) => a + b, 0),
+      3,
+    );
 
-    const applySeconds = (await h.database.rows<{ s: string | number }>(sql`
-      SELECT extract(epoch FROM p.updated_at - d.decided_at) AS s FROM plans p JOIN decisions d ON d.plan_id = p.id WHERE p.status = 'applied'`)).map((r) => Number(r.s));
+    const applySeconds = (
+      await h.database.rows<{ s: string | number }>(sql`
+      SELECT extract(epoch FROM p.updated_at - d.decided_at) AS s FROM plans p JOIN decisions d ON d.plan_id = p.id WHERE p.status = 'applied'`)
+    ).map((r) => Number(r.s));
     cumulative(applySeconds).forEach((n, i) => {
       expect(m.get(`countersign_apply_seconds_bucket{le="${SECONDS_BUCKETS[i]}"}`)).toBe(n);
     });
     expect(m.get("countersign_apply_seconds_count")).toBe(applySeconds.length);
 
-    expect(m.get('countersign_expired_total{from="pending"}') ?? 0).toBe(await count(sql`SELECT count(*) AS n FROM plans WHERE status = 'expired' AND "grant" IS NULL`));
-    expect(m.get('countersign_expired_total{from="approved"}') ?? 0).toBe(await count(sql`SELECT count(*) AS n FROM plans WHERE status = 'expired' AND "grant" IS NOT NULL AND claims = 0`));
+    expect(m.get('countersign_expired_total{from="pending"}') ?? 0).toBe(
+      await count(sql`SELECT count(*) AS n FROM plans WHERE status = 'expired' AND "grant" IS NULL`),
+    );
+    expect(m.get('countersign_expired_total{from="approved"}') ?? 0).toBe(
+      await count(sql`SELECT count(*) AS n FROM plans WHERE status = 'expired' AND "grant" IS NOT NULL AND claims = 0`),
+    );
 
-    const lanes = await h.database.rows<{ lane: string; n: string | number }>(sql`SELECT lane, count(*) AS n FROM outbox WHERE delivered_at IS NULL AND dead_at IS NULL GROUP BY lane`);
+    const lanes = await h.database.rows<{ lane: string; n: string | number }>(
+      sql`SELECT lane, count(*) AS n FROM outbox WHERE delivered_at IS NULL AND dead_at IS NULL GROUP BY lane`,
+    );
     expect(lanes.length).toBeGreaterThan(0);
     for (const l of lanes) expect(m.get(`countersign_outbox_backlog{lane="${l.lane}"}`), l.lane).toBe(Number(l.n));
   }
@@ -115,7 +132,10 @@ describe.each(databaseKinds)("GET /metrics, /readyz and request ids on $name", (
     await decideAs(applied, "approve", "web");
     const claim = await claimApproved(h.ctx);
     h.clock.advance(40);
-    await reportOutcome(h.ctx, { claimToken: claim!.claimToken, outcome: { status: "applied", actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied", detail: "ok" }] } });
+    await reportOutcome(h.ctx, {
+      claimToken: claim!.claimToken,
+      outcome: { status: "applied", actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied", detail: "ok" }] },
+    });
 
     const rejected = await submit();
     h.clock.advance(60); // exactly on a bound: le="60" counts it
@@ -170,7 +190,9 @@ describe.each(databaseKinds)("GET /metrics, /readyz and request ids on $name", (
     await countIfRefusal(h.ctx, new Error("a fault, not a refusal"));
     const after = await scrape();
     expect(after.get('countersign_refusals_total{code="not_an_approver"}')).toBe(before + 1);
-    expect([...after.keys()].filter((k) => k.startsWith("countersign_refusals_total")).every((k) => /code="(unauthorized|not_found|not_an_approver)"/.test(k))).toBe(true);
+    expect(
+      [...after.keys()].filter((k) => k.startsWith("countersign_refusals_total")).every((k) => /code="(unauthorized|not_found|not_an_approver)"/.test(k)),
+    ).toBe(true);
   });
 
   it("refuses a scrape without the metrics token, or with another, in constant time (401)", async () => {
@@ -220,7 +242,17 @@ describe.each(databaseKinds)("GET /metrics, /readyz and request ids on $name", (
 
   it("answers X-Request-Id (a sane incoming one kept, anything else replaced) and logs it on the request's line", async () => {
     const lines: Record<string, unknown>[] = [];
-    const sink = new Writable({ write(chunk, _enc, done) { lines.push(...String(chunk).trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>)); done(); } });
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(
+          ...String(chunk)
+            .trim()
+            .split("\n")
+            .map((l) => JSON.parse(l) as Record<string, unknown>),
+        );
+        done();
+      },
+    });
     const logged = createApp({ ...h.ctx, logger: createLogger("info", sink) });
     const kept = await logged.request("/v1/plans", { headers: { "x-request-id": "edge-7f3a.42" } });
     expect(kept.headers.get("x-request-id")).toBe("edge-7f3a.42");

@@ -64,7 +64,9 @@ describe.skipIf(!testDatabaseUrl)("named statements on postgres", () => {
         expect(row?.n).toBe(0);
       }
       return database.rows<{ generic_plans: number | string; custom_plans: number | string }>(
-        sql`SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%/* by-key */%'`, tx);
+        sql`SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%/* by-key */%'`,
+        tx,
+      );
     });
     expect(counted).toHaveLength(1);
     expect(Number(counted[0]!.custom_plans)).toBe(5);

@@ -46,7 +46,7 @@ class WebhookReceiver {
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
   }
   async stop(): Promise<void> {
-    await new Promise<void>((resolve) => this.server ? this.server.close(() => resolve()) : resolve());
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     this.server?.closeAllConnections();
   }
 }
@@ -70,7 +70,14 @@ describe.skipIf(!postgresKind)("outbox lanes on postgres", () => {
 
   /** The harness's context with Slack configured, these sinks, and the wall clock (leases and Retry-After are real time here). */
   function slackCtx(hv: HarnessView, sinks: string[]): ServiceContext {
-    const slack = { enabled: true, botToken: "xoxb-test", signingSecret: "secret", appToken: undefined, apiUrl: fake.url, reviewChannel: "C0DEFAULT" } as unknown as Config["slack"];
+    const slack = {
+      enabled: true,
+      botToken: "xoxb-test",
+      signingSecret: "secret",
+      appToken: undefined,
+      apiUrl: fake.url,
+      reviewChannel: "C0DEFAULT",
+    } as unknown as Config["slack"];
     return { ...hv.ctx, clock: () => new Date(), sinks, config: { ...hv.ctx.config, slack } };
   }
   const realSinks = (ctx: ServiceContext): Record<string, OutboxHandler> => ({
@@ -80,19 +87,37 @@ describe.skipIf(!postgresKind)("outbox lanes on postgres", () => {
   const approve = (ctx: ServiceContext, plan: { id: string; hash: string }, userId: string) =>
     decide(ctx, { planId: plan.id, hash: plan.hash, actor: { userId, via: "web" }, verdict: "approve" });
   const rowsOf = (planId: string, kind: string) =>
-    h.database.db.select().from(outbox).where(and(eq(outbox.planId, planId), eq(outbox.kind, kind))).orderBy(asc(outbox.id));
+    h.database.db
+      .select()
+      .from(outbox)
+      .where(and(eq(outbox.planId, planId), eq(outbox.kind, kind)))
+      .orderBy(asc(outbox.id));
 
   it("names each row's lane when it is written: slack:<review channel>, webhook:<agent>, a preview first in its lane", async () => {
     const ctx = slackCtx(parallel, ["slack", "webhook"]);
-    const { plan } = await submitPlan(ctx, { agent: parallel.agent, request: mergeRequest({ callbackUrl: receiver.url, actions: [{ kind: "http.json", target: "ops", path: "/contacts/2", op: "merge", body: { name: "B" } }] }) });
-    const rows = await h.database.db.select({ kind: outbox.kind, lane: outbox.lane, priority: outbox.priority }).from(outbox).where(eq(outbox.planId, plan.id)).orderBy(asc(outbox.kind));
+    const { plan } = await submitPlan(ctx, {
+      agent: parallel.agent,
+      request: mergeRequest({
+        callbackUrl: receiver.url,
+        actions: [{ kind: "http.json", target: "ops", path: "/contacts/2", op: "merge", body: { name: "B" } }],
+      }),
+    });
+    const rows = await h.database.db
+      .select({ kind: outbox.kind, lane: outbox.lane, priority: outbox.priority })
+      .from(outbox)
+      .where(eq(outbox.planId, plan.id))
+      .orderBy(asc(outbox.kind));
     expect(rows).toEqual([
       { kind: "slack", lane: "slack:C0PARB", priority: 0 },
       { kind: "webhook", lane: `webhook:${parallel.agent.name}`, priority: 1 },
     ]);
     await approve(ctx, plan, "U0ALICE");
     const later = await rowsOf(plan.id, "slack");
-    expect(later.map((r) => [r.lane, r.priority])).toEqual([["slack:C0PARB", 0], ["slack:C0PARB", 1], ["slack:C0PARB", 1]]);
+    expect(later.map((r) => [r.lane, r.priority])).toEqual([
+      ["slack:C0PARB", 0],
+      ["slack:C0PARB", 1],
+      ["slack:C0PARB", 1],
+    ]);
     // Delivered here so that the lane is empty for the test below.
     await deliverDue(ctx, { handlers: { slack: async () => {}, webhook: async () => {} } });
   });
@@ -128,7 +153,10 @@ describe.skipIf(!postgresKind)("outbox lanes on postgres", () => {
   it("two channels drain in parallel", async () => {
     const ctx = slackCtx(parallel, ["slack"]);
     await submitPlan(ctx, { agent: parallel.agent, request: mergeRequest({ title: "for crm" }) });
-    await submitPlan(ctx, { agent: parallel.agent, request: mergeRequest({ title: "for ops", actions: [{ kind: "http.json", target: "ops", path: "/contacts/2", op: "merge", body: { name: "B" } }] }) });
+    await submitPlan(ctx, {
+      agent: parallel.agent,
+      request: mergeRequest({ title: "for ops", actions: [{ kind: "http.json", target: "ops", path: "/contacts/2", op: "merge", body: { name: "B" } }] }),
+    });
     let inFlight = 0;
     let most = 0;
     const titles: string[] = [];
@@ -151,7 +179,9 @@ describe.skipIf(!postgresKind)("outbox lanes on postgres", () => {
   it("posts a preview before older plans' thread replies in its channel, each plan still in order", async () => {
     const ctx = slackCtx(ordering, ["slack"]);
     const seen: string[] = [];
-    const slack: OutboxHandler = async (event) => { seen.push(`${names.get(event.planId)}:${event.type}`); };
+    const slack: OutboxHandler = async (event) => {
+      seen.push(`${names.get(event.planId)}:${event.type}`);
+    };
     const names = new Map<string, string>();
     const submit = async (name: string) => {
       const { plan } = await submitPlan(ctx, { agent: ordering.agent, request: mergeRequest({ title: name }) });
@@ -164,13 +194,7 @@ describe.skipIf(!postgresKind)("outbox lanes on postgres", () => {
     await submit("newer");
     await submit("newest");
     expect(await deliverDue(ctx, { handlers: { slack } })).toBe(4);
-    expect(seen).toEqual([
-      "older:plan.submitted",
-      "newer:plan.submitted",
-      "newest:plan.submitted",
-      "older:decision.approve",
-      "older:plan.approved",
-    ]);
+    expect(seen).toEqual(["older:plan.submitted", "newer:plan.submitted", "newest:plan.submitted", "older:decision.approve", "older:plan.approved"]);
   });
 
   it("coalesces a plan's queued transitions into one thread reply listing them in order and one update, delivered in one statement", async () => {
@@ -213,11 +237,18 @@ describe.skipIf(!postgresKind)("outbox lanes on postgres", () => {
     await approve(ctx, plan, "U0ALICE");
     await ctx.database.db.transaction(async (tx) => {
       const [row] = await tx.select().from(plans).where(eq(plans.id, plan.id)).for("update");
-      await recordPlanEvent(ctx, tx, row!, "plan.reminder", { type: "system", process: "reminders" }, ctx.clock(), { missing: ["U0BOB"], approvals: 1, requiredApprovals: 2 });
+      await recordPlanEvent(ctx, tx, row!, "plan.reminder", { type: "system", process: "reminders" }, ctx.clock(), {
+        missing: ["U0BOB"],
+        approvals: 1,
+        requiredApprovals: 2,
+      });
     });
     await approve(ctx, plan, "U0BOB");
     expect(await deliverDue(ctx, { handlers })).toBe(4);
-    const texts = fake.callsOf("chat.postMessage", "C0COAL").filter((c) => c.params.thread_ts !== undefined && c.at >= preview!.at).map((c) => c.params.text);
+    const texts = fake
+      .callsOf("chat.postMessage", "C0COAL")
+      .filter((c) => c.params.thread_ts !== undefined && c.at >= preview!.at)
+      .map((c) => c.params.text);
     expect(texts).toEqual([
       "👍 Approval 1 of 2 by <@U0ALICE>",
       expect.stringMatching(/^⏰ Still waiting: 1 of 2 approval\(s\); expires .* <@U0BOB>$/),
@@ -228,7 +259,7 @@ describe.skipIf(!postgresKind)("outbox lanes on postgres", () => {
   describe("two replicas", () => {
     let second: Database | undefined;
     beforeAll(async () => {
-      const [{ name }] = await h.database.rows<{ name: string }>(sql`SELECT current_database() AS name`) as [{ name: string }];
+      const [{ name }] = (await h.database.rows<{ name: string }>(sql`SELECT current_database() AS name`)) as [{ name: string }];
       const url = new URL(process.env.TEST_DATABASE_URL!);
       url.pathname = `/${name}`;
       second = await openDatabase({ kind: "postgres", url: url.toString() });
@@ -248,11 +279,17 @@ describe.skipIf(!postgresKind)("outbox lanes on postgres", () => {
 
       const deliveries = new Map<number, number>();
       const order: { replica: number; planId: string; kind: string; id: number }[] = [];
-      const handlersOf = (replica: number) => Object.fromEntries(kinds.map((kind) => [kind, (async (event, row) => {
-        deliveries.set(row.id, (deliveries.get(row.id) ?? 0) + 1);
-        order.push({ replica, planId: event.planId, kind, id: row.id });
-        await new Promise((r) => setImmediate(r));
-      }) as OutboxHandler]));
+      const handlersOf = (replica: number) =>
+        Object.fromEntries(
+          kinds.map((kind) => [
+            kind,
+            (async (event, row) => {
+              deliveries.set(row.id, (deliveries.get(row.id) ?? 0) + 1);
+              order.push({ replica, planId: event.planId, kind, id: row.id });
+              await new Promise((r) => setImmediate(r));
+            }) as OutboxHandler,
+          ]),
+        );
       const undelivered = () => h.database.db.$count(outbox, and(inArray(outbox.kind, kinds), isNull(outbox.deliveredAt)));
       const loop = async (replica: number, database: Database) => {
         const deadline = Date.now() + 120_000;
@@ -281,11 +318,23 @@ describe.skipIf(!postgresKind)("outbox lanes on postgres", () => {
     const at = (ms: number) => ({ ...h.ctx, clock: () => new Date(t + ms) });
     // This worker takes the lane and its row, then never finishes nor gives either back (as if killed).
     let started = 0;
-    void deliverDue(at(0), { policy, handlers: { dies: () => { started++; return new Promise<void>(() => {}); } } });
+    void deliverDue(at(0), {
+      policy,
+      handlers: {
+        dies: () => {
+          started++;
+          return new Promise<void>(() => {});
+        },
+      },
+    });
     await waitFor("the doomed worker to take the row", async () => started === 1 && (await rowsOf(plan.id, "dies"))[0]!.attempts === 1);
 
     const calls: number[] = [];
-    const handlers = { dies: async (_: PlanEvent, row: { attempts: number }) => { calls.push(row.attempts); } };
+    const handlers = {
+      dies: async (_: PlanEvent, row: { attempts: number }) => {
+        calls.push(row.attempts);
+      },
+    };
     expect(await deliverDue(at(30_000), { policy, handlers })).toBe(0);
     expect(calls).toEqual([]);
     expect(await deliverDue(at(60_001), { policy, handlers })).toBe(1);

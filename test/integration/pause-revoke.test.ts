@@ -49,13 +49,18 @@ describe.each(databaseKinds)("pause and revoke on $name", (kind) => {
 
     const waiting = await approvedPlan(); // submit and decide still work
     expect(await claimApproved(h.ctx)).toBeUndefined();
-    expect(await getPlan(h.ctx, { agent: h.agent, planId: waiting.id })).toMatchObject({ status: "approved", held: { by: "pause", reason: paused.reason, since: paused.since } });
+    expect(await getPlan(h.ctx, { agent: h.agent, planId: waiting.id })).toMatchObject({
+      status: "approved",
+      held: { by: "pause", reason: paused.reason, since: paused.since },
+    });
     expect((await getPlan(h.ctx, { agent: h.agent, planId: running.id })).held).toBeUndefined(); // executing: not held
 
     await heartbeatClaim(h.ctx, { claimToken: claim.claimToken });
     h.clock.advance(61); // the running plan's lease lapses: a takeover would be a new claim, and is refused too
     expect(await claimApproved(h.ctx)).toBeUndefined();
-    expect(await reportOutcome(h.ctx, { claimToken: claim.claimToken, outcome: { ...applied, actions: [{ ...applied.actions[0]!, detail: running.id }] } })).toEqual({ status: "applied" });
+    expect(
+      await reportOutcome(h.ctx, { claimToken: claim.claimToken, outcome: { ...applied, actions: [{ ...applied.actions[0]!, detail: running.id }] } }),
+    ).toEqual({ status: "applied" });
 
     const resumed = await resumeCountersign(h.ctx, { operator: cli });
     expect(resumed.was).toEqual(paused);
@@ -64,11 +69,18 @@ describe.each(databaseKinds)("pause and revoke on $name", (kind) => {
     expect(after?.plan.id).toBe(waiting.id);
     await reportOutcome(h.ctx, { claimToken: after!.claimToken, outcome: applied });
 
-    const system = await h.database.db.select({ type: auditEvents.type, actor: auditEvents.actor, data: auditEvents.data }).from(auditEvents)
-      .where(and(isNull(auditEvents.planId))).orderBy(asc(auditEvents.id));
+    const system = await h.database.db
+      .select({ type: auditEvents.type, actor: auditEvents.actor, data: auditEvents.data })
+      .from(auditEvents)
+      .where(and(isNull(auditEvents.planId)))
+      .orderBy(asc(auditEvents.id));
     expect(system.filter((e) => e.type.startsWith("countersign.")).slice(-2)).toEqual([
       { type: "countersign.paused", actor: { type: "system", process: "cli" }, data: { by: "ops-oncall", via: "cli", reason: paused.reason } },
-      { type: "countersign.resumed", actor: { type: "system", process: "cli" }, data: { by: "ops-oncall", via: "cli", pausedSince: paused.since, pausedBy: "ops-oncall" } },
+      {
+        type: "countersign.resumed",
+        actor: { type: "system", process: "cli" },
+        data: { by: "ops-oncall", via: "cli", pausedSince: paused.since, pausedBy: "ops-oncall" },
+      },
     ]);
   });
 
@@ -102,7 +114,9 @@ describe.each(databaseKinds)("pause and revoke on $name", (kind) => {
 
   it("who may act is asked before the reason is: a non-admin's or a stranger's oversized reason is refused for who they are", async () => {
     const huge = "x".repeat(MAX_STATED_REASON_CHARS * 50);
-    expect((await refusal(pauseCountersign(asAdmins(h.ctx, [ADMIN]), { operator: { via: "web", userId: "U0ALICE" }, reason: huge }))).code).toBe("not_an_admin");
+    expect((await refusal(pauseCountersign(asAdmins(h.ctx, [ADMIN]), { operator: { via: "web", userId: "U0ALICE" }, reason: huge }))).code).toBe(
+      "not_an_admin",
+    );
     const approved = await approvedPlan();
     expect((await refusal(revokePlan(h.ctx, { planId: approved.id, person: { userId: "U0MALLORY", via: "web" }, reason: huge }))).code).toBe("not_a_revoker");
     const tooLong = await refusal(revokePlan(h.ctx, { planId: approved.id, person: { userId: "U0BOB", via: "web" }, reason: huge }));
@@ -139,14 +153,21 @@ describe.each(databaseKinds)("pause and revoke on $name", (kind) => {
   });
 
   it("the pause is announced once per review channel through the outbox (none configured: no rows)", async () => {
-    const slackCtx: ServiceContext = { ...h.ctx, config: { ...h.ctx.config, slack: { ...h.ctx.config.slack, enabled: true, reviewChannel: "C0REVIEW" } as ServiceContext["config"]["slack"] } };
+    const slackCtx: ServiceContext = {
+      ...h.ctx,
+      config: { ...h.ctx.config, slack: { ...h.ctx.config.slack, enabled: true, reviewChannel: "C0REVIEW" } as ServiceContext["config"]["slack"] },
+    };
     const before = await h.database.db.$count(outbox, eq(outbox.kind, "slack_notice"));
     await pauseCountersign(h.ctx, { operator: cli, reason: "no channel" }); // the harness names no review channel
     await resumeCountersign(h.ctx, { operator: cli });
     expect(await h.database.db.$count(outbox, eq(outbox.kind, "slack_notice"))).toBe(before);
     await pauseCountersign(slackCtx, { operator: cli, reason: "announce" });
     await resumeCountersign(slackCtx, { operator: cli });
-    const rows = await h.database.db.select({ lane: outbox.lane, payload: outbox.payload }).from(outbox).where(eq(outbox.kind, "slack_notice")).orderBy(asc(outbox.id));
+    const rows = await h.database.db
+      .select({ lane: outbox.lane, payload: outbox.payload })
+      .from(outbox)
+      .where(eq(outbox.kind, "slack_notice"))
+      .orderBy(asc(outbox.id));
     expect(rows.length - before).toBe(2);
     expect(rows.slice(-2).map((r) => [r.lane, (r.payload as { type: string }).type])).toEqual([
       ["slack_notice:C0REVIEW", "countersign.paused"],
@@ -156,7 +177,10 @@ describe.each(databaseKinds)("pause and revoke on $name", (kind) => {
 
   it("an approver or an admin revokes an approved plan with a reason: final, the claim never returns it, the agent reads who and why", async () => {
     const byApprover = await approvedPlan();
-    expect(await revokePlan(h.ctx, { planId: byApprover.id, person: { userId: "U0BOB", via: "slack" }, reason: "  wrong customer  " })).toEqual({ status: "revoked", reason: "wrong customer" });
+    expect(await revokePlan(h.ctx, { planId: byApprover.id, person: { userId: "U0BOB", via: "slack" }, reason: "  wrong customer  " })).toEqual({
+      status: "revoked",
+      reason: "wrong customer",
+    });
     const byAdmin = await approvedPlan();
     await revokePlan(asAdmins(h.ctx, [ADMIN]), { planId: byAdmin.id, person: { userId: ADMIN, via: "web" }, reason: "freeze" });
     expect(await claimApproved(h.ctx)).toBeUndefined();
@@ -165,13 +189,16 @@ describe.each(databaseKinds)("pause and revoke on $name", (kind) => {
     expect(view).toMatchObject({ status: "revoked", revocation: { userId: "U0BOB", via: "slack", reason: "wrong customer" } });
     expect(view.held).toBeUndefined();
     expect((await rowOf(byAdmin.id)).status).toBe("revoked");
-    const [event] = await h.database.db.select({ actor: auditEvents.actor, data: auditEvents.data }).from(auditEvents)
+    const [event] = await h.database.db
+      .select({ actor: auditEvents.actor, data: auditEvents.data })
+      .from(auditEvents)
       .where(and(eq(auditEvents.planId, byAdmin.id), eq(auditEvents.type, "plan.revoked")));
     expect(event).toEqual({ actor: { type: "user", userId: ADMIN, via: "web" }, data: { reason: "freeze" } });
   });
 
   it("revoke refusals: not approved yet, claimed, final, the requester, a stranger, no reason", async () => {
-    const say = async (planId: string, userId: string, reason: string | undefined = "because") => refusal(revokePlan(h.ctx, { planId, person: { userId, via: "web" }, reason }));
+    const say = async (planId: string, userId: string, reason: string | undefined = "because") =>
+      refusal(revokePlan(h.ctx, { planId, person: { userId, via: "web" }, reason }));
     const { plan: pending } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: `pending ${++seq}` }) });
     expect(await say(pending.id, "U0BOB")).toMatchObject({ code: "not_revocable", details: { status: "pending" } });
     await decide(h.ctx, { planId: pending.id, hash: pending.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "reject", reason: "no" });
@@ -221,7 +248,10 @@ describe.skipIf(!postgresKind)("revoke racing a claim on postgres", () => {
         expect(row!.status).toBe("executing");
         expect(revoked.status).toBe("rejected");
         expect(((revoked as PromiseRejectedResult).reason as ServiceError).code).toBe("not_revocable");
-        await reportOutcome(h.ctx, { claimToken: claim.claimToken, outcome: { status: "applied", actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied" }] } });
+        await reportOutcome(h.ctx, {
+          claimToken: claim.claimToken,
+          outcome: { status: "applied", actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied" }] },
+        });
       } else {
         winners.revoke++;
         expect(revoked.status).toBe("fulfilled");

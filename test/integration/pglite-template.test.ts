@@ -10,7 +10,10 @@ describe("PGlite template", () => {
   let dir: string;
   beforeAll(() => {
     dir = mkdtempSync(path.join(os.tmpdir(), "countersign-template-"));
-    if (!readTemplateMeta()) throw new Error("templates/pglite-data.json is missing: build it with `node --import tsx scripts/build-pglite-template.ts` (npm install runs it as part of prepare)");
+    if (!readTemplateMeta())
+      throw new Error(
+        "templates/pglite-data.json is missing: build it with `node --import tsx scripts/build-pglite-template.ts` (npm install runs it as part of prepare)",
+      );
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

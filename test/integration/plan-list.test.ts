@@ -27,7 +27,16 @@ describe.each(databaseKinds)("the browser list keeps every pending plan, however
   beforeAll(async () => {
     narrowed = { ...h.ctx, config: { ...h.ctx.config, browser: { ...h.ctx.config.browser, readers: ["U0OSCAR"] } } };
     const submit = async (title: string, ttlSeconds?: number, target = "crm") =>
-      (await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title, ...(ttlSeconds ? { ttlSeconds } : {}), actions: [{ kind: "http.json", target, path: "/contacts/1", op: "merge", body: { email: `${title.replaceAll(" ", "-")}@x.example` } }] }) })).plan;
+      (
+        await submitPlan(h.ctx, {
+          agent: h.agent,
+          request: mergeRequest({
+            title,
+            ...(ttlSeconds ? { ttlSeconds } : {}),
+            actions: [{ kind: "http.json", target, path: "/contacts/1", op: "merge", body: { email: `${title.replaceAll(" ", "-")}@x.example` } }],
+          }),
+        })
+      ).plan;
     // The oldest plan waits longest (a day); every newer one expires undecided after 15 minutes.
     oldest = await submit("oldest pending hr plan", 86_400, "hr");
     for (let n = 1; n <= NEWER; n++) {
@@ -35,7 +44,9 @@ describe.each(databaseKinds)("the browser list keeps every pending plan, however
       await submit(`newer plan ${n}`);
     }
     h.clock.advance(901);
-    while ((await expireDue(h.ctx)).length > 0) { /* the sweeper takes 100 at a time */ }
+    while ((await expireDue(h.ctx)).length > 0) {
+      /* the sweeper takes 100 at a time */
+    }
     const later = await submit("later pending plan", 3_600);
     h.clock.advance(1);
     const soon = await submit("soon pending hr plan", 600, "hr");
@@ -55,7 +66,11 @@ describe.each(databaseKinds)("the browser list keeps every pending plan, however
     const seen: string[] = [];
     let after: PendingCursor | undefined;
     for (let pages = 0; pages < 10; pages++) {
-      const page = await listPendingForReview(narrowed, { reader: { userId: "U0OSCAR" }, limit: 2, ...(after ? { after: parsePendingCursor(pendingCursorText(after)) } : {}) });
+      const page = await listPendingForReview(narrowed, {
+        reader: { userId: "U0OSCAR" },
+        limit: 2,
+        ...(after ? { after: parsePendingCursor(pendingCursorText(after)) } : {}),
+      });
       seen.push(...page.plans.map((p) => p.id));
       if (!page.next) break;
       after = page.next;
@@ -87,7 +102,13 @@ describe.each(databaseKinds)("the browser list keeps every pending plan, however
 
   it("the page shows the pending plans first and links to the next page of them", async () => {
     const page = await listPendingForReview(narrowed, { reader: { userId: "U0OSCAR" }, limit: 2 });
-    const html = String(PlansTable({ list: { pending: page.plans, nextPending: page.next, recent: [] }, session: undefined, page: { filter: undefined, pendingAfter: undefined } }));
+    const html = String(
+      PlansTable({
+        list: { pending: page.plans, nextPending: page.next, recent: [] },
+        session: undefined,
+        page: { filter: undefined, pendingAfter: undefined },
+      }),
+    );
     expect(html.indexOf("soon pending hr plan")).toBeGreaterThan(html.indexOf("Waiting for a decision"));
     expect(html).toContain("later pending plan");
     expect(html).not.toContain("oldest pending hr plan");
@@ -99,7 +120,13 @@ describe("a pending-page cursor", () => {
   it("round-trips, and anything else is refused naming what it must be", () => {
     const cursor = { expiresAt: new Date("2026-12-03T07:00:00.123Z"), id: "5d5a0f3e-8a4c-4d4b-9a57-1c2b3d4e5f60" };
     expect(parsePendingCursor(pendingCursorText(cursor))).toEqual(cursor);
-    for (const bad of ["", "yesterday~5d5a0f3e-8a4c-4d4b-9a57-1c2b3d4e5f60", "2026-12-03T07:00:00.123Z~not-an-id", "2026-12-03T07:00:00.123Z~5d5a0f3e-8a4c-4d4b-9a57-1c2b3d4e5f60~x", "0000-01-01T00:00:00.000Z~5d5a0f3e-8a4c-4d4b-9a57-1c2b3d4e5f60"]) {
+    for (const bad of [
+      "",
+      "yesterday~5d5a0f3e-8a4c-4d4b-9a57-1c2b3d4e5f60",
+      "2026-12-03T07:00:00.123Z~not-an-id",
+      "2026-12-03T07:00:00.123Z~5d5a0f3e-8a4c-4d4b-9a57-1c2b3d4e5f60~x",
+      "0000-01-01T00:00:00.000Z~5d5a0f3e-8a4c-4d4b-9a57-1c2b3d4e5f60",
+    ]) {
       expect(() => parsePendingCursor(bad)).toThrow(ServiceError);
       expect(() => parsePendingCursor(bad)).toThrow(/pending_after must be "<expiry>~<plan id>"/);
     }

@@ -60,7 +60,9 @@ describe.each(databaseKinds)("plan signals on $name", (kind) => {
     let planId = "";
     let hash = "";
     await heard(undefined, async () => {
-      ({ plan: { id: planId, hash } } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "signals" }) }));
+      ({
+        plan: { id: planId, hash },
+      } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "signals" }) }));
     });
     expect(executors.woken()).toBe(0);
 

@@ -34,9 +34,15 @@ describe("postgres.row demo provisioning: bad DATABASE_URLs", () => {
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it("turns the demo off with a reason, naming no password, for several host:port pairs or a bad %-escape", async () => {
-    for (const url of ["postgres://u:s3cret@127.0.0.1:5432,127.0.0.1:5433/app", "postgres://u:s3cret@127.0.0.1:5432/a%zz", "postgres://u%zz:s3cret@127.0.0.1:5432/app"]) {
+    for (const url of [
+      "postgres://u:s3cret@127.0.0.1:5432,127.0.0.1:5433/app",
+      "postgres://u:s3cret@127.0.0.1:5432/a%zz",
+      "postgres://u%zz:s3cret@127.0.0.1:5432/app",
+    ]) {
       const reason = refusal(await provisionPostgresRowDemo(url, dataDir));
-      expect(reason, url).toMatch(/^cannot derive the demo's database and roles from DATABASE_URL \(.+\); the demo needs a URL with one host and valid %-escapes$/);
+      expect(reason, url).toMatch(
+        /^cannot derive the demo's database and roles from DATABASE_URL \(.+\); the demo needs a URL with one host and valid %-escapes$/,
+      );
       expect(reason).not.toContain("s3cret");
     }
   });
@@ -82,7 +88,8 @@ describe.skipIf(!postgresKind)("postgres.row demo provisioning on PostgreSQL", (
       SELECT (SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = ${names.database}) AS database,
              (SELECT shobj_description(oid, 'pg_authid') FROM pg_roles WHERE rolname = ${names.readRole}) AS read,
              (SELECT shobj_description(oid, 'pg_authid') FROM pg_roles WHERE rolname = ${names.writeRole}) AS write`.then((rows) => rows[0]!);
-  const rolePassword = async (role: string) => (await admin<{ rolpassword: string | null }[]>`SELECT rolpassword FROM pg_authid WHERE rolname = ${role}`)[0]?.rolpassword;
+  const rolePassword = async (role: string) =>
+    (await admin<{ rolpassword: string | null }[]>`SELECT rolpassword FROM pg_authid WHERE rolname = ${role}`)[0]?.rolpassword;
   const roleCount = async (names: { readRole: string; writeRole: string }) =>
     (await admin<{ n: number }[]>`SELECT count(*)::int AS n FROM pg_roles WHERE rolname IN (${names.readRole}, ${names.writeRole})`)[0]!.n;
 
@@ -124,7 +131,9 @@ describe.skipIf(!postgresKind)("postgres.row demo provisioning on PostgreSQL", (
     try {
       await app.unsafe("CREATE TABLE orders (id int PRIMARY KEY); GRANT CREATE ON SCHEMA public TO PUBLIC");
       const reason = refusal(await provisionPostgresRowDemo(t.url, t.dataDir));
-      expect(reason).toBe(`a database "${t.names.database}" exists that this demo did not make (it lacks the demo's marker comment), so it is left as it is; drop it if it is a leftover of the demo`);
+      expect(reason).toBe(
+        `a database "${t.names.database}" exists that this demo did not make (it lacks the demo's marker comment), so it is left as it is; drop it if it is a leftover of the demo`,
+      );
       const [after] = await app<{ connect: boolean; create: boolean; contacts: string | null }[]>`
         SELECT has_database_privilege('public', current_database(), 'CONNECT') AS connect,
                has_schema_privilege('public', 'public', 'CREATE') AS create,
@@ -143,7 +152,9 @@ describe.skipIf(!postgresKind)("postgres.row demo provisioning on PostgreSQL", (
     const password = await rolePassword(t.names.writeRole);
     expect(password).toMatch(/^SCRAM-SHA-256\$/);
     const reason = refusal(await provisionPostgresRowDemo(t.url, t.dataDir));
-    expect(reason).toBe(`a role "${t.names.writeRole}" exists that this demo did not make (it lacks the demo's marker comment); it is left as it is, and the demo stays off until it is dropped or fixed`);
+    expect(reason).toBe(
+      `a role "${t.names.writeRole}" exists that this demo did not make (it lacks the demo's marker comment); it is left as it is, and the demo stays off until it is dropped or fixed`,
+    );
     expect(await rolePassword(t.names.writeRole)).toBe(password);
     expect((await admin<{ rolinherit: boolean }[]>`SELECT rolinherit FROM pg_roles WHERE rolname = ${t.names.writeRole}`)[0]!.rolinherit).toBe(true);
     expect(await roleCount(t.names)).toBe(1);
@@ -204,7 +215,10 @@ describe.skipIf(!postgresKind)("postgres.row demo provisioning on PostgreSQL", (
   it("sets passwords as SCRAM-SHA-256 verifiers of the URLs' passwords (PostgreSQL's form, checked against its keys)", async () => {
     const t = await fresh();
     const demo = ok(await provisionPostgresRowDemo(t.url, t.dataDir));
-    for (const [role, url] of [[t.names.readRole, demo.readUrl], [t.names.writeRole, demo.writeUrl]] as const) {
+    for (const [role, url] of [
+      [t.names.readRole, demo.readUrl],
+      [t.names.writeRole, demo.writeUrl],
+    ] as const) {
       const stored = (await rolePassword(role))!;
       const [, iterations, salt, storedKey, serverKey] = /^SCRAM-SHA-256\$(\d+):([^$]+)\$([^:]+):(.+)$/.exec(stored)!;
       expect(iterations).toBe("4096");

@@ -17,7 +17,11 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row: one row, one path; ve
   let closeTarget: (() => Promise<void>) | undefined;
   const writeRole = () => decodeURIComponent(new URL(db.writeUrl).username);
   const action = (a: Omit<PostgresRowAction, "kind" | "target">): PostgresRowAction => ({ kind: "postgres.row", target: "crmdb", ...a });
-  const refusal = (a: Omit<PostgresRowAction, "kind" | "target">) => reader.preview(action(a)).then(() => "previewed", (err: AdapterError) => err);
+  const refusal = (a: Omit<PostgresRowAction, "kind" | "target">) =>
+    reader.preview(action(a)).then(
+      () => "previewed",
+      (err: AdapterError) => err,
+    );
 
   beforeAll(async () => {
     db = await openRowDatabase(adminUrl!);
@@ -31,7 +35,23 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row: one row, one path; ve
       CREATE TABLE people (id int4 PRIMARY KEY, email text CONSTRAINT people_email_unique UNIQUE, name text, version int4);
       GRANT SELECT ON ledger, prices, scaled, stamps, docs, people TO ${readRole};
       GRANT SELECT, INSERT, UPDATE, DELETE ON ledger, prices, scaled, stamps, docs, people TO ${writeRole()};`);
-    ({ target, reader, writer, close: closeTarget } = openRowTarget(db, { ledger: { key: ["id"] }, prices: { key: ["amount"] }, scaled: { key: ["amount"] }, stamps: { key: ["at"] }, docs: { key: ["doc"] }, people: { key: ["id"], version: "version" } }, 2000));
+    ({
+      target,
+      reader,
+      writer,
+      close: closeTarget,
+    } = openRowTarget(
+      db,
+      {
+        ledger: { key: ["id"] },
+        prices: { key: ["amount"] },
+        scaled: { key: ["amount"] },
+        stamps: { key: ["at"] },
+        docs: { key: ["doc"] },
+        people: { key: ["id"], version: "version" },
+      },
+      2000,
+    ));
   });
   afterAll(async () => {
     await closeTarget?.();
@@ -46,18 +66,32 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row: one row, one path; ve
   });
 
   it("a key in another form of the same value is refused, naming the one form; the standard form has one path", async () => {
-    const update = (table: string, key: PostgresRowAction["key"]) => refusal({ table, key, op: "update", values: { [table === "ledger" ? "note" : "label"]: "x" } });
+    const update = (table: string, key: PostgresRowAction["key"]) =>
+      refusal({ table, key, op: "update", values: { [table === "ledger" ? "note" : "label"]: "x" } });
     expect(String(await update("ledger", { id: "-0" }))).toContain(`key column 'id' (bigint): "-0" is written "0" there; send a key in that one form`);
     expect(String(await update("prices", { amount: "1.0" }))).toContain(`key column 'amount' (numeric): "1.0" is written "1" there`);
     expect(String(await update("prices", { amount: "-0.00" }))).toContain(`key column 'amount' (numeric): "-0.00" is written "0" there`);
     expect(String(await update("scaled", { amount: "1" }))).toContain(`key column 'amount' (numeric(10,2)): "1" is written "1.00" there`);
-    expect(String(await update("stamps", { at: "2026-12-03T24:00:00.000000Z" }))).toContain(`"2026-12-03T24:00:00.000000Z" is written "2026-12-04T00:00:00.000000Z" there`);
-    for (const [table, key] of [["ledger", { id: "0" }], ["prices", { amount: "1" }], ["scaled", { amount: "1.00" }], ["stamps", { at: "2026-12-04T00:00:00.000000Z" }]] as const) {
+    expect(String(await update("stamps", { at: "2026-12-03T24:00:00.000000Z" }))).toContain(
+      `"2026-12-03T24:00:00.000000Z" is written "2026-12-04T00:00:00.000000Z" there`,
+    );
+    for (const [table, key] of [
+      ["ledger", { id: "0" }],
+      ["prices", { amount: "1" }],
+      ["scaled", { amount: "1.00" }],
+      ["stamps", { at: "2026-12-04T00:00:00.000000Z" }],
+    ] as const) {
       const { planned } = await reader.preview(action({ table, key, op: "update", values: { [table === "ledger" ? "note" : "label"]: "y" } }));
       expect(planned.path).toBe(adapter.address("crmdb", target, action({ table, key, op: "update", values: {} })).path);
     }
     // Keys sent in their one form: two actions on one row are one resource to the plan's duplicate check.
-    const plan = PlanRequest.safeParse({ title: "twice", actions: [action({ table: "ledger", key: { id: "0" }, op: "update", values: { note: "a" } }), action({ table: "ledger", key: { id: "0" }, op: "delete" })] });
+    const plan = PlanRequest.safeParse({
+      title: "twice",
+      actions: [
+        action({ table: "ledger", key: { id: "0" }, op: "update", values: { note: "a" } }),
+        action({ table: "ledger", key: { id: "0" }, op: "delete" }),
+      ],
+    });
     expect(plan.success).toBe(false);
     expect(plan.error?.issues[0]?.message).toContain("action 1 writes crmdb ledger");
   });
@@ -76,7 +110,9 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row: one row, one path; ve
   });
 
   it("an insert that hits another unique constraint is failed (permanent) naming it, not stale", async () => {
-    const { planned } = await reader.preview(action({ table: "people", key: { id: 3 }, op: "insert", values: { email: "ada@example.com", name: "Ada again" } }));
+    const { planned } = await reader.preview(
+      action({ table: "people", key: { id: 3 }, op: "insert", values: { email: "ada@example.com", name: "Ada again" } }),
+    );
     const result = await writer.apply(planned, "k");
     expect(result).toMatchObject({ status: "failed", errorClass: "permanent" });
     expect(result.status === "failed" && result.detail).toMatch(/^insert \/people\/3 on 'crmdb' was refused: .*people_email_unique/);

@@ -28,11 +28,13 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row sessions: the URL's qu
   let closeTarget: (() => Promise<void>) | undefined;
   let relay: TcpRelay;
   const writeRole = () => decodeURIComponent(new URL(db.writeUrl).username);
-  const update = (table: string, name: string) => reader.preview({ kind: "postgres.row", target: "crmdb", table, key: { id: 1 }, op: "update", values: { name } });
+  const update = (table: string, name: string) =>
+    reader.preview({ kind: "postgres.row", target: "crmdb", table, key: { id: 1 }, op: "update", values: { name } });
   const row = async (table: string) => db.admin.unsafe(`SELECT name, version FROM ${table} WHERE id = 1`);
   /** A writer whose connections go through the relay, as the executor opens one (cold: no connection yet). */
   const writerThroughRelay = (): TargetWriter<PostgresRowPlanned> => adapter.openWriter("crmdb", { ...target, write: { url: relay.url(db.writeUrl) } });
-  const runningWrites = async () => (await db.admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = ${writeRole()} AND state = 'active'`)[0]!.n as number;
+  const runningWrites = async () =>
+    (await db.admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = ${writeRole()} AND state = 'active'`)[0]!.n as number;
 
   beforeAll(async () => {
     db = await openRowDatabase(adminUrl!);
@@ -44,7 +46,11 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row sessions: the URL's qu
       CREATE CONSTRAINT TRIGGER held_at_commit AFTER UPDATE ON held DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION hold_commit();
       GRANT SELECT ON people, held TO ${readRole};
       GRANT SELECT, UPDATE ON people, held TO ${writeRole()};`);
-    ({ target, reader, close: closeTarget } = openRowTarget(db, { people: { key: ["id"], version: "version" }, held: { key: ["id"], version: "version" } }, TIMEOUT_MS));
+    ({
+      target,
+      reader,
+      close: closeTarget,
+    } = openRowTarget(db, { people: { key: ["id"], version: "version" }, held: { key: ["id"], version: "version" } }, TIMEOUT_MS));
     relay = await tcpRelay(new URL(db.writeUrl));
   });
   afterAll(async () => {
@@ -58,7 +64,11 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row sessions: the URL's qu
   });
 
   /** Runs `lock` in an admin transaction, then `writing` while it holds, and ends the transaction when `release` returns. */
-  async function whileLocked<T>(lock: (sql: postgres.TransactionSql) => Promise<unknown>, writing: () => Promise<T>, release: (applying: () => Promise<T>) => Promise<unknown>): Promise<T> {
+  async function whileLocked<T>(
+    lock: (sql: postgres.TransactionSql) => Promise<unknown>,
+    writing: () => Promise<T>,
+    release: (applying: () => Promise<T>) => Promise<unknown>,
+  ): Promise<T> {
     let locked!: () => void;
     const held = new Promise<void>((resolve) => (locked = resolve));
     let applying!: Promise<T>;
@@ -75,8 +85,13 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row sessions: the URL's qu
   const rowLock = (table: string) => (sql: postgres.TransactionSql) => sql.unsafe(`SELECT 1 FROM ${table} WHERE id = 1 FOR UPDATE`);
   const commitLock = (sql: postgres.TransactionSql) => sql`SELECT pg_advisory_xact_lock(${COMMIT_LOCK})`;
   const writeWaits = (on: "Lock" | "advisory") =>
-    waitFor(`the write to wait on ${on === "Lock" ? "the row lock" : "the lock its commit takes"}`, async () =>
-      (await db.admin`SELECT 1 FROM pg_stat_activity WHERE usename = ${writeRole()} AND ${on === "Lock" ? db.admin`wait_event_type = 'Lock'` : db.admin`wait_event = 'advisory'`}`).length > 0);
+    waitFor(
+      `the write to wait on ${on === "Lock" ? "the row lock" : "the lock its commit takes"}`,
+      async () =>
+        (
+          await db.admin`SELECT 1 FROM pg_stat_activity WHERE usename = ${writeRole()} AND ${on === "Lock" ? db.admin`wait_event_type = 'Lock'` : db.admin`wait_event = 'advisory'`}`
+        ).length > 0,
+    );
 
   it("a URL whose query sets statement_timeout is refused, naming the target and the parameter: postgres.js would let it win over the session's own", async () => {
     // Why: the URL's query goes into the startup packet after (so over) the connection options.
@@ -87,10 +102,17 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row sessions: the URL's qu
       await raw.end({ timeout: 5 });
     }
     const withQuery = { ...target, write: { url: `${db.writeUrl}?statement_timeout=0` } };
-    expect(PostgresRowTarget.safeParse(withQuery).error?.issues).toMatchObject([{ path: ["write", "url"], message: expect.stringMatching(/^the URL's query sets "statement_timeout", which postgres.js would send as a session setting/) }]);
+    expect(PostgresRowTarget.safeParse(withQuery).error?.issues).toMatchObject([
+      {
+        path: ["write", "url"],
+        message: expect.stringMatching(/^the URL's query sets "statement_timeout", which postgres.js would send as a session setting/),
+      },
+    ]);
     // A target built without the config schema is refused when its writer or reader is opened.
     expect(() => adapter.openWriter("crmdb", withQuery)).toThrow(/^target 'crmdb': the URL's query sets "statement_timeout"/);
-    expect(() => adapter.openReader("crmdb", { ...target, read: { url: `${db.readUrl}?options=-c%20default_transaction_read_only%3Doff` } })).toThrow(/^target 'crmdb': the URL's query sets "options"/);
+    expect(() => adapter.openReader("crmdb", { ...target, read: { url: `${db.readUrl}?options=-c%20default_transaction_read_only%3Doff` } })).toThrow(
+      /^target 'crmdb': the URL's query sets "options"/,
+    );
   });
 
   describe("a write given a deadline, on a cold connection slow to open", () => {
@@ -99,7 +121,10 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row sessions: the URL's qu
       relay.connectDelayMs = 1200;
       const writer = writerThroughRelay();
       try {
-        expect(await writer.apply(planned, "k", performance.now() + 600)).toEqual({ status: "expired", detail: "update /people/1 on 'crmdb' was not sent: the deadline had passed when the connection was ready, too little for the write to land before it" });
+        expect(await writer.apply(planned, "k", performance.now() + 600)).toEqual({
+          status: "expired",
+          detail: "update /people/1 on 'crmdb' was not sent: the deadline had passed when the connection was ready, too little for the write to land before it",
+        });
       } finally {
         await writer.close();
       }
@@ -112,11 +137,21 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row sessions: the URL's qu
       const writer = writerThroughRelay();
       const deadline = performance.now() + TIMEOUT_MS + 600;
       try {
-        const answered = await whileLocked(rowLock("people"), async () => ({ result: await writer.apply(planned, "k", deadline), at: performance.now() }), async (applying) => {
-          await applying(); // the lock outlasts the deadline: held until the write has answered
-          await waitFor("the deadline to pass", () => performance.now() > deadline + 300);
+        const answered = await whileLocked(
+          rowLock("people"),
+          async () => ({ result: await writer.apply(planned, "k", deadline), at: performance.now() }),
+          async (applying) => {
+            await applying(); // the lock outlasts the deadline: held until the write has answered
+            await waitFor("the deadline to pass", () => performance.now() > deadline + 300);
+          },
+        );
+        expect(answered.result).toMatchObject({
+          status: "failed",
+          errorClass: "transient",
+          detail: expect.stringMatching(
+            /^update \/people\/1 on 'crmdb' was refused: canceling statement due to statement timeout \(its statement_timeout was cut to \d+ ms, the time left before the deadline; nothing was written\)$/,
+          ),
         });
-        expect(answered.result).toMatchObject({ status: "failed", errorClass: "transient", detail: expect.stringMatching(/^update \/people\/1 on 'crmdb' was refused: canceling statement due to statement timeout \(its statement_timeout was cut to \d+ ms, the time left before the deadline; nothing was written\)$/) });
         expect(answered.at).toBeLessThan(deadline);
       } finally {
         await writer.close();
@@ -167,7 +202,16 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row sessions: the URL's qu
         // The other transaction goes on a moment after the drop, then commits and lets the orphan through.
         await new Promise((resolve) => setTimeout(resolve, 500));
       });
-      expect(answered).toMatchObject({ result: { status: "uncertain", detail: expect.stringMatching(/got no answer .*its session \(backend pid \d+\) was waited for until it ended or went idle \(\d+ ms\), so the re-read sees whether it was written$/) }, running: 0, row: [{ name: "Ada Lovelace", version: 2 }] });
+      expect(answered).toMatchObject({
+        result: {
+          status: "uncertain",
+          detail: expect.stringMatching(
+            /got no answer .*its session \(backend pid \d+\) was waited for until it ended or went idle \(\d+ ms\), so the re-read sees whether it was written$/,
+          ),
+        },
+        running: 0,
+        row: [{ name: "Ada Lovelace", version: 2 }],
+      });
       expect(await settled(answered.result as Parameters<typeof settleWrite>[1], planned, preview)).toMatchObject({ status: "applied", verified: true });
     });
 
@@ -178,7 +222,10 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row sessions: the URL's qu
         relay.partition();
         await new Promise((resolve) => setTimeout(resolve, 500));
       });
-      expect(answered).toMatchObject({ result: { status: "uncertain", detail: expect.stringMatching(/was waited for until it ended or went idle \(\d+ ms\)/) }, row: [{ name: "Ada Lovelace", version: 2 }] });
+      expect(answered).toMatchObject({
+        result: { status: "uncertain", detail: expect.stringMatching(/was waited for until it ended or went idle \(\d+ ms\)/) },
+        row: [{ name: "Ada Lovelace", version: 2 }],
+      });
       expect(await settled(answered.result as Parameters<typeof settleWrite>[1], planned, preview)).toMatchObject({ status: "applied", verified: true });
       relay.cut(); // the server's side of the partitioned connection
     });
@@ -206,7 +253,11 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row sessions: the URL's qu
         released = performance.now();
       });
       expect(answered.at).toBeGreaterThan(released);
-      expect(answered).toMatchObject({ result: { status: "uncertain", detail: expect.stringContaining("was waited for until it ended or went idle") }, running: 0, row: [{ name: "Ada Lovelace", version: 2 }] });
+      expect(answered).toMatchObject({
+        result: { status: "uncertain", detail: expect.stringContaining("was waited for until it ended or went idle") },
+        running: 0,
+        row: [{ name: "Ada Lovelace", version: 2 }],
+      });
       expect(await settled(answered.result as Parameters<typeof settleWrite>[1], planned, preview)).toMatchObject({ status: "applied", verified: true });
     });
 
@@ -217,7 +268,16 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row sessions: the URL's qu
         relay.cut();
         await applying(); // the commit's lock is held until the write has answered
       });
-      expect(answered).toMatchObject({ result: { status: "uncertain", detail: expect.stringMatching(/its session \(backend pid \d+\) was still there after \d+ ms and was ended \(pg_terminate_backend\), after \d+ ms in all, so the re-read sees whether it was written$/) }, running: 0, row: [{ name: "Ada", version: 1 }] });
+      expect(answered).toMatchObject({
+        result: {
+          status: "uncertain",
+          detail: expect.stringMatching(
+            /its session \(backend pid \d+\) was still there after \d+ ms and was ended \(pg_terminate_backend\), after \d+ ms in all, so the re-read sees whether it was written$/,
+          ),
+        },
+        running: 0,
+        row: [{ name: "Ada", version: 1 }],
+      });
       expect(await settled(answered.result as Parameters<typeof settleWrite>[1], planned, preview)).toMatchObject({ status: "failed", verified: false });
       expect(await row("held")).toEqual([{ name: "Ada", version: 1 }]);
     });

@@ -16,11 +16,29 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row on PostgreSQL with rea
   let writer: TargetWriter<PostgresRowPlanned>;
   let closeTarget: (() => Promise<void>) | undefined;
   const action = (a: Omit<PostgresRowAction, "kind" | "target">): PostgresRowAction => ({ kind: "postgres.row", target: "crmdb", ...a });
-  const refusal = (a: Omit<PostgresRowAction, "kind" | "target">) => reader.preview(action(a)).then(() => "previewed", (err: AdapterError) => err);
+  const refusal = (a: Omit<PostgresRowAction, "kind" | "target">) =>
+    reader.preview(action(a)).then(
+      () => "previewed",
+      (err: AdapterError) => err,
+    );
 
   beforeAll(async () => {
     db = await openRowDatabase(adminUrl!);
-    ({ target, reader, writer, close: closeTarget } = openRowTarget(db, { contacts: { key: ["id"], version: "updated_at" }, accounts: { key: ["id", "region"], version: "version" }, notes: { key: ["id"] }, tasks: { key: ["id"], version: "updated_at", versionSetBy: "trigger" } }, 10_000));
+    ({
+      target,
+      reader,
+      writer,
+      close: closeTarget,
+    } = openRowTarget(
+      db,
+      {
+        contacts: { key: ["id"], version: "updated_at" },
+        accounts: { key: ["id", "region"], version: "version" },
+        notes: { key: ["id"] },
+        tasks: { key: ["id"], version: "updated_at", versionSetBy: "trigger" },
+      },
+      10_000,
+    ));
   });
   afterAll(async () => {
     await closeTarget?.();
@@ -40,12 +58,26 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row on PostgreSQL with rea
   it("reads each column in its one JSON form, and the version as text with its microseconds", async () => {
     const { preview } = await reader.preview(action({ table: "contacts", key: { id: 42 }, op: "update", values: { name: "Ada Lovelace" } }));
     expect(preview.before).toEqual({
-      id: 42, name: "Ada", email: "ada@example.com", score: "12.50", big: "9007199254740993", active: true, born: "1815-12-10",
-      seen_at: "2026-12-03T10:00:00.123456Z", tags: { vip: true }, avatar: "AP8Q", ref: "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+      id: 42,
+      name: "Ada",
+      email: "ada@example.com",
+      score: "12.50",
+      big: "9007199254740993",
+      active: true,
+      born: "1815-12-10",
+      seen_at: "2026-12-03T10:00:00.123456Z",
+      tags: { vip: true },
+      avatar: "AP8Q",
+      ref: "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
     });
     // location (point) is not a supported type: not shown, not writable; updated_at is the version.
     expect(preview.version).toBe("2026-12-03 09:00:00.000001+00");
-    expect(preview).toMatchObject({ path: "/contacts/42", op: "update", precondition: "version", changes: [{ path: "/name", from: "Ada", to: "Ada Lovelace" }] });
+    expect(preview).toMatchObject({
+      path: "/contacts/42",
+      op: "update",
+      precondition: "version",
+      changes: [{ path: "/name", from: "Ada", to: "Ada Lovelace" }],
+    });
   });
 
   it("previews with the SELECT-only role, which cannot write, and nothing is written", async () => {
@@ -56,18 +88,36 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row on PostgreSQL with rea
       await asReader.end({ timeout: 5 });
     }
     const before = await db.writes();
-    await reader.preview(action({ table: "contacts", key: { id: 42 }, op: "update", values: { score: "99.95", big: "-9223372036854775808", seen_at: "2027-01-01T00:00:00.000001Z", avatar: "3q2+7w==", tags: { a: [1, 2] } } }));
+    await reader.preview(
+      action({
+        table: "contacts",
+        key: { id: 42 },
+        op: "update",
+        values: { score: "99.95", big: "-9223372036854775808", seen_at: "2027-01-01T00:00:00.000001Z", avatar: "3q2+7w==", tags: { a: [1, 2] } },
+      }),
+    );
     await reader.preview(action({ table: "notes", key: { id: 2 }, op: "insert", values: { body: "second" } }));
     await reader.preview(action({ table: "accounts", key: { id: "7", region: "eu" }, op: "delete" }));
     expect(await db.writes()).toBe(before);
   });
 
   it("writes every form and reads it back as previewed (verified)", async () => {
-    const values = { score: "99.95", big: "-9223372036854775808", seen_at: "2027-01-01T00:00:00.000001Z", avatar: "3q2+7w==", tags: { a: [1, 2] }, active: false, born: "2000-02-29", ref: "00000000-0000-4000-8000-000000000000", email: null };
+    const values = {
+      score: "99.95",
+      big: "-9223372036854775808",
+      seen_at: "2027-01-01T00:00:00.000001Z",
+      avatar: "3q2+7w==",
+      tags: { a: [1, 2] },
+      active: false,
+      born: "2000-02-29",
+      ref: "00000000-0000-4000-8000-000000000000",
+      email: null,
+    };
     const { planned, preview } = await reader.preview(action({ table: "contacts", key: { id: 42 }, op: "update", values }));
     expect(await writer.apply(planned, "k")).toEqual({ status: "applied" });
     expect(await reader.verify(planned, preview)).toEqual({ verified: true });
-    const [row] = await db.admin`SELECT encode(avatar, 'hex') AS avatar, big::text AS big, seen_at = '2027-01-01T00:00:00.000001Z' AS same, updated_at > '2026-12-03 09:00:00.000001+00' AS moved FROM contacts WHERE id = 42`;
+    const [row] =
+      await db.admin`SELECT encode(avatar, 'hex') AS avatar, big::text AS big, seen_at = '2027-01-01T00:00:00.000001Z' AS same, updated_at > '2026-12-03 09:00:00.000001+00' AS moved FROM contacts WHERE id = 42`;
     expect(row).toEqual({ avatar: "deadbeef", big: "-9223372036854775808", same: true, moved: true });
   });
 
@@ -84,7 +134,9 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row on PostgreSQL with rea
     expect(String(await update({ updated_at: "2026-12-03T10:00:00.000000Z" }))).toContain("column 'updated_at' is the version of 'contacts'");
     expect(String(await update({ id: 43 }))).toContain("column 'id' is part of the key");
     expect(String(await refusal({ table: "notes", key: { id: 3 }, op: "insert", values: {} }))).toBe("previewed");
-    expect(String(await refusal({ table: "contacts", key: { id: 43 }, op: "insert", values: { email: "x@y" } }))).toContain("insert into 'contacts' needs 'name'");
+    expect(String(await refusal({ table: "contacts", key: { id: 43 }, op: "insert", values: { email: "x@y" } }))).toContain(
+      "insert into 'contacts' needs 'name'",
+    );
   });
 
   it("a concurrent writer between preview and apply makes it stale with zero writes", async () => {
@@ -96,7 +148,12 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row on PostgreSQL with rea
     expect(result).toMatchObject({ status: "stale" });
     expect(result.status === "stale" && result.detail).toContain("expected version 1, found version 2");
     expect(await db.writes()).toBe(writes);
-    expect(await reader.revalidate(planned, preview)).toMatchObject({ state: "stale", expected: "1", now: "2", changedSincePreview: [{ path: "/balance", from: "100", to: "90" }] });
+    expect(await reader.revalidate(planned, preview)).toMatchObject({
+      state: "stale",
+      expected: "1",
+      now: "2",
+      changedSincePreview: [{ path: "/balance", from: "100", to: "90" }],
+    });
   });
 
   it("sets a counter version itself; an apply repeated after a crash is applied and reconciled with no second write", async () => {
@@ -109,7 +166,9 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row on PostgreSQL with rea
   });
 
   it("leaves a version to the table's trigger when told, and starts a counter at 1 on insert", async () => {
-    expect(String(await refusal({ table: "tasks", key: { id: 1 }, op: "update", values: { updated_at: "2026-12-03T10:00:00.000000Z" } }))).toContain("column 'updated_at' is the version of 'tasks'; its trigger sets it");
+    expect(String(await refusal({ table: "tasks", key: { id: 1 }, op: "update", values: { updated_at: "2026-12-03T10:00:00.000000Z" } }))).toContain(
+      "column 'updated_at' is the version of 'tasks'; its trigger sets it",
+    );
     const { planned, preview } = await reader.preview(action({ table: "tasks", key: { id: 1 }, op: "update", values: { title: "write the docs" } }));
     expect(await writer.apply(planned, "k")).toEqual({ status: "applied" });
     const [after] = await db.admin<{ v: string }[]>`SELECT updated_at::text AS v FROM tasks`;
@@ -141,12 +200,18 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row on PostgreSQL with rea
 
   it("injection in table names, key columns, key values and values is refused or inert", async () => {
     const writes = await db.writes();
-    expect(() => adapter.address("crmdb", target, action({ table: 'contacts"; DROP TABLE contacts; --', key: { id: 1 }, op: "delete" }))).toThrow(/has no table 'contacts"; DROP TABLE/);
+    expect(() => adapter.address("crmdb", target, action({ table: 'contacts"; DROP TABLE contacts; --', key: { id: 1 }, op: "delete" }))).toThrow(
+      /has no table 'contacts"; DROP TABLE/,
+    );
     expect(String(await refusal({ table: "pg_authid", key: { id: 1 }, op: "delete" }))).toContain("has no table 'pg_authid'");
     expect(String(await refusal({ table: "contacts", key: { 'id" OR 1=1 --': 1 }, op: "delete" }))).toContain("is found by its key (id)");
     expect(String(await refusal({ table: "contacts", key: { id: "42 OR 1=1" }, op: "delete" }))).toContain("column 'id' (integer) takes an integer");
-    expect(String(await refusal({ table: "accounts", key: { id: "7", region: "eu' OR '1'='1" }, op: "delete" }))).toContain("has no row at /accounts/7/eu'%20OR%20'1'%3D'1");
-    expect(String(await refusal({ table: "contacts", key: { id: 42 }, op: "update", values: { 'name" = now(), "email': "x" } }))).toContain("has no column 'name\" = now(), \"email'");
+    expect(String(await refusal({ table: "accounts", key: { id: "7", region: "eu' OR '1'='1" }, op: "delete" }))).toContain(
+      "has no row at /accounts/7/eu'%20OR%20'1'%3D'1",
+    );
+    expect(String(await refusal({ table: "contacts", key: { id: 42 }, op: "update", values: { 'name" = now(), "email': "x" } }))).toContain(
+      "has no column 'name\" = now(), \"email'",
+    );
     expect(await db.writes()).toBe(writes);
     const payload = "Ada'); DROP TABLE contacts; --";
     const { planned } = await reader.preview(action({ table: "contacts", key: { id: 42 }, op: "update", values: { name: payload } }));
@@ -156,10 +221,18 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row on PostgreSQL with rea
 
   it("a target without a write connection, or a key that is not unique, is refused plainly", async () => {
     const { planned } = await reader.preview(action({ table: "notes", key: { id: 1 }, op: "update", values: { body: "changed" } }));
-    expect(await writer.apply({ ...planned, values: { "body\" = 'x', \"id": "y" } }, "k")).toEqual({ status: "failed", errorClass: "permanent", detail: `update /notes/1 on 'crmdb' was not sent: table 'notes' has no column 'body" = 'x', "id' any more` });
+    expect(await writer.apply({ ...planned, values: { "body\" = 'x', \"id": "y" } }, "k")).toEqual({
+      status: "failed",
+      errorClass: "permanent",
+      detail: `update /notes/1 on 'crmdb' was not sent: table 'notes' has no column 'body" = 'x', "id' any more`,
+    });
     expect(await writer.apply({ ...planned, key: { body: "first" } }, "k")).toMatchObject({ status: "failed", errorClass: "permanent" });
     const readOnly = adapter.openWriter("crmdb", { ...target, write: undefined });
-    expect(await readOnly.apply({} as PostgresRowPlanned, "k")).toEqual({ status: "failed", errorClass: "permanent", detail: "target 'crmdb' has no write connection configured" });
+    expect(await readOnly.apply({} as PostgresRowPlanned, "k")).toEqual({
+      status: "failed",
+      errorClass: "permanent",
+      detail: "target 'crmdb' has no write connection configured",
+    });
     const loose = adapter.openReader("crmdb", PostgresRowTarget.parse({ ...target, tables: { notes: { key: ["body"] } }, allow: undefined }));
     try {
       const err = await loose.preview(action({ table: "notes", key: { body: "first" }, op: "delete" })).catch((e: AdapterError) => e);
@@ -174,26 +247,43 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row on PostgreSQL with rea
 describe("postgres.row target config", () => {
   it("names an allowed table that is not addressable, and a version column that is a key", () => {
     const result = PostgresRowTarget.safeParse({
-      adapter: "postgres.row", read: { url: "postgres://r@h/db" }, tables: { contacts: { key: ["id"], version: "id" } }, allow: { ops: ["update"], tables: ["contacts", "users"] },
+      adapter: "postgres.row",
+      read: { url: "postgres://r@h/db" },
+      tables: { contacts: { key: ["id"], version: "id" } },
+      allow: { ops: ["update"], tables: ["contacts", "users"] },
     });
     expect(result.success).toBe(false);
     expect(result.error?.issues.map((i) => [i.path.join("."), i.message])).toEqual([
       ["allow.tables.1", "allow.tables names 'users', which is not in tables (contacts)"],
       ["tables.contacts.version", "the version column cannot be a key column"],
     ]);
-    expect(PostgresRowTarget.safeParse({ adapter: "postgres.row", read: { url: "postgres://r@h/db" }, tables: { "a b": { key: ["id"] } } }).success).toBe(false);
+    expect(PostgresRowTarget.safeParse({ adapter: "postgres.row", read: { url: "postgres://r@h/db" }, tables: { "a b": { key: ["id"] } } }).success).toBe(
+      false,
+    );
   });
 
   it("allow refuses an op or a table it does not list, naming the config key, and everything without allow", () => {
-    const target = PostgresRowTarget.parse({ adapter: "postgres.row", read: { url: "postgres://r@h/db" }, tables: { contacts: { key: ["id"] }, audit: { key: ["id"] } }, allow: { ops: ["update"], tables: ["contacts"] } });
-    const on = (op: PostgresRowAction["op"], table: string, index = 0) => ({ index, action: { kind: "postgres.row" as const, target: "crmdb", table, key: { id: 1 }, op } });
+    const target = PostgresRowTarget.parse({
+      adapter: "postgres.row",
+      read: { url: "postgres://r@h/db" },
+      tables: { contacts: { key: ["id"] }, audit: { key: ["id"] } },
+      allow: { ops: ["update"], tables: ["contacts"] },
+    });
+    const on = (op: PostgresRowAction["op"], table: string, index = 0) => ({
+      index,
+      action: { kind: "postgres.row" as const, target: "crmdb", table, key: { id: 1 }, op },
+    });
     expect(adapter.refusals("crmdb", target, [on("update", "contacts")])).toEqual([]);
     expect(adapter.refusals("crmdb", target, [on("update", "contacts"), on("delete", "audit", 1)])).toEqual([
       { rule: "targets.crmdb.allow.ops", path: "/actions/1/op", message: "op 'delete' is not allowed on 'crmdb' (allowed: update)" },
       { rule: "targets.crmdb.allow.tables", path: "/actions/1/table", message: "table 'audit' is not one agents may change on 'crmdb' (allowed: contacts)" },
     ]);
     expect(adapter.refusals("crmdb", { ...target, allow: undefined }, [on("update", "contacts")])).toEqual([
-      { rule: "targets.crmdb.allow", path: "/actions/0/target", message: "target 'crmdb' allows no proposals: its config has no 'allow' block (deny by default)" },
+      {
+        rule: "targets.crmdb.allow",
+        path: "/actions/0/target",
+        message: "target 'crmdb' allows no proposals: its config has no 'allow' block (deny by default)",
+      },
     ]);
   });
 });

@@ -24,16 +24,13 @@ describe.skipIf(!postgresKind)("races on postgres", () => {
   /** Quorum 20 among 20 approvers. */
   let seq = 0;
 
-
   async function newPlan(h: HarnessView, overrides: Record<string, unknown> = {}): Promise<PlanView> {
     const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: `race plan ${++seq}`, ...overrides }) });
     return plan;
   }
-  const countEvents = (planId: string, type: string) =>
-    h1.database.db.$count(auditEvents, and(eq(auditEvents.planId, planId), eq(auditEvents.type, type)));
+  const countEvents = (planId: string, type: string) => h1.database.db.$count(auditEvents, and(eq(auditEvents.planId, planId), eq(auditEvents.type, type)));
   const countDecisions = (planId: string) => h1.database.db.$count(decisions, eq(decisions.planId, planId));
-  const statusOf = async (planId: string) =>
-    (await h1.database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, planId)))[0]?.status;
+  const statusOf = async (planId: string) => (await h1.database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, planId)))[0]?.status;
 
   function split<T>(results: PromiseSettledResult<T>[]): { won: T[]; lost: unknown[] } {
     return {
@@ -45,8 +42,9 @@ describe.skipIf(!postgresKind)("races on postgres", () => {
 
   it("20 different approvers at once with quorum 1: one approval counts, one transition", async () => {
     const plan = await newPlan(h1);
-    const results = await Promise.allSettled(APPROVERS_20.map((userId) =>
-      decide(h1.ctx, { planId: plan.id, hash: plan.hash, actor: { userId, via: "slack" }, verdict: "approve" })));
+    const results = await Promise.allSettled(
+      APPROVERS_20.map((userId) => decide(h1.ctx, { planId: plan.id, hash: plan.hash, actor: { userId, via: "slack" }, verdict: "approve" })),
+    );
     const { won, lost } = split(results);
 
     expect(won).toHaveLength(1);
@@ -65,8 +63,9 @@ describe.skipIf(!postgresKind)("races on postgres", () => {
   it("20 different approvers at once with quorum 20: every vote counts, approved once", async () => {
     const plan = await newPlan(h20);
     expect(plan.plan.policy.requiredApprovals).toBe(20);
-    const results = await Promise.allSettled(APPROVERS_20.map((userId) =>
-      decide(h20.ctx, { planId: plan.id, hash: plan.hash, actor: { userId, via: "web" }, verdict: "approve" })));
+    const results = await Promise.allSettled(
+      APPROVERS_20.map((userId) => decide(h20.ctx, { planId: plan.id, hash: plan.hash, actor: { userId, via: "web" }, verdict: "approve" })),
+    );
     const { won, lost } = split(results);
 
     expect(lost.map(codeOf)).toEqual([]);
@@ -86,8 +85,9 @@ describe.skipIf(!postgresKind)("races on postgres", () => {
 
   it("the same approver clicking 10 times at once counts once", async () => {
     const plan = await newPlan(h20);
-    const results = await Promise.allSettled(Array.from({ length: 10 }, () =>
-      decide(h20.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0APPR07", via: "slack" }, verdict: "approve" })));
+    const results = await Promise.allSettled(
+      Array.from({ length: 10 }, () => decide(h20.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0APPR07", via: "slack" }, verdict: "approve" })),
+    );
     const { won, lost } = split(results);
     expect(won).toHaveLength(1);
     expect(lost.map(codeOf)).toEqual(Array(9).fill("already_voted"));
@@ -96,14 +96,16 @@ describe.skipIf(!postgresKind)("races on postgres", () => {
   });
 
   it("approve and reject at the same moment: exactly one outcome, the loser hears already_decided", async () => {
-    const rounds = await Promise.all(Array.from({ length: 8 }, async (_, round) => {
-      const plan = await newPlan(h1);
-      const [approveResult, rejectResult] = await Promise.allSettled([
-        decide(h1.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0APPR01", via: "slack" }, verdict: "approve" }),
-        decide(h1.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0APPR02", via: "web" }, verdict: "reject", reason: `round ${round}` }),
-      ]);
-      return { plan, approveResult, rejectResult };
-    }));
+    const rounds = await Promise.all(
+      Array.from({ length: 8 }, async (_, round) => {
+        const plan = await newPlan(h1);
+        const [approveResult, rejectResult] = await Promise.allSettled([
+          decide(h1.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0APPR01", via: "slack" }, verdict: "approve" }),
+          decide(h1.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0APPR02", via: "web" }, verdict: "reject", reason: `round ${round}` }),
+        ]);
+        return { plan, approveResult, rejectResult };
+      }),
+    );
 
     for (const { plan, approveResult, rejectResult } of rounds) {
       const { won, lost } = split<DecideResult>([approveResult, rejectResult]);
@@ -149,7 +151,9 @@ describe.skipIf(!postgresKind)("races on postgres", () => {
 
     const statuses = await h1.database.db.select({ id: plans.id, status: plans.status }).from(plans).where(inArray(plans.id, ids));
     expect(statuses.every((s) => s.status === "expired")).toBe(true);
-    const events = await h1.database.db.select({ planId: auditEvents.planId }).from(auditEvents)
+    const events = await h1.database.db
+      .select({ planId: auditEvents.planId })
+      .from(auditEvents)
       .where(and(inArray(auditEvents.planId, ids), eq(auditEvents.type, "plan.expired")));
     expect(events).toHaveLength(30);
     expect(new Set(events.map((e) => e.planId)).size).toBe(30);
@@ -168,7 +172,10 @@ describe.skipIf(!postgresKind)("races on postgres", () => {
     expect(new Set(won.map((r) => r.plan.hash)).size).toBe(1);
     expect(won.filter((r) => r.created)).toHaveLength(1);
 
-    const rows = await h1.database.db.select({ id: plans.id }).from(plans).where(and(eq(plans.agentId, h1.agent.id), eq(plans.idempotencyKey, "race-key-1")));
+    const rows = await h1.database.db
+      .select({ id: plans.id })
+      .from(plans)
+      .where(and(eq(plans.agentId, h1.agent.id), eq(plans.idempotencyKey, "race-key-1")));
     expect(rows).toEqual([{ id: [...ids][0] }]);
     expect(await countEvents([...ids][0]!, "plan.submitted")).toBe(1);
   });
@@ -176,12 +183,17 @@ describe.skipIf(!postgresKind)("races on postgres", () => {
   /** Closes every plan an executor could claim now (earlier tests leave approved plans behind). */
   async function drainClaims(): Promise<void> {
     for (let claim = await claimApproved(h1.ctx); claim; claim = await claimApproved(h1.ctx)) {
-      await reportOutcome(h1.ctx, { claimToken: claim.claimToken, outcome: { status: "applied", actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied" }] } });
+      await reportOutcome(h1.ctx, {
+        claimToken: claim.claimToken,
+        outcome: { status: "applied", actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied" }] },
+      });
     }
   }
   async function approvedPlan(title: string): Promise<PlanView> {
     const plan = await newPlan(h1, { title });
-    expect((await decide(h1.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: APPROVERS_20[0]!, via: "web" }, verdict: "approve" })).status).toBe("approved");
+    expect((await decide(h1.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: APPROVERS_20[0]!, via: "web" }, verdict: "approve" })).status).toBe(
+      "approved",
+    );
     return plan;
   }
 
@@ -193,12 +205,22 @@ describe.skipIf(!postgresKind)("races on postgres", () => {
     const claims = (await Promise.all(Array.from({ length: 8 }, () => claimApproved(h1.ctx)))).filter((c): c is Claim => c !== undefined);
     expect(claims.map((c) => c.plan.id).sort()).toEqual(ids);
     expect(new Set(claims.map((c) => c.claimToken)).size).toBe(5);
-    const rows = await h1.database.db.select({ status: plans.status, claims: plans.claims, claimToken: plans.claimToken }).from(plans).where(inArray(plans.id, ids));
+    const rows = await h1.database.db
+      .select({ status: plans.status, claims: plans.claims, claimToken: plans.claimToken })
+      .from(plans)
+      .where(inArray(plans.id, ids));
     expect(rows.every((r) => r.status === "executing" && r.claims === 1)).toBe(true);
     expect(rows.map((r) => r.claimToken).sort()).toEqual(claims.map((c) => c.claimToken).sort());
     for (const id of ids) expect(await countEvents(id, "plan.executing")).toBe(1);
     expect(await claimApproved(h1.ctx)).toBeUndefined();
-    await Promise.all(claims.map((c) => reportOutcome(h1.ctx, { claimToken: c.claimToken, outcome: { status: "applied", actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied" }] } })));
+    await Promise.all(
+      claims.map((c) =>
+        reportOutcome(h1.ctx, {
+          claimToken: c.claimToken,
+          outcome: { status: "applied", actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied" }] },
+        }),
+      ),
+    );
   });
 
   it("5 executors at once over a plan whose lease ran out: one takes it over with a fresh token, the old one is fenced off", async () => {
@@ -212,7 +234,10 @@ describe.skipIf(!postgresKind)("races on postgres", () => {
     expect(claims.map((c) => c.plan.id)).toEqual([plan.id]);
     const second = claims[0]!;
     expect(second.claimToken).not.toBe(first.claimToken);
-    const [row] = await h1.database.db.select({ status: plans.status, claims: plans.claims, claimToken: plans.claimToken }).from(plans).where(eq(plans.id, plan.id));
+    const [row] = await h1.database.db
+      .select({ status: plans.status, claims: plans.claims, claimToken: plans.claimToken })
+      .from(plans)
+      .where(eq(plans.id, plan.id));
     expect(row).toEqual({ status: "executing", claims: 2, claimToken: second.claimToken });
     expect(await countEvents(plan.id, "plan.reclaimed")).toBe(1);
 

@@ -54,10 +54,22 @@ describe.each(databaseKinds)("who may read, and what waits for whom, on $name", 
     h.ctx.directory = directory;
     narrowed = { ...h.ctx, config: { ...h.ctx.config, browser: { ...h.ctx.config.browser, readers: ["U0READER", "S0AUDIT"] }, admins: ["U0OSCAR", "S0OPS"] } };
     crmPlan = (await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "crm plan" }) })).plan;
-    hrPlan = (await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "hr plan", actions: [{ kind: "http.json", target: "hr", path: "/contacts/2", op: "merge", body: { name: "B. Costa" } }] }) })).plan;
+    hrPlan = (
+      await submitPlan(h.ctx, {
+        agent: h.agent,
+        request: mergeRequest({
+          title: "hr plan",
+          actions: [{ kind: "http.json", target: "hr", path: "/contacts/2", op: "merge", body: { name: "B. Costa" } }],
+        }),
+      })
+    ).plan;
   });
 
-  const listed = async (ctx: ServiceContext, userId: string) => (await listPlansForReview(ctx, { reader: { userId } })).map((p) => p.plan.title).filter((t) => t === "crm plan" || t === "hr plan").sort();
+  const listed = async (ctx: ServiceContext, userId: string) =>
+    (await listPlansForReview(ctx, { reader: { userId } }))
+      .map((p) => p.plan.title)
+      .filter((t) => t === "crm plan" || t === "hr plan")
+      .sort();
 
   it("without browser.readers, anyone signed in reads every plan", async () => {
     expect((await reviewPlan(h.ctx, { planId: crmPlan.id, reader: { userId: "U0MALLORY" } })).plan.id).toBe(crmPlan.id);
@@ -83,7 +95,15 @@ describe.each(databaseKinds)("who may read, and what waits for whom, on $name", 
   });
 
   it("an approver still reads a plan once it is decided", async () => {
-    const plan = (await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "decided hr plan", actions: [{ kind: "http.json", target: "hr", path: "/contacts/1", op: "merge", body: { name: "A. Lima" } }] }) })).plan;
+    const plan = (
+      await submitPlan(h.ctx, {
+        agent: h.agent,
+        request: mergeRequest({
+          title: "decided hr plan",
+          actions: [{ kind: "http.json", target: "hr", path: "/contacts/1", op: "merge", body: { name: "A. Lima" } }],
+        }),
+      })
+    ).plan;
     await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0DAVE", via: "web" }, verdict: "reject", reason: "not now" });
     const reviewed = await reviewPlan(narrowed, { planId: plan.id, reader: { userId: "U0HANNA" } });
     expect(reviewed.plan.status).toBe("rejected");
@@ -92,7 +112,8 @@ describe.each(databaseKinds)("who may read, and what waits for whom, on $name", 
   });
 
   it("someone who reads only what they approve still gets a full list: older plans of theirs behind newer ones they may not read", async () => {
-    const hrChange = (n: number) => mergeRequest({ title: `older hr plan ${n}`, actions: [{ kind: "http.json", target: "hr", path: "/contacts/2", op: "merge", body: { name: `B${n}` } }] });
+    const hrChange = (n: number) =>
+      mergeRequest({ title: `older hr plan ${n}`, actions: [{ kind: "http.json", target: "hr", path: "/contacts/2", op: "merge", body: { name: `B${n}` } }] });
     const older = [];
     // One second apart, so "newest first" has an order to keep.
     for (const n of [1, 2]) {
@@ -137,7 +158,10 @@ describe.each(databaseKinds)("who may read, and what waits for whom, on $name", 
       expect(await refusalCode(reviewPlan(narrowed, { planId: hrPlan.id, reader: { userId: "U0HANNA" } }))).toBe("approver_check_failed");
       expect(await listed(narrowed, "U0HANNA")).toEqual([]);
       // Without the narrowing, Hanna reads it, and is told why she has no buttons.
-      expect((await reviewPlan(h.ctx, { planId: hrPlan.id, reader: { userId: "U0HANNA" } })).plan.whyNotDecide).toEqual({ code: "approver_check_failed", groups: ["S0HR"] });
+      expect((await reviewPlan(h.ctx, { planId: hrPlan.id, reader: { userId: "U0HANNA" } })).plan.whyNotDecide).toEqual({
+        code: "approver_check_failed",
+        groups: ["S0HR"],
+      });
       // Someone named by id is unaffected.
       expect((await reviewPlan(narrowed, { planId: hrPlan.id, reader: { userId: "U0DAVE" } })).plan.whyNotDecide).toBeUndefined();
       const waiting = await plansWaitingFor(h.ctx, "U0HANNA");
@@ -169,8 +193,14 @@ describe.each(databaseKinds)("who may read, and what waits for whom, on $name", 
     expect(await ids("U0CAROL")).not.toContain(short.id);
     const first = (await plansWaitingFor(h.ctx, "U0CAROL")).plans.find((p) => p.id === fresh.id)!;
     expect(first).toEqual({
-      id: fresh.id, title: "waiting crm plan", expiresAt: new Date(fresh.expiresAt), reviewUrl: `http://countersign.test/plans/${fresh.id}`,
-      hash: fresh.hash, agent: h.agent.name, actions: [{ target: "crm", op: "merge" }], risk: "low",
+      id: fresh.id,
+      title: "waiting crm plan",
+      expiresAt: new Date(fresh.expiresAt),
+      reviewUrl: `http://countersign.test/plans/${fresh.id}`,
+      hash: fresh.hash,
+      agent: h.agent.name,
+      actions: [{ target: "crm", op: "merge" }],
+      risk: "low",
     });
   });
 });

@@ -21,15 +21,33 @@ describe.each(databaseKinds)("reminders read only the plans that are due, on $na
     }),
   });
   const submit = async (target: string, ttlSeconds: number): Promise<PlanView> =>
-    (await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: `${target} plan`, ttlSeconds, actions: [{ kind: "http.json", target, path: "/contacts/1", op: "merge", body: { email: `${target}@new.example` } }] }) })).plan;
+    (
+      await submitPlan(h.ctx, {
+        agent: h.agent,
+        request: mergeRequest({
+          title: `${target} plan`,
+          ttlSeconds,
+          actions: [{ kind: "http.json", target, path: "/contacts/1", op: "merge", body: { email: `${target}@new.example` } }],
+        }),
+      })
+    ).plan;
   const remindersOf = async (planId: string) =>
-    (await h.ctx.database.db.select({ data: auditEvents.data }).from(auditEvents).where(and(eq(auditEvents.planId, planId), eq(auditEvents.type, "plan.reminder"))).orderBy(asc(auditEvents.id)))
-      .map((e) => (e.data as { secondsBefore: number }).secondsBefore);
+    (
+      await h.ctx.database.db
+        .select({ data: auditEvents.data })
+        .from(auditEvents)
+        .where(and(eq(auditEvents.planId, planId), eq(auditEvents.type, "plan.reminder")))
+        .orderBy(asc(auditEvents.id))
+    ).map((e) => (e.data as { secondsBefore: number }).secondsBefore);
   const candidateIds = async () => (await reminderCandidates(h.ctx, reminderPoints(h.ctx.config), h.ctx.clock())).map((c) => c.id).sort();
 
   it("with no reminder configured anywhere (the default) a sweep does not touch the database", async () => {
     await submit("crm", 900);
-    const untouchable = new Proxy({} as Database, { get: (_, prop) => { throw new Error(`remindDue read database.${String(prop)} with no reminder configured`); } });
+    const untouchable = new Proxy({} as Database, {
+      get: (_, prop) => {
+        throw new Error(`remindDue read database.${String(prop)} with no reminder configured`);
+      },
+    });
     const quiet: ServiceContext = { ...h.ctx, database: untouchable, config: { ...h.ctx.config, targets: { crm: h.ctx.config.targets.crm! } } };
     expect(reminderPoints(quiet.config)).toEqual([]);
     expect(await remindDue(quiet)).toBe(0);
@@ -72,7 +90,14 @@ describe.each(databaseKinds)("reminders read only the plans that are due, on $na
   it("a plan whose target is no longer configured gets the default points", async () => {
     h.clock.advance(3600); // every earlier plan has expired
     const orphan = await submit("crm", 900);
-    const moved: ServiceContext = { ...h.ctx, config: { ...h.ctx.config, defaults: { ...h.ctx.config.defaults, reminders: [120] }, targets: { twice: h.ctx.config.targets.twice!, hourly: h.ctx.config.targets.hourly! } } };
+    const moved: ServiceContext = {
+      ...h.ctx,
+      config: {
+        ...h.ctx.config,
+        defaults: { ...h.ctx.config.defaults, reminders: [120] },
+        targets: { twice: h.ctx.config.targets.twice!, hourly: h.ctx.config.targets.hourly! },
+      },
+    };
     const candidates = async () => (await reminderCandidates(moved, reminderPoints(moved.config), moved.clock())).map((c) => c.id);
     expect(await candidates()).toEqual([]);
     h.clock.advance(800);

@@ -25,7 +25,8 @@ async function submit(h: HarnessView, overrides: Record<string, unknown> = {}): 
 }
 const replan = (h: HarnessView, old: PlanView, email: string, more: Record<string, unknown> = {}) =>
   submit(h, { supersedes: old.id, actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email } }], ...more });
-const approve = (h: HarnessView, plan: PlanView) => decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
+const approve = (h: HarnessView, plan: PlanView) =>
+  decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
 const makeStale = (h: HarnessView, plan: PlanView) =>
   h.ctx.database.db.transaction((tx) => transition(h.ctx, tx, { planId: plan.id, transition: "drift", actor: { type: "system", process: "watcher" } }));
 
@@ -35,7 +36,11 @@ describe.each(databaseKinds)("re-plan (supersedes) on $name", (kind) => {
   const atLimit = h.another({ defaults: ONE_APPROVER });
   const db = () => h.database.db;
   const row = async (id: string) => (await db().select().from(plans).where(eq(plans.id, id)))[0]!;
-  const eventsOf = (id: string, type: string) => db().select().from(auditEvents).where(and(eq(auditEvents.planId, id), eq(auditEvents.type, type)));
+  const eventsOf = (id: string, type: string) =>
+    db()
+      .select()
+      .from(auditEvents)
+      .where(and(eq(auditEvents.planId, id), eq(auditEvents.type, type)));
 
   it("a pending plan becomes superseded in the same transaction that stores the new version, audited, with its Slack update and webhook queued", async () => {
     const old = await submit(h, { callbackUrl: "http://127.0.0.1:9/cb" });
@@ -76,7 +81,12 @@ describe.each(databaseKinds)("re-plan (supersedes) on $name", (kind) => {
     expect(was.supersededBy).toBe(next.id);
     expect(await eventsOf(old.id, STALE_REPLACED_EVENT)).toHaveLength(1);
     const kinds = await db().select({ kind: outbox.kind, payload: outbox.payload }).from(outbox).where(eq(outbox.planId, old.id));
-    expect(kinds.filter((k) => (k.payload as { type: string }).type === STALE_REPLACED_EVENT).map((k) => k.kind).sort()).toEqual(["slack", "webhook"]);
+    expect(
+      kinds
+        .filter((k) => (k.payload as { type: string }).type === STALE_REPLACED_EVENT)
+        .map((k) => k.kind)
+        .sort(),
+    ).toEqual(["slack", "webhook"]);
   });
 
   it("a chain of three versions: each links to its neighbours", async () => {
@@ -126,7 +136,12 @@ describe.each(databaseKinds)("re-plan (supersedes) on $name", (kind) => {
 
   it("an idempotent retry returns the same new version and supersedes nothing twice", async () => {
     const old = await submit(h);
-    const request = mergeRequest({ title: "retried re-plan", supersedes: old.id, idempotencyKey: `retry-${old.id}`, actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: "ana@retry.example" } }] });
+    const request = mergeRequest({
+      title: "retried re-plan",
+      supersedes: old.id,
+      idempotencyKey: `retry-${old.id}`,
+      actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: "ana@retry.example" } }],
+    });
     const first = (await submitPlan(h.ctx, { agent: h.agent, request })).plan;
     const again = await submitPlan(h.ctx, { agent: h.agent, request });
     expect(again.created).toBe(false);
@@ -135,7 +150,12 @@ describe.each(databaseKinds)("re-plan (supersedes) on $name", (kind) => {
   });
 
   it("an agent at limits.maxPending can still re-plan an open version (it leaves in the same transaction), but not add a plan", async () => {
-    const limited: HarnessView = { agent: atLimit.agent, clock: atLimit.clock, target: atLimit.target, ctx: { ...atLimit.ctx, config: { ...atLimit.ctx.config, limits: { plansPerMinute: 60, maxPending: 1, agents: {} } } } };
+    const limited: HarnessView = {
+      agent: atLimit.agent,
+      clock: atLimit.clock,
+      target: atLimit.target,
+      ctx: { ...atLimit.ctx, config: { ...atLimit.ctx.config, limits: { plansPerMinute: 60, maxPending: 1, agents: {} } } },
+    };
     const v1 = await submit(limited);
     const v2 = await replan(limited, v1, "ana@limited.example");
     expect(v2.status).toBe("pending");
@@ -152,13 +172,23 @@ describe.each(databaseKinds)("re-plan (supersedes) on $name", (kind) => {
   // Races need real concurrent connections: PostgreSQL only (PGlite runs one transaction at a time).
   const onPostgres = kind.name === "postgres";
   const statusOf = async (id: string) => (await row(id)).status;
-  const codeOf = (r: PromiseSettledResult<unknown>) => (r.status === "rejected" ? (r.reason instanceof ServiceError ? r.reason.code : String(r.reason)) : "won");
+  const codeOf = (r: PromiseSettledResult<unknown>) =>
+    r.status === "rejected" ? (r.reason instanceof ServiceError ? r.reason.code : String(r.reason)) : "won";
 
   it.skipIf(!onPostgres)("eight re-plans of one version at once: exactly one wins, the others store nothing", async () => {
     const old = await submit(h);
     const before = await h.database.db.$count(plans);
     const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => replan(h, old, `racer${i}@x.example`)));
-    expect(results.map(codeOf).sort()).toEqual(["not_supersedable", "not_supersedable", "not_supersedable", "not_supersedable", "not_supersedable", "not_supersedable", "not_supersedable", "won"]);
+    expect(results.map(codeOf).sort()).toEqual([
+      "not_supersedable",
+      "not_supersedable",
+      "not_supersedable",
+      "not_supersedable",
+      "not_supersedable",
+      "not_supersedable",
+      "not_supersedable",
+      "won",
+    ]);
     expect(await h.database.db.$count(plans)).toBe(before + 1);
     const winner = results.find((r): r is PromiseFulfilledResult<PlanView> => r.status === "fulfilled")!.value;
     expect((await h.database.db.select().from(plans).where(eq(plans.id, old.id)))[0]!.supersededBy).toBe(winner.id);

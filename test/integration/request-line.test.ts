@@ -15,21 +15,48 @@ describe("the request's line is a submit's only line", () => {
   let key: string;
 
   beforeAll(async () => {
-    const sink = new Writable({ write(chunk, _enc, done) { lines.push(...String(chunk).trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>)); done(); } });
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(
+          ...String(chunk)
+            .trim()
+            .split("\n")
+            .map((l) => JSON.parse(l) as Record<string, unknown>),
+        );
+        done();
+      },
+    });
     app = createApp({ ...h.ctx, logger: createLogger("info", sink) });
     key = (await addAgent(h.ctx, { name: "one-line-agent" })).key;
   });
 
   const submit = (body: Record<string, unknown>) =>
-    app.request("/v1/plans", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "x-request-id": `submit-${lines.length}` }, body: JSON.stringify(body) });
+    app.request("/v1/plans", {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "x-request-id": `submit-${lines.length}` },
+      body: JSON.stringify(body),
+    });
 
   it("names the plan, its hash, agent and action count on the request line, and writes nothing else", async () => {
     const request = mergeRequest({ title: "one line please", idempotencyKey: "one-line-1" });
     const res = await submit(request);
     expect(res.status).toBe(201);
-    const plan = await res.json() as { id: string; hash: string };
+    const plan = (await res.json()) as { id: string; hash: string };
     const requestId = res.headers.get("x-request-id");
-    expect(lines).toEqual([expect.objectContaining({ msg: "request", requestId, method: "POST", path: "/v1/plans", status: 201, planId: plan.id, hash: plan.hash, agent: "one-line-agent", actions: 1, created: true })]);
+    expect(lines).toEqual([
+      expect.objectContaining({
+        msg: "request",
+        requestId,
+        method: "POST",
+        path: "/v1/plans",
+        status: 201,
+        planId: plan.id,
+        hash: plan.hash,
+        agent: "one-line-agent",
+        actions: 1,
+        created: true,
+      }),
+    ]);
 
     const again = await submit(request);
     expect(again.status).toBe(200);

@@ -46,7 +46,9 @@ describe.each(databaseKinds)("retention sweep on $name", (kind) => {
     const approved = await submit();
     await decide(h.ctx, { planId: approved.id, hash: approved.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
     // Every row so far is delivered now, except each plan's last one.
-    await h.database.rows(sql`UPDATE outbox SET delivered_at = ${h.clock.now().toISOString()}::timestamptz WHERE id NOT IN (SELECT max(id) FROM outbox GROUP BY plan_id)`);
+    await h.database.rows(
+      sql`UPDATE outbox SET delivered_at = ${h.clock.now().toISOString()}::timestamptz WHERE id NOT IN (SELECT max(id) FROM outbox GROUP BY plan_id)`,
+    );
     const used = await createLoginLink(h.ctx, { userId: "U0ALICE", via: "cli" });
     const { sessionId } = await consumeLoginLink(h.ctx, { token: tokenOf(used.url) });
     await endSession(h.ctx, { sessionId });
@@ -93,7 +95,11 @@ describe.each(databaseKinds)("retention sweep on $name", (kind) => {
     expect(await count(sql`SELECT count(*) AS n FROM plans WHERE id = ANY (${ids(ended)})`)).toBe(0);
     expect(await count(sql`SELECT count(*) AS n FROM decisions WHERE plan_id = ANY (${ids(ended)})`)).toBe(0);
     const left = await h.database.rows<{ id: string; status: string }>(sql`SELECT id, status::text AS status FROM plans ORDER BY created_at`);
-    expect(left).toEqual([{ id: pending.id, status: "pending" }, { id: approved.id, status: "approved" }, { id: today.id, status: "cancelled" }]);
+    expect(left).toEqual([
+      { id: pending.id, status: "pending" },
+      { id: approved.id, status: "approved" },
+      { id: today.id, status: "cancelled" },
+    ]);
     // Their audit events went too (the sweep sealed and rolled them up first), each leaving its line in the checkpoint.
     expect(await count(auditOfEnded)).toBe(0);
     expect(await count(sql`SELECT count(*) AS n FROM audit_pruned WHERE plan_id = ANY (${ids(ended)})`)).toBe(endedEvents);

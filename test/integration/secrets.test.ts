@@ -33,7 +33,13 @@ describe.each(databaseKinds)("secrets are never shown, but the executor writes t
   });
 
   it("masks previews for reviewers (Slack, browser) and target secrets for the agent; the executor gets and writes the real value", async () => {
-    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: { title: "Reset Ana's password", actions: [{ kind: "http.json", target: "crm", path: "/users/1", op: "merge", body: { password: NEW_PASSWORD } }] } });
+    const { plan } = await submitPlan(h.ctx, {
+      agent: h.agent,
+      request: {
+        title: "Reset Ana's password",
+        actions: [{ kind: "http.json", target: "crm", path: "/users/1", op: "merge", body: { password: NEW_PASSWORD } }],
+      },
+    });
     const everywhereShown = (value: unknown) => JSON.stringify(value);
 
     // The agent: its own argument back (so it can recompute the hash), the target's secrets masked.
@@ -50,7 +56,9 @@ describe.each(databaseKinds)("secrets are never shown, but the executor writes t
       for (const secret of [OLD_PASSWORD, NEW_PASSWORD, TARGET_KEY]) expect(shown).not.toContain(secret);
     }
     expect(everywhereShown(slackMessage)).toContain("password");
-    expect(reviewed.plan.preview.actions[0]!.changes).toEqual([{ path: "/password", from: expect.stringContaining("secret"), to: expect.stringContaining("secret") }]);
+    expect(reviewed.plan.preview.actions[0]!.changes).toEqual([
+      { path: "/password", from: expect.stringContaining("secret"), to: expect.stringContaining("secret") },
+    ]);
 
     // The executor: the real plan, applied with the real value.
     await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
@@ -89,7 +97,16 @@ describe.each(databaseKinds)("no secret in logs or Slack calls, on $name", (kind
         ...testConfig({ crm: targetConfig(targetUrl) }),
         logLevel: "debug",
         executorToken: EXECUTOR_TOKEN,
-        slack: { enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: "C0REVIEW", escalationChannel: undefined, decisionRetrySeconds: 120 },
+        slack: {
+          enabled: true as const,
+          botToken: slack.botToken,
+          signingSecret: SIGNING_SECRET,
+          appToken: undefined,
+          apiUrl: slack.url,
+          reviewChannel: "C0REVIEW",
+          escalationChannel: undefined,
+          decisionRetrySeconds: 120,
+        },
       };
     },
     run: { logger: createLogger("debug", sink), deliverMs: 50 },
@@ -103,7 +120,11 @@ describe.each(databaseKinds)("no secret in logs or Slack calls, on $name", (kind
   });
 
   const submit = (body: unknown) =>
-    fetch(`${s.server.url}/v1/plans`, { method: "POST", headers: { authorization: `Bearer ${agentKey}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    fetch(`${s.server.url}/v1/plans`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${agentKey}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
   const passwordChange = (title: string, password: string) => ({
     title,
     onBehalfOf: "U0REQUESTER",
@@ -115,10 +136,13 @@ describe.each(databaseKinds)("no secret in logs or Slack calls, on $name", (kind
     const submitted = await submit(passwordChange("Rotate the service account", BODY_PASSWORD));
     expect(submitted.status).toBe(201);
     const plan = ((await submitted.json()) as { plan: { id: string; hash: string } }).plan;
-    const ts = await waitFor("the Slack preview", async () => (await s.database.rows<{ ts: string }>(sql`SELECT ts FROM slack_messages WHERE plan_id = ${plan.id}`))[0]?.ts);
+    const ts = await waitFor(
+      "the Slack preview",
+      async () => (await s.database.rows<{ ts: string }>(sql`SELECT ts FROM slack_messages WHERE plan_id = ${plan.id}`))[0]?.ts,
+    );
     const clicks = new SlackRequests({ baseUrl: s.server.url, signingSecret: SIGNING_SECRET, teamId: "T0TEST" });
     const approve = (slack.message("C0REVIEW", ts)!.blocks ?? [])
-      .flatMap((b) => ((b as { type: string }).type === "actions" ? ((b as { elements: { action_id: string; value?: string }[] }).elements) : []))
+      .flatMap((b) => ((b as { type: string }).type === "actions" ? (b as { elements: { action_id: string; value?: string }[] }).elements : []))
       .find((e) => e.action_id === "approve")!;
     expect((await clicks.blockAction({ user: "U0ALICE", actionId: "approve", value: approve.value!, channelId: "C0REVIEW", messageTs: ts })).status).toBe(200);
     const executor = runExecutor({
@@ -129,7 +153,10 @@ describe.each(databaseKinds)("no secret in logs or Slack calls, on $name", (kind
       logger: createLogger("debug", sink).child({ process: "executor" }),
     });
     try {
-      await waitFor("the plan to be applied", async () => (await s.database.rows<{ status: string }>(sql`SELECT status FROM plans WHERE id = ${plan.id}`))[0]?.status === "applied");
+      await waitFor(
+        "the plan to be applied",
+        async () => (await s.database.rows<{ status: string }>(sql`SELECT status FROM plans WHERE id = ${plan.id}`))[0]?.status === "applied",
+      );
     } finally {
       await executor.stop();
     }
@@ -157,6 +184,9 @@ describe.each(databaseKinds)("no secret in logs or Slack calls, on $name", (kind
       expect(slackText.includes(value), `${name} was sent to Slack`).toBe(false);
     }
     // The failure's line still says what failed: the statement and the database's code, not the values.
-    expect(JSON.parse(failure)).toMatchObject({ level: 50, err: { message: expect.stringMatching(/^Failed query: (WITH first AS \()?insert into "?plans"? /i), cause: { code: "23514" } } });
+    expect(JSON.parse(failure)).toMatchObject({
+      level: 50,
+      err: { message: expect.stringMatching(/^Failed query: (WITH first AS \()?insert into "?plans"? /i), cause: { code: "23514" } },
+    });
   });
 });

@@ -36,7 +36,11 @@ describe("App Home publishing under views.publish's rate limit", () => {
 
   it("waits out the Retry-After on a 429 and then publishes every approver's whole Home", async () => {
     const failures: unknown[] = [];
-    const report = { failed: (err: unknown) => { failures.push(err); } };
+    const report = {
+      failed: (err: unknown) => {
+        failures.push(err);
+      },
+    };
     worker = startOutboxWorker(ctx, { handlers: { [HOME_SINK]: homeSink(ctx, deliveryClient(slack.botToken, slack.url)) }, intervalMs: 50, report });
     await submitPlan(ctx, { agent: h.agent, request: mergeRequest() });
     await waitFor("the first plan on Alice's Home", () => listed("U0ALICE") === 1);

@@ -21,7 +21,11 @@ import { useHarness } from "../support/use-harness.ts";
 describe.each(databaseKinds)("App Home publishing on $name", (kind) => {
   const h = useHarness(kind, {
     sinks: [HOME_SINK],
-    targets: (url) => ({ crm: targetConfig(url), grouped: targetConfig(url, { policy: { approvers: ["S0REVIEWERS", "U0ALICE"], requiredApprovals: 1 } }), solo: targetConfig(url, { policy: { approvers: ["U0SOLO"], requiredApprovals: 1 } }) }),
+    targets: (url) => ({
+      crm: targetConfig(url),
+      grouped: targetConfig(url, { policy: { approvers: ["S0REVIEWERS", "U0ALICE"], requiredApprovals: 1 } }),
+      solo: targetConfig(url, { policy: { approvers: ["U0SOLO"], requiredApprovals: 1 } }),
+    }),
   });
   const slack = new SlackEmulator({ teamId: "T0TEST" });
   beforeAll(async () => {
@@ -32,14 +36,20 @@ describe.each(databaseKinds)("App Home publishing on $name", (kind) => {
   afterAll(() => slack.stop());
 
   const submit = (target = "crm") =>
-    submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ actions: [{ kind: "http.json", target, path: "/contacts/1", op: "merge", body: { email: "ana@new.example" } }] }) }).then((r) => r.plan);
+    submitPlan(h.ctx, {
+      agent: h.agent,
+      request: mergeRequest({ actions: [{ kind: "http.json", target, path: "/contacts/1", op: "merge", body: { email: "ana@new.example" } }] }),
+    }).then((r) => r.plan);
   const drain = async () => {
     const handlers = { [HOME_SINK]: homeSink(h.ctx, deliveryClient(slack.botToken, slack.url)) };
     while ((await deliverDue(h.ctx, { handlers })) > 0);
   };
   const publishesTo = (user: string) => slack.published.filter((p) => p.user === user).length;
   const listed = (user: string) => (JSON.stringify(slack.homeOf(user)?.blocks ?? []).match(/"action_id":"approve"/g) ?? []).length;
-  const homeRows = async () => (await h.database.rows<{ id: number | string }>(sql`SELECT id FROM outbox WHERE kind = ${HOME_SINK} AND delivered_at IS NULL ORDER BY id`)).map((r) => Number(r.id));
+  const homeRows = async () =>
+    (await h.database.rows<{ id: number | string }>(sql`SELECT id FROM outbox WHERE kind = ${HOME_SINK} AND delivered_at IS NULL ORDER BY id`)).map((r) =>
+      Number(r.id),
+    );
 
   it("a burst of 12 plans publishes each approver's Home once, showing all 12, and never the requester's", async () => {
     slack.reset();
@@ -100,7 +110,9 @@ describe.each(databaseKinds)("App Home publishing on $name", (kind) => {
     await submit();
     slack.failNext("views.publish", { retryAfter: 1 });
     await drain();
-    const [row] = await h.database.rows<{ attempts: number; last_error: string; available_at: string }>(sql`SELECT attempts, last_error, available_at FROM outbox WHERE kind = ${HOME_SINK} AND delivered_at IS NULL`);
+    const [row] = await h.database.rows<{ attempts: number; last_error: string; available_at: string }>(
+      sql`SELECT attempts, last_error, available_at FROM outbox WHERE kind = ${HOME_SINK} AND delivered_at IS NULL`,
+    );
     expect(row?.last_error).toMatch(/rate-limited.*Retry-After 1 s/);
     h.clock.advance(2);
     await drain();
@@ -147,7 +159,13 @@ describe.each(databaseKinds)("App Home publishing on $name", (kind) => {
     const stopping = new AbortController();
     stopping.abort();
     const waits: number[] = [];
-    const handlers = { [HOME_SINK]: homeSink(h.ctx, deliveryClient(slack.botToken, slack.url), { spacingMs: 60_000, sleep: async (ms) => void waits.push(ms), signal: stopping.signal }) };
+    const handlers = {
+      [HOME_SINK]: homeSink(h.ctx, deliveryClient(slack.botToken, slack.url), {
+        spacingMs: 60_000,
+        sleep: async (ms) => void waits.push(ms),
+        signal: stopping.signal,
+      }),
+    };
     for (let i = 0; i < 2; i++) {
       await submit();
       while ((await deliverDue(h.ctx, { handlers })) > 0);
@@ -172,7 +190,8 @@ describe.each(databaseKinds)("App Home publishing on $name", (kind) => {
     const other = await submit("solo");
     await drain();
     expect(JSON.stringify(slack.homeOf("U0SOLO")!.blocks)).toContain(other.id);
-    const step = (t: "approve" | "claim" | "apply") => h.database.db.transaction((tx) => transition(h.ctx, tx, { planId: other.id, transition: t, actor: { type: "system", process: "test" } }));
+    const step = (t: "approve" | "claim" | "apply") =>
+      h.database.db.transaction((tx) => transition(h.ctx, tx, { planId: other.id, transition: t, actor: { type: "system", process: "test" } }));
     expect(await step("approve")).toBeDefined();
     expect(await homeRows()).toHaveLength(1);
     await drain();

@@ -52,7 +52,9 @@ describe.skipIf(!testDatabaseUrl)("statements per plan on postgres", () => {
   it("submit, approve, claim and report each send no more statements than they need", async () => {
     await onePlan("warm-up: the driver's first queries on each connection are not the verbs'");
     const sent = await onePlan("counted");
-    const count = Object.fromEntries(Object.entries(sent).map(([verb, statements]) => [verb, { all: statements.length, audit: statements.filter(isAudit).length }]));
+    const count = Object.fromEntries(
+      Object.entries(sent).map(([verb, statements]) => [verb, { all: statements.length, audit: statements.filter(isAudit).length }]),
+    );
     console.log(`statements per plan (all, and of them plan events): ${JSON.stringify(count)}`);
     if (process.env.SHOW_STATEMENTS) console.log(JSON.stringify(sent, null, 1));
     // Outside the event statement: BEGIN, the verb's own writes (and, to decide, the plan's
@@ -82,11 +84,18 @@ describe.skipIf(!testDatabaseUrl)("statements per plan on postgres", () => {
     const { key } = await addAgent(h.ctx, { name: `statements-${Date.now()}` });
     const api = agentApi(h.ctx);
     database.take();
-    const res = await api.request("/plans", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(mergeRequest({ title: "over HTTP" })) });
+    const res = await api.request("/plans", {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify(mergeRequest({ title: "over HTTP" })),
+    });
     expect(res.status).toBe(201);
     const sent = database.take();
     // drizzle quotes the table ('from "agents"'); the key lookup's own text does not (1eca4b6).
-    expect(sent.filter((s) => /\bfrom "?agents"?(\s|$)/i.test(s)), sent.join("\n")).toHaveLength(1);
+    expect(
+      sent.filter((s) => /\bfrom "?agents"?(\s|$)/i.test(s)),
+      sent.join("\n"),
+    ).toHaveLength(1);
     // The key with the agent's usage against its limits, then the plan and its event.
     expect(sent.length, sent.join("\n")).toBeLessThanOrEqual(2);
   });

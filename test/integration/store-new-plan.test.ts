@@ -25,14 +25,26 @@ describe.each(databaseKinds)("storing a new plan on $name", (kind) => {
 
   it("writes the plan's first audit event as the chain would: the plan's genesis, then the hash of it and the content", async () => {
     const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "first event" }) });
-    const [event] = await h.ctx.database.rows<{ type: string; actor: string; data: string; at: string | Date; prev_hash: string; hash: string; xid: string | null }>(
-      sql`SELECT type, actor, data, at, prev_hash, hash, xid::text AS xid FROM audit_events WHERE plan_id = ${plan.id}`,
-    );
+    const [event] = await h.ctx.database.rows<{
+      type: string;
+      actor: string;
+      data: string;
+      at: string | Date;
+      prev_hash: string;
+      hash: string;
+      xid: string | null;
+    }>(sql`SELECT type, actor, data, at, prev_hash, hash, xid::text AS xid FROM audit_events WHERE plan_id = ${plan.id}`);
     expect(event).toBeDefined();
     expect(event!.type).toBe("plan.submitted");
     expect(event!.xid).not.toBeNull();
     expect(event!.prev_hash).toBe(planGenesis(plan.id));
-    const content = auditContentDigest({ planId: plan.id, type: event!.type, actor: JSON.parse(event!.actor), data: JSON.parse(event!.data), at: new Date(event!.at) });
+    const content = auditContentDigest({
+      planId: plan.id,
+      type: event!.type,
+      actor: JSON.parse(event!.actor),
+      data: JSON.parse(event!.data),
+      at: new Date(event!.at),
+    });
     expect(event!.hash).toBe(auditChainHash(planGenesis(plan.id), content));
     const [outbox] = await h.ctx.database.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM outbox WHERE plan_id = ${plan.id}`);
     expect(Number(outbox!.n)).toBe(h.ctx.sinks.filter((s) => s !== "webhook").length);
@@ -44,7 +56,9 @@ describe.each(databaseKinds)("storing a new plan on $name", (kind) => {
     const aborted = new AbortController();
     stops.push(async () => aborted.abort());
     const woken = h.ctx.signals.waitAny(LONG_MS, aborted.signal);
-    const submitted = await Promise.all(Array.from({ length: 12 }, (_, i) => submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: `burst ${i}` }) })));
+    const submitted = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: `burst ${i}` }) })),
+    );
     await woken;
     const ids = new Set(submitted.map((s) => s.plan.id));
     await expect.poll(() => heard.filter((p) => ids.has(p.split(" ")[0]!)).length, { timeout: 30_000 }).toBeGreaterThan(0);

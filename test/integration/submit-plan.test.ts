@@ -33,7 +33,6 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
 
   const planCount = () => h.database.db.$count(plans);
 
-
   it("stores a pending plan and answers with its hash, expiry, review URL, document and preview", async () => {
     const submittedAt = h.clock.now();
     const before = h.target.get("/contacts/1");
@@ -58,31 +57,35 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
       title: "Update Ana's email",
       reason: "Customer asked by phone, ticket 4411",
       onBehalfOf: "U0REQUESTER",
-      actions: [{
-        kind: "http.json",
-        target: "crm",
-        path: "/contacts/1",
-        op: "merge",
-        body: { email: "ana@new.example" },
-        precondition: { etag },
-        beforeDigest: fingerprint(before),
-        afterDigest: fingerprint(after),
-      }],
+      actions: [
+        {
+          kind: "http.json",
+          target: "crm",
+          path: "/contacts/1",
+          op: "merge",
+          body: { email: "ana@new.example" },
+          precondition: { etag },
+          beforeDigest: fingerprint(before),
+          afterDigest: fingerprint(after),
+        },
+      ],
       policy: { approvers: [...APPROVERS].sort(), requiredApprovals: 1, grantTtlSeconds: 600, rule: "defaults", risk: { level: "low", rule: "defaults.risk" } },
       expiresAt: plan.expiresAt,
     });
 
     expect(plan.preview).toEqual({
-      actions: [{
-        target: "crm",
-        path: "/contacts/1",
-        op: "merge",
-        before,
-        after,
-        version: etag,
-        precondition: "etag",
-        changes: [{ path: "/email", from: "ana@old.example", to: "ana@new.example" }],
-      }],
+      actions: [
+        {
+          target: "crm",
+          path: "/contacts/1",
+          op: "merge",
+          before,
+          after,
+          version: etag,
+          precondition: "etag",
+          changes: [{ path: "/email", from: "ana@old.example", to: "ana@new.example" }],
+        },
+      ],
     });
 
     // What is stored is exactly what was hashed, and reads back the same.
@@ -104,21 +107,27 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
 
   it("honours the requested ttlSeconds", async () => {
     const submittedAt = h.clock.now();
-    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ ttlSeconds: 120, actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { name: "Bruno C." } }] }) });
+    const { plan } = await submitPlan(h.ctx, {
+      agent: h.agent,
+      request: mergeRequest({ ttlSeconds: 120, actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { name: "Bruno C." } }] }),
+    });
     expect(plan.expiresAt).toBe(new Date(submittedAt.getTime() + 120_000).toISOString());
     expect(plan.plan.expiresAt).toBe(plan.expiresAt);
   });
 
   it("previews with GET requests carrying only the read credential", async () => {
     const from = h.target.requests.length;
-    await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({
-      title: "Touch two contacts",
-      actions: [
-        { kind: "http.json", target: "crm", path: "/contacts/1", op: "replace", body: { id: 1, name: "Ana" } },
-        { kind: "http.json", target: "crm", path: "/contacts/2", op: "delete" },
-        { kind: "http.json", target: "crm", path: "/contacts/3", op: "create", body: { id: 3 } },
-      ],
-    }) });
+    await submitPlan(h.ctx, {
+      agent: h.agent,
+      request: mergeRequest({
+        title: "Touch two contacts",
+        actions: [
+          { kind: "http.json", target: "crm", path: "/contacts/1", op: "replace", body: { id: 1, name: "Ana" } },
+          { kind: "http.json", target: "crm", path: "/contacts/2", op: "delete" },
+          { kind: "http.json", target: "crm", path: "/contacts/3", op: "create", body: { id: 3 } },
+        ],
+      }),
+    });
     const sent = h.target.requests.slice(from);
     expect(sent.map((r) => `${r.method} ${r.path}`).sort()).toEqual(["GET /contacts/1", "GET /contacts/2", "GET /contacts/3"]);
     for (const request of sent) {
@@ -135,25 +144,42 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
 
   it("previews a create on an absent path with the precondition {absent: true}", async () => {
     const body = { id: 7, name: "Carla Dias", email: "carla@example.com" };
-    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({
-      title: "Create Carla",
-      actions: [{ kind: "http.json", target: "crm", path: "/contacts/7", op: "create", body }],
-    }) });
+    const { plan } = await submitPlan(h.ctx, {
+      agent: h.agent,
+      request: mergeRequest({
+        title: "Create Carla",
+        actions: [{ kind: "http.json", target: "crm", path: "/contacts/7", op: "create", body }],
+      }),
+    });
     expect(plan.status).toBe("pending");
     expect(plan.plan.actions[0]!.precondition).toEqual({ absent: true });
     expect(plan.plan.actions[0]!.beforeDigest).toBe(fingerprint(null));
     expect(plan.plan.actions[0]!.afterDigest).toBe(fingerprint(body));
-    expect(plan.preview.actions[0]).toEqual({ target: "crm", path: "/contacts/7", op: "create", before: null, after: body, version: null, precondition: "absent", changes: [{ path: "", to: body }] });
+    expect(plan.preview.actions[0]).toEqual({
+      target: "crm",
+      path: "/contacts/7",
+      op: "create",
+      before: null,
+      after: body,
+      version: null,
+      precondition: "absent",
+      changes: [{ path: "", to: body }],
+    });
     expect(fingerprint(plan.plan)).toBe(plan.hash);
     expect(h.target.get("/contacts/7")).toBeUndefined();
   });
 
   it("refuses a create where a resource exists (preview_failed), storing nothing", async () => {
     const rows = await planCount();
-    const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({
-      title: "Create over Ana",
-      actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "create", body: { id: 1 } }],
-    }) }));
+    const err = await refusal(
+      submitPlan(h.ctx, {
+        agent: h.agent,
+        request: mergeRequest({
+          title: "Create over Ana",
+          actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "create", body: { id: 1 } }],
+        }),
+      }),
+    );
     expect(err.code).toBe("preview_failed");
     expect(err.issues).toEqual([expect.objectContaining({ path: "/actions/0" })]);
     expect(await planCount()).toBe(rows);
@@ -161,10 +187,15 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
 
   it("refuses a merge on a path the target does not have (404) with preview_failed, storing nothing", async () => {
     const rows = await planCount();
-    const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({
-      title: "Update a ghost",
-      actions: [{ kind: "http.json", target: "crm", path: "/contacts/404", op: "merge", body: { email: "x@example.com" } }],
-    }) }));
+    const err = await refusal(
+      submitPlan(h.ctx, {
+        agent: h.agent,
+        request: mergeRequest({
+          title: "Update a ghost",
+          actions: [{ kind: "http.json", target: "crm", path: "/contacts/404", op: "merge", body: { email: "x@example.com" } }],
+        }),
+      }),
+    );
     expect(err.code).toBe("preview_failed");
     expect(err.details).toMatchObject({ target: "crm", path: "/contacts/404" });
     expect(await planCount()).toBe(rows);
@@ -200,10 +231,15 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
 
   it("refuses a target that is unreachable, storing nothing", async () => {
     const rows = await planCount();
-    const err = await refusal(submitPlan(hDown.ctx, { agent: hDown.agent, request: mergeRequest({
-      title: "To a dead target",
-      actions: [{ kind: "http.json", target: "down", path: "/contacts/1", op: "merge", body: { a: 1 } }],
-    }) }));
+    const err = await refusal(
+      submitPlan(hDown.ctx, {
+        agent: hDown.agent,
+        request: mergeRequest({
+          title: "To a dead target",
+          actions: [{ kind: "http.json", target: "down", path: "/contacts/1", op: "merge", body: { a: 1 } }],
+        }),
+      }),
+    );
     expect(err.code).toBe("preview_failed");
     expect(err.details).toMatchObject({ target: "down", path: "/contacts/1" });
     expect(err.message).toMatch(/unreachable|did not answer/);
@@ -213,10 +249,15 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
   it("refuses a target whose body is not JSON, passing on what it said, storing nothing", async () => {
     h.target.set("/raw/1", "<html>not json</html>");
     const rows = await planCount();
-    const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({
-      title: "Merge into HTML",
-      actions: [{ kind: "http.json", target: "crm", path: "/raw/1", op: "merge", body: { a: 1 } }],
-    }) }));
+    const err = await refusal(
+      submitPlan(h.ctx, {
+        agent: h.agent,
+        request: mergeRequest({
+          title: "Merge into HTML",
+          actions: [{ kind: "http.json", target: "crm", path: "/raw/1", op: "merge", body: { a: 1 } }],
+        }),
+      }),
+    );
     expect(err.code).toBe("preview_failed");
     expect(err.details).toMatchObject({ targetAnswer: { status: 200, body: "<html>not json</html>" } });
     expect(await planCount()).toBe(rows);
@@ -224,13 +265,18 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
 
   it("refuses when any one of several actions fails its preview, storing nothing", async () => {
     const rows = await planCount();
-    const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({
-      title: "One good, one bad",
-      actions: [
-        { kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { a: 1 } },
-        { kind: "http.json", target: "crm", path: "/contacts/405", op: "merge", body: { a: 1 } },
-      ],
-    }) }));
+    const err = await refusal(
+      submitPlan(h.ctx, {
+        agent: h.agent,
+        request: mergeRequest({
+          title: "One good, one bad",
+          actions: [
+            { kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { a: 1 } },
+            { kind: "http.json", target: "crm", path: "/contacts/405", op: "merge", body: { a: 1 } },
+          ],
+        }),
+      }),
+    );
     expect(err.code).toBe("preview_failed");
     expect(err.issues).toEqual([expect.objectContaining({ path: "/actions/1" })]);
     expect(await planCount()).toBe(rows);
@@ -239,19 +285,26 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
   it("refuses an unknown target with unknown_target at /actions/i/target, before any request", async () => {
     const rows = await planCount();
     const from = h.target.requests.length;
-    const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({
-      title: "Where?",
-      actions: [
-        { kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { a: 1 } },
-        { kind: "http.json", target: "erp", path: "/orders/1", op: "merge", body: { a: 1 } },
-      ],
-    }) }));
+    const err = await refusal(
+      submitPlan(h.ctx, {
+        agent: h.agent,
+        request: mergeRequest({
+          title: "Where?",
+          actions: [
+            { kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { a: 1 } },
+            { kind: "http.json", target: "erp", path: "/orders/1", op: "merge", body: { a: 1 } },
+          ],
+        }),
+      }),
+    );
     expect(err.code).toBe("unknown_target");
     expect(err.issues).toEqual([expect.objectContaining({ path: "/actions/1/target" })]);
     expect(h.target.requests.length).toBe(from);
     expect(await planCount()).toBe(rows);
 
-    const first = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ actions: [{ kind: "http.json", target: "erp", path: "/x", op: "delete" }] }) }));
+    const first = await refusal(
+      submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ actions: [{ kind: "http.json", target: "erp", path: "/x", op: "delete" }] }) }),
+    );
     expect(first.code).toBe("unknown_target");
     expect(first.issues).toEqual([expect.objectContaining({ path: "/actions/0/target" })]);
   });
@@ -272,7 +325,12 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
 
   it("refuses a path that leaves the target before sending anything", async () => {
     const from = h.target.requests.length;
-    const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/%2e%2e/admin", op: "delete" }] }) }));
+    const err = await refusal(
+      submitPlan(h.ctx, {
+        agent: h.agent,
+        request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/%2e%2e/admin", op: "delete" }] }),
+      }),
+    );
     expect(err.code).toBe("invalid_request");
     expect(err.issues?.[0]?.path).toBe("/actions/0/path");
     expect(h.target.requests.length).toBe(from);
@@ -290,7 +348,10 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
     expect(second.plan.expiresAt).toBe(first.plan.expiresAt);
     const rows = await h.database.db.select({ id: plans.id }).from(plans).where(eq(plans.idempotencyKey, "key-same-body"));
     expect(rows).toEqual([{ id: first.plan.id }]);
-    const submitted = await h.database.db.select().from(auditEvents).where(and(eq(auditEvents.planId, first.plan.id), eq(auditEvents.type, "plan.submitted")));
+    const submitted = await h.database.db
+      .select()
+      .from(auditEvents)
+      .where(and(eq(auditEvents.planId, first.plan.id), eq(auditEvents.type, "plan.submitted")));
     expect(submitted).toHaveLength(1);
   });
 
@@ -322,7 +383,13 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
     expect(hSolo.target.requests.length).toBe(from);
     // The same plan for someone else is fine.
     const { plan } = await submitPlan(hSolo.ctx, { agent: hSolo.agent, request: mergeRequest({ onBehalfOf: "U0REQUESTER" }) });
-    expect(plan.plan.policy).toEqual({ approvers: ["U0ALICE"], requiredApprovals: 1, grantTtlSeconds: 600, rule: "defaults", risk: { level: "low", rule: "defaults.risk" } });
+    expect(plan.plan.policy).toEqual({
+      approvers: ["U0ALICE"],
+      requiredApprovals: 1,
+      grantTtlSeconds: 600,
+      rule: "defaults",
+      risk: { level: "low", rule: "defaults.risk" },
+    });
   });
 
   it("writes a plan.submitted audit event in the same breath", async () => {
@@ -345,21 +412,44 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
     it("lives under the intersection of their policies: common approvers, largest quorum, shortest TTL", async () => {
       const submittedAt = hMulti.clock.now();
       const { plan } = await submitPlan(hMulti.ctx, { agent: hMulti.agent, request: mergeRequest({ title: "Two targets", actions: twoTargets }) });
-      expect(plan.plan.policy).toEqual({ approvers: ["U0BOB", "U0CAROL"], requiredApprovals: 2, grantTtlSeconds: 600, rule: "targets.crm.policy + targets.billing.policy", risk: { level: "low", rule: "defaults.risk" } });
+      expect(plan.plan.policy).toEqual({
+        approvers: ["U0BOB", "U0CAROL"],
+        requiredApprovals: 2,
+        grantTtlSeconds: 600,
+        rule: "targets.crm.policy + targets.billing.policy",
+        risk: { level: "low", rule: "defaults.risk" },
+      });
       expect(plan.expiresAt).toBe(new Date(submittedAt.getTime() + 600_000).toISOString());
       expect(fingerprint(plan.plan)).toBe(plan.hash);
     });
 
     it("a plan over one of them keeps that target's own policy", async () => {
       const { plan: crmOnly } = await submitPlan(hMulti.ctx, { agent: hMulti.agent, request: mergeRequest({ title: "crm only", actions: [twoTargets[0]] }) });
-      expect(crmOnly.plan.policy).toEqual({ approvers: ["U0ALICE", "U0BOB", "U0CAROL"], requiredApprovals: 1, grantTtlSeconds: 600, rule: "targets.crm.policy", risk: { level: "low", rule: "defaults.risk" } });
-      const { plan: billingOnly } = await submitPlan(hMulti.ctx, { agent: hMulti.agent, request: mergeRequest({ title: "billing only", actions: [twoTargets[1]] }) });
-      expect(billingOnly.plan.policy).toEqual({ approvers: ["U0BOB", "U0CAROL", "U0DAVE"], requiredApprovals: 2, grantTtlSeconds: 600, rule: "targets.billing.policy", risk: { level: "low", rule: "defaults.risk" } });
+      expect(crmOnly.plan.policy).toEqual({
+        approvers: ["U0ALICE", "U0BOB", "U0CAROL"],
+        requiredApprovals: 1,
+        grantTtlSeconds: 600,
+        rule: "targets.crm.policy",
+        risk: { level: "low", rule: "defaults.risk" },
+      });
+      const { plan: billingOnly } = await submitPlan(hMulti.ctx, {
+        agent: hMulti.agent,
+        request: mergeRequest({ title: "billing only", actions: [twoTargets[1]] }),
+      });
+      expect(billingOnly.plan.policy).toEqual({
+        approvers: ["U0BOB", "U0CAROL", "U0DAVE"],
+        requiredApprovals: 2,
+        grantTtlSeconds: 600,
+        rule: "targets.billing.policy",
+        risk: { level: "low", rule: "defaults.risk" },
+      });
     });
 
     it("is bounded by the smallest TTL maximum", async () => {
       const rows = await planCount();
-      const err = await refusal(submitPlan(hMulti.ctx, { agent: hMulti.agent, request: mergeRequest({ title: "Too long", actions: twoTargets, ttlSeconds: 3601 }) }));
+      const err = await refusal(
+        submitPlan(hMulti.ctx, { agent: hMulti.agent, request: mergeRequest({ title: "Too long", actions: twoTargets, ttlSeconds: 3601 }) }),
+      );
       expect(err.code).toBe("invalid_request");
       expect(err.issues).toEqual([expect.objectContaining({ path: "/ttlSeconds" })]);
       expect(await planCount()).toBe(rows);
@@ -367,7 +457,9 @@ describe.each(databaseKinds)("submitPlan on $name", (kind) => {
 
     it("is refused when the requester leaves too few common approvers for the quorum", async () => {
       const rows = await planCount();
-      const err = await refusal(submitPlan(hMulti.ctx, { agent: hMulti.agent, request: mergeRequest({ title: "Bob asks", actions: twoTargets, onBehalfOf: "U0BOB" }) }));
+      const err = await refusal(
+        submitPlan(hMulti.ctx, { agent: hMulti.agent, request: mergeRequest({ title: "Bob asks", actions: twoTargets, onBehalfOf: "U0BOB" }) }),
+      );
       expect(err.code).toBe("policy_denied");
       expect(await planCount()).toBe(rows);
     });
@@ -381,7 +473,10 @@ describe.each(databaseKinds)("risk levels on $name", (kind) => {
   });
 
   it("a high-risk plan records its risk and the rule, needs more approvals and gets less time", async () => {
-    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "delete" }] }) });
+    const { plan } = await submitPlan(h.ctx, {
+      agent: h.agent,
+      request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "delete" }] }),
+    });
     expect(plan.plan.policy).toMatchObject({ requiredApprovals: 2, risk: { level: "high", rule: "targets.crm.policy.riskByOp.delete" } });
     expect(Date.parse(plan.expiresAt) - h.clock.now().getTime()).toBe(600_000);
     expect(plan.hash).toBe(fingerprint(plan.plan));
@@ -399,11 +494,21 @@ describe.each(databaseKinds)("submitPlan refuses what cannot be hashed or stored
   });
 
   it.each<[string, Record<string, unknown>, string, RegExp]>([
-    ["a lone surrogate in a body value", { actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { name: "Ana \uD800" } }] }, "/actions/0/body/name", /lone UTF-16 surrogate/],
+    [
+      "a lone surrogate in a body value",
+      { actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { name: "Ana \uD800" } }] },
+      "/actions/0/body/name",
+      /lone UTF-16 surrogate/,
+    ],
     ["a lone low surrogate in the title", { title: "Fix \uDC00 now" }, "/title", /lone UTF-16 surrogate/],
     ["a NUL in the idempotencyKey", { idempotencyKey: "key\u0000one" }, "/idempotencyKey", /NUL/],
     ["a NUL in the reason", { reason: "because\u0000" }, "/reason", /NUL/],
-    ["a lone surrogate in a body key", { actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { ["e\uD83Dmail"]: "x" } }] }, "/actions/0/body", /field name/],
+    [
+      "a lone surrogate in a body key",
+      { actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { ["e\uD83Dmail"]: "x" } }] },
+      "/actions/0/body",
+      /field name/,
+    ],
   ])("%s → invalid_request naming the JSON Pointer, nothing stored, target never read", async (_name, overrides, pointer, why) => {
     const before = await planCount();
     const reads = h.target.requests.length;
@@ -429,7 +534,12 @@ describe.each(databaseKinds)("submitPlan refuses what cannot be hashed or stored
   it("a target document with a lone surrogate → preview_failed naming where, nothing stored", async () => {
     h.target.set("/contacts/9", { id: 9, name: "Zoë \uD800" });
     const before = await planCount();
-    const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/9", op: "merge", body: { email: "z@example.com" } }] }) }));
+    const err = await refusal(
+      submitPlan(h.ctx, {
+        agent: h.agent,
+        request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/9", op: "merge", body: { email: "z@example.com" } }] }),
+      }),
+    );
     expect(err.code).toBe("preview_failed");
     expect(err.message).toMatch(/cannot be hashed exactly: at \/name, the string contains a lone UTF-16 surrogate/);
     expect(await planCount()).toBe(before);
@@ -440,27 +550,35 @@ describe.each(databaseKinds)("submitPlan refuses what cannot be hashed or stored
     for (let i = 0; i < 300; i++) deep = [deep];
     h.target.set("/contacts/deep", { id: 7, tree: deep });
     const before = await planCount();
-    const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/deep", op: "merge", body: { email: "d@example.com" } }] }) }));
+    const err = await refusal(
+      submitPlan(h.ctx, {
+        agent: h.agent,
+        request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/deep", op: "merge", body: { email: "d@example.com" } }] }),
+      }),
+    );
     expect(err.code).toBe("preview_failed");
     expect(err.message).toMatch(/cannot be hashed exactly: at \/tree(\/0)+, it nests deeper than 256 levels/);
     expect(await planCount()).toBe(before);
   });
 
-  it.each(["12345678901234567890", "1.00000000000000000001", "1e400"])("a target document with the number %s → preview_failed, nothing stored", async (token) => {
-    const before = await planCount();
-    h.target.beforeHandle = (r) => {
-      if (r.method === "GET" && r.path === "/contacts/1") h.target.failWith = { status: 200, body: `{"id": 1, "limits": [0, ${token}]}` };
-    };
-    try {
-      const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest() }));
-      expect(err.code).toBe("preview_failed");
-      expect(err.message).toContain(`at /limits/1, the number ${token} cannot be held exactly`);
-    } finally {
-      h.target.beforeHandle = undefined;
-      h.target.failWith = undefined;
-    }
-    expect(await planCount()).toBe(before);
-  });
+  it.each(["12345678901234567890", "1.00000000000000000001", "1e400"])(
+    "a target document with the number %s → preview_failed, nothing stored",
+    async (token) => {
+      const before = await planCount();
+      h.target.beforeHandle = (r) => {
+        if (r.method === "GET" && r.path === "/contacts/1") h.target.failWith = { status: 200, body: `{"id": 1, "limits": [0, ${token}]}` };
+      };
+      try {
+        const err = await refusal(submitPlan(h.ctx, { agent: h.agent, request: mergeRequest() }));
+        expect(err.code).toBe("preview_failed");
+        expect(err.message).toContain(`at /limits/1, the number ${token} cannot be held exactly`);
+      } finally {
+        h.target.beforeHandle = undefined;
+        h.target.failWith = undefined;
+      }
+      expect(await planCount()).toBe(before);
+    },
+  );
 
   it("a target number spelled differently but with the same value (1.0, 1e2) is accepted and shown as that value", async () => {
     // The raw answer carries no ETag, so this test's target compares digests instead.
@@ -469,7 +587,10 @@ describe.each(databaseKinds)("submitPlan refuses what cannot be hashed or stored
       if (r.method === "GET" && r.path === "/contacts/2") h.target.failWith = { status: 200, body: '{"id": 2.0, "score": 1e2, "tiny": 0.10}' };
     };
     try {
-      const { plan } = await submitPlan(ctx, { agent: h.agent, request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { score: 101 } }] }) });
+      const { plan } = await submitPlan(ctx, {
+        agent: h.agent,
+        request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { score: 101 } }] }),
+      });
       expect(plan.preview.actions[0]!.before).toEqual({ id: 2, score: 100, tiny: 0.1 });
       expect(plan.preview.actions[0]!.changes).toEqual([{ path: "/score", from: 100, to: 101 }]);
     } finally {
@@ -480,7 +601,13 @@ describe.each(databaseKinds)("submitPlan refuses what cannot be hashed or stored
   });
 
   it("bidi controls reach the agent exactly but reviewers as visible markers", async () => {
-    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "Pay \u202E01$\u202C to Ana", actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { note: "\u2066x\u2069" } }] }) });
+    const { plan } = await submitPlan(h.ctx, {
+      agent: h.agent,
+      request: mergeRequest({
+        title: "Pay \u202E01$\u202C to Ana",
+        actions: [{ kind: "http.json", target: "crm", path: "/contacts/2", op: "merge", body: { note: "\u2066x\u2069" } }],
+      }),
+    });
     expect(plan.plan.title).toBe("Pay \u202E01$\u202C to Ana");
     expect(fingerprint(plan.plan)).toBe(plan.hash);
     const [row] = await h.database.db.select().from(plans).where(eq(plans.id, plan.id));

@@ -12,9 +12,16 @@ describe.each(databaseKinds)("supersede of a plan purged meanwhile on $name", (k
     // What supersedeIn sees when retention purged the old plan between the early check and the transaction.
     const gone = randomUUID();
     const attempt = h.database.db.transaction((tx) =>
-      supersedeIn(h.ctx, tx, { oldId: gone, next: { id: randomUUID(), hash: `sha256:${"0".repeat(64)}` }, actor: { type: "agent", agentId: h.agent.id, name: h.agent.name } }),
+      supersedeIn(h.ctx, tx, {
+        oldId: gone,
+        next: { id: randomUUID(), hash: `sha256:${"0".repeat(64)}` },
+        actor: { type: "agent", agentId: h.agent.id, name: h.agent.name },
+      }),
     );
-    const err = await attempt.then(() => undefined, (e: unknown) => e);
+    const err = await attempt.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ServiceError);
     expect((err as ServiceError).code).toBe("not_supersedable");
     expect((err as ServiceError).message).toContain(`plan ${gone} was removed`);

@@ -25,39 +25,78 @@ describe.each(databaseKinds)("locked writes on $name", (kind) => {
   const actor = { type: "user", userId: "U0ALICE", via: "web" } as const;
 
   async function eventsOf(planId: string) {
-    return (await h.database.db.select({ type: auditEvents.type }).from(auditEvents).where(eq(auditEvents.planId, planId)).orderBy(asc(auditEvents.id))).map((e) => e.type);
+    return (await h.database.db.select({ type: auditEvents.type }).from(auditEvents).where(eq(auditEvents.planId, planId)).orderBy(asc(auditEvents.id))).map(
+      (e) => e.type,
+    );
   }
 
   async function planRow(planId: string) {
-    const [row] = await h.database.db.select({ id: plans.id, status: plans.status, hash: plans.hash, callbackUrl: plans.callbackUrl, document: plans.document, grant: plans.grant, claimToken: plans.claimToken, claims: plans.claims }).from(plans).where(eq(plans.id, planId));
+    const [row] = await h.database.db
+      .select({
+        id: plans.id,
+        status: plans.status,
+        hash: plans.hash,
+        callbackUrl: plans.callbackUrl,
+        document: plans.document,
+        grant: plans.grant,
+        claimToken: plans.claimToken,
+        claims: plans.claims,
+      })
+      .from(plans)
+      .where(eq(plans.id, planId));
     return row!;
   }
 
   /** Locks the plan, reads its chain's tail as decide does, and sends `writes` with the COMMIT. */
-  async function writeLocked(plan: Awaited<ReturnType<typeof planRow>>, writes: (tail: string) => Omit<LockedWrites, "announce">, announce: string, sinks = h.ctx.sinks) {
-    return h.database.transactionEndingWith(async (_tx, read) => {
-      const tail = String(read[1]![0]?.hash ?? planGenesis(plan.id));
-      return { result: tail, last: lockedWritesStatement({ ...h.ctx, sinks }, { ...plan, tail }, { ...writes(tail), announce }) };
-    }, { first: [sql`SELECT id FROM plans WHERE id = ${plan.id} FOR UPDATE`, planChainTail(plan.id)] });
+  async function writeLocked(
+    plan: Awaited<ReturnType<typeof planRow>>,
+    writes: (tail: string) => Omit<LockedWrites, "announce">,
+    announce: string,
+    sinks = h.ctx.sinks,
+  ) {
+    return h.database.transactionEndingWith(
+      async (_tx, read) => {
+        const tail = String(read[1]![0]?.hash ?? planGenesis(plan.id));
+        return { result: tail, last: lockedWritesStatement({ ...h.ctx, sinks }, { ...plan, tail }, { ...writes(tail), announce }) };
+      },
+      { first: [sql`SELECT id FROM plans WHERE id = ${plan.id} FOR UPDATE`, planChainTail(plan.id)] },
+    );
   }
 
   const vote = (status: "pending"): LockedEvent => ({ type: "decision.approve", status, actor, at: h.ctx.clock(), data: { approvals: 1 } });
-  const decision = (hash: string) => ({ planHash: hash, userId: actor.userId, via: actor.via, verdict: "approve" as const, reason: null, recheckFailed: null, decidedAt: h.ctx.clock(), expiresAt: new Date(h.ctx.clock().getTime() + 60_000) });
+  const decision = (hash: string) => ({
+    planHash: hash,
+    userId: actor.userId,
+    via: actor.via,
+    verdict: "approve" as const,
+    reason: null,
+    recheckFailed: null,
+    decidedAt: h.ctx.clock(),
+    expiresAt: new Date(h.ctx.clock().getTime() + 60_000),
+  });
 
   it("writes the decision, the UPDATE and the events in order, chained from the plan's tail as audit verify checks them, with one outbox row per sink and event, the App Home's one for them all", async () => {
     const { id } = await newPlan();
     const plan = await planRow(id);
     const outboxBefore = (await h.database.db.select({ id: outbox.id }).from(outbox).where(eq(outbox.planId, id))).length;
-    const tail = await writeLocked(plan, () => {
-      const { update, events } = transitionsLocked(plan, [{ transition: "approve", actor, set: { grant: "grant-token" } }], h.ctx.clock());
-      return { decision: decision(plan.hash), update, events: [vote("pending"), ...events] };
-    }, "approved", ["slack", "slack_home", "webhook"]);
+    const tail = await writeLocked(
+      plan,
+      () => {
+        const { update, events } = transitionsLocked(plan, [{ transition: "approve", actor, set: { grant: "grant-token" } }], h.ctx.clock());
+        return { decision: decision(plan.hash), update, events: [vote("pending"), ...events] };
+      },
+      "approved",
+      ["slack", "slack_home", "webhook"],
+    );
     // The tail read is the submitted event's hash, not the genesis: the chain goes on from it.
     expect(tail).not.toBe(planGenesis(id));
     expect(await eventsOf(id)).toEqual(["plan.submitted", "decision.approve", "plan.approved"]);
     const after = await planRow(id);
     expect({ status: after.status, grant: after.grant }).toEqual({ status: "approved", grant: "grant-token" });
-    const [vote1] = await h.database.db.select({ userId: decisions.userId, verdict: decisions.verdict, via: decisions.via }).from(decisions).where(eq(decisions.planId, id));
+    const [vote1] = await h.database.db
+      .select({ userId: decisions.userId, verdict: decisions.verdict, via: decisions.via })
+      .from(decisions)
+      .where(eq(decisions.planId, id));
     expect(vote1).toEqual({ userId: "U0ALICE", verdict: "approve", via: "web" });
     const rows = await h.database.db.select({ kind: outbox.kind, payload: outbox.payload }).from(outbox).where(eq(outbox.planId, id)).orderBy(asc(outbox.id));
     const payloadOf = (p: unknown) => (typeof p === "string" ? JSON.parse(p) : p) as { type: string; status: string };
@@ -75,11 +114,20 @@ describe.each(databaseKinds)("locked writes on $name", (kind) => {
     const { id } = await newPlan();
     const pending = await planRow(id);
     await cancelPlan(h.ctx, { agent: h.agent, planId: id });
-    const err = await writeLocked(pending, () => {
-      const { update, events } = transitionsLocked(pending, [{ transition: "approve", actor }], h.ctx.clock());
-      return { decision: decision(pending.hash), update, events: [vote("pending"), ...events] };
-    }, "approved").then(() => undefined, (e: unknown) => e as Error);
-    expect(String((err?.cause as Error | undefined)?.message)).toContain(`plan ${id} was not pending under its row lock: the approve transition missed (0 rows)`);
+    const err = await writeLocked(
+      pending,
+      () => {
+        const { update, events } = transitionsLocked(pending, [{ transition: "approve", actor }], h.ctx.clock());
+        return { decision: decision(pending.hash), update, events: [vote("pending"), ...events] };
+      },
+      "approved",
+    ).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(String((err?.cause as Error | undefined)?.message)).toContain(
+      `plan ${id} was not pending under its row lock: the approve transition missed (0 rows)`,
+    );
     // Recognised as this transition's miss (decide retries a hand-off on a claim's), not another's.
     expect(isTransitionMissed(err, "approve")).toBe(true);
     expect(isTransitionMissed(err, "claim")).toBe(false);
@@ -94,19 +142,32 @@ describe.each(databaseKinds)("locked writes on $name", (kind) => {
     const plan = await planRow(id);
     const executor = { type: "system", process: "executor" } as const;
     let to = "";
-    await writeLocked(plan, () => {
-      const t = transitionsLocked(plan, [
-        { transition: "approve", actor, set: { grant: "grant-token" } },
-        { transition: "claim", actor: executor, set: { claimToken: "claim-token" }, countsClaim: true, unlessPaused: true, data: { claim: 1 } },
-      ], h.ctx.clock());
-      to = t.to;
-      expect(t.events.map((e) => `${e.type} ${e.status}`)).toEqual(["plan.approved approved", "plan.executing executing"]);
-      return { update: t.update, events: t.events };
-    }, "executing");
+    await writeLocked(
+      plan,
+      () => {
+        const t = transitionsLocked(
+          plan,
+          [
+            { transition: "approve", actor, set: { grant: "grant-token" } },
+            { transition: "claim", actor: executor, set: { claimToken: "claim-token" }, countsClaim: true, unlessPaused: true, data: { claim: 1 } },
+          ],
+          h.ctx.clock(),
+        );
+        to = t.to;
+        expect(t.events.map((e) => `${e.type} ${e.status}`)).toEqual(["plan.approved approved", "plan.executing executing"]);
+        return { update: t.update, events: t.events };
+      },
+      "executing",
+    );
     expect(to).toBe("executing");
     expect(await eventsOf(id)).toEqual(["plan.submitted", "plan.approved", "plan.executing"]);
     const row = await planRow(id);
-    expect({ status: row.status, grant: row.grant, claimToken: row.claimToken, claims: row.claims }).toEqual({ status: "executing", grant: "grant-token", claimToken: "claim-token", claims: 1 });
+    expect({ status: row.status, grant: row.grant, claimToken: row.claimToken, claims: row.claims }).toEqual({
+      status: "executing",
+      grant: "grant-token",
+      claimToken: "claim-token",
+      claims: 1,
+    });
     expect((await verifyAudit(h.ctx)).ok).toBe(true);
   });
 
@@ -115,13 +176,30 @@ describe.each(databaseKinds)("locked writes on $name", (kind) => {
     const plan = await planRow(id);
     await h.database.db.insert(pause).values({ reason: "test", pausedBy: "U0ADMIN", via: "web", since: h.ctx.clock() });
     try {
-      const err = await writeLocked(plan, () => {
-        const { update, events } = transitionsLocked(plan, [
-          { transition: "approve", actor, set: { grant: "grant-token" } },
-          { transition: "claim", actor: { type: "system", process: "executor" }, set: { claimToken: "claim-token" }, countsClaim: true, unlessPaused: true },
-        ], h.ctx.clock());
-        return { update, events };
-      }, "executing").then(() => undefined, (e: unknown) => e as Error);
+      const err = await writeLocked(
+        plan,
+        () => {
+          const { update, events } = transitionsLocked(
+            plan,
+            [
+              { transition: "approve", actor, set: { grant: "grant-token" } },
+              {
+                transition: "claim",
+                actor: { type: "system", process: "executor" },
+                set: { claimToken: "claim-token" },
+                countsClaim: true,
+                unlessPaused: true,
+              },
+            ],
+            h.ctx.clock(),
+          );
+          return { update, events };
+        },
+        "executing",
+      ).then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
       expect(isTransitionMissed(err, "claim")).toBe(true);
       expect(isTransitionMissed(err, "approve")).toBe(true);
     } finally {
@@ -130,6 +208,15 @@ describe.each(databaseKinds)("locked writes on $name", (kind) => {
     expect(await eventsOf(id)).toEqual(["plan.submitted"]);
     expect((await planRow(id)).status).toBe("pending");
     // A chain the lifecycle does not allow is refused before anything is sent.
-    expect(() => transitionsLocked(plan, [{ transition: "approve", actor }, { transition: "approve", actor }], h.ctx.clock())).toThrow(/approve cannot follow a transition to approved/);
+    expect(() =>
+      transitionsLocked(
+        plan,
+        [
+          { transition: "approve", actor },
+          { transition: "approve", actor },
+        ],
+        h.ctx.clock(),
+      ),
+    ).toThrow(/approve cannot follow a transition to approved/);
   });
 });

@@ -45,7 +45,9 @@ beforeAll(async () => {
       void (async () => {
         const writing = req.method !== "GET" && req.method !== "HEAD";
         const forward = async () => {
-          const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== "host" && k !== "content-length" && k !== "connection")) as Record<string, string>;
+          const headers = Object.fromEntries(
+            Object.entries(req.headers).filter(([k]) => k !== "host" && k !== "content-length" && k !== "connection"),
+          ) as Record<string, string>;
           return fetch(`${target.url}${req.url}`, { method: req.method, headers, ...(writing ? { body: Buffer.concat(chunks) } : {}) });
         };
         if (!writing || frontWrites === "pass") {
@@ -119,7 +121,13 @@ async function run(actions: z.output<typeof HttpJsonAction>[]): Promise<Outcome>
     issuedAt: now,
     expiresAt: new Date(now.getTime() + 600_000),
   });
-  const claim: Claim = { plan: doc, preview: { actions: previews.map((p) => p.preview) }, grant: token, claimToken: randomUUID(), leaseExpiresAt: new Date(Date.now() + 60_000).toISOString() };
+  const claim: Claim = {
+    plan: doc,
+    preview: { actions: previews.map((p) => p.preview) },
+    grant: token,
+    claimToken: randomUUID(),
+    leaseExpiresAt: new Date(Date.now() + 60_000).toISOString(),
+  };
   const outcome = await executePlan(claim, executionPorts(keys.verifying, targets));
   // What the executor reports must be a valid outcome for the server.
   expect(Outcome.parse(outcome)).toStrictEqual(outcome);
@@ -162,7 +170,14 @@ describe("verify after apply: the re-read is compared with the preview over the 
     const outcome = await run([merge(a, { email: "b@new.example" }), merge(b, { email: "d@new.example" })]);
     expect(outcome.status).toBe("applied");
     expect(outcome.actions).toStrictEqual([
-      { index: 0, target: "crm", path: a, status: "applied", verified: false, driftAfterApply: [{ path: "/email", expected: "b@new.example", actual: "B@NEW.EXAMPLE" }] },
+      {
+        index: 0,
+        target: "crm",
+        path: a,
+        status: "applied",
+        verified: false,
+        driftAfterApply: [{ path: "/email", expected: "b@new.example", actual: "B@NEW.EXAMPLE" }],
+      },
       { index: 1, target: "crm", path: b, status: "applied", verified: true },
     ]);
   });
@@ -174,7 +189,16 @@ describe("verify after apply: the re-read is compared with the preview over the 
     };
     const outcome = await run([merge(path, { email: "b@new.example" })]);
     expect(outcome.status).toBe("applied");
-    expect(outcome.actions).toStrictEqual([{ index: 0, target: "crm", path, status: "applied", verified: null, detail: "could not re-read after the write: target 'crm' answered HTTP 503 for GET " + path }]);
+    expect(outcome.actions).toStrictEqual([
+      {
+        index: 0,
+        target: "crm",
+        path,
+        status: "applied",
+        verified: null,
+        detail: "could not re-read after the write: target 'crm' answered HTTP 503 for GET " + path,
+      },
+    ]);
     target.failWith = undefined;
     expect(target.get(path)).toStrictEqual({ email: "b@new.example" });
     expect(writesTo(path)).toHaveLength(1);
@@ -192,7 +216,9 @@ describe("reconcile: a write whose answer cannot be trusted is settled by the re
       expect(outcome.status).toBe("applied");
       expect(outcome.actions).toHaveLength(1);
       expect(outcome.actions[0]).toMatchObject({ status: "applied", verified: true });
-      expect(outcome.actions[0]!.detail).toBe(`PATCH ${path} on 'crm' got no answer (timed out after ${TIMEOUT_MS} ms); the write may or may not have happened; re-read after it: the target holds the change`);
+      expect(outcome.actions[0]!.detail).toBe(
+        `PATCH ${path} on 'crm' got no answer (timed out after ${TIMEOUT_MS} ms); the write may or may not have happened; re-read after it: the target holds the change`,
+      );
       expect(writesTo(path)).toHaveLength(1);
     } finally {
       release();
@@ -203,7 +229,10 @@ describe("reconcile: a write whose answer cannot be trusted is settled by the re
     const path = seed({ email: "a@old.example" });
     const { planned } = await previewHttpJson(http, targets.crm!, merge(path, { email: "b@new.example" }));
     const writer = httpJsonAdapter().openWriter("crm", targets.crm!);
-    expect(await writer.apply(planned, "k", performance.now() - 1)).toStrictEqual({ status: "expired", detail: `merge ${path} on 'crm' was not sent: the deadline had passed` });
+    expect(await writer.apply(planned, "k", performance.now() - 1)).toStrictEqual({
+      status: "expired",
+      detail: `merge ${path} on 'crm' was not sent: the deadline had passed`,
+    });
     expect(writesTo(path)).toHaveLength(0);
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
@@ -224,7 +253,9 @@ describe("reconcile: a write whose answer cannot be trusted is settled by the re
     const outcome = await run([merge(path, { email: "b@new.example" }, "front")]);
     expect(outcome.status).toBe("applied");
     expect(outcome.actions[0]).toMatchObject({ status: "applied", verified: true });
-    expect(outcome.actions[0]!.detail).toMatch(/^PATCH \S+ on 'front' answered HTTP 200 with a body that is not JSON: <html>.*; re-read after it: the target holds the change$/);
+    expect(outcome.actions[0]!.detail).toMatch(
+      /^PATCH \S+ on 'front' answered HTTP 200 with a body that is not JSON: <html>.*; re-read after it: the target holds the change$/,
+    );
     expect(target.get(path)).toStrictEqual({ email: "b@new.example" });
   });
 
@@ -257,7 +288,9 @@ describe("reconcile: a write whose answer cannot be trusted is settled by the re
     const outcome = await run([merge(path, { email: "b@new.example" }, "front")]);
     expect(outcome.status).toBe("applied");
     expect(outcome.actions[0]).toMatchObject({ status: "applied", verified: true });
-    expect(outcome.actions[0]!.detail).toMatch(/^PATCH \S+ on 'front' answered HTTP 200, but the answer broke off \(.+\); re-read after it: the target holds the change$/);
+    expect(outcome.actions[0]!.detail).toMatch(
+      /^PATCH \S+ on 'front' answered HTTP 200, but the answer broke off \(.+\); re-read after it: the target holds the change$/,
+    );
     expect(writesTo(path)).toHaveLength(1);
   });
 

@@ -52,7 +52,11 @@ describe.each(databaseKinds)("a change heard between a waiter's read and its wai
     }
   }
 
-  const submitted = (title: string) => heardAfter(() => submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title }) }), (p) => p.endsWith(" pending"));
+  const submitted = (title: string) =>
+    heardAfter(
+      () => submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title }) }),
+      (p) => p.endsWith(" pending"),
+    );
 
   /** The waiter's context: `change` runs inside its first read, and its waits never time out. */
   function waiterContext(overrides: { db?: (db: Db) => Db; transactionEndingWith?: ServiceContext["database"]["transactionEndingWith"] }): ServiceContext {
@@ -86,32 +90,38 @@ describe.each(databaseKinds)("a change heard between a waiter's read and its wai
   it("an agent's wait returns the plan's final status", async () => {
     const { plan } = await submitted("rejected in the gap");
     let changed = false;
-    const reject = () => heardAfter(() => decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "reject", reason: "in the gap" }), (p) => p === announcementPayload(plan.id, "rejected"));
+    const reject = () =>
+      heardAfter(
+        () => decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "reject", reason: "in the gap" }),
+        (p) => p === announcementPayload(plan.id, "rejected"),
+      );
     // The first select through the waiter's db (the plan's row) answers only once the rejection is heard.
-    const db = (real: Db): Db => new Proxy(real, {
-      get: (target, prop) => {
-        if (prop !== "select" || changed) return Reflect.get(target, prop, target);
-        return (...args: Parameters<Db["select"]>) => {
-          const builder = target.select(...args);
-          const from = builder.from.bind(builder);
-          return Object.assign(builder, {
-            from: (...table: Parameters<typeof from>) => {
-              const query = from(...table);
-              const then = query.then.bind(query);
-              return Object.assign(query, {
-                then: (ok: (rows: unknown) => unknown, fail: (err: unknown) => unknown) => then(async (rows) => {
-                  if (!changed) {
-                    changed = true;
-                    await reject();
-                  }
-                  return rows;
-                }).then(ok, fail),
-              });
-            },
-          });
-        };
-      },
-    });
+    const db = (real: Db): Db =>
+      new Proxy(real, {
+        get: (target, prop) => {
+          if (prop !== "select" || changed) return Reflect.get(target, prop, target);
+          return (...args: Parameters<Db["select"]>) => {
+            const builder = target.select(...args);
+            const from = builder.from.bind(builder);
+            return Object.assign(builder, {
+              from: (...table: Parameters<typeof from>) => {
+                const query = from(...table);
+                const then = query.then.bind(query);
+                return Object.assign(query, {
+                  then: (ok: (rows: unknown) => unknown, fail: (err: unknown) => unknown) =>
+                    then(async (rows) => {
+                      if (!changed) {
+                        changed = true;
+                        await reject();
+                      }
+                      return rows;
+                    }).then(ok, fail),
+                });
+              },
+            });
+          };
+        },
+      });
 
     const view = await promptly(waitForPlan(waiterContext({ db }), { agent: h.agent, planId: plan.id, timeoutMs: LONG_MS, signal: stop.signal }));
     expect(changed).toBe(true);
@@ -126,16 +136,24 @@ describe.each(databaseKinds)("a change heard between a waiter's read and its wai
       const result = await h.ctx.database.transactionEndingWith(body, options);
       if (!changed) {
         changed = true;
-        await heardAfter(() => decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" }), (p) => p === announcementPayload(plan.id, "approved"));
+        await heardAfter(
+          () => decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" }),
+          (p) => p === announcementPayload(plan.id, "approved"),
+        );
       }
       return result;
     };
 
-    const claim: Claim | undefined | "still waiting" = await promptly(claimApprovedWaiting(waiterContext({ transactionEndingWith }), { waitMs: LONG_MS, signal: stop.signal }));
+    const claim: Claim | undefined | "still waiting" = await promptly(
+      claimApprovedWaiting(waiterContext({ transactionEndingWith }), { waitMs: LONG_MS, signal: stop.signal }),
+    );
     expect(changed).toBe(true);
     expect(claim === "still waiting" ? claim : claim?.plan.id).toBe(plan.id);
     if (claim !== "still waiting" && claim) {
-      await reportOutcome(h.ctx, { claimToken: claim.claimToken, outcome: { status: "applied", actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied" }] } });
+      await reportOutcome(h.ctx, {
+        claimToken: claim.claimToken,
+        outcome: { status: "applied", actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied" }] },
+      });
     }
   });
 });

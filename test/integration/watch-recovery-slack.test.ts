@@ -17,11 +17,18 @@ const INTERVAL = 10;
  */
 describe.each(databaseKinds)("a watch recovering on $name", (kind) => {
   const h = useHarness(kind, { targets: (url) => ({ crm: targetConfig(url, { watch: { intervalSeconds: INTERVAL } }) }), sinks: ["slack"] });
-  const watchRows = (planId: string) => h.database.db.select({ id: outbox.id }).from(outbox).where(and(eq(outbox.planId, planId), sql`${outbox.payload}::json->>'type' = 'plan.watch'`));
+  const watchRows = (planId: string) =>
+    h.database.db
+      .select({ id: outbox.id })
+      .from(outbox)
+      .where(and(eq(outbox.planId, planId), sql`${outbox.payload}::json->>'type' = 'plan.watch'`));
 
   it("the failing read and the good read after it each queue a Slack re-render; good reads after that queue none", async () => {
     h.target.set("/contacts/21", { id: 21, name: "Uma", email: "uma@old.example" });
-    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/21", op: "merge", body: { email: "uma@new.example" } }] }) });
+    const { plan } = await submitPlan(h.ctx, {
+      agent: h.agent,
+      request: mergeRequest({ actions: [{ kind: "http.json", target: "crm", path: "/contacts/21", op: "merge", body: { email: "uma@new.example" } }] }),
+    });
     await watchTargets(h.ctx, { replica: "r1" });
     h.clock.advance(INTERVAL);
     await watchTargets(h.ctx, { replica: "r1" });

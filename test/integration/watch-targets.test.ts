@@ -14,13 +14,22 @@ import { mergeRequest, targetConfig } from "../support/harness.ts";
 import { useHarness, type SuiteHarness } from "../support/use-harness.ts";
 
 const INTERVAL = 10;
-const watched = (url: string) => ({ crm: targetConfig(url, { watch: { intervalSeconds: INTERVAL } }), quiet: targetConfig(url, { watch: { intervalSeconds: 0 } }) });
+const watched = (url: string) => ({
+  crm: targetConfig(url, { watch: { intervalSeconds: INTERVAL } }),
+  quiet: targetConfig(url, { watch: { intervalSeconds: 0 } }),
+});
 
 /** The GETs the target has answered for `path` so far. */
 const readsOf = (h: SuiteHarness, path: string) => h.target.requests.filter((r) => r.method === "GET" && r.path === path).length;
 let seq = 0;
 async function submit(h: SuiteHarness, path = "/contacts/1", target = "crm") {
-  const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: `watched plan ${++seq}`, actions: [{ kind: "http.json", target, path, op: "merge", body: { email: `new${seq}@example.com` } }] }) });
+  const { plan } = await submitPlan(h.ctx, {
+    agent: h.agent,
+    request: mergeRequest({
+      title: `watched plan ${++seq}`,
+      actions: [{ kind: "http.json", target, path, op: "merge", body: { email: `new${seq}@example.com` } }],
+    }),
+  });
   return plan;
 }
 const statusOf = async (h: SuiteHarness, id: string) => (await h.database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, id)))[0]!.status;
@@ -49,7 +58,10 @@ describe.each(databaseKinds)("watching targets while plans are open ($name)", (k
     await watch(h.ctx);
     expect(readsOf(h, "/contacts/3") - before).toBe(1);
     expect(await statusOf(h, first.id)).toBe("pending");
-    const [row] = await h.database.db.select().from(targetWatches).where(and(eq(targetWatches.target, "crm"), eq(targetWatches.path, "/contacts/3")));
+    const [row] = await h.database.db
+      .select()
+      .from(targetWatches)
+      .where(and(eq(targetWatches.target, "crm"), eq(targetWatches.path, "/contacts/3")));
     expect(row!.checkedAt).not.toBeNull();
     expect(row!.failedSince).toBeNull();
 
@@ -63,10 +75,23 @@ describe.each(databaseKinds)("watching targets while plans are open ($name)", (k
     expect(seen.status).toBe("stale");
     expect(seen.outcome).toMatchObject({
       status: "stale",
-      actions: [{ index: 0, target: "crm", path: "/contacts/3", status: "stale", expected: expect.any(String), now: h.target.etagOf("/contacts/3"), changedSincePreview: [{ path: "/email", from: "caio@old.example", to: "caio@other.example" }] }],
+      actions: [
+        {
+          index: 0,
+          target: "crm",
+          path: "/contacts/3",
+          status: "stale",
+          expected: expect.any(String),
+          now: h.target.etagOf("/contacts/3"),
+          changedSincePreview: [{ path: "/email", from: "caio@old.example", to: "caio@other.example" }],
+        },
+      ],
     });
     // Through the one transition path: the audit event by the system, and the agent's side effect queued.
-    const events = await h.database.db.select().from(auditEvents).where(and(eq(auditEvents.planId, first.id), eq(auditEvents.type, "plan.stale")));
+    const events = await h.database.db
+      .select()
+      .from(auditEvents)
+      .where(and(eq(auditEvents.planId, first.id), eq(auditEvents.type, "plan.stale")));
     expect(events).toHaveLength(1);
     expect(events[0]!.actor).toMatchObject({ type: "system", process: "watcher" });
     expect(await h.database.db.$count(outbox, and(eq(outbox.planId, second.id), eq(outbox.kind, "test")))).toBeGreaterThanOrEqual(1);

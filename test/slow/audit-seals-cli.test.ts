@@ -56,14 +56,23 @@ describe("audit seals from the command line", () => {
     try {
       // Through the running server (it holds the embedded data dir): an audited event to seal.
       expect((await runCli(["agents", "add", "sealed-agent"], { cwd })).code).toBe(0);
-      await waitFor("a signed seal of the agent's event in the file", () => existsSync(sealsFile) && readFileSync(sealsFile, "utf8").includes("\"countersign.audit_seal\""), 90_000);
+      await waitFor(
+        "a signed seal of the agent's event in the file",
+        () => existsSync(sealsFile) && readFileSync(sealsFile, "utf8").includes('"countersign.audit_seal"'),
+        90_000,
+      );
       // While the server holds the embedded data dir, both go through its admin channel.
       const held = await runCli(["audit", "verify", "--seals", sealsFile, "--public-key", publicKeyFile], { cwd });
       expect(held.code, held.stdout + held.stderr).toBe(0);
       expect(held.stdout).toMatch(/^Published seals: \d+ checked; the newest, seal \d+ .* is signed and matches/m);
       const streamed = await runCli(["audit", "export", "--since", "2000-01-01T00:00:00Z"], { cwd });
       expect(streamed.code, streamed.stderr).toBe(0);
-      expect(streamed.stdout.trim().split("\n").map((l) => (JSON.parse(l) as { type: string }).type)).toContain("agent.added");
+      expect(
+        streamed.stdout
+          .trim()
+          .split("\n")
+          .map((l) => (JSON.parse(l) as { type: string }).type),
+      ).toContain("agent.added");
     } finally {
       expect(await serve.stop()).toBe(0);
     }
@@ -76,7 +85,10 @@ describe("audit seals from the command line", () => {
     const exported = path.join(cwd, "trail.jsonl");
     const exp = await runCli(["audit", "export", "--since", "2000-01-01T00:00:00Z", "--out", exported], { cwd });
     expect(exp.code, exp.stderr).toBe(0);
-    const events = readFileSync(exported, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { type: string; hash: string });
+    const events = readFileSync(exported, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { type: string; hash: string });
     expect(events.map((e) => e.type)).toContain("agent.added");
     expect(events.every((e) => /^sha256:[0-9a-f]{64}$/.test(e.hash))).toBe(true);
     const bad = await runCli(["audit", "export", "--since", "yesterday"], { cwd });
@@ -101,6 +113,8 @@ describe("audit seals from the command line", () => {
     const caught = await runCli(["audit", "verify", "--seals", sealsFile, "--public-key", publicKeyFile], { cwd });
     expect(caught.code).toBe(1);
     const first = JSON.parse(readFileSync(sealsFile, "utf8").split("\n")[0]!) as { seq: number };
-    expect(caught.stdout).toMatch(new RegExp(`^Audit log CONTRADICTS published seal ${first.seq} \\(missing\\): .*the log was cut back after it was published`, "m"));
+    expect(caught.stdout).toMatch(
+      new RegExp(`^Audit log CONTRADICTS published seal ${first.seq} \\(missing\\): .*the log was cut back after it was published`, "m"),
+    );
   }, 240_000);
 });

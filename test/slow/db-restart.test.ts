@@ -57,15 +57,23 @@ describe.skipIf(!available)("a PostgreSQL restart is not an outage", () => {
     });
   /** An agent that retries its submission (same idempotency key) while the server answers 503. */
   const submit = async (i: number): Promise<{ id: string; hash: string }> => {
-    const request = { title: `restart ${i}`, idempotencyKey: `restart-${i}`, actions: [{ kind: "http.json", target: "crm", path: `/contacts/${i}`, op: "merge", body: { email: `c${i}@new.example` } }] };
-    return waitFor(`plan ${i} to be accepted`, async () => {
-      if (exits.length > 0) throw new Error(exits.join("\n"));
-      const response = await api("POST", "/v1/plans", request).catch(() => undefined);
-      if (!response) return undefined;
-      if (response.status === 503) return undefined;
-      expect([200, 201]).toContain(response.status);
-      return (await response.json()) as { id: string; hash: string };
-    }, 60_000);
+    const request = {
+      title: `restart ${i}`,
+      idempotencyKey: `restart-${i}`,
+      actions: [{ kind: "http.json", target: "crm", path: `/contacts/${i}`, op: "merge", body: { email: `c${i}@new.example` } }],
+    };
+    return waitFor(
+      `plan ${i} to be accepted`,
+      async () => {
+        if (exits.length > 0) throw new Error(exits.join("\n"));
+        const response = await api("POST", "/v1/plans", request).catch(() => undefined);
+        if (!response) return undefined;
+        if (response.status === 503) return undefined;
+        expect([200, 201]).toContain(response.status);
+        return (await response.json()) as { id: string; hash: string };
+      },
+      60_000,
+    );
   };
   const status = async (id: string): Promise<string | undefined> => {
     const response = await api("GET", `/v1/plans/${id}`).catch(() => undefined);
@@ -74,7 +82,13 @@ describe.skipIf(!available)("a PostgreSQL restart is not an outage", () => {
     return ((await response.json()) as { status: string }).status;
   };
   const approveInSlack = async (plan: { id: string; hash: string }) => {
-    const response = await clicks.blockAction({ user: "U0ALICE", actionId: "approve", value: JSON.stringify({ planId: plan.id, hash: plan.hash }), channelId: REVIEW, messageTs: "1700000000.000100" });
+    const response = await clicks.blockAction({
+      user: "U0ALICE",
+      actionId: "approve",
+      value: JSON.stringify({ planId: plan.id, hash: plan.hash }),
+      channelId: REVIEW,
+      messageTs: "1700000000.000100",
+    });
     expect(response.status).toBe(200); // Bolt acknowledged: from here on, the click must not be lost silently
   };
 
@@ -89,18 +103,34 @@ describe.skipIf(!available)("a PostgreSQL restart is not an outage", () => {
     await target.start();
     slack = new SlackEmulator({ teamId: "T0TEST" });
     await slack.start();
-    writeFileSync(path.join(dir, "countersign.yml"), [
-      "environment: test",
-      `slack: { reviewChannel: ${REVIEW}, decisionRetrySeconds: ${DECISION_RETRY_SECONDS} }`,
-      "defaults: { approvers: [U0ALICE, U0BOB] }",
-      "executor: { leaseSeconds: 6 }",
-      ...crmTargetYaml(target.url, { write: true, allowMerges: true }),
-    ].join("\n"));
+    writeFileSync(
+      path.join(dir, "countersign.yml"),
+      [
+        "environment: test",
+        `slack: { reviewChannel: ${REVIEW}, decisionRetrySeconds: ${DECISION_RETRY_SECONDS} }`,
+        "defaults: { approvers: [U0ALICE, U0BOB] }",
+        "executor: { leaseSeconds: 6 }",
+        ...crmTargetYaml(target.url, { write: true, allowMerges: true }),
+      ].join("\n"),
+    );
     const keys = await testGrantKeys();
-    const common = { COUNTERSIGN_CONFIG: path.join(dir, "countersign.yml"), COUNTERSIGN_EXECUTOR_TOKEN: EXECUTOR_TOKEN, CRM_READ: READ_TOKEN, LOG_LEVEL: "info" };
+    const common = {
+      COUNTERSIGN_CONFIG: path.join(dir, "countersign.yml"),
+      COUNTERSIGN_EXECUTOR_TOKEN: EXECUTOR_TOKEN,
+      CRM_READ: READ_TOKEN,
+      LOG_LEVEL: "info",
+    };
     const server = await startCli(["serve"], {
       cwd: dir,
-      env: { ...common, DATABASE_URL: pg.url, PORT: "0", COUNTERSIGN_GRANT_PRIVATE_KEY: keys.privatePem, SLACK_BOT_TOKEN: slack.botToken, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: slack.url },
+      env: {
+        ...common,
+        DATABASE_URL: pg.url,
+        PORT: "0",
+        COUNTERSIGN_GRANT_PRIVATE_KEY: keys.privatePem,
+        SLACK_BOT_TOKEN: slack.botToken,
+        SLACK_SIGNING_SECRET: SIGNING_SECRET,
+        SLACK_API_URL: slack.url,
+      },
       ready: /"url":"http:\/\/[^"]+".*countersign serving/,
       timeoutMs: 60_000,
     });
@@ -150,22 +180,32 @@ describe.skipIf(!available)("a PostgreSQL restart is not an outage", () => {
     })();
     await Promise.all([loop, restarts]);
 
-    const finals = await waitFor("every plan to reach a final state", async () => {
-      const all = await Promise.all(plans.map((p) => status(p.id)));
-      return all.every((s) => s !== undefined && FINAL.includes(s)) && all;
-    }, 90_000);
+    const finals = await waitFor(
+      "every plan to reach a final state",
+      async () => {
+        const all = await Promise.all(plans.map((p) => status(p.id)));
+        return all.every((s) => s !== undefined && FINAL.includes(s)) && all;
+      },
+      90_000,
+    );
     expect(exits).toEqual([]);
     expect(finals).toEqual(plans.map(() => "applied"));
     for (let i = 0; i < PLANS; i++) expect(target.writes().filter((w) => w.path === `/contacts/${i}`)).toHaveLength(1);
     // LISTEN came back by itself: the server's listening connection is on the restarted cluster.
     const direct = await openDatabase({ kind: "postgres", url: pg.url });
     try {
-      await waitFor("the server to LISTEN again", async () => {
-        // The server LISTENs on the plan and pause channels over one connection, which re-issues
-        // both after a reconnect; pg_stat_activity shows only its last statement, either of them.
-        const rows = await direct.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query ILIKE ${`listen%${PLAN_CHANNEL}%`} OR query ILIKE ${`listen%${PAUSE_CHANNEL}%`}`);
-        return rows[0]!.n >= 1;
-      }, 20_000);
+      await waitFor(
+        "the server to LISTEN again",
+        async () => {
+          // The server LISTENs on the plan and pause channels over one connection, which re-issues
+          // both after a reconnect; pg_stat_activity shows only its last statement, either of them.
+          const rows = await direct.rows<{ n: number }>(
+            sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query ILIKE ${`listen%${PLAN_CHANNEL}%`} OR query ILIKE ${`listen%${PAUSE_CHANNEL}%`}`,
+          );
+          return rows[0]!.n >= 1;
+        },
+        20_000,
+      );
     } finally {
       await direct.close();
     }
@@ -173,7 +213,10 @@ describe.skipIf(!available)("a PostgreSQL restart is not an outage", () => {
     // say 4-8). A restart may show as two outages a moment apart: the pool notices its closed
     // connections one by one, so a query may succeed on a reconnected one and the next fail on
     // one not yet noticed (1 run in 6 at load 7-12 said 5 for 4 restarts).
-    const paused = children[0]!.output().split("\n").filter((l) => l.includes("outbox delivery paused"));
+    const paused = children[0]!
+      .output()
+      .split("\n")
+      .filter((l) => l.includes("outbox delivery paused"));
     expect(paused.length).toBeGreaterThanOrEqual(1);
     expect(paused.length).toBeLessThanOrEqual(2 * RESTARTS);
   }, 240_000);
@@ -193,15 +236,25 @@ describe.skipIf(!available)("a PostgreSQL restart is not an outage", () => {
       await pg.start();
     }
     const back = Date.now();
-    await waitFor("the held approval to land", async () => {
-      const s = await status(plan.id);
-      return s !== undefined && s !== "pending";
-    }, 10_000);
+    await waitFor(
+      "the held approval to land",
+      async () => {
+        const s = await status(plan.id);
+        return s !== undefined && s !== "pending";
+      },
+      10_000,
+    );
     expect(Date.now() - back).toBeLessThan(10_000);
-    expect(await waitFor("the plan to be applied", async () => {
-      const s = await status(plan.id);
-      return s !== undefined && FINAL.includes(s) && s;
-    }, 30_000)).toBe("applied");
+    expect(
+      await waitFor(
+        "the plan to be applied",
+        async () => {
+          const s = await status(plan.id);
+          return s !== undefined && FINAL.includes(s) && s;
+        },
+        30_000,
+      ),
+    ).toBe("applied");
     expect(exits).toEqual([]);
   }, 90_000);
 
@@ -211,7 +264,15 @@ describe.skipIf(!available)("a PostgreSQL restart is not an outage", () => {
     await pg.stop();
     try {
       await approveInSlack(plan);
-      const told = await waitFor("the clicker to be told", () => slack.callsTo("chat.postEphemeral").slice(before).find((c) => String(c.body.text).includes(plan.id)), (DECISION_RETRY_SECONDS + 15) * 1000);
+      const told = await waitFor(
+        "the clicker to be told",
+        () =>
+          slack
+            .callsTo("chat.postEphemeral")
+            .slice(before)
+            .find((c) => String(c.body.text).includes(plan.id)),
+        (DECISION_RETRY_SECONDS + 15) * 1000,
+      );
       expect(told.body.user).toBe("U0ALICE");
       expect(String(told.body.text)).toMatch(/approval of .*was not recorded because Countersign's database was unavailable; click again/);
     } finally {

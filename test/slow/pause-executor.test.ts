@@ -57,7 +57,8 @@ describe.skipIf(!adminUrl)("pause with a spawned executor running (postgres)", (
   let emptyClaims = 0;
   let executor: SpawnedExecutor;
   let agent: AgentIdentity;
-  const cli = (args: string[]) => runCli(args, { cwd: dir, env: { DATABASE_URL: databaseUrl, COUNTERSIGN_CONFIG: path.join(dir, "countersign.yml"), CRM_READ: READ_TOKEN } });
+  const cli = (args: string[]) =>
+    runCli(args, { cwd: dir, env: { DATABASE_URL: databaseUrl, COUNTERSIGN_CONFIG: path.join(dir, "countersign.yml"), CRM_READ: READ_TOKEN } });
 
   beforeAll(async () => {
     proxy = createServer(async (req, res) => {
@@ -67,7 +68,11 @@ describe.skipIf(!adminUrl)("pause with a spawned executor running (postgres)", (
       const claiming = url.pathname === "/v1/executor/claim";
       if (claiming) url.searchParams.set("wait", "1");
       try {
-        const answer = await fetch(url, { method: req.method, headers: { authorization: req.headers.authorization ?? "", "content-type": req.headers["content-type"] ?? "application/json" }, ...(chunks.length ? { body: Buffer.concat(chunks) } : {}) });
+        const answer = await fetch(url, {
+          method: req.method,
+          headers: { authorization: req.headers.authorization ?? "", "content-type": req.headers["content-type"] ?? "application/json" },
+          ...(chunks.length ? { body: Buffer.concat(chunks) } : {}),
+        });
         if (claiming && answer.status === 204) emptyClaims++;
         res.writeHead(answer.status, { "content-type": answer.headers.get("content-type") ?? "application/json" }).end(Buffer.from(await answer.arrayBuffer()));
       } catch {
@@ -89,7 +94,13 @@ describe.skipIf(!adminUrl)("pause with a spawned executor running (postgres)", (
   const statusOf = async (planId: string) => (await s.database.rows<{ status: string }>(sql`SELECT status FROM plans WHERE id = ${planId}`))[0]!.status;
   const patchesTo = (p: string) => s.target.writes().filter((r) => r.method === "PATCH" && r.path === p).length;
   async function approve(contact: number) {
-    const { plan } = await submitPlan(s.server.ctx, { agent, request: { title: `Contact ${contact}`, actions: [{ kind: "http.json", target: "crm", path: `/contacts/${contact}`, op: "merge", body: { email: `${contact}@new.example` } }] } });
+    const { plan } = await submitPlan(s.server.ctx, {
+      agent,
+      request: {
+        title: `Contact ${contact}`,
+        actions: [{ kind: "http.json", target: "crm", path: `/contacts/${contact}`, op: "merge", body: { email: `${contact}@new.example` } }],
+      },
+    });
     await decide(s.server.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
     return plan;
   }

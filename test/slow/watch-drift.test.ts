@@ -41,7 +41,11 @@ describe(`a target edited while a plan is pending (${kind.name})`, () => {
 
   beforeAll(async () => {
     database = await kind.open();
-    target = new JsonResourceServer({ seed: { "/contacts/1": { id: 1, email: "ana@old.example" }, "/contacts/2": { id: 2, email: "bruno@old.example" } }, readTokens: [READ_TOKEN], writeToken: WRITE_TOKEN });
+    target = new JsonResourceServer({
+      seed: { "/contacts/1": { id: 1, email: "ana@old.example" }, "/contacts/2": { id: 2, email: "bruno@old.example" } },
+      readTokens: [READ_TOKEN],
+      writeToken: WRITE_TOKEN,
+    });
     await target.start();
     slack = new SlackEmulator({ teamId: "T0TEST" });
     await slack.start();
@@ -55,11 +59,30 @@ describe(`a target edited while a plan is pending (${kind.name})`, () => {
     hookUrl = `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/hook`;
     const config = {
       // "quiet" is not watched: only a click re-reads it.
-      ...testConfig({ crm: targetConfig(target.url, { watch: { intervalSeconds: INTERVAL_S } }), quiet: targetConfig(target.url, { watch: { intervalSeconds: 0 } }) }),
+      ...testConfig({
+        crm: targetConfig(target.url, { watch: { intervalSeconds: INTERVAL_S } }),
+        quiet: targetConfig(target.url, { watch: { intervalSeconds: 0 } }),
+      }),
       executorToken: EXECUTOR_TOKEN,
-      slack: { enabled: true as const, botToken: slack.botToken, signingSecret: "slack-signing-secret-for-tests", appToken: undefined, apiUrl: slack.url, reviewChannel: REVIEW },
+      slack: {
+        enabled: true as const,
+        botToken: slack.botToken,
+        signingSecret: "slack-signing-secret-for-tests",
+        appToken: undefined,
+        apiUrl: slack.url,
+        reviewChannel: REVIEW,
+      },
     };
-    server = await runServer({ config, logger: silentLogger, database, grantKey: (await testGrantKeys()).signing, sweepMs: 3_600_000, remindMs: 3_600_000, deliverMs: 50, watchMs: 200 });
+    server = await runServer({
+      config,
+      logger: silentLogger,
+      database,
+      grantKey: (await testGrantKeys()).signing,
+      sweepMs: 3_600_000,
+      remindMs: 3_600_000,
+      deliverMs: 50,
+      watchMs: 200,
+    });
     key = (await addAgent(server.ctx, { name: "drift-agent" })).key;
   }, 120_000);
   afterAll(async () => {
@@ -75,16 +98,28 @@ describe(`a target edited while a plan is pending (${kind.name})`, () => {
     return { status: res.status, body: (await res.json()) as PlanView };
   };
   const propose = async (path: string, targetName = "crm") => {
-    const { status, body } = await api("/plans", { method: "POST", body: JSON.stringify({ title: `Update ${path}`, callbackUrl: hookUrl, actions: [{ kind: "http.json", target: targetName, path, op: "merge", body: { email: "new@example.com" } }] }) });
+    const { status, body } = await api("/plans", {
+      method: "POST",
+      body: JSON.stringify({
+        title: `Update ${path}`,
+        callbackUrl: hookUrl,
+        actions: [{ kind: "http.json", target: targetName, path, op: "merge", body: { email: "new@example.com" } }],
+      }),
+    });
     expect(status).toBe(201);
     return body;
   };
   const messageOf = async (plan: PlanView) => {
-    const ts = await waitFor(`the preview of ${plan.id}`, async () => (await database.rows<{ ts: string }>(sql`SELECT ts FROM slack_messages WHERE plan_id = ${plan.id}`))[0]?.ts);
+    const ts = await waitFor(
+      `the preview of ${plan.id}`,
+      async () => (await database.rows<{ ts: string }>(sql`SELECT ts FROM slack_messages WHERE plan_id = ${plan.id}`))[0]?.ts,
+    );
     return () => slack.message(REVIEW, ts)!;
   };
-  const approveValue = (m: SlackMessage) => (JSON.parse(JSON.stringify(m.blocks ?? [])) as { type: string; elements?: { action_id: string; value: string }[] }[])
-    .flatMap((b) => (b.type === "actions" ? b.elements ?? [] : [])).find((e) => e.action_id === "approve")!.value;
+  const approveValue = (m: SlackMessage) =>
+    (JSON.parse(JSON.stringify(m.blocks ?? [])) as { type: string; elements?: { action_id: string; value: string }[] }[])
+      .flatMap((b) => (b.type === "actions" ? (b.elements ?? []) : []))
+      .find((e) => e.action_id === "approve")!.value;
   const buttonsOf = (blocks: unknown[] | undefined) => JSON.stringify(blocks ?? []).match(/"action_id":"(approve|reject)"/g) ?? [];
 
   it("stale within two intervals, nothing written; wait, GET, webhook and Slack all say what changed", async () => {
@@ -96,14 +131,21 @@ describe(`a target edited while a plan is pending (${kind.name})`, () => {
 
     const editedAt = Date.now();
     target.set("/contacts/1", { id: 1, email: "ana@someone-else.example" });
-    const stale = await waitFor("the plan to go stale", async () => ((await api(`/plans/${plan.id}`)).body.status === "stale" ? Date.now() : undefined), 30_000);
+    const stale = await waitFor(
+      "the plan to go stale",
+      async () => ((await api(`/plans/${plan.id}`)).body.status === "stale" ? Date.now() : undefined),
+      30_000,
+    );
     console.log(`watched plan stale ${stale - editedAt} ms after the edit (interval ${INTERVAL_S * 1000} ms)`);
     expect(stale - editedAt).toBeLessThan(2 * INTERVAL_S * 1000 + 1000); // + one poll of slack in the measurement
     expect(target.writes()).toEqual([]);
 
     const told = (await waiting).body;
     expect(told.status).toBe("stale");
-    const said = { status: "stale", actions: [{ status: "stale", changedSincePreview: [{ path: "/email", from: "ana@old.example", to: "ana@someone-else.example" }] }] };
+    const said = {
+      status: "stale",
+      actions: [{ status: "stale", changedSincePreview: [{ path: "/email", from: "ana@old.example", to: "ana@someone-else.example" }] }],
+    };
     expect(told.outcome).toMatchObject(said);
     expect((await api(`/plans/${plan.id}`)).body.outcome).toMatchObject(said);
     const hook = await waitFor("the stale webhook", () => webhooks.find((w) => w.status === "stale"));
@@ -113,7 +155,7 @@ describe(`a target edited while a plan is pending (${kind.name})`, () => {
       const m = message();
       return buttonsOf(m.blocks).length === 0 && /Stale/.test(JSON.stringify(m.blocks)) ? m : undefined;
     });
-    expect(JSON.stringify(updated.blocks)).toContain("is now `\\\"ana@someone-else.example\\\"`, was `\\\"ana@old.example\\\"` when you were asked");
+    expect(JSON.stringify(updated.blocks)).toContain('is now `\\"ana@someone-else.example\\"`, was `\\"ana@old.example\\"` when you were asked');
   }, 90_000);
 
   it("a target that goes down keeps the plan pending; its message and GET say since when it could not be re-checked", async () => {
@@ -121,7 +163,11 @@ describe(`a target edited while a plan is pending (${kind.name})`, () => {
     const message = await messageOf(plan);
     target.failWith = { status: 503, body: "maintenance" };
     try {
-      const failing = await waitFor("the watch to record a failure", async () => (await api(`/plans/${plan.id}`)).body.watch?.failingSince ?? undefined, 30_000);
+      const failing = await waitFor(
+        "the watch to record a failure",
+        async () => (await api(`/plans/${plan.id}`)).body.watch?.failingSince ?? undefined,
+        30_000,
+      );
       expect((await api(`/plans/${plan.id}`)).body.status).toBe("pending");
       expect(Date.parse(failing)).toBeGreaterThan(0);
       // The message is updated when re-reads start failing, not only at the next decision.
@@ -142,7 +188,9 @@ describe(`a target edited while a plan is pending (${kind.name})`, () => {
     const door = httpInteractions(new SlackRequests({ baseUrl: server.url, signingSecret: "slack-signing-secret-for-tests", teamId: "T0TEST" }));
     const ack = await door.blockAction({ user: "U0ALICE", actionId: "approve", value: approveValue(message()), channelId: REVIEW, messageTs: message().ts });
     expect(ack.acked).toBe(true);
-    const told = await waitFor("the clicker to be told", () => slack.ephemerals.find((e) => e.user === "U0ALICE" && /changed since you were shown/.test(e.text ?? "")));
+    const told = await waitFor("the clicker to be told", () =>
+      slack.ephemerals.find((e) => e.user === "U0ALICE" && /changed since you were shown/.test(e.text ?? "")),
+    );
     expect(told.text).toContain("caio@someone-else.example");
     expect(told.text).toContain("not recorded");
     expect((await api(`/plans/${plan.id}`)).body).toMatchObject({ status: "stale", approvals: [] });
@@ -155,11 +203,16 @@ describe(`a target edited while a plan is pending (${kind.name})`, () => {
     target.failWith = { status: 503, body: "maintenance" };
     try {
       await door.blockAction({ user: "U0ALICE", actionId: "approve", value: approveValue(otherMessage()), channelId: REVIEW, messageTs: otherMessage().ts });
-      await waitFor("the clicker to hear it was not re-checked", () => slack.ephemerals.find((e) => e.user === "U0ALICE" && /could not re-check/.test(e.text ?? "")));
+      await waitFor("the clicker to hear it was not re-checked", () =>
+        slack.ephemerals.find((e) => e.user === "U0ALICE" && /could not re-check/.test(e.text ?? "")),
+      );
     } finally {
       target.failWith = undefined;
     }
-    expect((await api(`/plans/${other.id}`)).body).toMatchObject({ status: "approved", approvals: [{ userId: "U0ALICE", recheckFailed: expect.stringMatching(/HTTP 503/) }] });
+    expect((await api(`/plans/${other.id}`)).body).toMatchObject({
+      status: "approved",
+      approvals: [{ userId: "U0ALICE", recheckFailed: expect.stringMatching(/HTTP 503/) }],
+    });
     await waitFor("the message to mark the approval", () => /Approved without a re-check/.test(JSON.stringify(otherMessage().blocks)) || undefined);
   }, 90_000);
 
@@ -175,7 +228,9 @@ describe(`a target edited while a plan is pending (${kind.name})`, () => {
       }
     };
     const door = httpInteractions(new SlackRequests({ baseUrl: server.url, signingSecret: "slack-signing-secret-for-tests", teamId: "T0TEST" }));
-    expect((await door.blockAction({ user: "U0ALICE", actionId: "approve", value: approveValue(message()), channelId: REVIEW, messageTs: message().ts })).acked).toBe(true);
+    expect(
+      (await door.blockAction({ user: "U0ALICE", actionId: "approve", value: approveValue(message()), channelId: REVIEW, messageTs: message().ts })).acked,
+    ).toBe(true);
     await waitFor("the approval", async () => ((await api(`/plans/${plan.id}`)).body.status === "approved" ? true : undefined));
     expect(target.get("/contacts/5")).toEqual({ id: 5, email: "eva@sneaky.example" });
 
@@ -193,7 +248,10 @@ describe(`a target edited while a plan is pending (${kind.name})`, () => {
         const view = (await api(`/plans/${plan.id}`)).body;
         return view.status === "stale" ? view : undefined;
       });
-      expect(done.outcome).toMatchObject({ status: "stale", actions: [{ status: "stale", changedSincePreview: [{ path: "/email", from: "eva@old.example", to: "eva@sneaky.example" }] }] });
+      expect(done.outcome).toMatchObject({
+        status: "stale",
+        actions: [{ status: "stale", changedSincePreview: [{ path: "/email", from: "eva@old.example", to: "eva@sneaky.example" }] }],
+      });
     } finally {
       await executor.stop();
     }

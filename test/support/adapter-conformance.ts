@@ -32,7 +32,10 @@ export interface ConformanceFixture<A extends AdapterAction, P extends AdapterPl
   writes(): Promise<number>;
 }
 
-export function describeAdapterConformance<A extends AdapterAction, P extends AdapterPlanned, T>(label: string, setup: () => Promise<ConformanceFixture<A, P, T> & { close(): Promise<void> }>): void {
+export function describeAdapterConformance<A extends AdapterAction, P extends AdapterPlanned, T>(
+  label: string,
+  setup: () => Promise<ConformanceFixture<A, P, T> & { close(): Promise<void> }>,
+): void {
   describe(`adapter conformance: ${label}`, () => {
     let f: Awaited<ReturnType<typeof setup>>;
     let reader: TargetReader<A, P>;
@@ -106,7 +109,9 @@ export function describeAdapterConformance<A extends AdapterAction, P extends Ad
       const { planned, preview } = await reader.preview(f.action);
       const first = await f.writes();
       const hold = await f.holdWrites();
-      const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./apply-in-child.ts", import.meta.url))], { stdio: ["pipe", "pipe", "inherit"] });
+      const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./apply-in-child.ts", import.meta.url))], {
+        stdio: ["pipe", "pipe", "inherit"],
+      });
       const exited = new Promise((resolve) => child.once("exit", resolve));
       try {
         child.stdin.end(JSON.stringify({ name: f.name, target: f.target, planned }));
@@ -127,7 +132,10 @@ export function describeAdapterConformance<A extends AdapterAction, P extends Ad
     it("a target that does not answer is a transient error, named by the target", async () => {
       const down = f.adapter.openReader(f.name, f.unreachable);
       try {
-        const error = await down.preview(f.action).then(() => undefined, (err: unknown) => err);
+        const error = await down.preview(f.action).then(
+          () => undefined,
+          (err: unknown) => err,
+        );
         expect(error).toBeInstanceOf(AdapterError);
         expect((error as AdapterError).message).toContain(f.name);
         expect(f.adapter.classify(error)).toBe("transient");

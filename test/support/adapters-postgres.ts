@@ -79,7 +79,16 @@ export async function openRowDatabase(adminUrl: string): Promise<RowDatabase> {
  * A postgres.row target 'crmdb' on `db` addressing `tables` (agents allowed every op on all of
  * them), with its reader and writer opened as the executor opens them; close() closes both.
  */
-export function openRowTarget(db: RowDatabase, tables: Record<string, unknown>, timeoutMs: number): { target: PostgresRowTarget; reader: TargetReader<PostgresRowAction, PostgresRowPlanned>; writer: TargetWriter<PostgresRowPlanned>; close(): Promise<void> } {
+export function openRowTarget(
+  db: RowDatabase,
+  tables: Record<string, unknown>,
+  timeoutMs: number,
+): {
+  target: PostgresRowTarget;
+  reader: TargetReader<PostgresRowAction, PostgresRowPlanned>;
+  writer: TargetWriter<PostgresRowPlanned>;
+  close(): Promise<void>;
+} {
   const target = PostgresRowTarget.parse({
     adapter: "postgres.row",
     read: { url: db.readUrl },

@@ -24,7 +24,10 @@ export function runCli(args: string[], options: { cwd: string; env?: Record<stri
 }
 
 /** Starts a long-running `countersign` command; resolves once its output matches `ready`. */
-export function startCli(args: string[], options: { cwd: string; env?: Record<string, string | undefined>; ready: RegExp; timeoutMs?: number }): Promise<{ child: ChildProcess; output: () => string; stop(): Promise<number | null> }> {
+export function startCli(
+  args: string[],
+  options: { cwd: string; env?: Record<string, string | undefined>; ready: RegExp; timeoutMs?: number },
+): Promise<{ child: ChildProcess; output: () => string; stop(): Promise<number | null> }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd, env: cliEnv(options.env) });
     let output = "";

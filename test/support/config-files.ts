@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll } from "vitest";
 import { ConfigError, loadConfig, type Config } from "../../src/config/load.ts";
 
-const BASE = "defaults: { approvers: [U0ALICE] }\ntargets:\n  crm: { adapter: http.json, baseUrl: \"http://127.0.0.1:4010\" }\n";
+const BASE = 'defaults: { approvers: [U0ALICE] }\ntargets:\n  crm: { adapter: http.json, baseUrl: "http://127.0.0.1:4010" }\n';
 
 /**
  * Config files for one test file, each a valid minimal config (one approver, one http.json
@@ -13,7 +13,10 @@ const BASE = "defaults: { approvers: [U0ALICE] }\ntargets:\n  crm: { adapter: ht
  * it with, and fails the test when it loads. `base` replaces the minimal config the YAML follows
  * (ending inside `targets:` so a test's YAML may add targets).
  */
-export function useConfigFiles(prefix: string, base = BASE): {
+export function useConfigFiles(
+  prefix: string,
+  base = BASE,
+): {
   file(yaml: string): string;
   load(yaml: string): Config;
   problems(yaml: string): { key: string; message: string }[];

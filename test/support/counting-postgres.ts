@@ -27,7 +27,12 @@ export async function openCountingPostgres(adminUrl: string): Promise<CountingPo
   const listening = migrating; // LISTEN runs on its own connection; its statements are not the verbs'.
 
   let sent: string[] = [];
-  const client = postgres(url.toString(), { onnotice: () => {}, max: 10, connection: PLAN_CACHE, debug: (_connection, query) => void sent.push(query.replace(/\s+/g, " ").trim()) });
+  const client = postgres(url.toString(), {
+    onnotice: () => {},
+    max: 10,
+    connection: PLAN_CACHE,
+    debug: (_connection, query) => void sent.push(query.replace(/\s+/g, " ").trim()),
+  });
   const named = namedStatements(client);
   const db = drizzle({ client: named, schema }) as unknown as Db;
   return {

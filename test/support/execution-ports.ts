@@ -8,7 +8,11 @@ import type { VerifyingKeys } from "../../src/grant/keys.ts";
  * (reader with the read credential, writer with the write one). Close it when done (http.json
  * targets hold nothing open; postgres.row ones hold pools).
  */
-export function executionPorts(keys: VerifyingKeys, targets: Record<string, { adapter: string }>, now: () => Date = () => new Date()): ExecutionPorts & { close(): Promise<void> } {
+export function executionPorts(
+  keys: VerifyingKeys,
+  targets: Record<string, { adapter: string }>,
+  now: () => Date = () => new Date(),
+): ExecutionPorts & { close(): Promise<void> } {
   const opened = openTargets(defaultRegistry(), targets);
   return { keys, environment: "test", now, target: opened.get, close: opened.close };
 }

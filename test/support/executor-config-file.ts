@@ -14,11 +14,10 @@ import { READ_TOKEN, testGrantKeys, WRITE_TOKEN } from "./harness.ts";
 export function writeExecutorConfig(targetUrl: string, options: { approvers: readonly string[]; prefix: string }): { dir: string; file: string } {
   const dir = mkdtempSync(path.join(os.tmpdir(), options.prefix));
   const file = path.join(dir, "countersign.yml");
-  writeFileSync(file, [
-    "environment: test",
-    `defaults: { approvers: [${options.approvers.join(", ")}] }`,
-    ...crmTargetYaml(targetUrl, { write: true }),
-  ].join("\n"));
+  writeFileSync(
+    file,
+    ["environment: test", `defaults: { approvers: [${options.approvers.join(", ")}] }`, ...crmTargetYaml(targetUrl, { write: true })].join("\n"),
+  );
   return { dir, file };
 }
 

@@ -40,13 +40,14 @@ export class FakeSlackApi {
           res.writeHead(429, { "content-type": "application/json", "retry-after": String(retryAfter) });
           return res.end(JSON.stringify({ ok: false, error: "ratelimited" }));
         }
-        const answer = method === "chat.postMessage"
-          ? { ok: true, channel: params.channel, ts: `${this.nextTs++}.000100` }
-          : method === "chat.update"
-            ? { ok: true, channel: params.channel, ts: params.ts }
-            : method === "chat.getPermalink"
-              ? { ok: true, permalink: `https://slack.test/archives/${params.channel}/p${params.message_ts}` }
-              : { ok: false, error: "unknown_method" };
+        const answer =
+          method === "chat.postMessage"
+            ? { ok: true, channel: params.channel, ts: `${this.nextTs++}.000100` }
+            : method === "chat.update"
+              ? { ok: true, channel: params.channel, ts: params.ts }
+              : method === "chat.getPermalink"
+                ? { ok: true, permalink: `https://slack.test/archives/${params.channel}/p${params.message_ts}` }
+                : { ok: false, error: "unknown_method" };
         res.writeHead(200, { "content-type": "application/json" });
         res.end(JSON.stringify(answer));
       });
@@ -61,7 +62,7 @@ export class FakeSlackApi {
   }
 
   async stop(): Promise<void> {
-    await new Promise<void>((resolve) => this.server ? this.server.close(() => resolve()) : resolve());
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     this.server?.closeAllConnections();
   }
 }

@@ -98,15 +98,29 @@ export class Fuzzer {
     const shape = this.int(9);
     this.shapes.add(`value:${shape}`);
     switch (shape) {
-      case 0: return this.hostileString();
-      case 1: return this.pick([0, -1, 1.5, 2 ** 53, -(2 ** 31), 1e308, Number.MIN_VALUE]);
-      case 2: return this.pick([null, true, false]);
-      case 3: return [];
-      case 4: return {};
-      case 5: return nest(this.pick([10, 31, 32, 33, 200]), this.hostileString());
-      case 6: return [this.hostileString(), { [this.hostileString()]: this.hostileString() }];
-      case 7: return { kind: "http.json", target: this.hostileString(), path: this.hostileString(), op: this.pick(["merge", "replace", "delete", "create", "MERGE", "patch"]) };
-      default: return Array.from({ length: this.pick([21, 100]) }, () => ({ ...mergeAction(), path: `/contacts/${this.int(1000)}` }));
+      case 0:
+        return this.hostileString();
+      case 1:
+        return this.pick([0, -1, 1.5, 2 ** 53, -(2 ** 31), 1e308, Number.MIN_VALUE]);
+      case 2:
+        return this.pick([null, true, false]);
+      case 3:
+        return [];
+      case 4:
+        return {};
+      case 5:
+        return nest(this.pick([10, 31, 32, 33, 200]), this.hostileString());
+      case 6:
+        return [this.hostileString(), { [this.hostileString()]: this.hostileString() }];
+      case 7:
+        return {
+          kind: "http.json",
+          target: this.hostileString(),
+          path: this.hostileString(),
+          op: this.pick(["merge", "replace", "delete", "create", "MERGE", "patch"]),
+        };
+      default:
+        return Array.from({ length: this.pick([21, 100]) }, () => ({ ...mergeAction(), path: `/contacts/${this.int(1000)}` }));
     }
   }
 
@@ -127,7 +141,8 @@ export class Fuzzer {
         delete (holder as Record<string, unknown>)[key as string];
         break;
       case 1:
-        (holder as Record<string, unknown>)[this.pick(["extra", "__proto__", "constructor", "idempotencyKey", "callbackUrl", "ttlSeconds", "onBehalfOf"])] = this.hostileValue();
+        (holder as Record<string, unknown>)[this.pick(["extra", "__proto__", "constructor", "idempotencyKey", "callbackUrl", "ttlSeconds", "onBehalfOf"])] =
+          this.hostileValue();
         break;
       default:
         (holder as Record<string | number, unknown>)[key] = this.hostileValue();
@@ -139,25 +154,45 @@ export class Fuzzer {
     const shape = this.int(9);
     this.shapes.add(`raw-text:${shape}`);
     switch (shape) {
-      case 0: return text.replace(/"(ana@new\.example)"/, this.pick(["12345678901234567890", "1.00000000000000000001", "1e400", "-1e400", "1e-400", "9007199254740993"]));
-      case 1: return text.replace(/"ana@new\.example"/, `{"n": ${this.pick(["1.0", "1e2", "-0", "0.10"])}}`);
-      case 2: return text.replace(/Update/, this.pick(["\\ud800", "\\udfff", "\\u0000", "\\u202e"]));
-      case 3: return text.slice(0, this.int(text.length));
-      case 4: return text.replace(/\{/, this.pick(["{{", "[", "{,", "{\"title\":"]));
-      case 5: return "[".repeat(this.pick([100, 5000])) + "]".repeat(this.pick([0, 100, 5000]));
-      case 6: return this.pick(["", "null", "[]", "0", "\"str\"", "true", "{}", " ", "\u0000", "{\"a\":1}garbage"]);
+      case 0:
+        return text.replace(
+          /"(ana@new\.example)"/,
+          this.pick(["12345678901234567890", "1.00000000000000000001", "1e400", "-1e400", "1e-400", "9007199254740993"]),
+        );
+      case 1:
+        return text.replace(/"ana@new\.example"/, `{"n": ${this.pick(["1.0", "1e2", "-0", "0.10"])}}`);
+      case 2:
+        return text.replace(/Update/, this.pick(["\\ud800", "\\udfff", "\\u0000", "\\u202e"]));
+      case 3:
+        return text.slice(0, this.int(text.length));
+      case 4:
+        return text.replace(/\{/, this.pick(["{{", "[", "{,", '{"title":']));
+      case 5:
+        return "[".repeat(this.pick([100, 5000])) + "]".repeat(this.pick([0, 100, 5000]));
+      case 6:
+        return this.pick(["", "null", "[]", "0", '"str"', "true", "{}", " ", "\u0000", '{"a":1}garbage']);
       case 7: {
         const bytes = Buffer.from(text, "utf8");
         bytes[this.int(bytes.length)] = this.pick([0x00, 0x80, 0xc3, 0xed, 0xff]);
         return new Uint8Array(bytes);
       }
-      default: return text.replace(/"op":"merge"/, `"op":"merge","x":${this.pick(["1e999", "12345678901234567890123", "0.1", "-"])}`);
+      default:
+        return text.replace(/"op":"merge"/, `"op":"merge","x":${this.pick(["1e999", "12345678901234567890123", "0.1", "-"])}`);
     }
   }
 
   contentType(): string | undefined {
     if (this.chance(0.8)) return this.pick(["application/json", "application/json; charset=utf-8", "Application/JSON"]);
-    return this.pick([undefined, "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/jsonx", "application/json-patch+json", "", "\u00ff"]);
+    return this.pick([
+      undefined,
+      "text/plain",
+      "application/x-www-form-urlencoded",
+      "multipart/form-data; boundary=x",
+      "application/jsonx",
+      "application/json-patch+json",
+      "",
+      "\u00ff",
+    ]);
   }
 
   oddId(valid: string): string {
@@ -216,7 +251,9 @@ function acceptable(body: string | Uint8Array, contentType: string | undefined):
   } catch {
     return false;
   }
-  return contentType?.split(";")[0]?.trim().toLowerCase() === "application/json" && findUnstorable(parsed).length === 0 && findUnfaithfulNumber(text) === undefined;
+  return (
+    contentType?.split(";")[0]?.trim().toLowerCase() === "application/json" && findUnstorable(parsed).length === 0 && findUnfaithfulNumber(text) === undefined
+  );
 }
 
 /** The app under fuzz, with an agent key, a pending plan and a signed-in browser session: filled in by beforeAll. */
@@ -261,125 +298,172 @@ export function fuzzTarget(kind: TestDatabaseKind): FuzzTarget {
  * run produced every shape in FUZZ_SHAPES and reached the deep checks (each status below).
  */
 export function itAnswersFuzzedRequests(t: FuzzTarget, requests: number, bound = FUZZ_BOUND_MS): void {
-  it(`answers ${requests} mutated requests without a 5xx, a write or a plan from invalid input`, async () => {
-    const { h } = t;
-    const fuzz = new Fuzzer(SEED);
-    const base = h.ctx.config.publicUrl;
-    const statuses = new Map<number, number>();
-    const fiveHundreds: string[] = [];
-    let sent = 0;
-    let answered = 0;
-    let created = 0;
-    let wronglyCreated = 0;
-    const plansBefore = await h.database.db.$count(plans);
+  it(
+    `answers ${requests} mutated requests without a 5xx, a write or a plan from invalid input`,
+    async () => {
+      const { h } = t;
+      const fuzz = new Fuzzer(SEED);
+      const base = h.ctx.config.publicUrl;
+      const statuses = new Map<number, number>();
+      const fiveHundreds: string[] = [];
+      let sent = 0;
+      let answered = 0;
+      let created = 0;
+      let wronglyCreated = 0;
+      const plansBefore = await h.database.db.$count(plans);
 
-    const send = async (label: string, request: Request, onAnswer?: (res: Response) => void | Promise<void>) => {
-      sent++;
-      const res = await t.app.fetch(request);
-      answered++;
-      statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-      if (res.status >= 500) fiveHundreds.push(`${label.slice(0, 120)} → ${res.status} ${(await res.text()).slice(0, 200)}`);
-      else {
-        await onAnswer?.(res);
-        await res.body?.cancel();
+      const send = async (label: string, request: Request, onAnswer?: (res: Response) => void | Promise<void>) => {
+        sent++;
+        const res = await t.app.fetch(request);
+        answered++;
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        if (res.status >= 500) fiveHundreds.push(`${label.slice(0, 120)} → ${res.status} ${(await res.text()).slice(0, 200)}`);
+        else {
+          await onAnswer?.(res);
+          await res.body?.cancel();
+        }
+      };
+
+      for (let i = 0; sent < requests; i++) {
+        const lane = fuzz.int(100);
+        if (lane < 55) {
+          fuzz.shapes.add("lane:agent-api");
+          // The agent API's front door, with the body mutated as a value or as text.
+          const text = JSON.stringify(fuzz.planRequest());
+          const body = fuzz.chance(0.35) ? fuzz.rawText(text) : text;
+          const contentType = fuzz.contentType();
+          const headers: Record<string, string> = {
+            authorization: `Bearer ${fuzz.chance(0.97) ? t.agentKey : fuzz.hostileString().replace(/[^\x20-\x7e]/g, "?")}`,
+          };
+          if (contentType !== undefined) headers["content-type"] = contentType;
+          const payload = contentType === undefined && typeof body === "string" ? new TextEncoder().encode(body) : body;
+          await send(`POST /v1/plans #${i}`, new Request(`${base}/v1/plans`, { method: "POST", headers, body: payload }), (res) => {
+            if (res.status === 201) {
+              created++;
+              if (!acceptable(body, contentType)) wronglyCreated++;
+            }
+          });
+        } else if (lane < 65) {
+          fuzz.shapes.add("lane:plan-ids");
+          const id = fuzz.oddId(t.pendingId);
+          const path = fuzz.pick([
+            `/v1/plans/${id}`,
+            `/v1/plans/${id}/events`,
+            `/v1/plans/${id}/cancel`,
+            `/v1/plans/${id}/wait?timeout=${fuzz.pick(["0", "-1", "1e400", "abc", "%00", "9999"])}`,
+          ]);
+          const method = path.endsWith("/cancel") ? "POST" : "GET";
+          // Cancelling the plan the web routes use would end their fuzzing early; other agents' ids are not ours anyway.
+          if (method === "POST" && id === t.pendingId) continue;
+          await send(`${method} ${path}`, new Request(`${base}${path}`, { method, headers: { authorization: `Bearer ${t.agentKey}` } }));
+        } else if (lane < 82) {
+          fuzz.shapes.add("lane:web-decisions");
+          // The browser's decision routes: odd ids, odd forms, with and without a session and token.
+          const id = fuzz.oddId(t.pendingId);
+          const verdict = fuzz.pick(["approve", "reject"]);
+          const form = new URLSearchParams();
+          if (fuzz.chance(0.9)) form.set("_csrf", fuzz.chance(0.85) ? t.csrf : fuzz.hostileString());
+          // A valid hash would let an approval through, which is not invalid input; fuzz everything else.
+          form.set(
+            "hash",
+            fuzz.pick([t.pendingHash.slice(0, -1) + (t.pendingHash.endsWith("0") ? "1" : "0"), fuzz.hostileString(), "sha256:" + "0".repeat(64)]),
+          );
+          if (fuzz.chance(0.8)) form.set("reason", fuzz.hostileString());
+          const headers: Record<string, string> = {
+            "content-type": fuzz.pick(["application/x-www-form-urlencoded", "application/json", "multipart/form-data; boundary=zz", "text/plain"]),
+          };
+          if (fuzz.chance(0.9)) headers.origin = fuzz.chance(0.9) ? base : "https://evil.example";
+          if (fuzz.chance(0.9))
+            headers.cookie = fuzz.chance(0.9)
+              ? t.cookie
+              : `${t.cookie.slice(0, t.cookie.indexOf("="))}=${fuzz.pick(["%00", "%FF", "x".repeat(5000), "%E2%80%AE"])}`;
+          const body = fuzz.chance(0.9) ? form.toString() : (fuzz.rawText(form.toString()) as string);
+          await send(`POST /plans/${id}/${verdict}`, new Request(`${base}/plans/${id}/${verdict}`, { method: "POST", headers, body }));
+        } else if (lane < 87) {
+          fuzz.shapes.add("lane:web-pages");
+          // The list renders every plan, so it is asked rarely: ids are where the odd input goes.
+          const roll = fuzz.int(10);
+          const odd = fuzz.oddId(t.pendingId);
+          // A live stream stays open, so only ids that are not a plan go to it (they are answered at once).
+          const path =
+            roll < 7
+              ? `/plans/${odd}`
+              : roll < 8
+                ? `/plans/${odd === t.pendingId ? "not-a-plan" : odd}/live`
+                : roll < 9
+                  ? `/login/${fuzz.oddId("token")}`
+                  : `/plans?status=${fuzz.pick(["%00", "pending", "x".repeat(300), "%E2%80%AE"])}`;
+          const method = path.startsWith("/login/") && fuzz.chance(0.5) ? "POST" : "GET";
+          await send(`${method} ${path}`, new Request(`${base}${path}`, { method, headers: { cookie: t.cookie, origin: base } }));
+        } else if (lane < 94) {
+          fuzz.shapes.add("lane:executor-api");
+          // The executor API: reports and heartbeats for claims that do not exist, with hostile outcomes.
+          const token = fuzz.pick(["%00", "not-a-token", "x".repeat(100), "a", "%E2%80%AE", "..%2F"]);
+          const isReport = fuzz.chance(0.7);
+          const outcome = fuzz.pick([
+            { status: "applied", actions: [] },
+            {
+              status: "stale",
+              actions: [{ index: 0, target: "crm", path: "/c", status: "stale", changedSincePreview: [{ path: "/x", to: nest(40, "deep") }] }],
+            },
+            { status: "failed", reason: fuzz.hostileString(), actions: [] },
+            fuzz.hostileValue(),
+          ]);
+          const text = JSON.stringify(outcome) ?? "null";
+          await send(
+            `POST executor ${token}`,
+            new Request(`${base}/v1/executor/claims/${token}/${isReport ? "report" : "heartbeat"}`, {
+              method: "POST",
+              headers: { authorization: `Bearer ${EXECUTOR_TOKEN}`, "content-type": "application/json" },
+              ...(isReport ? { body: fuzz.chance(0.3) ? fuzz.rawText(text) : text } : {}),
+            }),
+          );
+        } else {
+          fuzz.shapes.add("lane:admin-api");
+          // The admin API, which the CLI uses; never the fuzz agent's own name.
+          const route = fuzz.pick(["/admin/agents", "/admin/login-links", `/admin/agents/${fuzz.oddId("nobody")}/revoke`]);
+          const body =
+            JSON.stringify(
+              fuzz.pick([
+                { name: fuzz.hostileString() },
+                { userId: fuzz.hostileString() },
+                { userId: "U0ALICE", name: fuzz.hostileString() },
+                fuzz.hostileValue(),
+              ]),
+            ) ?? "null";
+          await send(
+            `POST ${route}`,
+            new Request(`${base}${route}`, {
+              method: "POST",
+              headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+              body: fuzz.chance(0.4) ? fuzz.rawText(body) : body,
+            }),
+          );
+        }
       }
-    };
 
-    for (let i = 0; sent < requests; i++) {
-      const lane = fuzz.int(100);
-      if (lane < 55) {
-        fuzz.shapes.add("lane:agent-api");
-        // The agent API's front door, with the body mutated as a value or as text.
-        const text = JSON.stringify(fuzz.planRequest());
-        const body = fuzz.chance(0.35) ? fuzz.rawText(text) : text;
-        const contentType = fuzz.contentType();
-        const headers: Record<string, string> = { authorization: `Bearer ${fuzz.chance(0.97) ? t.agentKey : fuzz.hostileString().replace(/[^\x20-\x7e]/g, "?")}` };
-        if (contentType !== undefined) headers["content-type"] = contentType;
-        const payload = contentType === undefined && typeof body === "string" ? new TextEncoder().encode(body) : body;
-        await send(`POST /v1/plans #${i}`, new Request(`${base}/v1/plans`, { method: "POST", headers, body: payload }), (res) => {
-          if (res.status === 201) {
-            created++;
-            if (!acceptable(body, contentType)) wronglyCreated++;
-          }
-        });
-      } else if (lane < 65) {
-        fuzz.shapes.add("lane:plan-ids");
-        const id = fuzz.oddId(t.pendingId);
-        const path = fuzz.pick([`/v1/plans/${id}`, `/v1/plans/${id}/events`, `/v1/plans/${id}/cancel`, `/v1/plans/${id}/wait?timeout=${fuzz.pick(["0", "-1", "1e400", "abc", "%00", "9999"])}`]);
-        const method = path.endsWith("/cancel") ? "POST" : "GET";
-        // Cancelling the plan the web routes use would end their fuzzing early; other agents' ids are not ours anyway.
-        if (method === "POST" && id === t.pendingId) continue;
-        await send(`${method} ${path}`, new Request(`${base}${path}`, { method, headers: { authorization: `Bearer ${t.agentKey}` } }));
-      } else if (lane < 82) {
-        fuzz.shapes.add("lane:web-decisions");
-        // The browser's decision routes: odd ids, odd forms, with and without a session and token.
-        const id = fuzz.oddId(t.pendingId);
-        const verdict = fuzz.pick(["approve", "reject"]);
-        const form = new URLSearchParams();
-        if (fuzz.chance(0.9)) form.set("_csrf", fuzz.chance(0.85) ? t.csrf : fuzz.hostileString());
-        // A valid hash would let an approval through, which is not invalid input; fuzz everything else.
-        form.set("hash", fuzz.pick([t.pendingHash.slice(0, -1) + (t.pendingHash.endsWith("0") ? "1" : "0"), fuzz.hostileString(), "sha256:" + "0".repeat(64)]));
-        if (fuzz.chance(0.8)) form.set("reason", fuzz.hostileString());
-        const headers: Record<string, string> = { "content-type": fuzz.pick(["application/x-www-form-urlencoded", "application/json", "multipart/form-data; boundary=zz", "text/plain"]) };
-        if (fuzz.chance(0.9)) headers.origin = fuzz.chance(0.9) ? base : "https://evil.example";
-        if (fuzz.chance(0.9)) headers.cookie = fuzz.chance(0.9) ? t.cookie : `${t.cookie.slice(0, t.cookie.indexOf("="))}=${fuzz.pick(["%00", "%FF", "x".repeat(5000), "%E2%80%AE"])}`;
-        const body = fuzz.chance(0.9) ? form.toString() : (fuzz.rawText(form.toString()) as string);
-        await send(`POST /plans/${id}/${verdict}`, new Request(`${base}/plans/${id}/${verdict}`, { method: "POST", headers, body }));
-      } else if (lane < 87) {
-        fuzz.shapes.add("lane:web-pages");
-        // The list renders every plan, so it is asked rarely: ids are where the odd input goes.
-        const roll = fuzz.int(10);
-        const odd = fuzz.oddId(t.pendingId);
-        // A live stream stays open, so only ids that are not a plan go to it (they are answered at once).
-        const path = roll < 7 ? `/plans/${odd}` : roll < 8 ? `/plans/${odd === t.pendingId ? "not-a-plan" : odd}/live` : roll < 9 ? `/login/${fuzz.oddId("token")}` : `/plans?status=${fuzz.pick(["%00", "pending", "x".repeat(300), "%E2%80%AE"])}`;
-        const method = path.startsWith("/login/") && fuzz.chance(0.5) ? "POST" : "GET";
-        await send(`${method} ${path}`, new Request(`${base}${path}`, { method, headers: { cookie: t.cookie, origin: base } }));
-      } else if (lane < 94) {
-        fuzz.shapes.add("lane:executor-api");
-        // The executor API: reports and heartbeats for claims that do not exist, with hostile outcomes.
-        const token = fuzz.pick(["%00", "not-a-token", "x".repeat(100), "a", "%E2%80%AE", "..%2F"]);
-        const isReport = fuzz.chance(0.7);
-        const outcome = fuzz.pick([
-          { status: "applied", actions: [] },
-          { status: "stale", actions: [{ index: 0, target: "crm", path: "/c", status: "stale", changedSincePreview: [{ path: "/x", to: nest(40, "deep") }] }] },
-          { status: "failed", reason: fuzz.hostileString(), actions: [] },
-          fuzz.hostileValue(),
-        ]);
-        const text = JSON.stringify(outcome) ?? "null";
-        await send(
-          `POST executor ${token}`,
-          new Request(`${base}/v1/executor/claims/${token}/${isReport ? "report" : "heartbeat"}`, {
-            method: "POST",
-            headers: { authorization: `Bearer ${EXECUTOR_TOKEN}`, "content-type": "application/json" },
-            ...(isReport ? { body: fuzz.chance(0.3) ? fuzz.rawText(text) : text } : {}),
-          }),
-        );
-      } else {
-        fuzz.shapes.add("lane:admin-api");
-        // The admin API, which the CLI uses; never the fuzz agent's own name.
-        const route = fuzz.pick(["/admin/agents", "/admin/login-links", `/admin/agents/${fuzz.oddId("nobody")}/revoke`]);
-        const body = JSON.stringify(fuzz.pick([{ name: fuzz.hostileString() }, { userId: fuzz.hostileString() }, { userId: "U0ALICE", name: fuzz.hostileString() }, fuzz.hostileValue()])) ?? "null";
-        await send(`POST ${route}`, new Request(`${base}${route}`, { method: "POST", headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" }, body: fuzz.chance(0.4) ? fuzz.rawText(body) : body }));
+      expect(fiveHundreds, `server log:\n${t.serverErrors.slice(0, 3).join("\n")}`).toEqual([]);
+      // Every request sent was answered by the app (none threw), and there were at least REQUESTS of them.
+      expect(answered).toBe(sent);
+      expect(answered).toBeGreaterThanOrEqual(requests);
+      expect([...statuses.values()].reduce((a, b) => a + b, 0)).toBe(answered);
+      expect(wronglyCreated).toBe(0);
+      expect(await h.database.db.$count(plans)).toBe(plansBefore + created);
+      // Preview only ever reads; the write token never leaves the executor (which is not running).
+      for (const request of h.target.requests) {
+        expect(request.method).toBe("GET");
+        expect(JSON.stringify(request.headers)).not.toContain(WRITE_TOKEN);
       }
-    }
-
-    expect(fiveHundreds, `server log:\n${t.serverErrors.slice(0, 3).join("\n")}`).toEqual([]);
-    // Every request sent was answered by the app (none threw), and there were at least REQUESTS of them.
-    expect(answered).toBe(sent);
-    expect(answered).toBeGreaterThanOrEqual(requests);
-    expect([...statuses.values()].reduce((a, b) => a + b, 0)).toBe(answered);
-    expect(wronglyCreated).toBe(0);
-    expect(await h.database.db.$count(plans)).toBe(plansBefore + created);
-    // Preview only ever reads; the write token never leaves the executor (which is not running).
-    for (const request of h.target.requests) {
-      expect(request.method).toBe("GET");
-      expect(JSON.stringify(request.headers)).not.toContain(WRITE_TOKEN);
-    }
-    // The plan the web routes were fuzzed against was never decided by a request without its hash.
-    const [pending] = await h.database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, t.pendingId));
-    expect(pending!.status).toBe("pending");
-    // The mix reached the deep checks, not just the first refusal (so the run tests what it says).
-    for (const status of [201, 400, 403, 404, 409, 413, 415, 422]) expect(statuses.get(status) ?? 0, `answers with HTTP ${status}`).toBeGreaterThan(0);
-    expect(FUZZ_SHAPES.filter((shape) => !fuzz.shapes.has(shape)), "shapes this run never sent").toEqual([]);
-  }, bound);
+      // The plan the web routes were fuzzed against was never decided by a request without its hash.
+      const [pending] = await h.database.db.select({ status: plans.status }).from(plans).where(eq(plans.id, t.pendingId));
+      expect(pending!.status).toBe("pending");
+      // The mix reached the deep checks, not just the first refusal (so the run tests what it says).
+      for (const status of [201, 400, 403, 404, 409, 413, 415, 422]) expect(statuses.get(status) ?? 0, `answers with HTTP ${status}`).toBeGreaterThan(0);
+      expect(
+        FUZZ_SHAPES.filter((shape) => !fuzz.shapes.has(shape)),
+        "shapes this run never sent",
+      ).toEqual([]);
+    },
+    bound,
+  );
 }

@@ -91,9 +91,14 @@ async function migratedDump(): Promise<string> {
 /** What the dump depends on: the PGlite that writes it and every migration's text, not only its tag. */
 function dumpKey(): string {
   const hash = createHash("sha256").update(`pglite ${installedPgliteVersion()}\n`);
-  const sql = readdirSync(MIGRATIONS_FOLDER).filter((name) => name.endsWith(".sql")).sort();
+  const sql = readdirSync(MIGRATIONS_FOLDER)
+    .filter((name) => name.endsWith(".sql"))
+    .sort();
   for (const name of ["meta/_journal.json", ...sql]) {
-    hash.update(`${name}\n`).update(readFileSync(path.join(MIGRATIONS_FOLDER, name))).update("\n");
+    hash
+      .update(`${name}\n`)
+      .update(readFileSync(path.join(MIGRATIONS_FOLDER, name)))
+      .update("\n");
   }
   return hash.digest("hex").slice(0, 16);
 }

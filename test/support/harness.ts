@@ -33,7 +33,12 @@ let keys: Promise<{ signing: SigningKey; verifying: VerifyingKeys; publicPem: st
 export function testGrantKeys(): Promise<{ signing: SigningKey; verifying: VerifyingKeys; publicPem: string; privatePem: string }> {
   keys ??= (async () => {
     const pair = await generateGrantKeys();
-    return { signing: await loadSigningKey(pair.privatePem), verifying: await loadVerifyingKeys(pair.publicPem), publicPem: pair.publicPem, privatePem: pair.privatePem };
+    return {
+      signing: await loadSigningKey(pair.privatePem),
+      verifying: await loadVerifyingKeys(pair.publicPem),
+      publicPem: pair.publicPem,
+      privatePem: pair.privatePem,
+    };
   })();
   return keys;
 }
@@ -43,7 +48,14 @@ export function targetConfig(baseUrl: string, overrides: Partial<Record<keyof Ta
   // their servers watch targets (issue 15) unless they say so: a watcher's read at a random point
   // of its interval would land among the reads a test holds or counts (watch-targets.test.ts and
   // test/slow/watch-drift.test.ts watch on purpose).
-  return TargetConfig.parse({ adapter: "http.json", baseUrl, read: { headers: { Authorization: `Bearer ${READ_TOKEN}` } }, allow: { ops: ["merge", "replace", "delete", "create"], paths: ["/**"] }, watch: { intervalSeconds: 0 }, ...overrides });
+  return TargetConfig.parse({
+    adapter: "http.json",
+    baseUrl,
+    read: { headers: { Authorization: `Bearer ${READ_TOKEN}` } },
+    allow: { ops: ["merge", "replace", "delete", "create"], paths: ["/**"] },
+    watch: { intervalSeconds: 0 },
+    ...overrides,
+  });
 }
 
 export function testConfig(targets: Record<string, AnyTargetConfig>, defaults: Partial<Config["defaults"]> = {}): Config {

@@ -31,4 +31,5 @@ export async function holdPlanRows(database: Database, planIds: string[]): Promi
 
 /** Sessions of this database waiting for a lock (the decisions holdPlanRows holds up). */
 export const lockWaiters = async (database: Database): Promise<number> =>
-  (await database.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))[0]!.n;
+  (await database.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))[0]!
+    .n;

@@ -63,7 +63,10 @@ export class OidcEmulator {
   private foreign: CryptoKey | undefined;
   private base = "";
 
-  constructor(readonly client: { clientId: string; clientSecret: string; redirectUris: string[] }, user: OidcUser) {
+  constructor(
+    readonly client: { clientId: string; clientSecret: string; redirectUris: string[] },
+    user: OidcUser,
+  ) {
     this.user = user;
   }
 
@@ -119,7 +122,8 @@ export class OidcEmulator {
     }
     if (req.method === "GET" && url.pathname === "/openid/connect/keys") return this.send(req, res, query, 200, { keys: [this.keys!.jwk] });
     if (req.method === "GET" && url.pathname === "/openid/connect/authorize") return this.authorize(req, res, query);
-    if (req.method === "POST" && url.pathname === "/api/openid.connect.token") return this.token(req, res, Object.fromEntries(new URLSearchParams(await readBody(req))));
+    if (req.method === "POST" && url.pathname === "/api/openid.connect.token")
+      return this.token(req, res, Object.fromEntries(new URLSearchParams(await readBody(req))));
     if (req.method === "GET" && url.pathname === "/api/openid.connect.userInfo") {
       const user = this.accessTokens.get((req.headers.authorization ?? "").replace(/^Bearer /, ""));
       if (!user) return this.send(req, res, query, 401, { ok: false, error: "invalid_auth" });
@@ -142,7 +146,15 @@ export class OidcEmulator {
       this.deny = undefined;
     } else {
       const code = randomBytes(16).toString("hex");
-      this.codes.set(code, { clientId: q.client_id, redirectUri: q.redirect_uri, nonce: q.nonce, codeChallenge: q.code_challenge, user: { ...this.user }, used: false, expiresAt: Date.now() + 5 * 60_000 });
+      this.codes.set(code, {
+        clientId: q.client_id,
+        redirectUri: q.redirect_uri,
+        nonce: q.nonce,
+        codeChallenge: q.code_challenge,
+        user: { ...this.user },
+        used: false,
+        expiresAt: Date.now() + 5 * 60_000,
+      });
       back.searchParams.set("code", code);
     }
     this.record(req, q, 302);
@@ -150,15 +162,19 @@ export class OidcEmulator {
   }
 
   private async token(req: IncomingMessage, res: ServerResponse, form: Record<string, string>): Promise<void> {
-    const fail = (status: number, error: string, description: string) => this.send(req, res, form, status, { ok: false, error, error_description: description });
-    if (form.client_id !== this.client.clientId || form.client_secret !== this.client.clientSecret) return fail(401, "invalid_client", "client authentication failed");
+    const fail = (status: number, error: string, description: string) =>
+      this.send(req, res, form, status, { ok: false, error, error_description: description });
+    if (form.client_id !== this.client.clientId || form.client_secret !== this.client.clientSecret)
+      return fail(401, "invalid_client", "client authentication failed");
     if (form.grant_type !== "authorization_code") return fail(400, "unsupported_grant_type", "only authorization_code");
     const issued = this.codes.get(form.code ?? "");
     if (!issued || issued.clientId !== form.client_id || issued.expiresAt < Date.now()) return fail(400, "invalid_grant", "unknown or expired code");
     if (issued.used) return fail(400, "invalid_grant", "code already used");
     issued.used = true;
     if (form.redirect_uri !== issued.redirectUri) return fail(400, "invalid_grant", "redirect_uri does not match the authorize request");
-    const challenge = createHash("sha256").update(form.code_verifier ?? "").digest("base64url");
+    const challenge = createHash("sha256")
+      .update(form.code_verifier ?? "")
+      .digest("base64url");
     if (challenge !== issued.codeChallenge) return fail(400, "invalid_grant", "code_verifier does not match code_challenge");
     const accessToken = `xoxp-${randomBytes(12).toString("hex")}`;
     this.accessTokens.set(accessToken, issued.user);
@@ -178,7 +194,7 @@ export class OidcEmulator {
     const fault = this.nextIdToken ?? {};
     this.nextIdToken = undefined;
     const now = Math.floor(Date.now() / 1000);
-    const payload = { ...this.claimsOf(issued.user), auth_time: now, ...(fault.nonce ?? issued.nonce ? { nonce: fault.nonce ?? issued.nonce } : {}) };
+    const payload = { ...this.claimsOf(issued.user), auth_time: now, ...((fault.nonce ?? issued.nonce) ? { nonce: fault.nonce ?? issued.nonce } : {}) };
     const jwt = await new SignJWT(payload)
       .setProtectedHeader({ alg: "RS256", kid: "emulator-1", typ: "JWT" })
       .setIssuer(fault.issuer ?? this.base)

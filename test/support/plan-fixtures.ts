@@ -17,7 +17,17 @@ export function planMessage(overrides: Partial<PlanMessage> = {}): PlanMessage {
     agent: "crm-bot",
     expiresAt: "2026-05-01T12:00:00Z",
     reviewUrl: `https://countersign.example/plans/${PLAN_ID}`,
-    actions: [{ target: "crm", path: "/contacts/1", op: "merge", before: { email: "a@old.example" }, after: { email: "a@new.example" }, version: '"1"', changes: [{ path: "/email", from: "a@old.example", to: "a@new.example" }] }],
+    actions: [
+      {
+        target: "crm",
+        path: "/contacts/1",
+        op: "merge",
+        before: { email: "a@old.example" },
+        after: { email: "a@new.example" },
+        version: '"1"',
+        changes: [{ path: "/email", from: "a@old.example", to: "a@new.example" }],
+      },
+    ],
     policy: { approvers: ["UALICE01"], requiredApprovals: 1 },
     approvals: [],
     ...overrides,

@@ -38,7 +38,8 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     const { stdout: gid } = await run("id", ["-g", "postgres"]);
     chownSync(dir, Number(stdout.trim()), Number(gid.trim()));
   }
-  const pg = (command: string, args: string[]) => (asRoot ? run("runuser", ["-u", "postgres", "--", join(PG_BIN, command), ...args]) : run(join(PG_BIN, command), args));
+  const pg = (command: string, args: string[]) =>
+    asRoot ? run("runuser", ["-u", "postgres", "--", join(PG_BIN, command), ...args]) : run(join(PG_BIN, command), args);
   const data = join(dir, "data");
   const port = await freePort();
   await pg("initdb", ["-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C.UTF-8"]);

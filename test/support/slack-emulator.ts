@@ -159,8 +159,10 @@ export function takePost(bucket: ChannelBucket | undefined, now: number, limit: 
 }
 
 function checkRateLimit(limit: ChannelRateLimit, what: string): ChannelRateLimit {
-  if (!(Number.isFinite(limit.perSecond) && limit.perSecond > 0)) throw new Error(`${what} rate limit: perSecond must be a number above 0, got ${limit.perSecond}`);
-  if (!(Number.isInteger(limit.burst) && limit.burst >= 1)) throw new Error(`${what} rate limit: burst must be a whole number of at least 1, got ${limit.burst}`);
+  if (!(Number.isFinite(limit.perSecond) && limit.perSecond > 0))
+    throw new Error(`${what} rate limit: perSecond must be a number above 0, got ${limit.perSecond}`);
+  if (!(Number.isInteger(limit.burst) && limit.burst >= 1))
+    throw new Error(`${what} rate limit: burst must be a whole number of at least 1, got ${limit.burst}`);
   return { ...limit };
 }
 
@@ -817,7 +819,14 @@ export class SlackEmulator {
     const errors = validateHomeView(view);
     if (errors.length > 0) throw new SlackApiError("invalid_arguments", responseMetadata(errors));
     const id = `V${randomBytes(5).toString("hex").toUpperCase()}`;
-    const published: JsonObject = { id, team_id: this.teamId, app_id: this.appId, bot_id: this.botId, hash: `${Date.now()}.${randomBytes(4).toString("hex")}`, ...view };
+    const published: JsonObject = {
+      id,
+      team_id: this.teamId,
+      app_id: this.appId,
+      bot_id: this.botId,
+      hash: `${Date.now()}.${randomBytes(4).toString("hex")}`,
+      ...view,
+    };
     this.published.push({ user, view: published, at: new Date() });
     return { view: published };
   }
@@ -869,7 +878,8 @@ export class SlackEmulator {
     const blocks = args.blocks as JsonValue[] | undefined;
     if (args.attachments !== undefined && !Array.isArray(args.attachments)) throw new SlackApiError("invalid_attachments");
     const attachments = args.attachments as JsonValue[] | undefined;
-    if ((text === undefined || text === "") && (!blocks || blocks.length === 0) && (!attachments || attachments.length === 0)) throw new SlackApiError("no_text");
+    if ((text === undefined || text === "") && (!blocks || blocks.length === 0) && (!attachments || attachments.length === 0))
+      throw new SlackApiError("no_text");
     if (text !== undefined && text.length > BLOCK_KIT_LIMITS.messageText) throw new SlackApiError("msg_too_long");
     if (blocks) {
       const errors = validateBlocks(blocks, "/blocks", BLOCK_KIT_LIMITS.blocksPerMessage);
@@ -935,7 +945,8 @@ export function validateBlocks(blocks: JsonValue[], pointer = "/blocks", max: nu
         if (block.fields !== undefined) {
           if (!Array.isArray(block.fields)) errors.push(`must be an array [json-pointer:${at}/fields]`);
           else {
-            if (block.fields.length > BLOCK_KIT_LIMITS.sectionFields) errors.push(`no more than ${BLOCK_KIT_LIMITS.sectionFields} items allowed [json-pointer:${at}/fields]`);
+            if (block.fields.length > BLOCK_KIT_LIMITS.sectionFields)
+              errors.push(`no more than ${BLOCK_KIT_LIMITS.sectionFields} items allowed [json-pointer:${at}/fields]`);
             block.fields.forEach((field, j) => {
               validateText(errors, field, `${at}/fields/${j}`, { max: BLOCK_KIT_LIMITS.sectionFieldText });
             });
@@ -953,7 +964,8 @@ export function validateBlocks(blocks: JsonValue[], pointer = "/blocks", max: nu
           break;
         }
         if (block.elements.length === 0) errors.push(`must provide at least 1 items [json-pointer:${at}/elements]`);
-        if (block.elements.length > BLOCK_KIT_LIMITS.contextElements) errors.push(`no more than ${BLOCK_KIT_LIMITS.contextElements} items allowed [json-pointer:${at}/elements]`);
+        if (block.elements.length > BLOCK_KIT_LIMITS.contextElements)
+          errors.push(`no more than ${BLOCK_KIT_LIMITS.contextElements} items allowed [json-pointer:${at}/elements]`);
         block.elements.forEach((element, j) => {
           if (isObject(element) && element.type === "image") return;
           validateText(errors, element, `${at}/elements/${j}`, { max: BLOCK_KIT_LIMITS.sectionText });
@@ -966,7 +978,8 @@ export function validateBlocks(blocks: JsonValue[], pointer = "/blocks", max: nu
           break;
         }
         if (block.elements.length === 0) errors.push(`must provide at least 1 items [json-pointer:${at}/elements]`);
-        if (block.elements.length > BLOCK_KIT_LIMITS.actionsElements) errors.push(`no more than ${BLOCK_KIT_LIMITS.actionsElements} items allowed [json-pointer:${at}/elements]`);
+        if (block.elements.length > BLOCK_KIT_LIMITS.actionsElements)
+          errors.push(`no more than ${BLOCK_KIT_LIMITS.actionsElements} items allowed [json-pointer:${at}/elements]`);
         const actionIds = new Set<string>();
         block.elements.forEach((element, j) => {
           validateElement(errors, element, `${at}/elements/${j}`);
@@ -1011,7 +1024,8 @@ export function validateView(view: JsonObject): string[] {
   if (!Array.isArray(view.blocks)) errors.push(`missing required field: blocks [json-pointer:/view]`);
   else {
     errors.push(...validateBlocks(view.blocks, "/view/blocks", BLOCK_KIT_LIMITS.blocksPerView));
-    if (view.submit === undefined && view.blocks.some((b) => isObject(b) && b.type === "input")) errors.push(`must provide submit when blocks contain input [json-pointer:/view/submit]`);
+    if (view.submit === undefined && view.blocks.some((b) => isObject(b) && b.type === "input"))
+      errors.push(`must provide submit when blocks contain input [json-pointer:/view/submit]`);
   }
   return errors;
 }
@@ -1041,7 +1055,8 @@ function validateElement(errors: string[], element: JsonValue, at: string): void
       else maxLength(errors, element.value, BLOCK_KIT_LIMITS.buttonValue, `${at}/value`);
     }
     if (element.url !== undefined && typeof element.url === "string") maxLength(errors, element.url, BLOCK_KIT_LIMITS.buttonUrl, `${at}/url`);
-    if (element.style !== undefined && element.style !== "primary" && element.style !== "danger") errors.push(`must be one of: primary, danger [json-pointer:${at}/style]`);
+    if (element.style !== undefined && element.style !== "primary" && element.style !== "danger")
+      errors.push(`must be one of: primary, danger [json-pointer:${at}/style]`);
   }
   if (element.confirm !== undefined) {
     const confirm = element.confirm;
@@ -1132,5 +1147,10 @@ function compareTs(a: string, b: string): number {
 }
 
 function slugify(name: string): string {
-  return name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "") || "workspace";
+  return (
+    name
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, "-")
+      .replace(/^-|-$/g, "") || "workspace"
+  );
 }

@@ -134,15 +134,20 @@ export class SocketModeEmulator {
       this.server!.listen(0, "127.0.0.1", () => resolve());
     });
     this.origin = `ws://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-    this.slack.addMethod("apps.connections.open", () => this.openConnection(), (token) => {
-      // Slack tells a bot or user token apart from an app-level token by its prefix.
-      if (!token.startsWith("xapp-")) return "not_allowed_token_type";
-      return token === this.appToken ? undefined : "invalid_auth";
-    });
+    this.slack.addMethod(
+      "apps.connections.open",
+      () => this.openConnection(),
+      (token) => {
+        // Slack tells a bot or user token apart from an app-level token by its prefix.
+        if (!token.startsWith("xapp-")) return "not_allowed_token_type";
+        return token === this.appToken ? undefined : "invalid_auth";
+      },
+    );
   }
 
   async stop(): Promise<void> {
-    for (const p of [...this.pending.values()]) this.settle(p, new Error(`the Socket Mode emulator stopped before envelope ${p.delivery.envelopeId} was acknowledged`));
+    for (const p of [...this.pending.values()])
+      this.settle(p, new Error(`the Socket Mode emulator stopped before envelope ${p.delivery.envelopeId} was acknowledged`));
     for (const { ws } of this.live.values()) ws.terminate();
     this.live.clear();
     if (!this.server) return;

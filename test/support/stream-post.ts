@@ -18,7 +18,11 @@ export interface Sent {
  * `prefix` goes first (a form's `_csrf=…&reason=`), so the filler lands inside a field. Writing
  * stops as soon as the server answers (or drops the connection).
  */
-export async function streamPost(url: string, totalBytes: number, options: { chunked: boolean; headers?: Record<string, string>; prefix?: string }): Promise<Sent> {
+export async function streamPost(
+  url: string,
+  totalBytes: number,
+  options: { chunked: boolean; headers?: Record<string, string>; prefix?: string },
+): Promise<Sent> {
   const started = Date.now();
   const target = new URL(url);
   const req = request({

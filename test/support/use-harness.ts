@@ -56,10 +56,18 @@ export function useHarness(kind: TestDatabaseKind, options: HarnessOptions = {})
       if (!database) throw new Error("useHarness().database was read before the suite's beforeAll opened it");
       return database;
     },
-    get ctx() { return first.ctx; },
-    get clock() { return first.clock; },
-    get target() { return first.target; },
-    get agent() { return first.agent; },
+    get ctx() {
+      return first.ctx;
+    },
+    get clock() {
+      return first.clock;
+    },
+    get target() {
+      return first.target;
+    },
+    get agent() {
+      return first.agent;
+    },
     another(more) {
       const index = wanted.push(more) - 1;
       return later(`useHarness().another(${index})`, () => opened[index]);
@@ -92,7 +100,10 @@ export function useServer(kind: TestDatabaseKind, options: ServerOptions = {}): 
   beforeAll(async () => {
     const database = await kind.open();
     const target = new JsonResourceServer({
-      seed: options.seed ?? { "/contacts/1": { id: 1, name: "Ana Lima", email: "ana@old.example" }, "/contacts/2": { id: 2, name: "Bruno Costa", email: "bruno@example.com" } },
+      seed: options.seed ?? {
+        "/contacts/1": { id: 1, name: "Ana Lima", email: "ana@old.example" },
+        "/contacts/2": { id: 2, name: "Bruno Costa", email: "bruno@example.com" },
+      },
       readTokens: [READ_TOKEN],
       writeToken: WRITE_TOKEN,
     });

@@ -29,7 +29,11 @@ describe("batched log lines", () => {
     let writes = 0;
     stream.on("write", () => void writes++);
     // Whole lines only: a read may land in the middle of a write.
-    const lines = () => readFileSync(file, "utf8").split("\n").slice(0, -1).map((l) => JSON.parse(l) as { i?: number; msg: string });
+    const lines = () =>
+      readFileSync(file, "utf8")
+        .split("\n")
+        .slice(0, -1)
+        .map((l) => JSON.parse(l) as { i?: number; msg: string });
     return { logger: createLogger("info", stream), lines, writes: () => writes };
   }
 
@@ -78,7 +82,11 @@ describe("batched log lines", () => {
     await delay(3 * LOG_FLUSH_MS); // the flush timer fires while the write is blocked
     const reader = spawn("cat", [fifo], { stdio: ["ignore", out, "inherit"] });
     try {
-      const lines = () => readFileSync(path.join(dir, "out.log"), "utf8").split("\n").slice(0, -1).map((l) => JSON.parse(l) as { i: number });
+      const lines = () =>
+        readFileSync(path.join(dir, "out.log"), "utf8")
+          .split("\n")
+          .slice(0, -1)
+          .map((l) => JSON.parse(l) as { i: number });
       const all = await waitFor("all 406 lines through the pipe", () => lines().length === 406 && lines(), 10_000);
       expect(all.at(-1)?.i).toBe(405);
     } finally {

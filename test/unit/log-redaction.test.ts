@@ -14,14 +14,23 @@ function captured(): { lines: string[]; logger: ReturnType<typeof createLogger> 
 
 describe("what an error may say in a log line", () => {
   it("keeps drizzle's SQL and the database's code, drops the parameters and the quoted row", () => {
-    const database = Object.assign(new Error(`invalid input syntax for type uuid: "${SECRET}"`), { code: "22P02", severity: "ERROR", detail: `Failing row contains (${SECRET}).`, where: SECRET });
-    const err = new DrizzleQueryError("insert into \"plans\" (\"document\") values ($1)", [JSON.stringify({ password: SECRET })], database);
+    const database = Object.assign(new Error(`invalid input syntax for type uuid: "${SECRET}"`), {
+      code: "22P02",
+      severity: "ERROR",
+      detail: `Failing row contains (${SECRET}).`,
+      where: SECRET,
+    });
+    const err = new DrizzleQueryError('insert into "plans" ("document") values ($1)', [JSON.stringify({ password: SECRET })], database);
     const { lines, logger } = captured();
     logger.error({ err }, "request failed");
     expect(lines).toHaveLength(1);
     expect(lines[0]).not.toContain(SECRET);
     const logged = JSON.parse(lines[0]!).err;
-    expect(logged).toMatchObject({ type: "DrizzleQueryError", message: 'Failed query: insert into "plans" ("document") values ($1)', cause: { code: "22P02", message: 'invalid input syntax for type uuid: "[redacted]"' } });
+    expect(logged).toMatchObject({
+      type: "DrizzleQueryError",
+      message: 'Failed query: insert into "plans" ("document") values ($1)',
+      cause: { code: "22P02", message: 'invalid input syntax for type uuid: "[redacted]"' },
+    });
     expect(logged.stack).toMatch(/^DrizzleQueryError: Failed query: insert/);
   });
 
@@ -57,11 +66,17 @@ describe("what an error may say in a log line", () => {
     bolt.warn(`token xoxb-1234-${SECRET}`);
     expect(lines).toHaveLength(2);
     expect(lines.join("")).not.toContain(SECRET);
-    expect(JSON.parse(lines[0]!)).toMatchObject({ component: "bolt", msg: "An unhandled error occurred while Bolt processed an event", err: { message: "Failed query: select $1" } });
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      component: "bolt",
+      msg: "An unhandled error occurred while Bolt processed an event",
+      err: { message: "Failed query: select $1" },
+    });
   });
 
   it("the CLI's last words on a fatal error keep the stack and causes, not the parameters", () => {
-    const text = printableError(new DrizzleQueryError("update plans set x = $1", [SECRET], Object.assign(new Error("deadlock detected"), { code: "40P01", severity: "ERROR" })));
+    const text = printableError(
+      new DrizzleQueryError("update plans set x = $1", [SECRET], Object.assign(new Error("deadlock detected"), { code: "40P01", severity: "ERROR" })),
+    );
     expect(text).not.toContain(SECRET);
     expect(text).toMatch(/^DrizzleQueryError: Failed query: update plans set x = \$1\n\s+at /);
     expect(text).toMatch(/caused by: Error: deadlock detected/);

@@ -59,12 +59,18 @@ export function readExpr(column: Column, ref = quoteIdent(column.name)): string 
   const infinite = (finite: string) => `CASE WHEN ${ref} = 'infinity' THEN 'infinity' WHEN ${ref} = '-infinity' THEN '-infinity' ELSE ${finite} END`;
   switch (formOf(column)) {
     case "date":
-      return infinite(`to_char(abs(extract(year FROM ${ref})), 'FM9990000') || '-' || to_char(extract(month FROM ${ref}), 'FM00') || '-' || to_char(extract(day FROM ${ref}), 'FM00')`
-        + ` || CASE WHEN extract(year FROM ${ref}) < 0 THEN ' BC' ELSE '' END`);
+      return infinite(
+        `to_char(abs(extract(year FROM ${ref})), 'FM9990000') || '-' || to_char(extract(month FROM ${ref}), 'FM00') || '-' || to_char(extract(day FROM ${ref}), 'FM00')` +
+          ` || CASE WHEN extract(year FROM ${ref}) < 0 THEN ' BC' ELSE '' END`,
+      );
     case "timestamp":
-      return infinite(`to_char(${ref} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') || CASE WHEN ${ref} < '0001-01-01T00:00:00Z' THEN ' BC' ELSE '' END`);
-    case "base64": return `translate(encode(${ref}, 'base64'), E'\\n', '')`;
-    default: return `${ref}::text`;
+      return infinite(
+        `to_char(${ref} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') || CASE WHEN ${ref} < '0001-01-01T00:00:00Z' THEN ' BC' ELSE '' END`,
+      );
+    case "base64":
+      return `translate(encode(${ref}, 'base64'), E'\\n', '')`;
+    default:
+      return `${ref}::text`;
   }
 }
 
@@ -86,14 +92,20 @@ export class UnreadableValue extends Error {
 export function fromText(column: Column, text: string | null): Json {
   if (text === null) return null;
   switch (formOf(column)) {
-    case "boolean": return text === "true";
-    case "integer": return Number(text);
+    case "boolean":
+      return text === "true";
+    case "integer":
+      return Number(text);
     case "json": {
       const parsed = parseHashableJson(text);
-      if (!parsed.ok) throw new UnreadableValue(`column '${column.name}' (${column.declared}) holds JSON that cannot be shown exactly${parsed.kind === "value" ? ` (at '${parsed.pointer}')` : ""}: ${parsed.message}`);
+      if (!parsed.ok)
+        throw new UnreadableValue(
+          `column '${column.name}' (${column.declared}) holds JSON that cannot be shown exactly${parsed.kind === "value" ? ` (at '${parsed.pointer}')` : ""}: ${parsed.message}`,
+        );
       return parsed.value;
     }
-    default: return text;
+    default:
+      return text;
   }
 }
 
@@ -116,21 +128,42 @@ export function whyNotForm(column: Column, value: Json): string | undefined {
   if (value === null) return column.notNull ? `${name} is NOT NULL` : undefined;
   const want = (what: string) => `${name} (${column.declared}) takes ${what}, not ${JSON.stringify(value).slice(0, 60)}`;
   switch (form) {
-    case "boolean": return typeof value === "boolean" ? undefined : want("true or false");
+    case "boolean":
+      return typeof value === "boolean" ? undefined : want("true or false");
     case "integer": {
       const [min, max] = INT_RANGE[column.type]!;
       return typeof value === "number" && Number.isInteger(value) && value >= min && value <= max ? undefined : want(`an integer from ${min} to ${max}`);
     }
     case "decimal": {
-      const ok = typeof value === "string" && (column.type === "int8" ? /^-?(0|[1-9]\d*)$/.test(value) && BigInt(value) >= INT8_MIN && BigInt(value) <= INT8_MAX : /^(-?(0|[1-9]\d*)(\.\d+)?|NaN|-?Infinity)$/.test(value));
-      return ok ? undefined : want(column.type === "int8" ? `a decimal string such as "42" (int8 is a string, so no digit is lost)` : `a decimal string such as "12.50", or "NaN", "Infinity", "-Infinity"`);
+      const ok =
+        typeof value === "string" &&
+        (column.type === "int8"
+          ? /^-?(0|[1-9]\d*)$/.test(value) && BigInt(value) >= INT8_MIN && BigInt(value) <= INT8_MAX
+          : /^(-?(0|[1-9]\d*)(\.\d+)?|NaN|-?Infinity)$/.test(value));
+      return ok
+        ? undefined
+        : want(
+            column.type === "int8"
+              ? `a decimal string such as "42" (int8 is a string, so no digit is lost)`
+              : `a decimal string such as "12.50", or "NaN", "Infinity", "-Infinity"`,
+          );
     }
-    case "string": return typeof value === "string" && !value.includes("\u0000") ? undefined : want("a string without NUL characters");
-    case "uuid": return typeof value === "string" && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(value) ? undefined : want("a lower-case UUID");
-    case "date": return typeof value === "string" && DATE_FORM.test(value) ? undefined : want(`a date such as "2026-12-03" (" BC" after it for a year before 1), or "infinity", "-infinity"`);
-    case "timestamp": return typeof value === "string" && TIMESTAMP_FORM.test(value) ? undefined : want(`an ISO-8601 UTC time with microseconds such as "2026-12-03T11:00:00.000000Z" (" BC" after it for a year before 1), or "infinity", "-infinity"`);
-    case "json": return undefined;
-    case "base64": return typeof value === "string" && value.length % 4 === 0 && /^[A-Za-z0-9+/]*={0,2}$/.test(value) ? undefined : want("base64 (RFC 4648, padded)");
+    case "string":
+      return typeof value === "string" && !value.includes("\u0000") ? undefined : want("a string without NUL characters");
+    case "uuid":
+      return typeof value === "string" && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(value) ? undefined : want("a lower-case UUID");
+    case "date":
+      return typeof value === "string" && DATE_FORM.test(value)
+        ? undefined
+        : want(`a date such as "2026-12-03" (" BC" after it for a year before 1), or "infinity", "-infinity"`);
+    case "timestamp":
+      return typeof value === "string" && TIMESTAMP_FORM.test(value)
+        ? undefined
+        : want(`an ISO-8601 UTC time with microseconds such as "2026-12-03T11:00:00.000000Z" (" BC" after it for a year before 1), or "infinity", "-infinity"`);
+    case "json":
+      return undefined;
+    case "base64":
+      return typeof value === "string" && value.length % 4 === 0 && /^[A-Za-z0-9+/]*={0,2}$/.test(value) ? undefined : want("base64 (RFC 4648, padded)");
   }
 }
 

@@ -66,8 +66,10 @@ export function postgresRowAdapter(): Adapter<PostgresRowAction, PostgresRowPlan
     describe: (name, target) => ({
       reaches: `PostgreSQL, ${Object.keys(target.tables).length} table(s)`,
       lines: [
-        ...Object.entries(target.tables).map(([table, t]) =>
-          `table ${t.schema}.${table}: rows found by (${t.key.join(", ")}); version ${t.version ? `'${t.version}' (set by ${t.versionSetBy === "trigger" ? "a trigger" : "Countersign on every write"})` : "xmin (no version column: weaker, a dump and restore changes it)"} (targets.${name}.tables.${table})`),
+        ...Object.entries(target.tables).map(
+          ([table, t]) =>
+            `table ${t.schema}.${table}: rows found by (${t.key.join(", ")}); version ${t.version ? `'${t.version}' (set by ${t.versionSetBy === "trigger" ? "a trigger" : "Countersign on every write"})` : "xmin (no version column: weaker, a dump and restore changes it)"} (targets.${name}.tables.${table})`,
+        ),
         target.allow ? `may propose: ops ${target.allow.ops.join(", ")} on tables ${target.allow.tables.join(", ")} (targets.${name}.allow)` : NOTHING_ALLOWED,
       ],
     }),
@@ -148,7 +150,11 @@ function rowPath(name: string, target: PostgresRowTarget, table: string, key: Re
   const given = Object.keys(key).sort();
   const wanted = [...config.key].sort();
   if (given.join("\u0000") !== wanted.join("\u0000")) {
-    throw new AdapterError("permanent", name, `table '${table}' of target '${name}' is found by its key (${config.key.join(", ")}); the action gives ${given.join(", ") || "no key"}`);
+    throw new AdapterError(
+      "permanent",
+      name,
+      `table '${table}' of target '${name}' is found by its key (${config.key.join(", ")}); the action gives ${given.join(", ") || "no key"}`,
+    );
   }
   return `/${table}/${config.key.map((column) => encodeURIComponent(String(key[column]))).join("/")}`;
 }
@@ -175,7 +181,11 @@ interface Table {
 /** Catalogue reads, once per table per reader/writer: a column change needs a restart, as a config change does. */
 class TableCache {
   private readonly tables = new Map<string, Promise<Table>>();
-  constructor(private readonly sql: Sql, private readonly name: string, private readonly target: PostgresRowTarget) {}
+  constructor(
+    private readonly sql: Sql,
+    private readonly name: string,
+    private readonly target: PostgresRowTarget,
+  ) {}
 
   get(table: string): Promise<Table> {
     let found = this.tables.get(table);
@@ -190,7 +200,9 @@ class TableCache {
 
 async function describeTable(sql: Sql, name: string, table: string, config: PostgresRowTable): Promise<Table> {
   const qualified = `${quoteIdent(config.schema)}.${quoteIdent(table)}`;
-  const rows = await sql.unsafe<{ name: string; type: string; typtype: string; declared: string; not_null: boolean; has_default: boolean; database_set: boolean }[]>(
+  const rows = await sql.unsafe<
+    { name: string; type: string; typtype: string; declared: string; not_null: boolean; has_default: boolean; database_set: boolean }[]
+  >(
     `SELECT a.attname AS name, t.typname AS type, t.typtype AS typtype, format_type(a.atttypid, a.atttypmod) AS declared,
             a.attnotnull AS not_null, a.atthasdef AS has_default, (a.attgenerated <> '' OR a.attidentity = 'a') AS database_set
        FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
@@ -198,8 +210,21 @@ async function describeTable(sql: Sql, name: string, table: string, config: Post
       ORDER BY a.attnum`,
     [config.schema, table],
   );
-  if (rows.length === 0) throw new AdapterError("permanent", name, `target '${name}': table ${config.schema}.${table} does not exist or this role cannot see it`);
-  const columns = new Map<string, Column>(rows.map((r) => [r.name, { name: r.name, type: r.typtype === "b" ? r.type : `${r.type} (not a base type)`, declared: r.declared, notNull: r.not_null, hasDefault: r.has_default, databaseSet: r.database_set }]));
+  if (rows.length === 0)
+    throw new AdapterError("permanent", name, `target '${name}': table ${config.schema}.${table} does not exist or this role cannot see it`);
+  const columns = new Map<string, Column>(
+    rows.map((r) => [
+      r.name,
+      {
+        name: r.name,
+        type: r.typtype === "b" ? r.type : `${r.type} (not a base type)`,
+        declared: r.declared,
+        notNull: r.not_null,
+        hasDefault: r.has_default,
+        databaseSet: r.database_set,
+      },
+    ]),
+  );
   const find = (column: string, role: string) => {
     const found = columns.get(column);
     if (!found) throw new AdapterError("permanent", name, `target '${name}': ${role} column '${column}' is not a column of ${config.schema}.${table}`);
@@ -207,9 +232,19 @@ async function describeTable(sql: Sql, name: string, table: string, config: Post
   };
   const keyColumns = config.key.map((k) => find(k, "key"));
   for (const column of keyColumns) {
-    if (!formOf(column)) throw new AdapterError("permanent", name, `target '${name}': key column '${column.name}' has type ${column.declared}, which postgres.row does not support`);
+    if (!formOf(column))
+      throw new AdapterError(
+        "permanent",
+        name,
+        `target '${name}': key column '${column.name}' has type ${column.declared}, which postgres.row does not support`,
+      );
     // One row must have one path: jsonb has no single text per value (1 and "1" would share a path, key order and spacing vary).
-    if (formOf(column) === "json") throw new AdapterError("permanent", name, `target '${name}': key column '${column.name}' of ${config.schema}.${table} is ${column.declared}, which cannot be a postgres.row key (one row could be named in several ways); key it by another unique column`);
+    if (formOf(column) === "json")
+      throw new AdapterError(
+        "permanent",
+        name,
+        `target '${name}': key column '${column.name}' of ${config.schema}.${table} is ${column.declared}, which cannot be a postgres.row key (one row could be named in several ways); key it by another unique column`,
+      );
   }
   const unique = await sql.unsafe<{ ok: boolean }[]>(
     `SELECT EXISTS (
@@ -218,12 +253,22 @@ async function describeTable(sql: Sql, name: string, table: string, config: Post
           AND (SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_attribute a WHERE a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)) = $3::text[]) AS ok`,
     [config.schema, table, [...config.key].sort()],
   );
-  if (!unique[0]?.ok) throw new AdapterError("permanent", name, `target '${name}': the key (${config.key.join(", ")}) of ${config.schema}.${table} is not a primary key or unique index (not deferrable), so it may find more than one row`);
+  if (!unique[0]?.ok)
+    throw new AdapterError(
+      "permanent",
+      name,
+      `target '${name}': the key (${config.key.join(", ")}) of ${config.schema}.${table} is not a primary key or unique index (not deferrable), so it may find more than one row`,
+    );
   let version: Table["version"];
   if (config.version) {
     const column = find(config.version, "version");
     const kind = ["int2", "int4", "int8"].includes(column.type) ? "counter" : column.type === "timestamptz" ? "timestamp" : undefined;
-    if (!kind) throw new AdapterError("permanent", name, `target '${name}': version column '${column.name}' is ${column.declared}; it must be an integer counter or a timestamptz`);
+    if (!kind)
+      throw new AdapterError(
+        "permanent",
+        name,
+        `target '${name}': version column '${column.name}' is ${column.declared}; it must be an integer counter or a timestamptz`,
+      );
     version = { column, kind };
   }
   const shown = [...columns.values()].filter((c) => formOf(c) && c.name !== config.version);
@@ -245,7 +290,10 @@ type RowState = { exists: true; body: JsonObject; version: string | null; jsonNu
 
 async function readState(sql: Sql, table: Table, key: Record<string, Json>): Promise<RowState> {
   const where = whereKey(table, key, 1);
-  const select = table.shown.map((c, i) => `${readExpr(c)} AS c${i}`).concat(`${versionExpr(table)} AS v`).join(", ");
+  const select = table.shown
+    .map((c, i) => `${readExpr(c)} AS c${i}`)
+    .concat(`${versionExpr(table)} AS v`)
+    .join(", ");
   const rows = await sql.unsafe<Record<string, string | null>[]>(`SELECT ${select} FROM ${table.qualified} WHERE ${where.sql}`, where.params);
   const row = rows[0];
   if (!row) return { exists: false };
@@ -265,11 +313,19 @@ async function readState(sql: Sql, table: Table, key: Record<string, Json>): Pro
 async function canonical(sql: Sql, name: string, columns: Column[], values: Record<string, Json>): Promise<Record<string, Json>> {
   if (columns.length === 0) return {};
   const select = (list: Column[]) =>
-    `SELECT ${list.map((c, i) => {
-      const typed = writeExpr(c, i + 1);
-      return `${readExpr(c, `(${typed})`)} AS c${i}, (${typed}) IS NOT DISTINCT FROM (${writeExpr(c, i + 1, c.type)}) AS e${i}`;
-    }).join(", ")}`;
-  const run = async (list: Column[]) => (await sql.unsafe<Record<string, string | boolean | null>[]>(select(list), list.map((c) => toText(c, values[c.name]!))))[0]!;
+    `SELECT ${list
+      .map((c, i) => {
+        const typed = writeExpr(c, i + 1);
+        return `${readExpr(c, `(${typed})`)} AS c${i}, (${typed}) IS NOT DISTINCT FROM (${writeExpr(c, i + 1, c.type)}) AS e${i}`;
+      })
+      .join(", ")}`;
+  const run = async (list: Column[]) =>
+    (
+      await sql.unsafe<Record<string, string | boolean | null>[]>(
+        select(list),
+        list.map((c) => toText(c, values[c.name]!)),
+      )
+    )[0]!;
   let row: Record<string, string | boolean | null>;
   try {
     row = await run(columns);
@@ -278,14 +334,21 @@ async function canonical(sql: Sql, name: string, columns: Column[], values: Reco
     // One cast failed the whole SELECT: find which, so the refusal names its column.
     for (const c of columns) {
       await run([c]).catch((one: unknown) => {
-        throw isServerError(one) ? new AdapterError("permanent", name, `column '${c.name}' (${c.declared}) cannot hold ${JSON.stringify(values[c.name]).slice(0, 60)}: ${one.message}`) : one;
+        throw isServerError(one)
+          ? new AdapterError("permanent", name, `column '${c.name}' (${c.declared}) cannot hold ${JSON.stringify(values[c.name]).slice(0, 60)}: ${one.message}`)
+          : one;
       });
     }
     throw err;
   }
   const out: Record<string, Json> = {};
   for (const [i, c] of columns.entries()) {
-    if (row[`e${i}`] !== true) throw new AdapterError("permanent", name, `column '${c.name}' (${c.declared}) would store ${JSON.stringify(values[c.name]).slice(0, 60)} as ${JSON.stringify(row[`c${i}`])}; send a value it holds exactly`);
+    if (row[`e${i}`] !== true)
+      throw new AdapterError(
+        "permanent",
+        name,
+        `column '${c.name}' (${c.declared}) would store ${JSON.stringify(values[c.name]).slice(0, 60)} as ${JSON.stringify(row[`c${i}`])}; send a value it holds exactly`,
+      );
     out[c.name] = fromText(c, row[`c${i}`] as string | null);
   }
   return out;
@@ -300,8 +363,12 @@ async function preview(sql: Sql, name: string, target: PostgresRowTarget, tables
   for (const [column, value] of Object.entries(values)) {
     const c = table.columns.get(column);
     if (!c) throw fail(`table '${table.name}' has no column '${column.slice(0, 63)}'`);
-    if (table.config.key.includes(column)) throw fail(`column '${column}' is part of the key of '${table.name}'; ${action.op === "insert" ? "give it in key" : "a row's key is not changed"}`);
-    if (column === table.config.version) throw fail(`column '${column}' is the version of '${table.name}'; ${table.config.versionSetBy === "trigger" ? "its trigger sets it" : "Countersign sets it on every write"}`);
+    if (table.config.key.includes(column))
+      throw fail(`column '${column}' is part of the key of '${table.name}'; ${action.op === "insert" ? "give it in key" : "a row's key is not changed"}`);
+    if (column === table.config.version)
+      throw fail(
+        `column '${column}' is the version of '${table.name}'; ${table.config.versionSetBy === "trigger" ? "its trigger sets it" : "Countersign sets it on every write"}`,
+      );
     if (c.databaseSet) throw fail(`column '${column}' of '${table.name}' is set by the database (generated or identity ALWAYS)`);
     const why = whyNotForm(c, value);
     if (why) throw fail(why);
@@ -322,20 +389,30 @@ async function preview(sql: Sql, name: string, target: PostgresRowTarget, tables
     if (why) throw fail(why);
   }
   if (action.op === "insert") {
-    const given = new Set([...Object.keys(key), ...Object.keys(set), ...(table.version && table.config.versionSetBy === "countersign" ? [table.version.column.name] : [])]);
+    const given = new Set([
+      ...Object.keys(key),
+      ...Object.keys(set),
+      ...(table.version && table.config.versionSetBy === "countersign" ? [table.version.column.name] : []),
+    ]);
     const missing = [...table.columns.values()].filter((c) => c.notNull && !c.hasDefault && !c.databaseSet && !given.has(c.name)).map((c) => c.name);
     if (missing.length > 0) throw fail(`insert into '${table.name}' needs ${missing.map((m) => `'${m}'`).join(", ")} (NOT NULL without a default)`);
   }
 
   const state = await readState(sql, table, key);
-  if (action.op === "insert" && state.exists) throw fail(`'insert' expects no row at ${path} on '${name}', but one exists (version ${state.version}); use 'update'`);
+  if (action.op === "insert" && state.exists)
+    throw fail(`'insert' expects no row at ${path} on '${name}', but one exists (version ${state.version}); use 'update'`);
   if (action.op !== "insert" && !state.exists) throw fail(`target '${name}' has no row at ${path}; use op 'insert' to make it`);
   if (state.exists && state.version === null) {
-    throw fail(`the row at ${path} on '${name}' has NULL in its version column '${table.version!.column.name}', so a later write could not be told from this state; give the row a version (or make the column NOT NULL with a default)`);
+    throw fail(
+      `the row at ${path} on '${name}' has NULL in its version column '${table.version!.column.name}', so a later write could not be told from this state; give the row a version (or make the column NOT NULL with a default)`,
+    );
   }
   // A value null is written as SQL NULL: over the JSON value null that change would show as none.
   const hidden = state.exists ? state.jsonNull.find((column) => Object.hasOwn(set, column) && set[column] === null) : undefined;
-  if (hidden) throw fail(`column '${hidden}' of the row at ${path} holds the JSON value null, which reads as null just as SQL NULL does, so setting it to null (SQL NULL) would be a change the preview cannot show`);
+  if (hidden)
+    throw fail(
+      `column '${hidden}' of the row at ${path} holds the JSON value null, which reads as null just as SQL NULL does, so setting it to null (SQL NULL) would be a change the preview cannot show`,
+    );
   const before = state.exists ? state.body : null;
   const after: Json | null = action.op === "delete" ? null : action.op === "insert" ? { ...key, ...set } : { ...(before as JsonObject), ...set };
   const planned: PostgresRowPlanned = {
@@ -369,10 +446,20 @@ async function preview(sql: Sql, name: string, target: PostgresRowTarget, tables
 function applyStatement(name: string, table: Table, planned: PostgresRowPlanned): { text: string; params: (string | null)[] } {
   // The plan was checked at preview; the table may have changed since (a column dropped, a key redefined).
   const keyNames = Object.keys(planned.key).sort().join(", ");
-  if (keyNames !== [...table.config.key].sort().join(", ")) throw new AdapterError("permanent", name, `table '${table.name}' is now found by (${table.config.key.join(", ")}), the plan by (${keyNames})`, planned.path);
+  if (keyNames !== [...table.config.key].sort().join(", "))
+    throw new AdapterError(
+      "permanent",
+      name,
+      `table '${table.name}' is now found by (${table.config.key.join(", ")}), the plan by (${keyNames})`,
+      planned.path,
+    );
   const values = Object.entries(planned.values ?? {}).map(([column, value]) => {
     const found = table.columns.get(column);
-    const why = !found ? `table '${table.name}' has no column '${column}' any more` : table.config.key.includes(column) || column === table.config.version || found.databaseSet ? `column '${column}' cannot be written` : whyNotForm(found, value);
+    const why = !found
+      ? `table '${table.name}' has no column '${column}' any more`
+      : table.config.key.includes(column) || column === table.config.version || found.databaseSet
+        ? `column '${column}' cannot be written`
+        : whyNotForm(found, value);
     if (why) throw new AdapterError("permanent", name, why, planned.path);
     return { column: found!, value };
   });
@@ -388,12 +475,18 @@ function applyStatement(name: string, table: Table, planned: PostgresRowPlanned)
     // Still absent: a row with this key makes it insert nothing. Another unique constraint is not
     // the precondition: it fails the statement, naming the constraint (permanent, as a write refused).
     const conflict = table.keyColumns.map((c) => quoteIdent(c.name)).join(", ");
-    return { text: `INSERT INTO ${table.qualified} (${names.join(", ")}) VALUES (${exprs.join(", ")}) ON CONFLICT (${conflict}) DO NOTHING RETURNING 1`, params: columns.map((c) => toText(c.column, c.value)) };
+    return {
+      text: `INSERT INTO ${table.qualified} (${names.join(", ")}) VALUES (${exprs.join(", ")}) ON CONFLICT (${conflict}) DO NOTHING RETURNING 1`,
+      params: columns.map((c) => toText(c.column, c.value)),
+    };
   }
   const version = "version" in planned.precondition ? planned.precondition.version : "";
   if (planned.op === "delete") {
     const where = whereKey(table, planned.key, 1);
-    return { text: `DELETE FROM ${table.qualified} WHERE ${where.sql} AND ${versionExpr(table)} = $${where.params.length + 1}::text RETURNING 1`, params: [...where.params, version] };
+    return {
+      text: `DELETE FROM ${table.qualified} WHERE ${where.sql} AND ${versionExpr(table)} = $${where.params.length + 1}::text RETURNING 1`,
+      params: [...where.params, version],
+    };
   }
   const sets = values.map((v, i) => `${quoteIdent(v.column.name)} = ${writeExpr(v.column, i + 1)}`);
   if (setsVersion) {
@@ -403,7 +496,10 @@ function applyStatement(name: string, table: Table, planned: PostgresRowPlanned)
   }
   const where = whereKey(table, planned.key, values.length + 1);
   const params = [...values.map((v) => toText(v.column, v.value)), ...where.params, version];
-  return { text: `UPDATE ${table.qualified} SET ${sets.join(", ")} WHERE ${where.sql} AND ${versionExpr(table)} = $${params.length}::text RETURNING 1`, params };
+  return {
+    text: `UPDATE ${table.qualified} SET ${sets.join(", ")} WHERE ${where.sql} AND ${versionExpr(table)} = $${params.length}::text RETURNING 1`,
+    params,
+  };
 }
 
 /** A target's write side: its pool, and whether its connections' announced pids are the server's. */
@@ -423,7 +519,11 @@ async function apply(writer: Writer, planned: PostgresRowPlanned, deadline: numb
   try {
     table = await tables.get(planned.table);
   } catch (err) {
-    return { status: "failed", errorClass: classifyPostgresError(err), detail: `could not describe table '${planned.table}' on '${name}': ${(err as Error).message}` };
+    return {
+      status: "failed",
+      errorClass: classifyPostgresError(err),
+      detail: `could not describe table '${planned.table}' on '${name}': ${(err as Error).message}`,
+    };
   }
   let statement: ReturnType<typeof applyStatement>;
   try {
@@ -456,21 +556,32 @@ async function apply(writer: Writer, planned: PostgresRowPlanned, deadline: numb
   const limit = left - LANDING_MARGIN_MS;
   if (limit < MIN_WRITE_MS) {
     release();
-    return { status: "expired", detail: `${what} was not sent: ${left <= 0 ? "the deadline had passed" : `${left} ms were left before the deadline`} when the connection was ready, too little for the write to land before it` };
+    return {
+      status: "expired",
+      detail: `${what} was not sent: ${left <= 0 ? "the deadline had passed" : `${left} ms were left before the deadline`} when the connection was ready, too little for the write to land before it`,
+    };
   }
-  const sent: Sent & { capped?: number } = limit < timeoutMs ? { ...(await writeCapped(conn, statement, limit)), capped: limit } : await writeOnce(conn, statement);
+  const sent: Sent & { capped?: number } =
+    limit < timeoutMs ? { ...(await writeCapped(conn, statement, limit)), capped: limit } : await writeOnce(conn, statement);
   release("err" in sent ? sent.err : undefined);
   if ("err" in sent) {
     const { err } = sent;
     if (isServerError(err)) {
       const constraint = (err as { constraint_name?: unknown }).constraint_name;
       const names = typeof constraint === "string" && !err.message.includes(constraint) ? ` (constraint ${constraint})` : "";
-      const bound = sent.capped !== undefined && err.code === "57014" ? ` (its statement_timeout was cut to ${sent.capped} ms, the time left before the deadline; nothing was written)` : "";
+      const bound =
+        sent.capped !== undefined && err.code === "57014"
+          ? ` (its statement_timeout was cut to ${sent.capped} ms, the time left before the deadline; nothing was written)`
+          : "";
       return { status: "failed", errorClass: classifyPostgresError(err), detail: `${what} was refused: ${err.message}${names}${bound}` };
     }
     // postgres.js sets a query's backend when it writes it to a connection: none, it was never sent.
-    if (sent.pid === null) return { status: "failed", errorClass: "transient", detail: `${what} was not sent: its connection closed first (${(err as Error).message})` };
-    return { status: "uncertain", detail: `${what} got no answer (${(err as Error).message}); the write may or may not have happened, and ${await orphanSettled(writer, trusted, sent.pid)}` };
+    if (sent.pid === null)
+      return { status: "failed", errorClass: "transient", detail: `${what} was not sent: its connection closed first (${(err as Error).message})` };
+    return {
+      status: "uncertain",
+      detail: `${what} got no answer (${(err as Error).message}); the write may or may not have happened, and ${await orphanSettled(writer, trusted, sent.pid)}`,
+    };
   }
   if (sent.rows > 0) return { status: "applied" };
   // Nothing matched: someone moved the row, or an earlier attempt (a crash, a retry) already wrote it.
@@ -486,7 +597,10 @@ async function apply(writer: Writer, planned: PostgresRowPlanned, deadline: numb
   }
   const now = current.exists ? `version ${current.version}` : "no row";
   const expected = "version" in planned.precondition ? `version ${planned.precondition.version}` : "no row";
-  return { status: "stale", detail: `target '${name}' refused ${planned.op} ${planned.path}: it changed since the preview (expected ${expected}, found ${now})` };
+  return {
+    status: "stale",
+    detail: `target '${name}' refused ${planned.op} ${planned.path}: it changed since the preview (expected ${expected}, found ${now})`,
+  };
 }
 
 type Statement = ReturnType<typeof applyStatement>;
@@ -526,7 +640,12 @@ async function writeOnce(conn: postgres.ReservedSql, statement: Statement): Prom
  * a rollback.
  */
 async function writeCapped(conn: postgres.ReservedSql, statement: Statement, limitMs: number): Promise<Sent> {
-  const queries = [conn.unsafe("BEGIN"), conn.unsafe(`SET LOCAL statement_timeout = ${Math.floor(limitMs)}`), conn.unsafe(statement.text, statement.params), conn.unsafe("COMMIT")];
+  const queries = [
+    conn.unsafe("BEGIN"),
+    conn.unsafe(`SET LOCAL statement_timeout = ${Math.floor(limitMs)}`),
+    conn.unsafe(statement.text, statement.params),
+    conn.unsafe("COMMIT"),
+  ];
   for (const query of queries) query.execute();
   const settled = await Promise.allSettled(queries);
   const failed = settled.find((s) => s.status === "rejected");
@@ -556,7 +675,10 @@ async function orphanSettled(writer: Writer, trusted: boolean, pid: number): Pro
       try {
         // Idle: its transaction is over and it waits for a command that will not come (the drop
         // unseen by the server, as in a network partition, until TCP keepalives end it).
-        const rows = await sql.unsafe<{ started: string; state: string | null }[]>("SELECT backend_start::text AS started, state FROM pg_stat_activity WHERE pid = $1", [pid]);
+        const rows = await sql.unsafe<{ started: string; state: string | null }[]>(
+          "SELECT backend_start::text AS started, state FROM pg_stat_activity WHERE pid = $1",
+          [pid],
+        );
         if (!rows[0] || (backendStart !== undefined && rows[0].started !== backendStart) || rows[0].state === "idle") return true;
         backendStart = rows[0].started;
       } catch (err) {
@@ -566,18 +688,24 @@ async function orphanSettled(writer: Writer, trusted: boolean, pid: number): Pro
       await sleep(ORPHAN_POLL_MS);
     }
   };
-  if (await gone(started + timeoutMs + ORPHAN_LIMIT_MS)) return `its session (backend pid ${pid}) was waited for until it ended or went idle (${waited()} ms), so the re-read sees whether it was written`;
+  if (await gone(started + timeoutMs + ORPHAN_LIMIT_MS))
+    return `its session (backend pid ${pid}) was waited for until it ended or went idle (${waited()} ms), so the re-read sees whether it was written`;
   const stillThere = `its session (backend pid ${pid}) was still there after ${waited()} ms`;
-  if (backendStart === undefined) return `its session (backend pid ${pid}) could not be looked up for ${waited()} ms (${(lastError as Error | undefined)?.message ?? "no answer"}); the write may still land after the re-read`;
+  if (backendStart === undefined)
+    return `its session (backend pid ${pid}) could not be looked up for ${waited()} ms (${(lastError as Error | undefined)?.message ?? "no answer"}); the write may still land after the re-read`;
   let why: string;
   try {
-    const rows = await sql.unsafe<{ ended: boolean }[]>("SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE pid = $1 AND backend_start::text = $2", [pid, backendStart]);
+    const rows = await sql.unsafe<{ ended: boolean }[]>(
+      "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE pid = $1 AND backend_start::text = $2",
+      [pid, backendStart],
+    );
     if (!rows[0]) return `its session (backend pid ${pid}) ended after ${waited()} ms, so the re-read sees whether it was written`;
     why = rows[0].ended ? "" : "pg_terminate_backend answered false";
   } catch (err) {
     why = `pg_terminate_backend was refused: ${(err as Error).message}`;
   }
-  if (why === "" && (await gone(performance.now() + ORPHAN_LIMIT_MS))) return `${stillThere} and was ended (pg_terminate_backend), after ${waited()} ms in all, so the re-read sees whether it was written`;
+  if (why === "" && (await gone(performance.now() + ORPHAN_LIMIT_MS)))
+    return `${stillThere} and was ended (pg_terminate_backend), after ${waited()} ms in all, so the re-read sees whether it was written`;
   return `${stillThere}${why ? ` and could not be ended (${why})` : ", was told to end and had not"}; the write may still land after the re-read`;
 }
 
@@ -592,7 +720,12 @@ async function guard<T>(name: string, run: () => Promise<T>): Promise<T> {
 
 /** An error the server sent (it has a SQLSTATE), as opposed to a connection that failed. */
 function isServerError(err: unknown): err is Error & { code: string } {
-  return err instanceof Error && typeof (err as { code?: unknown }).code === "string" && /^[0-9A-Z]{5}$/.test((err as unknown as { code: string }).code) && "severity" in err;
+  return (
+    err instanceof Error &&
+    typeof (err as { code?: unknown }).code === "string" &&
+    /^[0-9A-Z]{5}$/.test((err as unknown as { code: string }).code) &&
+    "severity" in err
+  );
 }
 
 /** SQLSTATE classes and codes that a later attempt can get past. */

@@ -3,7 +3,6 @@ import type { AppliedPolicy } from "../../plan/schema.ts";
 import type { ServiceContext } from "../context.ts";
 import { ServiceError } from "../errors.ts";
 
-
 /** The groups (of those asked about) a person is in, and those nobody could answer for just now. */
 export interface Membership {
   memberOf: string[];
@@ -34,7 +33,11 @@ export async function membershipOf(ctx: Pick<ServiceContext, "directory">, userI
  * The approver groups of this policy that `userId` belongs to, looked up now (nothing to look up
  * for someone the policy names by id), and those Slack could not answer for.
  */
-export async function approverMembershipOf(ctx: Pick<ServiceContext, "directory">, userId: string, policy: Pick<AppliedPolicy, "approvers">): Promise<Membership> {
+export async function approverMembershipOf(
+  ctx: Pick<ServiceContext, "directory">,
+  userId: string,
+  policy: Pick<AppliedPolicy, "approvers">,
+): Promise<Membership> {
   if (policy.approvers.includes(userId)) return { memberOf: [], unchecked: [] };
   return membershipOf(ctx, userId, approverGroups(policy));
 }
@@ -42,8 +45,14 @@ export async function approverMembershipOf(ctx: Pick<ServiceContext, "directory"
 /** A decision that only an unanswered group lookup could have allowed: refused, never let in. */
 export function approverCheckFailed(ctx: Pick<ServiceContext, "directory">, unchecked: Membership["unchecked"]): ServiceError {
   if (!ctx.directory) {
-    return new ServiceError("approver_check_failed", `this plan's approvers include user groups (${unchecked.map((u) => u.group).join(", ")}), which need Slack to look up; nothing was recorded`);
+    return new ServiceError(
+      "approver_check_failed",
+      `this plan's approvers include user groups (${unchecked.map((u) => u.group).join(", ")}), which need Slack to look up; nothing was recorded`,
+    );
   }
   const failed = unchecked[0]!;
-  return new ServiceError("approver_check_failed", `could not check whether you are in user group ${failed.group} (${failed.error}); nothing was recorded, try again shortly`);
+  return new ServiceError(
+    "approver_check_failed",
+    `could not check whether you are in user group ${failed.group} (${failed.error}); nothing was recorded, try again shortly`,
+  );
 }

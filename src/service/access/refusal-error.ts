@@ -10,23 +10,43 @@ import { ServiceError } from "../errors.ts";
 export function refusalError(refusal: Refusal): ServiceError {
   switch (refusal.code) {
     case "plan_expired":
-      return new ServiceError("plan_expired", `this plan expired at ${refusal.expiresAt.toISOString()}; nothing was recorded. The agent must submit it again.`, { details: { expiresAt: refusal.expiresAt.toISOString() } });
+      return new ServiceError(
+        "plan_expired",
+        `this plan expired at ${refusal.expiresAt.toISOString()}; nothing was recorded. The agent must submit it again.`,
+        { details: { expiresAt: refusal.expiresAt.toISOString() } },
+      );
     case "already_decided":
       return new ServiceError("already_decided", `this plan is already ${refusal.status}; nothing was recorded`, { details: { status: refusal.status } });
     case "hash_mismatch":
-      return new ServiceError("hash_mismatch", `you decided on plan version ${shortHash(refusal.got)}, but the plan is ${shortHash(refusal.expected)}; reload it and review what changed`, { details: { expected: refusal.expected, got: refusal.got } });
+      return new ServiceError(
+        "hash_mismatch",
+        `you decided on plan version ${shortHash(refusal.got)}, but the plan is ${shortHash(refusal.expected)}; reload it and review what changed`,
+        { details: { expected: refusal.expected, got: refusal.got } },
+      );
     case "self_approval":
       return new ServiceError("self_approval", "this plan was requested on your behalf, so someone else must decide it");
     case "not_an_approver":
-      return new ServiceError("not_an_approver", `you may not decide this plan; it needs ${refusal.requiredApprovals} approval(s) from: ${refusal.approvers.join(", ")}`, { details: { approvers: [...refusal.approvers] } });
+      return new ServiceError(
+        "not_an_approver",
+        `you may not decide this plan; it needs ${refusal.requiredApprovals} approval(s) from: ${refusal.approvers.join(", ")}`,
+        { details: { approvers: [...refusal.approvers] } },
+      );
     case "already_voted":
-      return new ServiceError("already_voted", "you already approved this plan; one person counts once", { details: { approvals: [...refusal.approvals], requiredApprovals: refusal.requiredApprovals } });
+      return new ServiceError("already_voted", "you already approved this plan; one person counts once", {
+        details: { approvals: [...refusal.approvals], requiredApprovals: refusal.requiredApprovals },
+      });
     case "not_a_reader":
       return new ServiceError("not_a_reader", "you may not read this plan: only its approvers, admins and the people in browser.readers may");
     case "not_revocable":
-      return new ServiceError("not_revocable", `this plan cannot be revoked: ${whyNotRevocable(refusal.status)}; nothing was changed`, { details: { status: refusal.status } });
+      return new ServiceError("not_revocable", `this plan cannot be revoked: ${whyNotRevocable(refusal.status)}; nothing was changed`, {
+        details: { status: refusal.status },
+      });
     case "not_a_revoker":
-      return new ServiceError("not_a_revoker", `you may not revoke this plan: only those who may decide it (${refusal.approvers.join(", ")}, not its requester) and admins may`, { details: { approvers: [...refusal.approvers] } });
+      return new ServiceError(
+        "not_a_revoker",
+        `you may not revoke this plan: only those who may decide it (${refusal.approvers.join(", ")}, not its requester) and admins may`,
+        { details: { approvers: [...refusal.approvers] } },
+      );
   }
 }
 

@@ -20,7 +20,10 @@ export function statedReason(raw: string | undefined, why: string): string {
 export function boundedReason(reason: string): string {
   const chars = codePointCount(reason);
   if (chars > MAX_STATED_REASON_CHARS) {
-    throw invalidReason(`the reason is ${chars} characters; at most ${MAX_STATED_REASON_CHARS} are allowed`, `at most ${MAX_STATED_REASON_CHARS} characters (got ${chars})`);
+    throw invalidReason(
+      `the reason is ${chars} characters; at most ${MAX_STATED_REASON_CHARS} are allowed`,
+      `at most ${MAX_STATED_REASON_CHARS} characters (got ${chars})`,
+    );
   }
   const unstorable = whyUnstorableText(reason);
   if (unstorable) throw invalidReason(`the reason ${unstorable}`, unstorable);

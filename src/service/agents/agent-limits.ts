@@ -20,9 +20,9 @@ export function rateLimited(agentName: string, refusals: LimitRefusal[]): Servic
   const retryAfterSeconds = refusals.length ? Math.max(...refusals.map((r) => r.retryAfterSeconds)) : 1;
   const message = refusals.length
     ? `${refusals.map((r) => r.message).join("; and ")}. Retry after ${retryAfterSeconds} s.`
-    // The guard saw a limit reached that a re-read no longer shows: plans submitted at the same
-    // time took the last places, and one has left since. Retrying soon is right.
-    : `agent ${agentName} reached its limits with plans submitted at the same time. Retry after ${retryAfterSeconds} s.`;
+    : // The guard saw a limit reached that a re-read no longer shows: plans submitted at the same
+      // time took the last places, and one has left since. Retrying soon is right.
+      `agent ${agentName} reached its limits with plans submitted at the same time. Retry after ${retryAfterSeconds} s.`;
   const first = refusals[0];
   return new ServiceError("rate_limited", message, {
     details: { retryAfterSeconds, ...(first ? { limit: first.key, value: first.value } : {}) },
@@ -103,9 +103,16 @@ export interface ReadUsage {
  * revoked. One statement far from the limits (the bound stands for the counts); near them, a
  * second for the counts (the bound only grows, so it finds the agent near again and counts).
  */
-export async function readAgentByKeyWithUsage(ctx: Pick<ServiceContext, "database" | "config" | "clock">, keyHash: string): Promise<{ agent: { id: string; name: string }; read: ReadUsage } | undefined> {
+export async function readAgentByKeyWithUsage(
+  ctx: Pick<ServiceContext, "database" | "config" | "clock">,
+  keyHash: string,
+): Promise<{ agent: { id: string; name: string }; read: ReadUsage } | undefined> {
   const nowMs = ctx.clock().getTime();
-  const [row] = await ctx.database.query<{ id: string; name: string; admitted: number | string; near: boolean }>(AGENT_BY_KEY_WITH_BOUND, [keyHash, limitsJson(ctx.config.limits), MARGIN]);
+  const [row] = await ctx.database.query<{ id: string; name: string; admitted: number | string; near: boolean }>(AGENT_BY_KEY_WITH_BOUND, [
+    keyHash,
+    limitsJson(ctx.config.limits),
+    MARGIN,
+  ]);
   if (!row) return undefined;
   const agent = { id: row.id, name: row.name };
   const usage = row.near ? await readAgentUsage(ctx.database, agent.id, limitsOf(ctx.config.limits, agent.name), nowMs) : boundUsage(row.admitted);
@@ -133,7 +140,12 @@ function limitsJson(config: LimitsConfig | undefined): string {
 
 function usageOf(row: UsageRow): AgentUsage {
   if (!row.near) return boundUsage(row.admitted);
-  return { recent: Number(row.recent), oldestRecentMs: row.oldest === null ? null : Number(row.oldest), open: Number(row.open), soonestExpiryMs: row.soonest === null ? null : Number(row.soonest) };
+  return {
+    recent: Number(row.recent),
+    oldestRecentMs: row.oldest === null ? null : Number(row.oldest),
+    open: Number(row.open),
+    soonestExpiryMs: row.soonest === null ? null : Number(row.soonest),
+  };
 }
 
 /** Far from both limits: the bound stands for both counts, and nothing to refuse needs retry times. */
@@ -195,10 +207,15 @@ export interface Replacing {
  * read, or none when the usage was read with the agent's key (`read`, readAgentByKeyWithUsage).
  * Returns the limits for the guard of the plan's INSERT (admitPlanGuard).
  */
-export async function checkAgentLimits(ctx: Pick<ServiceContext, "database" | "config" | "clock">, agent: { id: string; name: string }, replacing: Replacing = {}, read?: ReadUsage): Promise<AdmissionLimits> {
+export async function checkAgentLimits(
+  ctx: Pick<ServiceContext, "database" | "config" | "clock">,
+  agent: { id: string; name: string },
+  replacing: Replacing = {},
+  read?: ReadUsage,
+): Promise<AdmissionLimits> {
   const limits = limitsOf(ctx.config.limits, agent.name);
   const nowMs = read?.nowMs ?? ctx.clock().getTime();
-  const usage = read?.usage ?? await readAgentUsage(ctx.database, agent.id, limits, nowMs);
+  const usage = read?.usage ?? (await readAgentUsage(ctx.database, agent.id, limits, nowMs));
   const refusals = limitVerdict(agent.name, limits, counted(usage, replacing), nowMs);
   if (refusals.length > 0) throw rateLimited(agent.name, refusals);
   const seen = { recent: usage.recent, open: usage.open };
@@ -207,7 +224,11 @@ export async function checkAgentLimits(ctx: Pick<ServiceContext, "database" | "c
 }
 
 /** The refusal after the INSERT's guard refused: the usage read again (now committed), for the message and Retry-After. */
-export async function guardRefusal(ctx: Pick<ServiceContext, "database" | "config" | "clock">, agent: { id: string; name: string }, replacing: Replacing = {}): Promise<ServiceError> {
+export async function guardRefusal(
+  ctx: Pick<ServiceContext, "database" | "config" | "clock">,
+  agent: { id: string; name: string },
+  replacing: Replacing = {},
+): Promise<ServiceError> {
   const limits = limitsOf(ctx.config.limits, agent.name);
   const nowMs = ctx.clock().getTime();
   return rateLimited(agent.name, limitVerdict(agent.name, limits, counted(await readAgentUsage(ctx.database, agent.id, limits, nowMs), replacing), nowMs));

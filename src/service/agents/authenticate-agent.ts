@@ -27,7 +27,10 @@ export async function authenticateAgent(ctx: Pick<ServiceContext, "database">, i
  * and limits cost one round trip to PostgreSQL instead of two (far from its limits; an agent near
  * them pays a second, for the counts).
  */
-export async function authenticateAgentForSubmit(ctx: Pick<ServiceContext, "database" | "config" | "clock">, input: { authorization: string | undefined }): Promise<{ agent: AgentIdentity; usage: ReadUsage }> {
+export async function authenticateAgentForSubmit(
+  ctx: Pick<ServiceContext, "database" | "config" | "clock">,
+  input: { authorization: string | undefined },
+): Promise<{ agent: AgentIdentity; usage: ReadUsage }> {
   const found = await readAgentByKeyWithUsage(ctx, hashAgentKey(bearerKey(input.authorization)));
   if (!found) throw unknownKey();
   return { agent: found.agent, usage: found.read };

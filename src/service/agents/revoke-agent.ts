@@ -9,7 +9,11 @@ export async function revokeAgent(ctx: Pick<ServiceContext, "database" | "clock"
   const { name } = input;
   const now = ctx.clock();
   await ctx.database.db.transaction(async (tx) => {
-    const [row] = await tx.update(agents).set({ revokedAt: now }).where(and(eq(agents.name, name), isNull(agents.revokedAt))).returning({ id: agents.id });
+    const [row] = await tx
+      .update(agents)
+      .set({ revokedAt: now })
+      .where(and(eq(agents.name, name), isNull(agents.revokedAt)))
+      .returning({ id: agents.id });
     if (!row) {
       const [exists] = await tx.select({ id: agents.id }).from(agents).where(eq(agents.name, name));
       throw exists

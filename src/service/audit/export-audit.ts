@@ -31,8 +31,18 @@ export interface ExportedPrunedEvent {
 }
 
 interface Row {
-  id: number | string; at: Date | string; type: string | null; plan_id: string | null; actor: string | null; data: string | null; prev_hash: string; hash: string; xid: string | null;
-  purge_id: number | string | null; purged_at: Date | string | null; reason: string | null;
+  id: number | string;
+  at: Date | string;
+  type: string | null;
+  plan_id: string | null;
+  actor: string | null;
+  data: string | null;
+  prev_hash: string;
+  hash: string;
+  xid: string | null;
+  purge_id: number | string | null;
+  purged_at: Date | string | null;
+  reason: string | null;
 }
 
 /**
@@ -41,10 +51,13 @@ interface Row {
  * events, their checkpoint lines come in their place (same id order), so the export still holds
  * every line its seals cover.
  */
-export async function* exportAudit(ctx: Pick<ServiceContext, "database">, input: { since: Date; batch?: number }): AsyncGenerator<ExportedEvent | ExportedPrunedEvent> {
+export async function* exportAudit(
+  ctx: Pick<ServiceContext, "database">,
+  input: { since: Date; batch?: number },
+): AsyncGenerator<ExportedEvent | ExportedPrunedEvent> {
   const batch = input.batch ?? 2000;
   const since = input.since.toISOString();
-  for (let after = 0; ;) {
+  for (let after = 0; ; ) {
     const rows = await ctx.database.rows<Row>(sql`
       (SELECT id, at, type, plan_id, actor, data, prev_hash, hash, xid::text AS xid, NULL::bigint AS purge_id, NULL::timestamptz AS purged_at, NULL::text AS reason
          FROM audit_events WHERE id > ${after} AND at >= ${since}::timestamptz ORDER BY id LIMIT ${batch})
@@ -55,8 +68,24 @@ export async function* exportAudit(ctx: Pick<ServiceContext, "database">, input:
     for (const r of rows) {
       const common = { id: Number(r.id), at: new Date(r.at).toISOString() };
       yield r.purge_id === null
-        ? { ...common, type: r.type!, planId: r.plan_id, actor: JSON.parse(r.actor!), data: JSON.parse(r.data!), prevHash: r.prev_hash, hash: r.hash, xid: r.xid }
-        : { ...common, planId: r.plan_id!, prevHash: r.prev_hash, hash: r.hash, xid: r.xid!, pruned: { purge: Number(r.purge_id), at: r.purged_at === null ? null : new Date(r.purged_at).toISOString(), reason: r.reason } };
+        ? {
+            ...common,
+            type: r.type!,
+            planId: r.plan_id,
+            actor: JSON.parse(r.actor!),
+            data: JSON.parse(r.data!),
+            prevHash: r.prev_hash,
+            hash: r.hash,
+            xid: r.xid,
+          }
+        : {
+            ...common,
+            planId: r.plan_id!,
+            prevHash: r.prev_hash,
+            hash: r.hash,
+            xid: r.xid!,
+            pruned: { purge: Number(r.purge_id), at: r.purged_at === null ? null : new Date(r.purged_at).toISOString(), reason: r.reason },
+          };
     }
     if (rows.length < batch) return;
     after = Number(rows.at(-1)!.id);

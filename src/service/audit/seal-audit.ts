@@ -58,7 +58,16 @@ export function mergeLines<T extends { id: number }>(a: readonly T[], b: readonl
   return out;
 }
 
-interface SealRow { seq: number | string; prev_hash: string; xid_from: string; xid_to: string; events: number | string; events_total: number | string; hash: string; sealed_at: Date | string }
+interface SealRow {
+  seq: number | string;
+  prev_hash: string;
+  xid_from: string;
+  xid_to: string;
+  events: number | string;
+  events_total: number | string;
+  hash: string;
+  sealed_at: Date | string;
+}
 
 export const sealFromRow = (r: SealRow): Seal => ({
   seq: Number(r.seq),
@@ -104,23 +113,40 @@ async function sealOnce(ctx: Pick<ServiceContext, "database" | "clock">, tx: Tx)
   if (!lock?.got) return undefined;
   // Read after the lock, in a statement of its own: its snapshot sees the last sealer's commit.
   // The boundary is taken before this transaction writes, so it has no xid to hold it back.
-  const [state] = await database.rows<{ boundary: string } & Partial<SealRow>>(sql`
+  const [state] = await database.rows<{ boundary: string } & Partial<SealRow>>(
+    sql`
     SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS boundary, last.*
-      FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT ${SEAL_COLUMNS} FROM audit_seals ORDER BY seq DESC LIMIT 1) AS last ON true`, tx);
+      FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT ${SEAL_COLUMNS} FROM audit_seals ORDER BY seq DESC LIMIT 1) AS last ON true`,
+    tx,
+  );
   const last = state?.seq === undefined || state.seq === null ? undefined : sealFromRow(state as SealRow);
   const from = last?.xidTo ?? "0";
   let to = state!.boundary;
   if (BigInt(to) <= BigInt(from)) return undefined;
   // Bound the seal: stop at the xid of the first event past the limit (all of one transaction's
   // events stay in one seal, so a transaction larger than the limit is sealed whole).
-  const [cut] = await database.rows<{ xid: string }>(sql`
-    SELECT xid::text AS xid FROM audit_events WHERE xid >= ${from}::xid8 AND xid < ${to}::xid8 ORDER BY xid OFFSET ${MAX_EVENTS_PER_SEAL} LIMIT 1`, tx);
+  const [cut] = await database.rows<{ xid: string }>(
+    sql`
+    SELECT xid::text AS xid FROM audit_events WHERE xid >= ${from}::xid8 AND xid < ${to}::xid8 ORDER BY xid OFFSET ${MAX_EVENTS_PER_SEAL} LIMIT 1`,
+    tx,
+  );
   if (cut) to = BigInt(cut.xid) > BigInt(from) ? cut.xid : (BigInt(cut.xid) + 1n).toString();
-  const events = (await database.rows<{ id: number | string; hash: string }>(sql`
-    SELECT id, hash FROM audit_events WHERE xid >= ${from}::xid8 AND xid < ${to}::xid8 ORDER BY id`, tx)).map((e) => ({ id: Number(e.id), hash: e.hash }));
+  const events = (
+    await database.rows<{ id: number | string; hash: string }>(
+      sql`
+    SELECT id, hash FROM audit_events WHERE xid >= ${from}::xid8 AND xid < ${to}::xid8 ORDER BY id`,
+      tx,
+    )
+  ).map((e) => ({ id: Number(e.id), hash: e.hash }));
   if (events.length === 0) return { more: false };
   const head = { seq: (last?.seq ?? 0) + 1, prevHash: last?.hash ?? GENESIS_HASH, xidFrom: from, xidTo: to };
-  const seal: Seal = { ...head, events: events.length, eventsTotal: (last?.eventsTotal ?? 0) + events.length, hash: sealHash(head, events), sealedAt: ctx.clock() };
+  const seal: Seal = {
+    ...head,
+    events: events.length,
+    eventsTotal: (last?.eventsTotal ?? 0) + events.length,
+    hash: sealHash(head, events),
+    sealedAt: ctx.clock(),
+  };
   await tx.execute(sql`
     INSERT INTO audit_seals (seq, prev_hash, xid_from, xid_to, events, events_total, hash, sealed_at)
     VALUES (${seal.seq}, ${seal.prevHash}, ${seal.xidFrom}::xid8, ${seal.xidTo}::xid8, ${seal.events}, ${seal.eventsTotal}, ${seal.hash}, ${seal.sealedAt.toISOString()}::timestamptz)`);

@@ -26,7 +26,12 @@ export function sealSinksOf(signing: Pick<SealSigning, "policy" | "slackChannel"
 }
 
 /** Whether the newest seal is due a signature: none yet, or enough events or time since the last one. */
-export function signatureDue(newest: Pick<Seal, "seq" | "eventsTotal">, last: { seq: number; eventsTotal: number; signedAt: Date } | undefined, policy: SealSigning["policy"], now: Date): boolean {
+export function signatureDue(
+  newest: Pick<Seal, "seq" | "eventsTotal">,
+  last: { seq: number; eventsTotal: number; signedAt: Date } | undefined,
+  policy: SealSigning["policy"],
+  now: Date,
+): boolean {
   if (!last) return true;
   if (newest.seq <= last.seq) return false;
   return newest.eventsTotal - last.eventsTotal >= policy.everyEvents || now.getTime() - last.signedAt.getTime() >= policy.everySeconds * 1000;
@@ -48,16 +53,24 @@ export async function signSeals(ctx: Pick<ServiceContext, "database" | "clock">,
     // Seal 0 is the migration's (the legacy chain's head, or nothing): the sealer's first seal covers it.
     if (!row || Number(row.seq) === 0) return undefined;
     const newest = sealFromRow(row);
-    const [last] = await database.rows<{ seq: number | string; statement: string; signed_at: Date | string }>(sql`
-      SELECT seq, statement, signed_at FROM audit_seal_signatures ORDER BY seq DESC LIMIT 1`, tx);
+    const [last] = await database.rows<{ seq: number | string; statement: string; signed_at: Date | string }>(
+      sql`
+      SELECT seq, statement, signed_at FROM audit_seal_signatures ORDER BY seq DESC LIMIT 1`,
+      tx,
+    );
     const now = ctx.clock();
-    const lastSigned = last && { seq: Number(last.seq), eventsTotal: Number((JSON.parse(last.statement) as { eventsTotal: number }).eventsTotal), signedAt: new Date(last.signed_at) };
+    const lastSigned = last && {
+      seq: Number(last.seq),
+      eventsTotal: Number((JSON.parse(last.statement) as { eventsTotal: number }).eventsTotal),
+      signedAt: new Date(last.signed_at),
+    };
     if (!signatureDue(newest, lastSigned, signing.policy, now)) return undefined;
     const published = signSeal(signing.key, statementOf(newest));
     const { kid, signature, ...statement } = published;
     await tx.insert(auditSealSignatures).values({ seq: newest.seq, statement: statementText(statement), kid, signature, signedAt: now });
     const sinks = sealSinksOf(signing);
-    if (sinks.length > 0) await tx.insert(outbox).values(sinks.map((kind) => ({ planId: null, kind, lane: sinkLane(kind).lane, payload: published, availableAt: now })));
+    if (sinks.length > 0)
+      await tx.insert(outbox).values(sinks.map((kind) => ({ planId: null, kind, lane: sinkLane(kind).lane, payload: published, availableAt: now })));
     return published;
   });
 }

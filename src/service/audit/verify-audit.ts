@@ -38,9 +38,24 @@ export interface AuditVerdict {
 /** Stop collecting after this many problems: one is enough to fail, a few help to see the extent. */
 const MAX_PROBLEMS = 20;
 
-interface EventRow { id: number | string; plan_id: string | null; type: string; actor: string; data: string; at: Date | string; prev_hash: string; hash: string }
+interface EventRow {
+  id: number | string;
+  plan_id: string | null;
+  type: string;
+  actor: string;
+  data: string;
+  at: Date | string;
+  prev_hash: string;
+  hash: string;
+}
 const EVENT_COLUMNS = sql`id, plan_id, type, actor, data, at, prev_hash, hash`;
-const inputOf = (e: EventRow): AuditInput => ({ planId: e.plan_id, type: e.type, actor: JSON.parse(e.actor) as Actor, data: JSON.parse(e.data) as Record<string, unknown>, at: new Date(e.at) });
+const inputOf = (e: EventRow): AuditInput => ({
+  planId: e.plan_id,
+  type: e.type,
+  actor: JSON.parse(e.actor) as Actor,
+  data: JSON.parse(e.data) as Record<string, unknown>,
+  at: new Date(e.at),
+});
 
 /**
  * Recomputes the whole audit log: the legacy chain against its frozen head, the system chain and
@@ -64,19 +79,33 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
 
   /** Where the event a broken link points at is: later in the same chain (reordered), in another chain (moved), or gone (deleted). */
   async function whyLinkBroken(e: EventRow, chain: AuditChain, expected: string): Promise<Pick<AuditProblem, "kind" | "message">> {
-    const [target] = await database.rows<{ id: number | string; plan_id: string | null }>(sql`SELECT id, plan_id FROM audit_events WHERE hash = ${e.prev_hash} LIMIT 1`);
+    const [target] = await database.rows<{ id: number | string; plan_id: string | null }>(
+      sql`SELECT id, plan_id FROM audit_events WHERE hash = ${e.prev_hash} LIMIT 1`,
+    );
     if (!target) {
-      const [pruned] = await database.rows<{ id: number | string; purge_id: number | string }>(sql`SELECT id, purge_id FROM audit_pruned WHERE hash = ${e.prev_hash} LIMIT 1`);
-      if (pruned) return { kind: "deleted", message: `event ${e.id} (${e.type}) links to event ${pruned.id}, which purge ${pruned.purge_id} pruned: a purge takes a plan's whole chain, so events of a chain that lives on were deleted` };
+      const [pruned] = await database.rows<{ id: number | string; purge_id: number | string }>(
+        sql`SELECT id, purge_id FROM audit_pruned WHERE hash = ${e.prev_hash} LIMIT 1`,
+      );
+      if (pruned)
+        return {
+          kind: "deleted",
+          message: `event ${e.id} (${e.type}) links to event ${pruned.id}, which purge ${pruned.purge_id} pruned: a purge takes a plan's whole chain, so events of a chain that lives on were deleted`,
+        };
     }
     if (target && target.plan_id === e.plan_id && Number(target.id) > Number(e.id)) {
       return { kind: "reordered", message: `event ${e.id} (${e.type}) links to event ${target.id}, which comes after it: events were reordered` };
     }
     if (target && target.plan_id !== e.plan_id) {
-      return { kind: "moved", message: `event ${e.id} (${e.type}) links to event ${target.id} of ${target.plan_id ? `plan ${target.plan_id}` : "the system chain"}: an event was moved between chains` };
+      return {
+        kind: "moved",
+        message: `event ${e.id} (${e.type}) links to event ${target.id} of ${target.plan_id ? `plan ${target.plan_id}` : "the system chain"}: an event was moved between chains`,
+      };
     }
     const before = expected === chainGenesis(e.plan_id) ? "the start of its chain" : `the event before it, which hashes to ${expected.slice(0, 19)}…`;
-    return { kind: "deleted", message: `event ${e.id} (${e.type}) links to ${e.prev_hash.slice(0, 19)}…, not to ${before}: an event before it was deleted (or its link was changed)` };
+    return {
+      kind: "deleted",
+      message: `event ${e.id} (${e.type}) links to ${e.prev_hash.slice(0, 19)}…, not to ${before}: an event before it was deleted (or its link was changed)`,
+    };
   }
 
   /** Checks one event of a split chain; returns the hash the next one must link to. */
@@ -93,15 +122,25 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
 
   // The legacy global chain, frozen at the upgrade: walked from the old genesis to its head.
   let legacy = { lastId: 0, hash: GENESIS_HASH, count: 0 };
-  for (let lastId = 0; !full();) {
+  for (let lastId = 0; !full(); ) {
     const rows = await database.rows<EventRow>(sql`SELECT ${EVENT_COLUMNS} FROM audit_events WHERE xid IS NULL AND id > ${lastId} ORDER BY id LIMIT ${batch}`);
     for (const e of rows) {
       events++;
       legacy = { lastId: Number(e.id), hash: legacy.hash, count: legacy.count + 1 };
       if (e.prev_hash !== legacy.hash) {
-        problems.push({ chain: "legacy", kind: "deleted", eventId: Number(e.id), message: `event ${e.id} links to ${e.prev_hash.slice(0, 19)}…, but the event before it hashes to ${legacy.hash.slice(0, 19)}… (an event before it was deleted or changed)` });
+        problems.push({
+          chain: "legacy",
+          kind: "deleted",
+          eventId: Number(e.id),
+          message: `event ${e.id} links to ${e.prev_hash.slice(0, 19)}…, but the event before it hashes to ${legacy.hash.slice(0, 19)}… (an event before it was deleted or changed)`,
+        });
       } else if (e.hash !== legacyAuditEventHash(e.prev_hash, inputOf(e))) {
-        problems.push({ chain: "legacy", kind: "edited", eventId: Number(e.id), message: `event ${e.id} (${e.type}) does not match its hash: it was edited after it was written` });
+        problems.push({
+          chain: "legacy",
+          kind: "edited",
+          eventId: Number(e.id),
+          message: `event ${e.id} (${e.type}) does not match its hash: it was edited after it was written`,
+        });
       }
       legacy.hash = e.hash;
       lastId = Number(e.id);
@@ -121,8 +160,10 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
 
   // The system chain, then every plan's chain, each from its own genesis.
   let expected = chainGenesis(null);
-  for (let lastId = 0; !full();) {
-    const rows = await database.rows<EventRow>(sql`SELECT ${EVENT_COLUMNS} FROM audit_events WHERE plan_id IS NULL AND xid IS NOT NULL AND id > ${lastId} ORDER BY id LIMIT ${batch}`);
+  for (let lastId = 0; !full(); ) {
+    const rows = await database.rows<EventRow>(
+      sql`SELECT ${EVENT_COLUMNS} FROM audit_events WHERE plan_id IS NULL AND xid IS NOT NULL AND id > ${lastId} ORDER BY id LIMIT ${batch}`,
+    );
     for (const e of rows) {
       expected = await checkLink(e, "system", expected);
       lastId = Number(e.id);
@@ -130,7 +171,7 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
     if (rows.length < batch) break;
   }
   let plan: string | undefined;
-  for (let after: { planId: string; id: number } | undefined; !full();) {
+  for (let after: { planId: string; id: number } | undefined; !full(); ) {
     const rows = await database.rows<EventRow>(sql`
       SELECT ${EVENT_COLUMNS} FROM audit_events
        WHERE plan_id IS NOT NULL AND xid IS NOT NULL ${after ? sql`AND (plan_id, id) > (${after.planId}::uuid, ${after.id})` : sql``}
@@ -149,7 +190,7 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
   // The checkpoint of pruned plans (whole chains, migration 0023): each still links from its
   // genesis, so a line altered or dropped shows even where no seal covers it yet.
   let pruned = 0;
-  for (let after: { planId: string; id: number } | undefined, plan: string | undefined, expected = ""; !full();) {
+  for (let after: { planId: string; id: number } | undefined, plan: string | undefined, expected = ""; !full(); ) {
     const rows = await database.rows<{ id: number | string; plan_id: string; prev_hash: string; hash: string }>(sql`
       SELECT id, plan_id, prev_hash, hash FROM audit_pruned
        ${after ? sql`WHERE (plan_id, id) > (${after.planId}::uuid, ${after.id})` : sql``}
@@ -161,7 +202,13 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
         expected = chainGenesis(plan);
       }
       if (p.prev_hash !== expected) {
-        problems.push({ chain: "pruned", kind: "edited", planId: plan, eventId: Number(p.id), message: `the checkpoint line of pruned event ${p.id} links to ${p.prev_hash.slice(0, 19)}…, not to ${expected === chainGenesis(plan) ? "the start of its chain" : `the line before it (${expected.slice(0, 19)}…)`}: the checkpoint was altered` });
+        problems.push({
+          chain: "pruned",
+          kind: "edited",
+          planId: plan,
+          eventId: Number(p.id),
+          message: `the checkpoint line of pruned event ${p.id} links to ${p.prev_hash.slice(0, 19)}…, not to ${expected === chainGenesis(plan) ? "the start of its chain" : `the line before it (${expected.slice(0, 19)}…)`}: the checkpoint was altered`,
+        });
       }
       expected = p.hash;
       after = { planId: plan, id: Number(p.id) };
@@ -176,10 +223,16 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
   let previous: Seal | undefined;
   for (const seal of seals) {
     if (full()) break;
-    const problem = (kind: AuditProblem["kind"], message: string) => problems.push({ chain: "seals", kind, seal: seal.seq, message: `seal ${seal.seq}: ${message}` });
+    const problem = (kind: AuditProblem["kind"], message: string) =>
+      problems.push({ chain: "seals", kind, seal: seal.seq, message: `seal ${seal.seq}: ${message}` });
     const expectedSeq = previous ? previous.seq + 1 : 0;
-    if (seal.seq !== expectedSeq) problem("deleted", `comes after seal ${expectedSeq - 1}, but seal ${expectedSeq}${seal.seq - expectedSeq > 1 ? `–${seal.seq - 1}` : ""} is missing: seals were deleted`);
-    else if (seal.prevHash !== (previous?.hash ?? GENESIS_HASH)) problem("edited", `links to ${seal.prevHash.slice(0, 19)}…, not to the seal before it: a seal was replaced`);
+    if (seal.seq !== expectedSeq)
+      problem(
+        "deleted",
+        `comes after seal ${expectedSeq - 1}, but seal ${expectedSeq}${seal.seq - expectedSeq > 1 ? `–${seal.seq - 1}` : ""} is missing: seals were deleted`,
+      );
+    else if (seal.prevHash !== (previous?.hash ?? GENESIS_HASH))
+      problem("edited", `links to ${seal.prevHash.slice(0, 19)}…, not to the seal before it: a seal was replaced`);
     else if (seal.seq === 0) {
       const covered = legacy.count > 0 ? [{ id: legacy.lastId, hash: legacy.hash }] : [];
       if (seal.xidFrom !== "0" || seal.xidTo !== "0" || seal.hash !== sealHash(seal, covered)) {
@@ -189,21 +242,36 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
       problem("edited", `covers transactions from ${seal.xidFrom}, but seal ${previous.seq} ended at ${previous.xidTo}: a seal was changed`);
     } else {
       // One read per seal: a seal covers at most MAX_EVENTS_PER_SEAL events (or one larger transaction).
-      const remaining = (await database.rows<{ id: number | string; hash: string }>(sql`
-        SELECT id, hash FROM audit_events WHERE xid >= ${seal.xidFrom}::xid8 AND xid < ${seal.xidTo}::xid8 ORDER BY id`)).map((r) => ({ id: Number(r.id), hash: r.hash }));
+      const remaining = (
+        await database.rows<{ id: number | string; hash: string }>(sql`
+        SELECT id, hash FROM audit_events WHERE xid >= ${seal.xidFrom}::xid8 AND xid < ${seal.xidTo}::xid8 ORDER BY id`)
+      ).map((r) => ({ id: Number(r.id), hash: r.hash }));
       const covered = mergeLines(remaining, await prunedLines(ctx, seal));
-      if (covered.length < seal.events) problem("deleted", `covers ${seal.events} event(s), but ${covered.length} remain or were pruned by a purge: ${seal.events - covered.length} were deleted`);
-      else if (covered.length > seal.events) problem("added", `covers ${seal.events} event(s), but ${covered.length} are in its range: ${covered.length - seal.events} were added afterwards`);
-      else if (seal.hash !== sealHash(seal, covered)) problem("edited", `the ${seal.events} event(s) it covers no longer hash to it: an event's id or hash was changed, or the seal was`);
+      if (covered.length < seal.events)
+        problem(
+          "deleted",
+          `covers ${seal.events} event(s), but ${covered.length} remain or were pruned by a purge: ${seal.events - covered.length} were deleted`,
+        );
+      else if (covered.length > seal.events)
+        problem("added", `covers ${seal.events} event(s), but ${covered.length} are in its range: ${covered.length - seal.events} were added afterwards`);
+      else if (seal.hash !== sealHash(seal, covered))
+        problem("edited", `the ${seal.events} event(s) it covers no longer hash to it: an event's id or hash was changed, or the seal was`);
     }
     previous = seal;
   }
 
   const newest = seals.at(-1);
   // A purge prunes only sealed events: a checkpoint line past the newest seal was not written by one.
-  const [unsealedPruned] = await database.rows<{ id: number | string }>(sql`SELECT id FROM audit_pruned WHERE xid >= ${newest?.xidTo ?? "0"}::xid8 ORDER BY id LIMIT 1`);
+  const [unsealedPruned] = await database.rows<{ id: number | string }>(
+    sql`SELECT id FROM audit_pruned WHERE xid >= ${newest?.xidTo ?? "0"}::xid8 ORDER BY id LIMIT 1`,
+  );
   if (unsealedPruned && !full()) {
-    problems.push({ chain: "pruned", kind: "added", eventId: Number(unsealedPruned.id), message: `the checkpoint has a line for event ${unsealedPruned.id}, which no seal covers: purges prune only sealed events, so the line was added by hand` });
+    problems.push({
+      chain: "pruned",
+      kind: "added",
+      eventId: Number(unsealedPruned.id),
+      message: `the checkpoint has a line for event ${unsealedPruned.id}, which no seal covers: purges prune only sealed events, so the line was added by hand`,
+    });
   }
   const [pending] = await database.rows<{ n: number | string }>(sql`SELECT count(*) AS n FROM audit_events WHERE xid >= ${newest?.xidTo ?? "0"}::xid8`);
   return {
@@ -234,7 +302,13 @@ async function checkpointAccounts(ctx: Pick<ServiceContext, "database">, limit: 
      WHERE EXISTS (SELECT 1 FROM plans p WHERE p.id = a.plan_id)
      GROUP BY a.plan_id ORDER BY a.plan_id LIMIT ${limit}`);
   for (const r of livePlans) {
-    problems.push({ chain: "pruned", kind: "deleted", planId: r.plan_id, purge: Number(r.purge_id), message: `plan ${r.plan_id}'s chain is in the checkpoint (${r.n} event(s), naming purge ${r.purge_id}), but the plan is still there: a purge deletes a plan with its events, so these events were deleted some other way` });
+    problems.push({
+      chain: "pruned",
+      kind: "deleted",
+      planId: r.plan_id,
+      purge: Number(r.purge_id),
+      message: `plan ${r.plan_id}'s chain is in the checkpoint (${r.n} event(s), naming purge ${r.purge_id}), but the plan is still there: a purge deletes a plan with its events, so these events were deleted some other way`,
+    });
   }
   const remaining = await database.rows<{ plan_id: string; first: number | string; n: number | string; purge_id: number | string }>(sql`
     SELECT e.plan_id, min(e.id) AS first, count(*) AS n, (SELECT min(a.purge_id) FROM audit_pruned a WHERE a.plan_id = e.plan_id) AS purge_id
@@ -242,9 +316,23 @@ async function checkpointAccounts(ctx: Pick<ServiceContext, "database">, limit: 
      WHERE e.xid IS NOT NULL AND EXISTS (SELECT 1 FROM audit_pruned a WHERE a.plan_id = e.plan_id)
      GROUP BY e.plan_id ORDER BY min(e.id) LIMIT ${limit}`);
   for (const r of remaining) {
-    problems.push({ chain: "pruned", kind: "added", planId: r.plan_id, eventId: Number(r.first), purge: Number(r.purge_id), message: `${r.n} event(s) of plan ${r.plan_id}, from event ${r.first}, are still in the log, but purge ${r.purge_id} pruned that plan's chain: a purge takes a whole chain, so its checkpoint lines or these events were added by hand` });
+    problems.push({
+      chain: "pruned",
+      kind: "added",
+      planId: r.plan_id,
+      eventId: Number(r.first),
+      purge: Number(r.purge_id),
+      message: `${r.n} event(s) of plan ${r.plan_id}, from event ${r.first}, are still in the log, but purge ${r.purge_id} pruned that plan's chain: a purge takes a whole chain, so its checkpoint lines or these events were added by hand`,
+    });
   }
-  const purges = await database.rows<{ purge_id: number | string; recorded: boolean; lines: number | string; plans: number | string; counted_events: number | string | null; counted_plans: number | string | null }>(sql`
+  const purges = await database.rows<{
+    purge_id: number | string;
+    recorded: boolean;
+    lines: number | string;
+    plans: number | string;
+    counted_events: number | string | null;
+    counted_plans: number | string | null;
+  }>(sql`
     SELECT coalesce(r.id, a.purge_id) AS purge_id, r.id IS NOT NULL AS recorded, coalesce(a.lines, 0) AS lines, coalesce(a.plans, 0) AS plans,
            r.audit_events AS counted_events, r.plans AS counted_plans
       FROM (SELECT purge_id, count(*) AS lines, count(DISTINCT plan_id) AS plans FROM audit_pruned GROUP BY purge_id) a
@@ -256,13 +344,29 @@ async function checkpointAccounts(ctx: Pick<ServiceContext, "database">, limit: 
     const lines = Number(r.lines);
     const counted = Number(r.counted_events);
     if (!r.recorded) {
-      problems.push({ ...at, kind: "added", message: `${lines} checkpoint line(s) of ${r.plans} plan(s) name purge ${r.purge_id}, which purges does not record: a purge records itself in the transaction that writes its lines, so no purge wrote these` });
+      problems.push({
+        ...at,
+        kind: "added",
+        message: `${lines} checkpoint line(s) of ${r.plans} plan(s) name purge ${r.purge_id}, which purges does not record: a purge records itself in the transaction that writes its lines, so no purge wrote these`,
+      });
     } else if (lines > counted) {
-      problems.push({ ...at, kind: "added", message: `purge ${r.purge_id} recorded ${counted} pruned event(s), but ${lines} checkpoint lines name it: ${lines - counted} were added by hand` });
+      problems.push({
+        ...at,
+        kind: "added",
+        message: `purge ${r.purge_id} recorded ${counted} pruned event(s), but ${lines} checkpoint lines name it: ${lines - counted} were added by hand`,
+      });
     } else if (lines < counted) {
-      problems.push({ ...at, kind: "deleted", message: `purge ${r.purge_id} recorded ${counted} pruned event(s), but only ${lines} checkpoint lines name it: ${counted - lines} were deleted` });
+      problems.push({
+        ...at,
+        kind: "deleted",
+        message: `purge ${r.purge_id} recorded ${counted} pruned event(s), but only ${lines} checkpoint lines name it: ${counted - lines} were deleted`,
+      });
     } else {
-      problems.push({ ...at, kind: "added", message: `purge ${r.purge_id} took ${r.counted_plans} plan(s), but checkpoint lines of ${r.plans} plans name it: lines of other plans were added by hand` });
+      problems.push({
+        ...at,
+        kind: "added",
+        message: `purge ${r.purge_id} took ${r.counted_plans} plan(s), but checkpoint lines of ${r.plans} plans name it: lines of other plans were added by hand`,
+      });
     }
   }
   return problems.slice(0, limit);

@@ -21,7 +21,10 @@ const PublishedLine = z.object({
 });
 
 /** A published seal and the line of the seals file it was read from. */
-export interface PublishedEntry { seal: PublishedSeal; line: number }
+export interface PublishedEntry {
+  seal: PublishedSeal;
+  line: number;
+}
 
 /** Reads a seals file (one JSON object a line, as the file sink writes it); a line that is not a published seal is an error naming it. */
 export function parseSealsFile(text: string, name = "the seals file"): PublishedEntry[] {
@@ -55,8 +58,23 @@ export interface SealsVerdict {
   contradiction?: { seq: number; line: number; kind: "signature" | "conflict" | "missing" | "replaced" | "rewritten"; message: string };
 }
 
-interface EventRow { id: number | string; plan_id: string | null; type: string; actor: string; data: string; at: Date | string; prev_hash: string; hash: string }
-const inputOf = (e: EventRow): AuditInput => ({ planId: e.plan_id, type: e.type, actor: JSON.parse(e.actor) as Actor, data: JSON.parse(e.data) as Record<string, unknown>, at: new Date(e.at) });
+interface EventRow {
+  id: number | string;
+  plan_id: string | null;
+  type: string;
+  actor: string;
+  data: string;
+  at: Date | string;
+  prev_hash: string;
+  hash: string;
+}
+const inputOf = (e: EventRow): AuditInput => ({
+  planId: e.plan_id,
+  type: e.type,
+  actor: JSON.parse(e.actor) as Actor,
+  data: JSON.parse(e.data) as Record<string, unknown>,
+  at: new Date(e.at),
+});
 const short = (hash: string) => hash.slice(0, 19) + "…";
 
 /**
@@ -73,25 +91,42 @@ const short = (hash: string) => hash.slice(0, 19) + "…";
  * verifyAudit's check, which `audit verify --seals` runs beside this one and fails on too.
  * Stops at the first contradiction, in seq order.
  */
-export async function verifySeals(ctx: Pick<ServiceContext, "database">, entries: readonly PublishedEntry[], keys: readonly KeyObject[]): Promise<SealsVerdict> {
+export async function verifySeals(
+  ctx: Pick<ServiceContext, "database">,
+  entries: readonly PublishedEntry[],
+  keys: readonly KeyObject[],
+): Promise<SealsVerdict> {
   const { database } = ctx;
   const bySeq = new Map<number, PublishedEntry>();
   const ordered = [...entries].sort((a, b) => a.seal.seq - b.seal.seq || a.line - b.line);
   for (const entry of ordered) {
-    const fail = (kind: NonNullable<SealsVerdict["contradiction"]>["kind"], message: string): SealsVerdict =>
-      ({ ok: false, checked: bySeq.size, contradiction: { seq: entry.seal.seq, line: entry.line, kind, message } });
+    const fail = (kind: NonNullable<SealsVerdict["contradiction"]>["kind"], message: string): SealsVerdict => ({
+      ok: false,
+      checked: bySeq.size,
+      contradiction: { seq: entry.seal.seq, line: entry.line, kind, message },
+    });
     const seen = bySeq.get(entry.seal.seq);
     if (seen) {
-      if (JSON.stringify(seen.seal) !== JSON.stringify(entry.seal)) return fail("conflict", `published seal ${entry.seal.seq} appears twice with different contents (lines ${seen.line} and ${entry.line}): the seals file was tampered with`);
+      if (JSON.stringify(seen.seal) !== JSON.stringify(entry.seal))
+        return fail(
+          "conflict",
+          `published seal ${entry.seal.seq} appears twice with different contents (lines ${seen.line} and ${entry.line}): the seals file was tampered with`,
+        );
       continue;
     }
-    if (!signatureHolds(entry.seal, keys)) return fail("signature", `published seal ${entry.seal.seq} (line ${entry.line}): its signature does not verify with the given public key (signed by key ${entry.seal.kid}): the line was altered or signed by another key`);
+    if (!signatureHolds(entry.seal, keys))
+      return fail(
+        "signature",
+        `published seal ${entry.seal.seq} (line ${entry.line}): its signature does not verify with the given public key (signed by key ${entry.seal.kid}): the line was altered or signed by another key`,
+      );
     bySeq.set(entry.seal.seq, entry);
   }
 
   let lastSeq = 0;
   for (const seq of bySeq.keys()) lastSeq = Math.max(lastSeq, seq); // a year of signatures is too many arguments for Math.max(...)
-  const seals = (await database.rows<Parameters<typeof sealFromRow>[0]>(sql`SELECT ${SEAL_COLUMNS} FROM audit_seals WHERE seq <= ${lastSeq} ORDER BY seq`)).map(sealFromRow);
+  const seals = (await database.rows<Parameters<typeof sealFromRow>[0]>(sql`SELECT ${SEAL_COLUMNS} FROM audit_seals WHERE seq <= ${lastSeq} ORDER BY seq`)).map(
+    sealFromRow,
+  );
   const stored = new Map(seals.map((s) => [s.seq, s]));
   const newestStored = (await database.rows<{ seq: number | string | null }>(sql`SELECT max(seq) AS seq FROM audit_seals`))[0]?.seq;
 
@@ -100,8 +135,11 @@ export async function verifySeals(ctx: Pick<ServiceContext, "database">, entries
   for (let seq = 0; seq <= lastSeq; seq++) {
     const seal = stored.get(seq);
     const entry = bySeq.get(seq);
-    const fail = (kind: NonNullable<SealsVerdict["contradiction"]>["kind"], message: string): SealsVerdict =>
-      ({ ok: false, checked: [...bySeq.keys()].filter((s) => s < seq).length, contradiction: { seq, line: entry!.line, kind, message: `published seal ${seq} (line ${entry!.line}): ${message}` } });
+    const fail = (kind: NonNullable<SealsVerdict["contradiction"]>["kind"], message: string): SealsVerdict => ({
+      ok: false,
+      checked: [...bySeq.keys()].filter((s) => s < seq).length,
+      contradiction: { seq, line: entry!.line, kind, message: `published seal ${seq} (line ${entry!.line}): ${message}` },
+    });
     if (!seal) {
       // Seals missing below a published one make it unverifiable: the first published seal at or after the gap is the one contradicted.
       const next = [...bySeq.keys()].find((s) => s >= seq)!;
@@ -110,7 +148,12 @@ export async function verifySeals(ctx: Pick<ServiceContext, "database">, entries
       return {
         ok: false,
         checked: [...bySeq.keys()].filter((s) => s < next).length,
-        contradiction: { seq: next, line: e.line, kind: "missing", message: `published seal ${next} (line ${e.line}, ${e.seal.eventsTotal} events, ${short(e.seal.hash)}) is gone: the database has no seal ${seq} (${newest}): the log was cut back after it was published` },
+        contradiction: {
+          seq: next,
+          line: e.line,
+          kind: "missing",
+          message: `published seal ${next} (line ${e.line}, ${e.seal.eventsTotal} events, ${short(e.seal.hash)}) is gone: the database has no seal ${seq} (${newest}): the log was cut back after it was published`,
+        },
       };
     }
     const covered = await rebuiltEvents(ctx, seal);
@@ -120,10 +163,16 @@ export async function verifySeals(ctx: Pick<ServiceContext, "database">, entries
     if (!entry) continue;
     const p = entry.seal;
     if (seal.hash !== p.hash || seal.xidTo !== p.xidTo || seal.eventsTotal !== p.eventsTotal || seal.sealedAt.toISOString() !== p.sealedAt) {
-      return fail("replaced", `the database's seal ${seq} is not the one published (database: ${short(seal.hash)}, ${seal.eventsTotal} events; published: ${short(p.hash)}, ${p.eventsTotal} events): the seals were rewritten after it was published`);
+      return fail(
+        "replaced",
+        `the database's seal ${seq} is not the one published (database: ${short(seal.hash)}, ${seal.eventsTotal} events; published: ${short(p.hash)}, ${p.eventsTotal} events): the seals were rewritten after it was published`,
+      );
     }
     if (rebuilt !== p.hash || rebuiltTotal !== p.eventsTotal) {
-      return fail("rewritten", `the events it covers no longer hash to it (recomputed from their content and the purges' checkpoint: ${short(rebuilt)}, ${rebuiltTotal} events; published: ${short(p.hash)}, ${p.eventsTotal} events): events up to it were edited, deleted or added, and the chain re-hashed, or the checkpoint of pruned events was altered`);
+      return fail(
+        "rewritten",
+        `the events it covers no longer hash to it (recomputed from their content and the purges' checkpoint: ${short(rebuilt)}, ${rebuiltTotal} events; published: ${short(p.hash)}, ${p.eventsTotal} events): events up to it were edited, deleted or added, and the chain re-hashed, or the checkpoint of pruned events was altered`,
+      );
     }
   }
   const newest = bySeq.get(lastSeq)!.seal;
@@ -140,11 +189,20 @@ async function rebuiltEvents(ctx: Pick<ServiceContext, "database">, seal: Seal):
   }
   const rows = await ctx.database.rows<EventRow>(sql`
     SELECT ${columns} FROM audit_events WHERE xid >= ${seal.xidFrom}::xid8 AND xid < ${seal.xidTo}::xid8 ORDER BY id`);
-  return mergeLines(rows.map((e) => ({ id: Number(e.id), hash: auditChainHash(e.prev_hash, auditContentDigest(inputOf(e))) })), await prunedLines(ctx, seal));
+  return mergeLines(
+    rows.map((e) => ({ id: Number(e.id), hash: auditChainHash(e.prev_hash, auditContentDigest(inputOf(e))) })),
+    await prunedLines(ctx, seal),
+  );
 }
 
 /** What `audit verify --seals` prints about the published seals. */
 export function sealsVerdictLines(v: SealsVerdict): string[] {
-  if (v.ok) return [`Published seals: ${v.checked} checked; the newest, seal ${v.newest!.seq} (${v.newest!.hash}, ${v.newest!.eventsTotal} events), is signed and matches the database's seal and the events it covers.`];
-  return [`Audit log CONTRADICTS published seal ${v.contradiction!.seq} (${v.contradiction!.kind}): ${v.contradiction!.message}`, `(${v.checked} published seal(s) before it checked out)`];
+  if (v.ok)
+    return [
+      `Published seals: ${v.checked} checked; the newest, seal ${v.newest!.seq} (${v.newest!.hash}, ${v.newest!.eventsTotal} events), is signed and matches the database's seal and the events it covers.`,
+    ];
+  return [
+    `Audit log CONTRADICTS published seal ${v.contradiction!.seq} (${v.contradiction!.kind}): ${v.contradiction!.message}`,
+    `(${v.checked} published seal(s) before it checked out)`,
+  ];
 }

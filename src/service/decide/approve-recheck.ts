@@ -35,8 +35,16 @@ export async function recheckBeforeApprove(
   input: { planId: string; hash: string; userId: string; memberOf: readonly string[] },
   terms: DecisionTerms,
 ): Promise<Recheck> {
-  const pendingNow = { status: "pending" as const, expiresAt: terms.expiresAt, hash: terms.hash, onBehalfOf: terms.onBehalfOf, policy: terms.policy, approvals: [] };
-  if (whyMayNot({ userId: input.userId, memberOf: input.memberOf }, pendingNow, { verb: "decide", verdict: "approve", hash: input.hash }, ctx.clock())) return { kind: "refused" };
+  const pendingNow = {
+    status: "pending" as const,
+    expiresAt: terms.expiresAt,
+    hash: terms.hash,
+    onBehalfOf: terms.onBehalfOf,
+    policy: terms.policy,
+    approvals: [],
+  };
+  if (whyMayNot({ userId: input.userId, memberOf: input.memberOf }, pendingNow, { verb: "decide", verdict: "approve", hash: input.hash }, ctx.clock()))
+    return { kind: "refused" };
   const actions = await plannedActionsOf(ctx.database, input.planId);
   if (!actions) return { kind: "refused" };
   return { kind: "read", actions, reads: await Promise.all(actions.map((action) => readTarget(ctx, action))) };
@@ -47,7 +55,10 @@ export async function recheckBeforeApprove(
  * judge (a target that already holds the change is not a change: the executor records it
  * applied, reconciled): pure, for the decision's transaction, under the row lock.
  */
-export function judgeRecheck(recheck: Extract<Recheck, { kind: "read" }>, preview: { actions: ActionPreview[] }): { drifted: ActionOutcome[]; failures: string[] } {
+export function judgeRecheck(
+  recheck: Extract<Recheck, { kind: "read" }>,
+  preview: { actions: ActionPreview[] },
+): { drifted: ActionOutcome[]; failures: string[] } {
   const drifted: ActionOutcome[] = [];
   const failures: string[] = [];
   for (const [i, action] of recheck.actions.entries()) {
@@ -106,13 +117,21 @@ function judged(read: TargetRead | Error, action: PlannedActions[number], seen: 
 
 /** The refusal, with what changed on each target since the preview, masked as previews are. */
 function targetChanged(ctx: Pick<ServiceContext, "redaction">, drifted: ActionOutcome[]): ServiceError {
-  const changes = drifted.map((d) => ({ target: d.target, path: d.path, changedSincePreview: (d.changedSincePreview ?? []).map((c) => redactChange(c, ctx.redaction)) }));
+  const changes = drifted.map((d) => ({
+    target: d.target,
+    path: d.path,
+    changedSincePreview: (d.changedSincePreview ?? []).map((c) => redactChange(c, ctx.redaction)),
+  }));
   const said = changes.map((c) => {
     const fields = c.changedSincePreview.slice(0, 3).map((f) => `${f.path || "/"} is now ${show(f.to)}, was ${show(f.from)}`);
     const more = c.changedSincePreview.length > 3 ? ` and ${c.changedSincePreview.length - 3} more` : "";
     return `${c.target} ${c.path}${fields.length > 0 ? `: ${fields.join("; ")}${more}` : " changed"}`;
   });
-  return new ServiceError("target_changed", `The target changed since you were shown this plan: ${said.join(". ")}. Your approval was not recorded and the plan is now stale; the agent has to re-plan.`, { details: { changes } });
+  return new ServiceError(
+    "target_changed",
+    `The target changed since you were shown this plan: ${said.join(". ")}. Your approval was not recorded and the plan is now stale; the agent has to re-plan.`,
+    { details: { changes } },
+  );
 }
 
 function show(value: unknown): string {

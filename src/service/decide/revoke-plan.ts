@@ -54,7 +54,10 @@ export async function revokePlan(ctx: ServiceContext, input: RevokePlanInput): P
     reason = statedReason(input.reason, "the agent and the approvers are told why the approval was withdrawn");
     const revoked = await transition(ctx, tx, { planId: input.planId, transition: "revoke", actor, data: { reason }, guard: isNull(plans.claimToken) });
     // Unreachable while the row lock is held (the status was just read as approved), but never silent.
-    if (!revoked) throw new ServiceError("not_revocable", "this plan cannot be revoked: an executor has already taken it; nothing was changed", { details: { status: "executing" } });
+    if (!revoked)
+      throw new ServiceError("not_revocable", "this plan cannot be revoked: an executor has already taken it; nothing was changed", {
+        details: { status: "executing" },
+      });
   });
   ctx.logger.info({ planId: input.planId, userId: input.person.userId, via: input.person.via }, "plan revoked");
   return { status: "revoked", reason };

@@ -42,10 +42,7 @@ export async function deliverDue(ctx: Pick<ServiceContext, "database" | "clock">
  * lane and rows to their leases and they are delivered again: at least once, never lost.
  * Returns how many rows were delivered.
  */
-export async function drainLane(
-  ctx: Pick<ServiceContext, "database" | "clock">,
-  input: DeliverDueInput & { lane: string; token: string },
-): Promise<number> {
+export async function drainLane(ctx: Pick<ServiceContext, "database" | "clock">, input: DeliverDueInput & { lane: string; token: string }): Promise<number> {
   const { database, clock: now } = ctx;
   const { handlers, lane, token, policy = DEFAULT_DELIVERY, batch = 20, onDead = () => {} } = input;
   const started = performance.now();
@@ -56,9 +53,10 @@ export async function drainLane(
       const kind = Object.keys(handlers).find((k) => laneIsOf(lane, k));
       const handler = kind === undefined ? undefined : handlers[kind];
       if (!handler) break;
-      const rows = handler.many && handler.acrossPlans
-        ? await takeAcrossPlans(database, { lane, at: now(), leaseMs: policy.leaseMs, max: MAX_ACROSS_PLANS })
-        : await takeNext(database, { lane, at: now(), leaseMs: policy.leaseMs, coalesce: handler.many ? MAX_COALESCED : 1 });
+      const rows =
+        handler.many && handler.acrossPlans
+          ? await takeAcrossPlans(database, { lane, at: now(), leaseMs: policy.leaseMs, max: MAX_ACROSS_PLANS })
+          : await takeNext(database, { lane, at: now(), leaseMs: policy.leaseMs, coalesce: handler.many ? MAX_COALESCED : 1 });
       if (rows.length === 0) break;
       const ids = rows.map((r) => r.id);
       const head = rows[0]!;

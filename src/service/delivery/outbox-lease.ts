@@ -38,18 +38,23 @@ export async function leaseLanes(
 ): Promise<string[]> {
   const { kinds, at, leaseMs, max, token } = input;
   if (kinds.length === 0 || max <= 0) return [];
-  const withWork = (await database.rows<{ lane: string }>(sql`
+  const withWork = (
+    await database.rows<{ lane: string }>(sql`
     WITH RECURSIVE lanes(lane) AS (
       (SELECT lane FROM outbox WHERE ${UNDELIVERED} ORDER BY lane LIMIT 1)
       UNION ALL
       SELECT (SELECT o.lane FROM outbox o WHERE o.delivered_at IS NULL AND o.dead_at IS NULL AND o.lane > lanes.lane ORDER BY o.lane LIMIT 1)
       FROM lanes WHERE lanes.lane IS NOT NULL)
-    SELECT lane FROM lanes WHERE lane IS NOT NULL`))
+    SELECT lane FROM lanes WHERE lane IS NOT NULL`)
+  )
     .map((r) => r.lane)
     .filter((lane) => kinds.some((kind) => laneIsOf(lane, kind)));
   if (withWork.length === 0) return [];
   await ensureLaneRows(database, withWork);
-  const lanes = sql`ARRAY[${sql.join(withWork.map((l) => sql`${l}`), sql`, `)}]::text[]`;
+  const lanes = sql`ARRAY[${sql.join(
+    withWork.map((l) => sql`${l}`),
+    sql`, `,
+  )}]::text[]`;
   const now = at.toISOString();
   const leased = await database.rows<{ lane: string }>(sql`
     UPDATE outbox_lanes l SET leased_by = ${token}, leased_until = ${new Date(at.getTime() + leaseMs).toISOString()}
@@ -71,7 +76,10 @@ async function ensureLaneRows(database: Database, lanes: string[]): Promise<void
   if (fresh.length === 0) return;
   await database.rows(sql`
     INSERT INTO outbox_lanes (lane, leased_until)
-    SELECT unnest(ARRAY[${sql.join(fresh.map((l) => sql`${l}`), sql`, `)}]::text[]), '-infinity'
+    SELECT unnest(ARRAY[${sql.join(
+      fresh.map((l) => sql`${l}`),
+      sql`, `,
+    )}]::text[]), '-infinity'
     ON CONFLICT (lane) DO NOTHING`);
   for (const l of fresh) known.add(l);
 }
@@ -106,13 +114,13 @@ export async function releaseLane(database: Database, input: { lane: string; tok
  * queued. The OFFSET 0 keeps the EXISTS a per-row lookup (it is not turned into a join), its ORDER
  * BY is that index's order; the followers are a LATERAL lookup of the head's plan.
  */
-export async function takeNext(
-  database: Database,
-  input: { lane: string; at: Date; leaseMs: number; coalesce: number },
-): Promise<LaneRow[]> {
+export async function takeNext(database: Database, input: { lane: string; at: Date; leaseMs: number; coalesce: number }): Promise<LaneRow[]> {
   const { lane, at, leaseMs, coalesce } = input;
   const now = at.toISOString();
-  const alone = sql.join(DELIVERED_ALONE.map((t) => sql`${t}`), sql`, `);
+  const alone = sql.join(
+    DELIVERED_ALONE.map((t) => sql`${t}`),
+    sql`, `,
+  );
   const rows = await database.rows<{ id: number | string; plan_id: string | null; kind: string; payload: string; attempts: number }>(sql`
     WITH head AS (
       SELECT o.id, o.plan_id, o.kind, (o.payload::json->>'type') IN (${alone}) AS alone FROM outbox o
@@ -141,9 +149,7 @@ export async function takeNext(
     WHERE id IN (SELECT id FROM taken)
     RETURNING id, plan_id, kind, payload, attempts`);
   // postgres.js returns bigint columns as strings in raw queries; PGlite as numbers.
-  return rows
-    .map((r) => ({ id: Number(r.id), planId: r.plan_id, kind: r.kind, payload: r.payload, attempts: r.attempts }))
-    .sort((a, b) => a.id - b.id);
+  return rows.map((r) => ({ id: Number(r.id), planId: r.plan_id, kind: r.kind, payload: r.payload, attempts: r.attempts })).sort((a, b) => a.id - b.id);
 }
 
 /**
@@ -166,19 +172,26 @@ export async function takeAcrossPlans(database: Database, input: { lane: string;
     UPDATE outbox SET available_at = ${new Date(at.getTime() + leaseMs).toISOString()}, attempts = attempts + 1
     WHERE id IN (SELECT id FROM due WHERE CASE WHEN (SELECT attempts FROM due WHERE n = 1) > 0 THEN n = 1 ELSE attempts = 0 END)
     RETURNING id, plan_id, kind, payload, attempts`);
-  return rows
-    .map((r) => ({ id: Number(r.id), planId: r.plan_id, kind: r.kind, payload: r.payload, attempts: r.attempts }))
-    .sort((a, b) => a.id - b.id);
+  return rows.map((r) => ({ id: Number(r.id), planId: r.plan_id, kind: r.kind, payload: r.payload, attempts: r.attempts })).sort((a, b) => a.id - b.id);
 }
 
 /** Marks rows delivered, all in one statement (a coalesced delivery's rows together). */
 export async function markDelivered(database: Database, ids: readonly number[], at: Date): Promise<void> {
-  await database.rows(sql`UPDATE outbox SET delivered_at = ${at.toISOString()}, last_error = NULL WHERE id IN (${sql.join(ids.map((id) => sql`${id}`), sql`, `)})`);
+  await database.rows(
+    sql`UPDATE outbox SET delivered_at = ${at.toISOString()}, last_error = NULL WHERE id IN (${sql.join(
+      ids.map((id) => sql`${id}`),
+      sql`, `,
+    )})`,
+  );
 }
 
 /** Records a failed delivery of rows: retried from `retryAt`, or dead-lettered when `retryAt` is undefined. */
 export async function markFailed(database: Database, ids: readonly number[], input: { at: Date; error: string; retryAt: Date | undefined }): Promise<void> {
-  const list = sql.join(ids.map((id) => sql`${id}`), sql`, `);
-  if (input.retryAt) await database.rows(sql`UPDATE outbox SET available_at = ${input.retryAt.toISOString()}, last_error = ${input.error} WHERE id IN (${list})`);
+  const list = sql.join(
+    ids.map((id) => sql`${id}`),
+    sql`, `,
+  );
+  if (input.retryAt)
+    await database.rows(sql`UPDATE outbox SET available_at = ${input.retryAt.toISOString()}, last_error = ${input.error} WHERE id IN (${list})`);
   else await database.rows(sql`UPDATE outbox SET dead_at = ${input.at.toISOString()}, last_error = ${input.error} WHERE id IN (${list})`);
 }

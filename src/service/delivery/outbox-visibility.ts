@@ -38,7 +38,10 @@ export async function outboxVisibility(ctx: ServiceContext, input: { reader: Rea
   const rights = await rightsOf(ctx, input.reader, []);
   // The one rule: maySeeLanes asks the same question.
   if (!rights.readsEverything) {
-    throw new ServiceError("not_a_reader", "you may not see the delivery lanes: they name every plan's deliveries, so only admins and the people in browser.readers may");
+    throw new ServiceError(
+      "not_a_reader",
+      "you may not see the delivery lanes: they name every plan's deliveries, so only admins and the people in browser.readers may",
+    );
   }
   const lanes = await laneHealth(ctx);
   const dead = await deadDeliveries(ctx, input.limit ?? DEAD_SHOWN);

@@ -33,7 +33,9 @@ export function startOutboxWorker(
     for (const lane of leased) {
       const startedAt = Date.now();
       const drain: Promise<unknown> = drainLane(ctx, { ...input, lane, token })
-        .catch((err: unknown) => { if (!stopped) report.failed(err, startedAt); })
+        .catch((err: unknown) => {
+          if (!stopped) report.failed(err, startedAt);
+        })
         .finally(() => draining.delete(drain));
       draining.add(drain);
     }
@@ -43,9 +45,18 @@ export function startOutboxWorker(
     // A tick that found every lane slot busy read nothing: calling that a success would log "resumed"
     // mid-outage while the busy drains still fail, and then "paused" again (the db-restart scenario
     // counts one line per outage).
-    ticking = tick().then((asked) => { if (asked) report.succeeded?.(); }, (err: unknown) => { if (!stopped) report.failed(err); }).finally(() => {
-      if (!stopped) timer = setTimeout(loop, intervalMs);
-    });
+    ticking = tick()
+      .then(
+        (asked) => {
+          if (asked) report.succeeded?.();
+        },
+        (err: unknown) => {
+          if (!stopped) report.failed(err);
+        },
+      )
+      .finally(() => {
+        if (!stopped) timer = setTimeout(loop, intervalMs);
+      });
   };
   timer = setTimeout(loop, intervalMs);
   return {

@@ -23,15 +23,28 @@ export async function retryDelivery(ctx: ServiceContext, input: { id: number; re
   const { id, reader } = input;
   const rights = await rightsOf(ctx, reader, []);
   if (!rights.isAdmin) {
-    throw new ServiceError("not_an_admin", `only admins may retry a dead delivery (the top-level \`admins\` of the config: ${ctx.config.admins.join(", ") || "nobody yet"}); ${reader.userId} is not one of them, so nothing was retried`);
+    throw new ServiceError(
+      "not_an_admin",
+      `only admins may retry a dead delivery (the top-level \`admins\` of the config: ${ctx.config.admins.join(", ") || "nobody yet"}); ${reader.userId} is not one of them, so nothing was retried`,
+    );
   }
   const now = ctx.clock();
   return ctx.database.db.transaction(async (tx) => {
-    const [row] = await ctx.database.rows<{ id: number | string; lane: string; kind: string; plan_id: string | null; last_error: string | null; attempts: number }>(sql`
+    const [row] = await ctx.database.rows<{
+      id: number | string;
+      lane: string;
+      kind: string;
+      plan_id: string | null;
+      last_error: string | null;
+      attempts: number;
+    }>(
+      sql`
       UPDATE outbox o SET dead_at = NULL, attempts = 0, available_at = ${now.toISOString()}
       FROM (SELECT id, attempts FROM outbox WHERE id = ${id} AND dead_at IS NOT NULL FOR UPDATE) before
       WHERE o.id = before.id
-      RETURNING o.id, o.lane, o.kind, o.plan_id, o.last_error, before.attempts`, tx);
+      RETURNING o.id, o.lane, o.kind, o.plan_id, o.last_error, before.attempts`,
+      tx,
+    );
     if (!row) throw new ServiceError("not_found", `there is no dead delivery ${id}: it was retried already, delivered, or never existed`);
     const retried = { id: Number(row.id), lane: row.lane, kind: row.kind, planId: row.plan_id ?? undefined };
     await appendAudit(tx, {

@@ -23,13 +23,19 @@ export async function slackViewOf(ctx: ServiceContext, planId: string): Promise<
 }
 
 export async function postedPreviewOf(ctx: ServiceContext, planId: string): Promise<PostedPreview | undefined> {
-  const [posted] = await ctx.database.db.select({ channel: slackMessages.channel, ts: slackMessages.ts, digest: slackMessages.digest, threadTs: slackMessages.threadTs }).from(slackMessages).where(eq(slackMessages.planId, planId));
+  const [posted] = await ctx.database.db
+    .select({ channel: slackMessages.channel, ts: slackMessages.ts, digest: slackMessages.digest, threadTs: slackMessages.threadTs })
+    .from(slackMessages)
+    .where(eq(slackMessages.planId, planId));
   return posted;
 }
 
 /** Records the preview's message once; a redelivery that posted again keeps the first. */
 export async function recordPostedPreview(ctx: ServiceContext, planId: string, posted: PostedPreview): Promise<void> {
-  await ctx.database.db.insert(slackMessages).values({ planId, channel: posted.channel, ts: posted.ts, threadTs: posted.threadTs ?? null }).onConflictDoNothing();
+  await ctx.database.db
+    .insert(slackMessages)
+    .values({ planId, channel: posted.channel, ts: posted.ts, threadTs: posted.threadTs ?? null })
+    .onConflictDoNothing();
 }
 
 /**

@@ -16,5 +16,9 @@ export async function webhookOfPlan(ctx: ServiceContext, planId: string): Promis
   const [row] = await ctx.database.db.select().from(plans).where(eq(plans.id, planId));
   if (!row?.callbackUrl) return undefined;
   const [agent] = await ctx.database.db.select({ secret: agents.webhookSecret }).from(agents).where(eq(agents.id, row.agentId));
-  return { callbackUrl: row.callbackUrl, secret: agent?.secret ?? null, view: await planView(ctx.database.db, ctx.config.publicUrl, row, "agent", ctx.redaction) };
+  return {
+    callbackUrl: row.callbackUrl,
+    secret: agent?.secret ?? null,
+    view: await planView(ctx.database.db, ctx.config.publicUrl, row, "agent", ctx.redaction),
+  };
 }

@@ -31,15 +31,14 @@ export async function claimApproved(ctx: ServiceContext): Promise<Claim | undefi
     const candidate = tx
       .select({ id: plans.id, was: plans.status })
       .from(plans)
-      .where(and(
-        or(
-          and(statusIs("approved"), gt(plans.grantExpiresAt, now)),
-          and(statusIs("executing"), lte(plans.leaseExpiresAt, now)),
+      .where(
+        and(
+          or(and(statusIs("approved"), gt(plans.grantExpiresAt, now)), and(statusIs("executing"), lte(plans.leaseExpiresAt, now))),
+          // The kill switch: read here, in the claim's own statement, so a pause holds
+          // on every replica the moment it commits, whether or not the replica has heard of it.
+          notExists(tx.select({ one: sql`1` }).from(pause)),
         ),
-        // The kill switch: read here, in the claim's own statement, so a pause holds
-        // on every replica the moment it commits, whether or not the replica has heard of it.
-        notExists(tx.select({ one: sql`1` }).from(pause)),
-      ))
+      )
       .orderBy(asc(plans.updatedAt))
       .limit(1)
       .for("update", { skipLocked: true })
@@ -93,7 +92,8 @@ export async function claimApprovedWaiting(ctx: ServiceContext, input: { waitMs:
     const claim = await claimApproved(ctx);
     const left = deadline - performance.now();
     if (claim || left <= 0 || signal?.aborted) {
-      if (claim && signal?.aborted) ctx.logger.warn({ planId: claim.plan.id }, "executor went away while claiming; the lease will run out and another executor takes over");
+      if (claim && signal?.aborted)
+        ctx.logger.warn({ planId: claim.plan.id }, "executor went away while claiming; the lease will run out and another executor takes over");
       return claim;
     }
     // An approval on this replica may hand its plan to this waiter, claimed in its own transaction

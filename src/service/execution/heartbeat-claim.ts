@@ -16,5 +16,8 @@ export async function heartbeatClaim(ctx: ServiceContext, { claimToken }: { clai
 }
 
 export function leaseLost(): ServiceError {
-  return new ServiceError("lease_lost", "this claim is no longer current: its lease ran out and another executor took the plan over, or it was already reported");
+  return new ServiceError(
+    "lease_lost",
+    "this claim is no longer current: its lease ran out and another executor took the plan over, or it was already reported",
+  );
 }

@@ -10,14 +10,18 @@ export async function cancelPlan(ctx: ServiceContext, input: AgentPlanInput): Pr
   const { agent, planId } = input;
   const plan = await ownPlanRow(ctx, input);
   if (hasExpired(plan, ctx.clock())) {
-    throw new ServiceError("plan_expired", `plan ${planId} expired at ${plan.expiresAt.toISOString()}; there is nothing left to cancel`, { details: { expiresAt: plan.expiresAt.toISOString() } });
+    throw new ServiceError("plan_expired", `plan ${planId} expired at ${plan.expiresAt.toISOString()}; there is nothing left to cancel`, {
+      details: { expiresAt: plan.expiresAt.toISOString() },
+    });
   }
   const row = await ctx.database.db.transaction((tx) =>
     transition(ctx, tx, { planId, transition: "cancel", actor: { type: "agent", agentId: agent.id, name: agent.name } }),
   );
   if (!row) {
     const current = await ownPlanRow(ctx, input);
-    throw new ServiceError("already_decided", `plan ${planId} is already ${current.status}; only a pending plan can be cancelled`, { details: { status: current.status } });
+    throw new ServiceError("already_decided", `plan ${planId} is already ${current.status}; only a pending plan can be cancelled`, {
+      details: { status: current.status },
+    });
   }
   return planView(ctx.database.db, ctx.config.publicUrl, row, "agent", ctx.redaction);
 }

@@ -28,7 +28,10 @@ export interface AgentPlanInput {
 export async function ownPlanRow(ctx: Pick<ServiceContext, "database">, { agent, planId }: AgentPlanInput): Promise<PlanRow> {
   const notFound = new ServiceError("not_found", `there is no plan ${planId} for agent '${agent.name}'`);
   if (!isPlanId(planId)) throw notFound;
-  const [row] = await ctx.database.db.select().from(plans).where(and(eq(plans.id, planId), eq(plans.agentId, agent.id)));
+  const [row] = await ctx.database.db
+    .select()
+    .from(plans)
+    .where(and(eq(plans.id, planId), eq(plans.agentId, agent.id)));
   if (!row) throw notFound;
   return row;
 }

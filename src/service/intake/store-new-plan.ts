@@ -40,7 +40,8 @@ function textFor(outboxRows: number): string {
   });
   text = `WITH first AS (INSERT INTO plans (id, agent_id, hash, document, preview, status, expires_at, request_digest, callback_url, claims, created_at, updated_at) VALUES (${planValues})),
  audit AS (INSERT INTO audit_events (plan_id, type, actor, data, at, prev_hash, hash) VALUES (${eventValues}))${
-    outboxRows > 0 ? `,\n effects AS (INSERT INTO outbox (plan_id, kind, lane, priority, payload, available_at) VALUES ${outboxValues.join(", ")})` : ""}
+   outboxRows > 0 ? `,\n effects AS (INSERT INTO outbox (plan_id, kind, lane, priority, payload, available_at) VALUES ${outboxValues.join(", ")})` : ""
+ }
  SELECT 1`;
   texts.set(outboxRows, text);
   return text;
@@ -62,9 +63,26 @@ export async function storeNewPlan(
   const at = event.at.toISOString();
   const effects = outboxRowsOf(ctx, plan, { type: event.type, status: "pending", at, actor: event.actor, data: event.data });
   const params: (string | number | null)[] = [
-    plan.id, guard.agentId, guard.since.toISOString(), guard.plansPerMinute, guard.maxPending,
-    plan.hash, JSON.stringify(plan.document), JSON.stringify(plan.preview), plan.expiresAt.toISOString(), plan.requestDigest, plan.callbackUrl, plan.createdAt.toISOString(), guard.seen.recent, guard.seen.open,
-    event.type, JSON.stringify(event.actor), JSON.stringify(event.data), at, prevHash, auditChainHash(prevHash, content),
+    plan.id,
+    guard.agentId,
+    guard.since.toISOString(),
+    guard.plansPerMinute,
+    guard.maxPending,
+    plan.hash,
+    JSON.stringify(plan.document),
+    JSON.stringify(plan.preview),
+    plan.expiresAt.toISOString(),
+    plan.requestDigest,
+    plan.callbackUrl,
+    plan.createdAt.toISOString(),
+    guard.seen.recent,
+    guard.seen.open,
+    event.type,
+    JSON.stringify(event.actor),
+    JSON.stringify(event.data),
+    at,
+    prevHash,
+    auditChainHash(prevHash, content),
   ];
   for (const row of effects) params.push(row.kind, row.lane, row.priority, row.payload, row.at);
   await ctx.database.query(textFor(effects.length), params);

@@ -58,9 +58,10 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
     limits = await checkAgentLimits(ctx, agent, replacing, input.usage);
   } catch (err) {
     // A retry whose twin committed after the lookup above is that plan, counted in the limit it hit.
-    const twin = request.idempotencyKey !== undefined && err instanceof ServiceError && err.code === "rate_limited"
-      ? await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey, requestDigest)
-      : undefined;
+    const twin =
+      request.idempotencyKey !== undefined && err instanceof ServiceError && err.code === "rate_limited"
+        ? await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey, requestDigest)
+        : undefined;
     if (twin) return { created: false, plan: twin };
     throw err;
   }
@@ -89,15 +90,28 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
     }
   });
 
-  const risk = assessRisk(request.actions.map((a, i) => ({ op: addresses[i]!.op, rules: riskRulesOf(ctx.config.defaults, a.target, targets[i]!.config.policy) })));
-  const policy = applyRisk(effectivePolicy(ctx.config.defaults, targets.map((t) => t.config.policy)), risk.level, ctx.config.defaults.highRisk);
+  const risk = assessRisk(
+    request.actions.map((a, i) => ({ op: addresses[i]!.op, rules: riskRulesOf(ctx.config.defaults, a.target, targets[i]!.config.policy) })),
+  );
+  const policy = applyRisk(
+    effectivePolicy(
+      ctx.config.defaults,
+      targets.map((t) => t.config.policy),
+    ),
+    risk.level,
+    ctx.config.defaults.highRisk,
+  );
   const eligible = policy.approvers.filter((a) => a !== request.onBehalfOf);
   if (!eligible.some(isUserGroup) && eligible.length < policy.requiredApprovals) {
-    throw new ServiceError("policy_denied", `this plan needs ${policy.requiredApprovals} approval(s) from people who may approve every target it touches and are not the requester, but only ${eligible.length} such approver(s) exist (${eligible.join(", ") || "none"})`);
+    throw new ServiceError(
+      "policy_denied",
+      `this plan needs ${policy.requiredApprovals} approval(s) from people who may approve every target it touches and are not the requester, but only ${eligible.length} such approver(s) exist (${eligible.join(", ") || "none"})`,
+    );
   }
   const callbackUrl = request.callbackUrl ?? ctx.config.webhooks.agents[agent.name]?.callbackUrl;
   const callbackRefused = callbackUrl === undefined ? undefined : whyCallbackRefused(callbackUrl, ctx.config.webhooks.allowedHosts);
-  if (callbackRefused) throw new ServiceError("invalid_request", `callbackUrl refused: ${callbackRefused}`, { issues: [{ path: "/callbackUrl", message: callbackRefused }] });
+  if (callbackRefused)
+    throw new ServiceError("invalid_request", `callbackUrl refused: ${callbackRefused}`, { issues: [{ path: "/callbackUrl", message: callbackRefused }] });
   const ttl = resolveTtl(request.ttlSeconds, policy.ttl);
   if ("error" in ttl) throw new ServiceError("invalid_request", ttl.error, { issues: [{ path: "/ttlSeconds", message: ttl.error }] });
 
@@ -122,7 +136,16 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
     ...(request.reason !== undefined ? { reason: request.reason } : {}),
     ...(request.onBehalfOf !== undefined ? { onBehalfOf: request.onBehalfOf } : {}),
     actions,
-    policy: { approvers: policy.approvers, requiredApprovals: policy.requiredApprovals, grantTtlSeconds: policy.grantTtl, rule: policyRule(request.actions.map((a) => a.target), ctx.config.targets), risk },
+    policy: {
+      approvers: policy.approvers,
+      requiredApprovals: policy.requiredApprovals,
+      grantTtlSeconds: policy.grantTtl,
+      rule: policyRule(
+        request.actions.map((a) => a.target),
+        ctx.config.targets,
+      ),
+      risk,
+    },
     expiresAt: expiresAt.toISOString(),
     ...(replaced ? { supersedes: replaced.id } : {}),
   });
@@ -154,15 +177,23 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
   // Holds the limits exactly when this agent's submissions race past checkAgentLimits.
   const values = { ...stored, agentId: admitPlanGuard(agent.id, limits, now.getTime()) };
   const actor = { type: "agent", agentId: agent.id, name: agent.name } as const;
-  const submitted = { plan: stored, type: "plan.submitted", actor, at: now, data: { title: request.title, expiresAt: document.expiresAt, ...(replaced ? { supersedes: replaced.id } : {}) } };
+  const submitted = {
+    plan: stored,
+    type: "plan.submitted",
+    actor,
+    at: now,
+    data: { title: request.title, expiresAt: document.expiresAt, ...(replaced ? { supersedes: replaced.id } : {}) },
+  };
   const supersede = replaced && ((tx: Tx) => supersedeIn(ctx, tx, { oldId: replaced.id, next: { id: stored.id, hash }, actor }));
   const guard = admitGuard(agent.id, limits, now.getTime());
-  const row = await storePlan(ctx, { values, plan: stored, guard, submitted, keyed: request.idempotencyKey !== undefined, ...(supersede ? { supersede } : {}) }).then((created) => (created ? stored : undefined)).catch(async (err: unknown) => {
-    if (!isOverLimit(err)) throw err;
-    // A retry racing its first submission is answered with that plan below, never limited.
-    if (request.idempotencyKey !== undefined && await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey, requestDigest)) return undefined;
-    throw await guardRefusal(ctx, agent, replacing);
-  });
+  const row = await storePlan(ctx, { values, plan: stored, guard, submitted, keyed: request.idempotencyKey !== undefined, ...(supersede ? { supersede } : {}) })
+    .then((created) => (created ? stored : undefined))
+    .catch(async (err: unknown) => {
+      if (!isOverLimit(err)) throw err;
+      // A retry racing its first submission is answered with that plan below, never limited.
+      if (request.idempotencyKey !== undefined && (await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey, requestDigest))) return undefined;
+      throw await guardRefusal(ctx, agent, replacing);
+    });
   if (!row) {
     const earlier = await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey!, requestDigest);
     if (!earlier) throw new Error(`plan insert under idempotencyKey '${request.idempotencyKey}' conflicted, yet no plan holds that key`);
@@ -181,7 +212,14 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
  */
 async function storePlan(
   ctx: ServiceContext,
-  input: { values: PgInsertValue<typeof plans>; plan: NewPlan; guard: AdmitGuard; submitted: Omit<Parameters<typeof planEventStatement>[2], "first">; keyed: boolean; supersede?: (tx: Tx) => Promise<void> },
+  input: {
+    values: PgInsertValue<typeof plans>;
+    plan: NewPlan;
+    guard: AdmitGuard;
+    submitted: Omit<Parameters<typeof planEventStatement>[2], "first">;
+    keyed: boolean;
+    supersede?: (tx: Tx) => Promise<void>;
+  },
 ): Promise<boolean> {
   const { values, submitted, supersede } = input;
   const { db } = ctx.database;
@@ -198,7 +236,9 @@ async function storePlan(
     });
   }
   return db.transaction(async (tx) => {
-    const [inserted] = await tx.insert(plans).values(values)
+    const [inserted] = await tx
+      .insert(plans)
+      .values(values)
       // Two retries with one key raced past the first lookup: the second stores nothing here
       // (rather than failing on the unique index) and answers with the first's plan.
       .onConflictDoNothing({ target: [plans.agentId, plans.idempotencyKey] })
@@ -211,10 +251,15 @@ async function storePlan(
 }
 
 async function findByIdempotencyKey(ctx: ServiceContext, agentId: string, key: string, requestDigest: string): Promise<PlanView | undefined> {
-  const [row] = await ctx.database.db.select().from(plans).where(and(eq(plans.agentId, agentId), eq(plans.idempotencyKey, key)));
+  const [row] = await ctx.database.db
+    .select()
+    .from(plans)
+    .where(and(eq(plans.agentId, agentId), eq(plans.idempotencyKey, key)));
   if (!row) return undefined;
   if (row.requestDigest !== requestDigest) {
-    throw new ServiceError("idempotency_conflict", `idempotencyKey '${key}' was already used for a different plan (${row.id}); use a new key for a new plan`, { details: { planId: row.id } });
+    throw new ServiceError("idempotency_conflict", `idempotencyKey '${key}' was already used for a different plan (${row.id}); use a new key for a new plan`, {
+      details: { planId: row.id },
+    });
   }
   return planView(ctx.database.db, ctx.config.publicUrl, row, "agent", ctx.redaction);
 }
@@ -241,19 +286,33 @@ function refuseUnknownKinds(ctx: ServiceContext, request: unknown): void {
 }
 
 /** The configured target an action names, and the adapter of its kind; the target must be of that kind. */
-function targetOf(ctx: ServiceContext, action: ActionRequest, i: number): { adapter: Adapter<any, any, any>; config: ServiceContext["config"]["targets"][string] } {
+function targetOf(
+  ctx: ServiceContext,
+  action: ActionRequest,
+  i: number,
+): { adapter: Adapter<any, any, any>; config: ServiceContext["config"]["targets"][string] } {
   const config = ctx.config.targets[action.target];
   if (!config) {
     const known = Object.keys(ctx.config.targets);
-    throw new ServiceError("unknown_target", `actions[${i}] names target '${action.target}', which is not configured; known targets: ${known.length ? known.join(", ") : "(none)"}`, {
-      issues: [{ path: `/actions/${i}/target`, message: `unknown target '${action.target}'` }],
-    });
+    throw new ServiceError(
+      "unknown_target",
+      `actions[${i}] names target '${action.target}', which is not configured; known targets: ${known.length ? known.join(", ") : "(none)"}`,
+      {
+        issues: [{ path: `/actions/${i}/target`, message: `unknown target '${action.target}'` }],
+      },
+    );
   }
   if (config.adapter !== action.kind) {
-    const same = Object.entries(ctx.config.targets).filter(([, t]) => t.adapter === action.kind).map(([name]) => name);
-    throw new ServiceError("unknown_target", `actions[${i}] is a ${action.kind} action, but target '${action.target}' is a ${config.adapter} target; ${action.kind} targets: ${same.length ? same.join(", ") : "(none)"}`, {
-      issues: [{ path: `/actions/${i}/target`, message: `target '${action.target}' takes ${config.adapter} actions, not ${action.kind}` }],
-    });
+    const same = Object.entries(ctx.config.targets)
+      .filter(([, t]) => t.adapter === action.kind)
+      .map(([name]) => name);
+    throw new ServiceError(
+      "unknown_target",
+      `actions[${i}] is a ${action.kind} action, but target '${action.target}' is a ${config.adapter} target; ${action.kind} targets: ${same.length ? same.join(", ") : "(none)"}`,
+      {
+        issues: [{ path: `/actions/${i}/target`, message: `target '${action.target}' takes ${config.adapter} actions, not ${action.kind}` }],
+      },
+    );
   }
   return { adapter: ctx.targets.adapterFor(action.kind), config };
 }
@@ -264,7 +323,11 @@ function previewFailure(err: unknown, index: number): ServiceError {
   if (read) {
     return new ServiceError("preview_failed", `preview of actions[${index}] failed: ${read.message}`, {
       issues: [{ path: `/actions/${index}`, message: read.message }],
-      details: { target: read.target, path: read.path, ...(read.answer ? { targetAnswer: { status: read.answer.status, body: redactText(read.answer.body) } } : {}) },
+      details: {
+        target: read.target,
+        path: read.path,
+        ...(read.answer ? { targetAnswer: { status: read.answer.status, body: redactText(read.answer.body) } } : {}),
+      },
     });
   }
   if (err instanceof AdapterError) {
@@ -280,7 +343,10 @@ function previewFailure(err: unknown, index: number): ServiceError {
 /** Where each risk level for this target comes from, as config keys reviewers can look up. */
 function riskRulesOf(defaults: PolicyDefaultsConfig, target: string, override: PolicyOverrideConfig | undefined): RiskRules {
   const byOp: RiskRules["byOp"] = {};
-  for (const [source, ops] of [["defaults.riskByOp", defaults.riskByOp], [`targets.${target}.policy.riskByOp`, override?.riskByOp]] as const) {
+  for (const [source, ops] of [
+    ["defaults.riskByOp", defaults.riskByOp],
+    [`targets.${target}.policy.riskByOp`, override?.riskByOp],
+  ] as const) {
     for (const [op, level] of Object.entries(ops ?? {})) if (level) byOp[op] = { level, rule: `${source}.${op}` };
   }
   return {
@@ -291,9 +357,13 @@ function riskRulesOf(defaults: PolicyDefaultsConfig, target: string, override: P
 
 /** The config rules the approvers and quorum come from: each target's own policy where it sets them, else the defaults. */
 function policyRule(targetNames: string[], targets: ServiceContext["config"]["targets"]): string {
-  const rules = [...new Set(targetNames.map((name) => {
-    const own = targets[name]?.policy;
-    return own?.approvers !== undefined || own?.requiredApprovals !== undefined ? `targets.${name}.policy` : "defaults";
-  }))];
+  const rules = [
+    ...new Set(
+      targetNames.map((name) => {
+        const own = targets[name]?.policy;
+        return own?.approvers !== undefined || own?.requiredApprovals !== undefined ? `targets.${name}.policy` : "defaults";
+      }),
+    ),
+  ];
   return rules.join(" + ");
 }

@@ -26,7 +26,10 @@ export async function supersedablePlan(ctx: Pick<ServiceContext, "database">, ag
     issues: [{ path: "/supersedes", message: "no plan of yours has this id" }],
   });
   if (!isPlanId(planId)) throw notFound;
-  const [row] = await ctx.database.db.select().from(plans).where(and(eq(plans.id, planId), eq(plans.agentId, agent.id)));
+  const [row] = await ctx.database.db
+    .select()
+    .from(plans)
+    .where(and(eq(plans.id, planId), eq(plans.agentId, agent.id)));
   if (!row) throw notFound;
   const why = whyNotSupersedable(row);
   if (why) throw why;
@@ -47,7 +50,14 @@ export async function supersedeIn(
 ): Promise<void> {
   const { oldId, next, actor } = input;
   const data = { supersededBy: next.id, hash: next.hash };
-  const superseded = await transition(ctx, tx, { planId: oldId, transition: "supersede", actor, data, set: { supersededBy: next.id }, guard: isNull(plans.supersededBy) });
+  const superseded = await transition(ctx, tx, {
+    planId: oldId,
+    transition: "supersede",
+    actor,
+    data,
+    set: { supersededBy: next.id },
+    guard: isNull(plans.supersededBy),
+  });
   if (superseded) return;
   const at = ctx.clock();
   const [stale] = await tx
@@ -75,7 +85,10 @@ function whyNotSupersedable(row: PlanRow): ServiceError | undefined {
   const details = { planId: row.id, status: row.status, ...(row.supersededBy ? { supersededBy: row.supersededBy } : {}) };
   const issues = (message: string) => [{ path: "/supersedes", message }];
   if (row.supersededBy) {
-    return new ServiceError("not_supersedable", `plan ${row.id} was already superseded by ${row.supersededBy}; re-plan from the newest version`, { details, issues: issues("already superseded") });
+    return new ServiceError("not_supersedable", `plan ${row.id} was already superseded by ${row.supersededBy}; re-plan from the newest version`, {
+      details,
+      issues: issues("already superseded"),
+    });
   }
   switch (row.status) {
     case "pending":
@@ -83,9 +96,16 @@ function whyNotSupersedable(row: PlanRow): ServiceError | undefined {
     case "stale":
       return undefined;
     case "executing":
-      return new ServiceError("not_supersedable", `plan ${row.id} was already claimed by an executor (executing); it can no longer be replaced, wait for its outcome`, { details, issues: issues("claimed by an executor") });
+      return new ServiceError(
+        "not_supersedable",
+        `plan ${row.id} was already claimed by an executor (executing); it can no longer be replaced, wait for its outcome`,
+        { details, issues: issues("claimed by an executor") },
+      );
     default:
-      return new ServiceError("not_supersedable", `plan ${row.id} is ${row.status}, which is final; only a pending, approved (not yet claimed) or stale plan can be superseded`, { details, issues: issues(`plan is ${row.status}`) });
+      return new ServiceError(
+        "not_supersedable",
+        `plan ${row.id} is ${row.status}, which is final; only a pending, approved (not yet claimed) or stale plan can be superseded`,
+        { details, issues: issues(`plan is ${row.status}`) },
+      );
   }
 }
-

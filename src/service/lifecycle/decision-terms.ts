@@ -45,7 +45,13 @@ function put<T>(map: Map<string, T>, key: string, value: T, max: number): void {
 export function rememberDecisionTerms(database: Database, planId: string, plan: { document: PlanDocument; hash: string; expiresAt: Date }): DecisionTerms {
   const { document } = plan;
   const found = rememberedIn(database);
-  const terms: DecisionTerms = { policy: document.policy, onBehalfOf: document.onBehalfOf, environment: document.environment, hash: plan.hash, expiresAt: plan.expiresAt };
+  const terms: DecisionTerms = {
+    policy: document.policy,
+    onBehalfOf: document.onBehalfOf,
+    environment: document.environment,
+    hash: plan.hash,
+    expiresAt: plan.expiresAt,
+  };
   put(found.terms, planId, terms, MAX_PLANS);
   put(found.actions, planId, document.actions, MAX_ACTIONS);
   return terms;
@@ -87,9 +93,14 @@ export async function plannedActionsOf(database: Database, planId: string): Prom
  * left out. One plan (a click's) is read by key, the statement it always was.
  */
 async function readAndRemember(database: Database, planIds: readonly string[]): Promise<Map<string, { terms: DecisionTerms; actions: PlannedActions }>> {
-  const rows = await database.db.select({ id: plans.id, document: plans.document, hash: plans.hash, expiresAt: plans.expiresAt }).from(plans).where(planIds.length === 1 ? eq(plans.id, planIds[0]!) : inArray(plans.id, [...planIds]));
-  return new Map(rows.map((row) => {
-    const document = row.document as PlanDocument;
-    return [row.id, { terms: rememberDecisionTerms(database, row.id, { document, hash: row.hash, expiresAt: row.expiresAt }), actions: document.actions }];
-  }));
+  const rows = await database.db
+    .select({ id: plans.id, document: plans.document, hash: plans.hash, expiresAt: plans.expiresAt })
+    .from(plans)
+    .where(planIds.length === 1 ? eq(plans.id, planIds[0]!) : inArray(plans.id, [...planIds]));
+  return new Map(
+    rows.map((row) => {
+      const document = row.document as PlanDocument;
+      return [row.id, { terms: rememberDecisionTerms(database, row.id, { document, hash: row.hash, expiresAt: row.expiresAt }), actions: document.actions }];
+    }),
+  );
 }

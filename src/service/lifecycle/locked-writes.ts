@@ -116,7 +116,11 @@ export function lockedWritesStatement(
     return row;
   });
   ctes.push(`audit AS (INSERT INTO audit_events (plan_id, type, actor, data, at, prev_hash, hash) VALUES ${audits.join(", ")})`);
-  const effects = outboxRowsOfEvents(ctx, plan, writes.events.map((e) => ({ type: e.type, status: e.status, at: iso(e.at), actor: e.actor, data: e.data }))).flatMap((rows) => {
+  const effects = outboxRowsOfEvents(
+    ctx,
+    plan,
+    writes.events.map((e) => ({ type: e.type, status: e.status, at: iso(e.at), actor: e.actor, data: e.data })),
+  ).flatMap((rows) => {
     // The payload and time are one parameter for all of an event's rows.
     const payload = rows[0] && p(rows[0].payload);
     const available = rows[0] && p(rows[0].at, "::timestamptz");

@@ -37,7 +37,11 @@ export async function planView(db: Queryable, publicUrl: string, row: PlanRow, a
 async function watchOf(db: Queryable, row: PlanRow): Promise<PlanView["watch"]> {
   if (row.status !== "pending" && row.status !== "approved") return undefined;
   const [found] = await db
-    .select({ watched: sql<number>`count(*)::int`, checkedAt: sql<string | null>`min(${targetWatches.checkedAt})`, failingSince: sql<string | null>`min(${targetWatches.failedSince})` })
+    .select({
+      watched: sql<number>`count(*)::int`,
+      checkedAt: sql<string | null>`min(${targetWatches.checkedAt})`,
+      failingSince: sql<string | null>`min(${targetWatches.failedSince})`,
+    })
     .from(watchedActions)
     .innerJoin(targetWatches, and(eq(targetWatches.target, watchedActions.target), eq(targetWatches.path, watchedActions.path)))
     .where(eq(watchedActions.planId, row.id));
@@ -90,18 +94,23 @@ function redactView(view: PlanView, audience: Audience, rules: RedactionRules): 
   // This is the one place bidi controls are neutralized: every reviewer display (Slack messages,
   // browser pages and streams) reads a plan through this view, and the agent's view must keep its
   // own text exactly (it recomputes the hash from it).
-  return audience === "reviewer" ? neutralizeBidiJson(redacted as unknown as Json) as unknown as PlanView : redacted;
+  return audience === "reviewer" ? (neutralizeBidiJson(redacted as unknown as Json) as unknown as PlanView) : redacted;
 }
 
 /** A field that did not land as previewed, masked by the rule a change's from/to are. */
 function redactMismatch(d: AfterApplyMismatch, rules: RedactionRules): AfterApplyMismatch {
-  const { path, from, to } = redactChange({ path: d.path, ...(d.expected !== undefined ? { from: d.expected } : {}), ...(d.actual !== undefined ? { to: d.actual } : {}) }, rules);
+  const { path, from, to } = redactChange(
+    { path: d.path, ...(d.expected !== undefined ? { from: d.expected } : {}), ...(d.actual !== undefined ? { to: d.actual } : {}) },
+    rules,
+  );
   return { path, ...(from !== undefined ? { expected: from } : {}), ...(to !== undefined ? { actual: to } : {}) };
 }
 
 function rawPlanView(publicUrl: string, row: PlanRow, votes: (typeof decisions.$inferSelect)[], versions: Versions): PlanView {
   const link = (v: Pick<PlanRow, "id" | "hash">) => ({ id: v.id, hash: v.hash, reviewUrl: `${publicUrl}/plans/${v.id}` });
-  const approvals = votes.filter((v) => v.verdict === "approve").map((v) => ({ userId: v.userId, via: v.via, at: v.decidedAt.toISOString(), ...(v.recheckFailed ? { recheckFailed: v.recheckFailed } : {}) }));
+  const approvals = votes
+    .filter((v) => v.verdict === "approve")
+    .map((v) => ({ userId: v.userId, via: v.via, at: v.decidedAt.toISOString(), ...(v.recheckFailed ? { recheckFailed: v.recheckFailed } : {}) }));
   const reject = row.status === "rejected" ? votes.find((v) => v.verdict === "reject") : undefined;
   return {
     id: row.id,

@@ -27,7 +27,7 @@ export async function transition(
     data?: Record<string, unknown>;
     set?: Partial<Pick<PlanRow, "rejectReason" | "grant" | "grantExpiresAt" | "claimToken" | "leaseExpiresAt" | "outcome" | "supersededBy">>;
   } & (
-    | { planId: string; /** A further condition the row must meet. */ guard?: SQL }
+    | { planId: string /** A further condition the row must meet. */; guard?: SQL }
     /** The plan found by a unique column alone (the executor's claim token), saving a read of its id. */
     | { planId?: undefined; guard: SQL }
   ),
@@ -66,7 +66,11 @@ export interface LockedStep {
  * does after all, the statement fails naming every step's transition (isTransitionMissed), and the
  * transaction rolls back.
  */
-export function transitionsLocked(plan: Pick<PlanRow, "id" | "status">, steps: readonly LockedStep[], at: Date): { to: PlanRow["status"]; update: LockedUpdate; events: LockedEvent[] } {
+export function transitionsLocked(
+  plan: Pick<PlanRow, "id" | "status">,
+  steps: readonly LockedStep[],
+  at: Date,
+): { to: PlanRow["status"]; update: LockedUpdate; events: LockedEvent[] } {
   if (steps.length === 0) throw new Error("transitionsLocked needs at least one step");
   const { from } = TRANSITIONS[steps[0]!.transition];
   let to: PlanRow["status"] = plan.status;
@@ -123,7 +127,15 @@ export async function recordPlanEvent(
 export function planEventStatement(
   ctx: Pick<ServiceContext, "sinks" | "config">,
   db: Queryable,
-  event: { plan: Pick<PlanRow, "id" | "status" | "hash" | "callbackUrl" | "document">; type: string; actor: Actor; at: Date; data: Record<string, unknown>; first?: SQL; announce?: string | undefined },
+  event: {
+    plan: Pick<PlanRow, "id" | "status" | "hash" | "callbackUrl" | "document">;
+    type: string;
+    actor: Actor;
+    at: Date;
+    data: Record<string, unknown>;
+    first?: SQL;
+    announce?: string | undefined;
+  },
 ): SQL {
   const { plan, type, actor, at, data } = event;
   const audit = auditInsert({ planId: plan.id, type, actor, data, at });

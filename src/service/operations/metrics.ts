@@ -40,7 +40,13 @@ export interface MetricsSnapshot {
   lanes: { lane: string; backlog: number; oldestSeconds: number }[];
 }
 
-interface FactRow { metric: string; label: string; bucket: number | string; count: number | string; sum: number | string }
+interface FactRow {
+  metric: string;
+  label: string;
+  bucket: number | string;
+  count: number | string;
+  sum: number | string;
+}
 
 const STATUS_EVENTS = PLAN_STATUSES.map((s) => `plan.${s}`);
 const BUCKETS_SPEC = SECONDS_BUCKETS.join(",");
@@ -122,9 +128,7 @@ async function rollUpStep(ctx: Pick<ServiceContext, "database">): Promise<"done"
     if (!target) return "done";
     if (fresh) await tx.execute(sql`DELETE FROM metrics_rollup`);
     await tx.execute(sql`SET LOCAL jit = off`); // see readMetrics
-    const range = fresh
-      ? sql`(e.xid IS NULL OR e.xid < ${target.xid_to}::xid8)`
-      : sql`e.xid >= ${through}::xid8 AND e.xid < ${target.xid_to}::xid8`;
+    const range = fresh ? sql`(e.xid IS NULL OR e.xid < ${target.xid_to}::xid8)` : sql`e.xid >= ${through}::xid8 AND e.xid < ${target.xid_to}::xid8`;
     await tx.execute(sql`
       INSERT INTO metrics_rollup (metric, label, bucket, count, sum)
       SELECT metric, label, bucket, count, sum FROM (${factsOf(range)}) AS facts
@@ -151,7 +155,10 @@ export async function readMetrics(ctx: Pick<ServiceContext, "database" | "clock"
     return ctx.database.rows<FactRow>(metricsStatement(), tx);
   });
   const lanes = await laneHealth(ctx);
-  return snapshotOf(facts, lanes.map((l) => ({ lane: l.lane, backlog: l.backlog, oldestSeconds: l.oldestUndeliveredSeconds })));
+  return snapshotOf(
+    facts,
+    lanes.map((l) => ({ lane: l.lane, backlog: l.backlog, oldestSeconds: l.oldestUndeliveredSeconds })),
+  );
 }
 
 /** readMetrics' one statement (bench/metrics-scrape.ts EXPLAINs it). */
@@ -172,7 +179,8 @@ export function metricsStatement(): SQL {
 
 /** The rows of readMetrics' statement as metrics. Pure. */
 export function snapshotOf(rows: FactRow[], lanes: MetricsSnapshot["lanes"]): MetricsSnapshot {
-  const of = (metric: string) => rows.filter((r) => r.metric === metric).map((r) => ({ label: r.label, bucket: Number(r.bucket), count: Number(r.count), sum: Number(r.sum) }));
+  const of = (metric: string) =>
+    rows.filter((r) => r.metric === metric).map((r) => ({ label: r.label, bucket: Number(r.bucket), count: Number(r.count), sum: Number(r.sum) }));
   const counter = (metric: string) => of(metric).filter((r) => r.bucket === -1);
   const histogram = (metric: string): HistogramSnapshot => {
     const parts = of(metric);
@@ -185,14 +193,22 @@ export function snapshotOf(rows: FactRow[], lanes: MetricsSnapshot["lanes"]): Me
   };
   const byLabel = (a: { label: string }, b: { label: string }) => a.label.localeCompare(b.label);
   return {
-    plansTotal: counter("plans").sort(byLabel).map((r) => ({ status: r.label, count: r.count })),
+    plansTotal: counter("plans")
+      .sort(byLabel)
+      .map((r) => ({ status: r.label, count: r.count })),
     pendingPlans: counter("pending")[0]?.count ?? 0,
-    decisionsTotal: counter("decisions").sort(byLabel).map((r) => {
-      const [verdict = "", via = ""] = r.label.split("|");
-      return { verdict, via, count: r.count };
-    }),
-    refusalsTotal: counter("refusals").sort(byLabel).map((r) => ({ code: r.label, count: r.count })),
-    expiredTotal: counter("expired").sort(byLabel).map((r) => ({ from: r.label, count: r.count })),
+    decisionsTotal: counter("decisions")
+      .sort(byLabel)
+      .map((r) => {
+        const [verdict = "", via = ""] = r.label.split("|");
+        return { verdict, via, count: r.count };
+      }),
+    refusalsTotal: counter("refusals")
+      .sort(byLabel)
+      .map((r) => ({ code: r.label, count: r.count })),
+    expiredTotal: counter("expired")
+      .sort(byLabel)
+      .map((r) => ({ from: r.label, count: r.count })),
     timeToDecision: histogram("time_to_decision"),
     apply: histogram("apply"),
     lanes,

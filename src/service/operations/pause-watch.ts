@@ -17,7 +17,10 @@ export class PauseWatch implements PauseView {
   private stopListening: (() => Promise<void>) | undefined;
   private readonly listeners = new Set<(state: PauseState | undefined) => void>();
 
-  constructor(private readonly database: Database, private readonly recheckMs = PAUSE_RECHECK_MS) {}
+  constructor(
+    private readonly database: Database,
+    private readonly recheckMs = PAUSE_RECHECK_MS,
+  ) {}
 
   async start(): Promise<void> {
     this.stopListening = await this.database.listen(PAUSE_CHANNEL, () => void this.refresh());

@@ -13,7 +13,6 @@ import { statedReason } from "../access/stated-reason.ts";
 /** Every replica LISTENs here and re-reads the pause at once (pause-watch.ts). */
 export const PAUSE_CHANNEL = "countersign_pause";
 
-
 /** Who pauses or resumes: a person signed in to the browser (who must be an admin) or an operator at the CLI (who has the database). */
 export type Operator = { via: "web"; userId: string } | { via: "cli"; name: string };
 
@@ -50,7 +49,11 @@ export async function pauseCountersign(ctx: PauseContext, input: { operator: Ope
     const [row] = await tx.insert(pause).values({ reason, pausedBy: by, via: input.operator.via, since: now }).onConflictDoNothing().returning();
     if (!row) {
       const current = await readPause(tx);
-      throw new ServiceError("conflict", `Countersign is already paused (since ${current?.since}, by ${current?.by}: ${current?.reason}); resume it first to pause with another reason`, { details: { pause: current } });
+      throw new ServiceError(
+        "conflict",
+        `Countersign is already paused (since ${current?.since}, by ${current?.by}: ${current?.reason}); resume it first to pause with another reason`,
+        { details: { pause: current } },
+      );
     }
     await announce(ctx, tx, { type: "countersign.paused", operator: input.operator, reason, at: now });
     return { reason, by, via: input.operator.via, since: now.toISOString() };
@@ -89,9 +92,12 @@ async function mustBeAdmin(ctx: PauseContext, operator: Operator): Promise<void>
   const { memberOf, unchecked } = await membershipOf(ctx, operator.userId, userGroupsIn(admins));
   if (names(admins, { userId: operator.userId, memberOf })) return;
   if (unchecked.length > 0) throw approverCheckFailed(ctx, unchecked);
-  throw new ServiceError("not_an_admin", admins.length === 0
-    ? "only admins may pause or resume Countersign, and the config lists none (top-level `admins`); use `countersign pause` / `countersign resume` on the server"
-    : "only admins (the config's top-level `admins`) may pause or resume Countersign, and you are not one of them");
+  throw new ServiceError(
+    "not_an_admin",
+    admins.length === 0
+      ? "only admins may pause or resume Countersign, and the config lists none (top-level `admins`); use `countersign pause` / `countersign resume` on the server"
+      : "only admins (the config's top-level `admins`) may pause or resume Countersign, and you are not one of them",
+  );
 }
 
 const byName = (operator: Operator) => (operator.via === "web" ? operator.userId : operator.name);
@@ -105,9 +111,20 @@ async function announce(
   const { operator, at } = event;
   const actor: Actor = operator.via === "web" ? { type: "user", userId: operator.userId, via: "web" } : { type: "system", process: "cli" };
   const by = byName(operator);
-  await appendAudit(tx, { planId: null, type: event.type, actor, at, data: { by, via: operator.via, ...(event.reason !== undefined ? { reason: event.reason } : {}), ...event.data } });
+  await appendAudit(tx, {
+    planId: null,
+    type: event.type,
+    actor,
+    at,
+    data: { by, via: operator.via, ...(event.reason !== undefined ? { reason: event.reason } : {}), ...event.data },
+  });
   const notices: PauseNotice[] = reviewChannels(ctx.config).map((channel) => ({
-    type: event.type, channel, by, via: operator.via, ...(event.reason !== undefined ? { reason: event.reason } : {}), at: at.toISOString(),
+    type: event.type,
+    channel,
+    by,
+    via: operator.via,
+    ...(event.reason !== undefined ? { reason: event.reason } : {}),
+    at: at.toISOString(),
   }));
   if (notices.length > 0) {
     await tx.insert(outbox).values(notices.map((n) => ({ planId: null, kind: NOTICE_SINK, lane: noticeLaneOf(n.channel), payload: n, availableAt: at })));

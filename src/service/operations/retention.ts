@@ -53,19 +53,26 @@ export async function sweepRetention(
     }
     return total;
   };
-  const deleted = async (statement: SQL) => Number((await ctx.database.rows<{ n: number | string }>(sql`WITH gone AS (${statement} RETURNING 1) SELECT count(*) AS n FROM gone`))[0]?.n ?? 0);
+  const deleted = async (statement: SQL) =>
+    Number((await ctx.database.rows<{ n: number | string }>(sql`WITH gone AS (${statement} RETURNING 1) SELECT count(*) AS n FROM gone`))[0]?.n ?? 0);
 
   const swept: RetentionSwept = {
     // Delivered rows only: dead letters stay until someone retries them (the plan page lists them).
-    outbox: await repeat(() => deleted(sql`
+    outbox: await repeat(() =>
+      deleted(sql`
       DELETE FROM outbox WHERE id IN (
-        SELECT id FROM outbox WHERE delivered_at IS NOT NULL AND delivered_at < ${cutoff}::timestamptz ORDER BY delivered_at LIMIT ${batch})`)),
-    sessions: await repeat(() => deleted(sql`
+        SELECT id FROM outbox WHERE delivered_at IS NOT NULL AND delivered_at < ${cutoff}::timestamptz ORDER BY delivered_at LIMIT ${batch})`),
+    ),
+    sessions: await repeat(() =>
+      deleted(sql`
       DELETE FROM web_sessions WHERE id_hash IN (
-        SELECT id_hash FROM web_sessions WHERE expires_at < ${graceCutoff}::timestamptz OR ended_at < ${graceCutoff}::timestamptz LIMIT ${batch})`)),
-    loginLinks: await repeat(() => deleted(sql`
+        SELECT id_hash FROM web_sessions WHERE expires_at < ${graceCutoff}::timestamptz OR ended_at < ${graceCutoff}::timestamptz LIMIT ${batch})`),
+    ),
+    loginLinks: await repeat(() =>
+      deleted(sql`
       DELETE FROM login_links WHERE token_hash IN (
-        SELECT token_hash FROM login_links WHERE expires_at < ${graceCutoff}::timestamptz OR used_at < ${graceCutoff}::timestamptz LIMIT ${batch})`)),
+        SELECT token_hash FROM login_links WHERE expires_at < ${graceCutoff}::timestamptz OR used_at < ${graceCutoff}::timestamptz LIMIT ${batch})`),
+    ),
     plans: policy.plans ? await purgePlans(ctx, input.signing, () => repeat(() => purgeBatch(ctx, cutoff, batch, policy.days))) : 0,
   };
   if (swept.outbox + swept.sessions + swept.loginLinks + swept.plans > 0) ctx.logger.info({ ...swept, days: policy.days }, "retention sweep deleted old rows");

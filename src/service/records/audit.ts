@@ -6,7 +6,6 @@ import type { Tx } from "../../store/db.ts";
 
 /** Who caused an event: an agent through the API, a person through Slack or the web, or Countersign itself. */
 
-
 /**
  * The audit log is many short hash chains instead of one long one (docs/DESIGN.md, "Audit log"):
  * - each plan's events form the plan's own chain, serialized by the plan's row lock, which every
@@ -77,7 +76,8 @@ export function legacyAuditEventHash(prevHash: string, e: AuditInput): string {
  * anyway: two events with one predecessor break audit_events_one_successor.
  */
 export function auditInsert(e: AuditInput): SQL {
-  const tail = e.planId === null ? sql`SELECT hash FROM audit_events WHERE plan_id IS NULL AND xid IS NOT NULL ORDER BY id DESC LIMIT 1` : planChainTail(e.planId);
+  const tail =
+    e.planId === null ? sql`SELECT hash FROM audit_events WHERE plan_id IS NULL AND xid IS NOT NULL ORDER BY id DESC LIMIT 1` : planChainTail(e.planId);
   const content = auditContentDigest(e);
   return sql`INSERT INTO audit_events (plan_id, type, actor, data, at, prev_hash, hash)
     SELECT ${e.planId}::uuid, ${e.type}, ${JSON.stringify(e.actor)}, ${JSON.stringify(e.data)}, ${e.at.toISOString()}::timestamptz, tail.prev, ${chainHashSql(sql`tail.prev`, content)}

@@ -9,5 +9,12 @@ export const HOME_SINK = "slack_home";
  * rows was taken, read and marked delivered for nothing.
  */
 export const HOME_EVENTS: ReadonlySet<string> = new Set([
-  "plan.submitted", "decision.approve", "plan.approved", "plan.rejected", "plan.expired", "plan.cancelled", "plan.stale", "plan.superseded",
+  "plan.submitted",
+  "decision.approve",
+  "plan.approved",
+  "plan.rejected",
+  "plan.expired",
+  "plan.cancelled",
+  "plan.stale",
+  "plan.superseded",
 ]);

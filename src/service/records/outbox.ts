@@ -45,10 +45,25 @@ export function outboxRowsOf(
   event: OutboxEvent,
   sinks: readonly string[] = ctx.sinks,
 ): OutboxRow[] {
-  const payload = JSON.stringify({ planId: plan.id, type: event.type, status: event.status, hash: plan.hash, at: event.at, actor: event.actor, data: event.data } satisfies PlanEvent);
+  const payload = JSON.stringify({
+    planId: plan.id,
+    type: event.type,
+    status: event.status,
+    hash: plan.hash,
+    at: event.at,
+    actor: event.actor,
+    data: event.data,
+  } satisfies PlanEvent);
   return sinks
     .filter((kind) => (kind !== "webhook" || plan.callbackUrl) && (kind !== HOME_SINK || HOME_EVENTS.has(event.type)))
-    .map((kind) => ({ planId: plan.id, kind, lane: laneOf(ctx.config, kind, plan.document as PlanDocument), priority: priorityOf(kind, event.type), payload, at: event.at }));
+    .map((kind) => ({
+      planId: plan.id,
+      kind,
+      lane: laneOf(ctx.config, kind, plan.document as PlanDocument),
+      priority: priorityOf(kind, event.type),
+      payload,
+      at: event.at,
+    }));
 }
 
 /**

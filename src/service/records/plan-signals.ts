@@ -205,7 +205,6 @@ interface Claimer {
   settle(claim: Claim | undefined): void;
 }
 
-
 /** What a plan's announcement on PLAN_CHANNEL says: its id and the status it was left in (parseAnnouncement reads it). */
 export function announcementPayload(planId: string, status: string): string {
   return `${planId} ${status}`;

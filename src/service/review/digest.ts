@@ -65,7 +65,10 @@ const lineColumns = { id: plans.id, document: plans.document, hash: plans.hash, 
 /** The plans as digest lines, in the order asked (plans that do not exist are left out). */
 export async function digestLinesOf(ctx: Pick<ServiceContext, "database" | "config">, planIds: readonly string[]): Promise<DigestLine[]> {
   if (planIds.length === 0) return [];
-  const rows = await ctx.database.db.select(lineColumns).from(plans).where(inArray(plans.id, [...planIds]));
+  const rows = await ctx.database.db
+    .select(lineColumns)
+    .from(plans)
+    .where(inArray(plans.id, [...planIds]));
   const byId = new Map(rows.map((r) => [r.id, r]));
   return planIds.flatMap((id) => {
     const row = byId.get(id);
@@ -90,10 +93,16 @@ export async function digestAt(ctx: Pick<ServiceContext, "database" | "config">,
  * preview row is delivered by the digest. A plan already shown (its preview posted before a
  * crash was recorded) keeps its first message.
  */
-export async function recordDigest(ctx: Pick<ServiceContext, "database" | "clock">, input: { channel: string; ts: string; planIds: readonly string[] }): Promise<void> {
+export async function recordDigest(
+  ctx: Pick<ServiceContext, "database" | "clock">,
+  input: { channel: string; ts: string; planIds: readonly string[] },
+): Promise<void> {
   const { channel, ts, planIds } = input;
   if (planIds.length === 0) return;
-  const ids = sql`ARRAY[${sql.join(planIds.map((id) => sql`${id}`), sql`, `)}]::uuid[]`;
+  const ids = sql`ARRAY[${sql.join(
+    planIds.map((id) => sql`${id}`),
+    sql`, `,
+  )}]::uuid[]`;
   await ctx.database.rows(sql`
     WITH shown AS (
       INSERT INTO slack_messages (plan_id, channel, ts, digest)

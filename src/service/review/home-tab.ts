@@ -33,7 +33,10 @@ export interface Decider {
  * the members of its approver groups looked up now. The person it is for never decides it, so
  * their Home does not change. Undefined when the plan is gone.
  */
-export async function decidersOf(ctx: Pick<ServiceContext, "database" | "directory">, planId: string): Promise<{ deciders: Decider[]; unchecked: Membership["unchecked"] } | undefined> {
+export async function decidersOf(
+  ctx: Pick<ServiceContext, "database" | "directory">,
+  planId: string,
+): Promise<{ deciders: Decider[]; unchecked: Membership["unchecked"] } | undefined> {
   return decidersOfPlans(ctx, [planId]);
 }
 
@@ -44,7 +47,10 @@ export async function decidersOf(ctx: Pick<ServiceContext, "database" | "directo
  * (decision-terms.ts). Undefined when every plan is gone (one purged since this process
  * remembered it costs a republish, which is harmless: a Home is rebuilt from the database).
  */
-export async function decidersOfPlans(ctx: Pick<ServiceContext, "database" | "directory">, planIds: readonly string[]): Promise<{ deciders: Decider[]; unchecked: Membership["unchecked"] } | undefined> {
+export async function decidersOfPlans(
+  ctx: Pick<ServiceContext, "database" | "directory">,
+  planIds: readonly string[],
+): Promise<{ deciders: Decider[]; unchecked: Membership["unchecked"] } | undefined> {
   if (planIds.length === 0) return undefined;
   const terms = await decisionTermsOfPlans(ctx.database, planIds);
   if (terms.size === 0) return undefined;
@@ -92,7 +98,10 @@ export async function coveredLater(ctx: Pick<ServiceContext, "database">, rowId:
   // queued Slack rows filtered out).
   const { lane, priority } = sinkLane(HOME_SINK);
   const named = await ctx.database.rows<{ name: string }>(sql`
-    SELECT n.name FROM (VALUES ${sql.join(names.map((n) => sql`(${n})`), sql`, `)}) AS n(name)
+    SELECT n.name FROM (VALUES ${sql.join(
+      names.map((n) => sql`(${n})`),
+      sql`, `,
+    )}) AS n(name)
     WHERE EXISTS (
       SELECT 1 FROM ${outbox} o JOIN ${plans} p ON p.id = o.plan_id
       WHERE o.lane = ${lane} AND o.priority = ${priority} AND o.id > ${rowId} AND o.attempts = 0

@@ -63,9 +63,21 @@ export async function plansWaitingFor(
   const votes = await ctx.database.db
     .select({ planId: decisions.planId, userId: decisions.userId })
     .from(decisions)
-    .where(and(inArray(decisions.planId, rows.map((r) => r.id)), eq(decisions.verdict, "approve")));
+    .where(
+      and(
+        inArray(
+          decisions.planId,
+          rows.map((r) => r.id),
+        ),
+        eq(decisions.verdict, "approve"),
+      ),
+    );
   const docs = rows.map((r) => r.document as PlanDocument);
-  const { memberOf, unchecked } = await membershipOf(ctx, userId, docs.flatMap((d) => approverGroups(d.policy)));
+  const { memberOf, unchecked } = await membershipOf(
+    ctx,
+    userId,
+    docs.flatMap((d) => approverGroups(d.policy)),
+  );
   const waiting = rows.filter((r, i) => {
     const doc = docs[i]!;
     const approvals = votes.filter((v) => v.planId === r.id).map((v) => v.userId);

@@ -43,11 +43,18 @@ export async function reviewPlan(ctx: ServiceContext, { planId, reader }: Review
   const rights = await rightsOf(ctx, reader, [row.document as PlanDocument]);
   const refusal = rights.whyMayNotRead(row.document as PlanDocument, row);
   if (refusal && rights.uncheckedGroups.length > 0) {
-    throw new ServiceError("approver_check_failed", `could not check your user groups (${rights.uncheckedGroups.join(", ")}) with Slack, so Countersign cannot tell whether you may read this plan; try again shortly`);
+    throw new ServiceError(
+      "approver_check_failed",
+      `could not check your user groups (${rights.uncheckedGroups.join(", ")}) with Slack, so Countersign cannot tell whether you may read this plan; try again shortly`,
+    );
   }
   if (refusal) throw refusalError(refusal);
   const events = await ctx.database.db.select().from(auditEvents).where(eq(auditEvents.planId, planId)).orderBy(asc(auditEvents.id));
-  const dead = await ctx.database.db.select().from(outbox).where(and(eq(outbox.planId, planId), isNotNull(outbox.deadAt))).orderBy(asc(outbox.id));
+  const dead = await ctx.database.db
+    .select()
+    .from(outbox)
+    .where(and(eq(outbox.planId, planId), isNotNull(outbox.deadAt)))
+    .orderBy(asc(outbox.id));
   const view = await planView(ctx.database.db, ctx.config.publicUrl, row, "reviewer", ctx.redaction);
   const changedSince = await changedSinceOf(ctx, view);
   return {
@@ -75,13 +82,24 @@ export async function listPlansForReview(ctx: ServiceContext, { reader, statuses
   // Someone who reads only what they approve would otherwise find few of theirs among the
   // latest plans, so look further back for them (bounded: a list, not a search).
   const { readsEverything } = await rightsOf(ctx, reader, []);
-  const rows = await ctx.database.db.select().from(plans).where(where).orderBy(desc(plans.createdAt)).limit(readsEverything ? limit : limit * NARROWED_SCAN_FACTOR);
-  const rights = await rightsOf(ctx, reader, rows.map((r) => r.document as PlanDocument));
+  const rows = await ctx.database.db
+    .select()
+    .from(plans)
+    .where(where)
+    .orderBy(desc(plans.createdAt))
+    .limit(readsEverything ? limit : limit * NARROWED_SCAN_FACTOR);
+  const rights = await rightsOf(
+    ctx,
+    reader,
+    rows.map((r) => r.document as PlanDocument),
+  );
   const readable = rows.filter((r) => rights.whyMayNotRead(r.document as PlanDocument, r) === undefined).slice(0, limit);
-  return Promise.all(readable.map(async (r) => {
-    const view = await planView(ctx.database.db, ctx.config.publicUrl, r, "reviewer", ctx.redaction);
-    return { ...view, whyNotDecide: rights.whyMayNotDecide(view) };
-  }));
+  return Promise.all(
+    readable.map(async (r) => {
+      const view = await planView(ctx.database.db, ctx.config.publicUrl, r, "reviewer", ctx.redaction);
+      return { ...view, whyNotDecide: rights.whyMayNotDecide(view) };
+    }),
+  );
 }
 
 /** How many pending plans one page of the list holds; every pending plan is reachable, page after page. */
@@ -103,7 +121,10 @@ export function parsePendingCursor(raw: string): PendingCursor {
   const expiresAt = new Date(at);
   // Before 1970 is no plan's expiry, and year 0 would reach PostgreSQL as an error instead of a refusal.
   if (rest.length > 0 || !isPlanId(id) || !/^\d{4}-\d\d-\d\dT/.test(at) || Number.isNaN(expiresAt.getTime()) || expiresAt.getTime() < 0) {
-    throw new ServiceError("invalid_request", `pending_after must be "<expiry>~<plan id>" as the list's "more pending" link gives it, not ${JSON.stringify(raw.slice(0, 100))}`);
+    throw new ServiceError(
+      "invalid_request",
+      `pending_after must be "<expiry>~<plan id>" as the list's "more pending" link gives it, not ${JSON.stringify(raw.slice(0, 100))}`,
+    );
   }
   return { expiresAt, id };
 }
@@ -122,14 +143,26 @@ export interface PendingPageInput {
  * pending or stored plans. Plan times are stored to the millisecond (they come from
  * the service clock), which is what the cursor keeps.
  */
-export async function listPendingForReview(ctx: ServiceContext, { reader, after: cursor, limit = PENDING_PAGE }: PendingPageInput): Promise<{ plans: PlanForReader[]; next: PendingCursor | undefined }> {
+export async function listPendingForReview(
+  ctx: ServiceContext,
+  { reader, after: cursor, limit = PENDING_PAGE }: PendingPageInput,
+): Promise<{ plans: PlanForReader[]; next: PendingCursor | undefined }> {
   const { readsEverything } = await rightsOf(ctx, reader, []);
   // Someone who reads only what they approve looks through more rows for a page, bounded like the
   // recent list; what is left is on the next page.
   const scan = readsEverything ? limit : limit * NARROWED_SCAN_FACTOR;
   const after = cursor && sql`(${plans.expiresAt}, ${plans.id}) > (${cursor.expiresAt.toISOString()}::timestamptz, ${cursor.id}::uuid)`;
-  const rows = await ctx.database.db.select().from(plans).where(and(statusIs("pending"), after)).orderBy(asc(plans.expiresAt), asc(plans.id)).limit(scan + 1);
-  const rights = await rightsOf(ctx, reader, rows.map((r) => r.document as PlanDocument));
+  const rows = await ctx.database.db
+    .select()
+    .from(plans)
+    .where(and(statusIs("pending"), after))
+    .orderBy(asc(plans.expiresAt), asc(plans.id))
+    .limit(scan + 1);
+  const rights = await rightsOf(
+    ctx,
+    reader,
+    rows.map((r) => r.document as PlanDocument),
+  );
   const taken: typeof rows = [];
   let last = -1;
   for (const [i, r] of rows.slice(0, scan).entries()) {
@@ -138,10 +171,12 @@ export async function listPendingForReview(ctx: ServiceContext, { reader, after:
     if (rights.whyMayNotRead(r.document as PlanDocument, r) === undefined) taken.push(r);
   }
   const next = last >= 0 && last + 1 < rows.length ? { expiresAt: rows[last]!.expiresAt, id: rows[last]!.id } : undefined;
-  const views = await Promise.all(taken.map(async (r) => {
-    const view = await planView(ctx.database.db, ctx.config.publicUrl, r, "reviewer", ctx.redaction);
-    return { ...view, whyNotDecide: rights.whyMayNotDecide(view) };
-  }));
+  const views = await Promise.all(
+    taken.map(async (r) => {
+      const view = await planView(ctx.database.db, ctx.config.publicUrl, r, "reviewer", ctx.redaction);
+      return { ...view, whyNotDecide: rights.whyMayNotDecide(view) };
+    }),
+  );
   return { plans: views, next };
 }
 

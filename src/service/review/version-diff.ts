@@ -17,7 +17,10 @@ export async function changedSinceOf(
   plan: { id: string; supersedes?: { id: string } | undefined },
 ): Promise<PlanDiff | undefined> {
   if (!plan.supersedes) return undefined;
-  const rows = await ctx.database.db.select({ id: plans.id, hash: plans.hash, preview: plans.preview }).from(plans).where(inArray(plans.id, [plan.supersedes.id, plan.id]));
+  const rows = await ctx.database.db
+    .select({ id: plans.id, hash: plans.hash, preview: plans.preview })
+    .from(plans)
+    .where(inArray(plans.id, [plan.supersedes.id, plan.id]));
   const version = (id: string) => {
     const row = rows.find((r) => r.id === id);
     return row && { id: row.id, hash: row.hash, actions: (row.preview as { actions: ActionPreview[] }).actions };

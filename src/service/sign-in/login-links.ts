@@ -28,7 +28,13 @@ export async function createLoginLink(
   const expiresAt = new Date(now.getTime() + LOGIN_LINK_TTL_MS);
   await ctx.database.db.transaction(async (tx) => {
     await tx.insert(loginLinks).values({ tokenHash: sha256(token), userId: input.userId, name: input.name ?? null, via: input.via, createdAt: now, expiresAt });
-    await appendAudit(tx, { planId: null, type: "login_link.created", actor: input.via === "slack" ? { type: "user", userId: input.userId, via: "slack" } : { type: "system", process: "cli" }, data: { userId: input.userId, expiresAt: expiresAt.toISOString() }, at: now });
+    await appendAudit(tx, {
+      planId: null,
+      type: "login_link.created",
+      actor: input.via === "slack" ? { type: "user", userId: input.userId, via: "slack" } : { type: "system", process: "cli" },
+      data: { userId: input.userId, expiresAt: expiresAt.toISOString() },
+      at: now,
+    });
   });
   return { url: `${ctx.config.publicUrl}/login/${token}`, expiresAt: expiresAt.toISOString() };
 }
@@ -43,7 +49,10 @@ export interface WebSession {
  * Spends a login link (once: a conditional UPDATE) and opens a new session for its user. Every
  * login gets a fresh session id, so a session fixed before login is worth nothing after it.
  */
-export async function consumeLoginLink(ctx: Pick<ServiceContext, "database" | "clock">, { token }: { token: string }): Promise<{ sessionId: string; session: WebSession }> {
+export async function consumeLoginLink(
+  ctx: Pick<ServiceContext, "database" | "clock">,
+  { token }: { token: string },
+): Promise<{ sessionId: string; session: WebSession }> {
   const now = ctx.clock();
   return ctx.database.db.transaction(async (tx) => {
     const [link] = await tx
@@ -60,16 +69,35 @@ export async function consumeLoginLink(ctx: Pick<ServiceContext, "database" | "c
  * Opens a browser session for a person whose identity a sign-in (link or Sign in with Slack) has
  * just proven, audited with how they signed in. Always a fresh id: see consumeLoginLink.
  */
-export async function openSession(tx: Tx, input: { userId: string; name: string | null; via: string; now: Date }): Promise<{ sessionId: string; session: WebSession }> {
+export async function openSession(
+  tx: Tx,
+  input: { userId: string; name: string | null; via: string; now: Date },
+): Promise<{ sessionId: string; session: WebSession }> {
   const sessionId = randomBytes(32).toString("base64url");
   const session: WebSession = { userId: input.userId, name: input.name, csrfToken: randomBytes(24).toString("base64url") };
-  await tx.insert(webSessions).values({ idHash: sha256(sessionId), userId: session.userId, name: session.name, csrfToken: session.csrfToken, createdAt: input.now, expiresAt: new Date(input.now.getTime() + SESSION_TTL_MS) });
-  await appendAudit(tx, { planId: null, type: "session.created", actor: { type: "user", userId: input.userId, via: "web" }, data: { via: input.via }, at: input.now });
+  await tx.insert(webSessions).values({
+    idHash: sha256(sessionId),
+    userId: session.userId,
+    name: session.name,
+    csrfToken: session.csrfToken,
+    createdAt: input.now,
+    expiresAt: new Date(input.now.getTime() + SESSION_TTL_MS),
+  });
+  await appendAudit(tx, {
+    planId: null,
+    type: "session.created",
+    actor: { type: "user", userId: input.userId, via: "web" },
+    data: { via: input.via },
+    at: input.now,
+  });
   return { sessionId, session };
 }
 
 /** The live session a browser's cookie names; undefined when it names none (no cookie, signed out, expired). */
-export async function sessionOf(ctx: Pick<ServiceContext, "database" | "clock">, { sessionId }: { sessionId: string | undefined }): Promise<WebSession | undefined> {
+export async function sessionOf(
+  ctx: Pick<ServiceContext, "database" | "clock">,
+  { sessionId }: { sessionId: string | undefined },
+): Promise<WebSession | undefined> {
   if (!sessionId) return undefined;
   const [row] = await ctx.database.db
     .select()
@@ -80,5 +108,8 @@ export async function sessionOf(ctx: Pick<ServiceContext, "database" | "clock">,
 
 /** Signs a browser out: the session ends now, whatever page or stream still holds its cookie. */
 export async function endSession(ctx: Pick<ServiceContext, "database" | "clock">, { sessionId }: { sessionId: string }): Promise<void> {
-  await ctx.database.db.update(webSessions).set({ endedAt: ctx.clock() }).where(eq(webSessions.idHash, sha256(sessionId)));
+  await ctx.database.db
+    .update(webSessions)
+    .set({ endedAt: ctx.clock() })
+    .where(eq(webSessions.idHash, sha256(sessionId)));
 }

@@ -79,7 +79,10 @@ export function slackSignIn(ctx: Pick<ServiceContext, "database" | "clock" | "lo
 
     async finish(callbackParams, flowCookie) {
       const flow = await openFlowState(key, flowCookie, ctx.clock());
-      if (!flow) return refuse("this browser has no sign-in in progress (it expired after 10 minutes, was started in another browser, or was already used); start again with Sign in with Slack");
+      if (!flow)
+        return refuse(
+          "this browser has no sign-in in progress (it expired after 10 minutes, was started in another browser, or was already used); start again with Sign in with Slack",
+        );
       const state = callbackParams.get("state");
       if (!state) return refuse("Slack's answer carries no state, so it cannot be matched to the sign-in this browser started");
       if (!sameSecret(state, flow.state)) return refuse("Slack's answer belongs to a different sign-in than the one this browser started (state mismatch)");
@@ -89,19 +92,33 @@ export function slackSignIn(ctx: Pick<ServiceContext, "database" | "clock" | "lo
       callbackUrl.search = callbackParams.toString();
       let claims: oidc.IDToken;
       try {
-        const tokens = await oidc.authorizationCodeGrant(config, callbackUrl, { pkceCodeVerifier: flow.codeVerifier, expectedState: flow.state, expectedNonce: flow.nonce, idTokenExpected: true });
+        const tokens = await oidc.authorizationCodeGrant(config, callbackUrl, {
+          pkceCodeVerifier: flow.codeVerifier,
+          expectedState: flow.state,
+          expectedNonce: flow.nonce,
+          idTokenExpected: true,
+        });
         claims = tokens.claims()!;
       } catch (err) {
-        if (err instanceof oidc.AuthorizationResponseError) return refuse(`Slack did not sign you in (${err.error}${err.error_description ? `: ${err.error_description}` : ""})`);
-        if (err instanceof oidc.ResponseBodyError) return refuse(`Slack refused the sign-in code (${err.error}${err.error_description ? `: ${err.error_description}` : ""}); a code works once and only for minutes, so start again`);
-        if (err instanceof oidc.ClientError && !["OAUTH_TIMEOUT", "OAUTH_ABORT"].includes(err.code ?? "")) return refuse(`Slack's ID token was not accepted: ${describe(err)}`);
+        if (err instanceof oidc.AuthorizationResponseError)
+          return refuse(`Slack did not sign you in (${err.error}${err.error_description ? `: ${err.error_description}` : ""})`);
+        if (err instanceof oidc.ResponseBodyError)
+          return refuse(
+            `Slack refused the sign-in code (${err.error}${err.error_description ? `: ${err.error_description}` : ""}); a code works once and only for minutes, so start again`,
+          );
+        if (err instanceof oidc.ClientError && !["OAUTH_TIMEOUT", "OAUTH_ABORT"].includes(err.code ?? ""))
+          return refuse(`Slack's ID token was not accepted: ${describe(err)}`);
         throw new SignInUnavailable(`could not complete the sign-in with ${settings.issuer}: ${describe(err)}`);
       }
 
       const team = claims[TEAM_CLAIM];
-      if (team !== settings.teamId) return refuse(`you signed in to Slack workspace ${typeof team === "string" ? team : "(none named)"}, but this Countersign belongs to workspace ${settings.teamId}; sign in to that workspace instead`);
+      if (team !== settings.teamId)
+        return refuse(
+          `you signed in to Slack workspace ${typeof team === "string" ? team : "(none named)"}, but this Countersign belongs to workspace ${settings.teamId}; sign in to that workspace instead`,
+        );
       const userId = claims[USER_CLAIM] ?? claims.sub;
-      if (typeof userId !== "string" || !SlackUserId.safeParse(userId).success) return refuse("Slack's ID token names no Slack user id (https://slack.com/user_id or sub)");
+      if (typeof userId !== "string" || !SlackUserId.safeParse(userId).success)
+        return refuse("Slack's ID token names no Slack user id (https://slack.com/user_id or sub)");
       const name = typeof claims.name === "string" ? claims.name : null;
       const now = ctx.clock();
       const opened = await ctx.database.db.transaction((tx) => openSession(tx, { userId, name, via: "oidc", now }));

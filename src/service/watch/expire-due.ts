@@ -27,7 +27,13 @@ export async function expireDue(ctx: ServiceContext, { batch = 100 }: { batch?: 
   });
 }
 
-async function due(tx: Tx, status: "pending" | "approved", deadline: typeof plans.expiresAt | typeof plans.grantExpiresAt, now: Date, batch: number): Promise<string[]> {
+async function due(
+  tx: Tx,
+  status: "pending" | "approved",
+  deadline: typeof plans.expiresAt | typeof plans.grantExpiresAt,
+  now: Date,
+  batch: number,
+): Promise<string[]> {
   const rows = await tx
     .select({ id: plans.id })
     .from(plans)

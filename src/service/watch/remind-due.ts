@@ -34,8 +34,17 @@ export async function reminderCandidates(ctx: ServiceContext, points: readonly {
   const horizon = new Date(now.getTime() + Math.max(...points.map((p) => p.seconds)) * 1000);
   const target = sql`(${plans.document}::json #>> '{actions,0,target}')`;
   const names = [...new Set(points.flatMap((p) => (p.target === null ? [] : [p.target])))];
-  const unconfigured = names.length > 0 ? sql`${target} NOT IN (${sql.join(names.map((n) => sql`${n}`), sql`, `)})` : sql`true`;
-  const reached = sql`EXISTS (SELECT 1 FROM (VALUES ${sql.join(points.map((p) => sql`(${p.target}::text, ${p.seconds}::integer)`), sql`, `)}) AS point(target, seconds)
+  const unconfigured =
+    names.length > 0
+      ? sql`${target} NOT IN (${sql.join(
+          names.map((n) => sql`${n}`),
+          sql`, `,
+        )})`
+      : sql`true`;
+  const reached = sql`EXISTS (SELECT 1 FROM (VALUES ${sql.join(
+    points.map((p) => sql`(${p.target}::text, ${p.seconds}::integer)`),
+    sql`, `,
+  )}) AS point(target, seconds)
     WHERE (point.target = ${target} OR (point.target IS NULL AND ${unconfigured}))
       AND ${plans.expiresAt} <= ${now.toISOString()}::timestamptz + point.seconds * interval '1 second'
       AND NOT EXISTS (SELECT 1 FROM ${planReminders} sent WHERE sent.plan_id = ${plans.id} AND sent.seconds_before = point.seconds))`;
@@ -62,14 +71,30 @@ export async function remindDue(ctx: ServiceContext): Promise<number> {
     const doc = plan.document as PlanDocument;
     const points = pointsOf(ctx, doc);
     const secondsLeft = (plan.expiresAt.getTime() - now.getTime()) / 1000;
-    const due = points.filter((p) => secondsLeft <= p).sort((a, b) => a - b).slice(0, 1); // only the nearest, not a burst of stale ones
+    const due = points
+      .filter((p) => secondsLeft <= p)
+      .sort((a, b) => a - b)
+      .slice(0, 1); // only the nearest, not a burst of stale ones
     for (const point of due) {
       await ctx.database.db.transaction(async (tx) => {
-        const [row] = await tx.select().from(plans).where(and(eq(plans.id, plan.id), eq(plans.status, "pending"))).for("update");
+        const [row] = await tx
+          .select()
+          .from(plans)
+          .where(and(eq(plans.id, plan.id), eq(plans.status, "pending")))
+          .for("update");
         if (!row) return;
-        const inserted = await tx.insert(planReminders).values(points.filter((p) => p >= point).map((p) => ({ planId: plan.id, secondsBefore: p, sentAt: now }))).onConflictDoNothing().returning();
+        const inserted = await tx
+          .insert(planReminders)
+          .values(points.filter((p) => p >= point).map((p) => ({ planId: plan.id, secondsBefore: p, sentAt: now })))
+          .onConflictDoNothing()
+          .returning();
         if (!inserted.some((r) => r.secondsBefore === point)) return;
-        const approved = (await tx.select({ userId: decisions.userId }).from(decisions).where(and(eq(decisions.planId, plan.id), eq(decisions.verdict, "approve")))).map((d) => d.userId);
+        const approved = (
+          await tx
+            .select({ userId: decisions.userId })
+            .from(decisions)
+            .where(and(eq(decisions.planId, plan.id), eq(decisions.verdict, "approve")))
+        ).map((d) => d.userId);
         // Who could still decide, by the same rule as their buttons; a group's members are not
         // listed (Slack would be asked for every reminder), the group is named instead.
         const facts = { status: row.status, expiresAt: row.expiresAt, hash: row.hash, onBehalfOf: doc.onBehalfOf, policy: doc.policy, approvals: approved };

@@ -43,24 +43,28 @@ export async function watchTargets(ctx: ServiceContext, { replica }: { replica: 
   // Bounded concurrency per target: each target's resources are read by a few workers in turn.
   const byTarget = new Map<string, Leased[]>();
   for (const row of due) byTarget.set(row.target, [...(byTarget.get(row.target) ?? []), row]);
-  await Promise.all([...byTarget.values()].flatMap((rows) => {
-    const queue = [...rows];
-    return Array.from({ length: Math.min(READS_PER_TARGET, queue.length) }, async () => {
-      for (let row = queue.shift(); row; row = queue.shift()) {
-        const checked = await checkResource(ctx, row);
-        result.read += checked.read ? 1 : 0;
-        result.failed += checked.failed ? 1 : 0;
-        result.stale.push(...checked.stale);
-      }
-    });
-  }));
+  await Promise.all(
+    [...byTarget.values()].flatMap((rows) => {
+      const queue = [...rows];
+      return Array.from({ length: Math.min(READS_PER_TARGET, queue.length) }, async () => {
+        for (let row = queue.shift(); row; row = queue.shift()) {
+          const checked = await checkResource(ctx, row);
+          result.read += checked.read ? 1 : 0;
+          result.failed += checked.failed ? 1 : 0;
+          result.stale.push(...checked.stale);
+        }
+      });
+    }),
+  );
   if (result.stale.length > 0) ctx.logger.info({ planIds: result.stale }, "targets changed under open plans: stale");
   return result;
 }
 
 /** Seconds between reads, by target, for the targets that are watched (interval above 0). */
 function watchIntervals(ctx: Pick<ServiceContext, "config">): Map<string, number> {
-  return new Map(Object.entries(ctx.config.targets).flatMap(([name, target]) => (target.watch.intervalSeconds > 0 ? [[name, target.watch.intervalSeconds] as const] : [])));
+  return new Map(
+    Object.entries(ctx.config.targets).flatMap(([name, target]) => (target.watch.intervalSeconds > 0 ? [[name, target.watch.intervalSeconds] as const] : [])),
+  );
 }
 
 /**
@@ -99,13 +103,25 @@ async function registerNewPlans(ctx: ServiceContext, intervals: Map<string, numb
   // The list keeps only open plans: rows of plans on unwatched targets are never met by a read,
   // so a full pass drops what closed since the last (a table about the size of the open plans).
   if (full) {
-    await db.delete(watchedActions).where(notExists(db.select({ one: sql`1` }).from(plans).where(and(eq(plans.id, watchedActions.planId), statusIn(WATCHED_STATUSES)))));
+    await db.delete(watchedActions).where(
+      notExists(
+        db
+          .select({ one: sql`1` })
+          .from(plans)
+          .where(and(eq(plans.id, watchedActions.planId), statusIn(WATCHED_STATUSES))),
+      ),
+    );
   }
   if (fresh.length === 0) return;
   const now = ctx.clock().getTime();
-  const actions = fresh.flatMap((plan) => (plan.document as PlanDocument).actions.map((a, i) => ({ planId: plan.id, actionIndex: i, target: a.target, path: a.path })));
-  const watches = [...new Map(actions.filter((a) => intervals.has(a.target)).map((a) => [`${a.target}\n${a.path}`, a])).values()]
-    .map((a) => ({ target: a.target, path: a.path, nextAt: new Date(now + Math.random() * intervals.get(a.target)! * 1000) }));
+  const actions = fresh.flatMap((plan) =>
+    (plan.document as PlanDocument).actions.map((a, i) => ({ planId: plan.id, actionIndex: i, target: a.target, path: a.path })),
+  );
+  const watches = [...new Map(actions.filter((a) => intervals.has(a.target)).map((a) => [`${a.target}\n${a.path}`, a])).values()].map((a) => ({
+    target: a.target,
+    path: a.path,
+    nextAt: new Date(now + Math.random() * intervals.get(a.target)! * 1000),
+  }));
   const listed = db.insert(watchedActions).values(actions).onConflictDoNothing();
   if (watches.length === 0) return void (await listed);
   // One statement: the list and the watches it needs.
@@ -125,14 +141,20 @@ interface Leased {
 async function leaseDue(ctx: ServiceContext, intervals: Map<string, number>, replica: string): Promise<Leased[]> {
   const now = ctx.clock();
   const names = [...intervals.keys()];
-  const seconds = sql.join(names.map((name) => sql`WHEN ${name} THEN ${intervals.get(name)!}::int`), sql` `);
+  const seconds = sql.join(
+    names.map((name) => sql`WHEN ${name} THEN ${intervals.get(name)!}::int`),
+    sql` `,
+  );
   const leaseMs = Math.max(...names.map((n) => ctx.config.targets[n]!.timeoutMs)) * 2;
   return ctx.database.rows<Leased>(sql`
     UPDATE target_watches w
        SET next_at = ${now.toISOString()}::timestamptz + make_interval(secs => CASE w.target ${seconds} END),
            leased_by = ${replica}, leased_until = ${new Date(now.getTime() + leaseMs).toISOString()}::timestamptz
       FROM (SELECT target, path FROM target_watches
-             WHERE next_at <= ${now.toISOString()}::timestamptz AND target IN (${sql.join(names.map((n) => sql`${n}`), sql`, `)})
+             WHERE next_at <= ${now.toISOString()}::timestamptz AND target IN (${sql.join(
+               names.map((n) => sql`${n}`),
+               sql`, `,
+             )})
              ORDER BY next_at LIMIT ${READ_BATCH}
              FOR UPDATE SKIP LOCKED) due
      WHERE w.target = due.target AND w.path = due.path
@@ -184,11 +206,22 @@ async function checkResource(ctx: ServiceContext, row: Leased): Promise<{ read: 
     const at = ctx.clock();
     const lastError = (err as Error).message.slice(0, 2000);
     // The first failure of a run starts it (and tells reviewers); later ones only keep the error.
-    const started = await db.update(targetWatches).set({ failedSince: at, lastError, leasedBy: null, leasedUntil: null })
-      .where(and(eq(targetWatches.target, row.target), eq(targetWatches.path, row.path), isNull(targetWatches.failedSince))).returning({ target: targetWatches.target });
+    const started = await db
+      .update(targetWatches)
+      .set({ failedSince: at, lastError, leasedBy: null, leasedUntil: null })
+      .where(and(eq(targetWatches.target, row.target), eq(targetWatches.path, row.path), isNull(targetWatches.failedSince)))
+      .returning({ target: targetWatches.target });
     if (started.length === 0) {
-      await db.update(targetWatches).set({ lastError, leasedBy: null, leasedUntil: null }).where(and(eq(targetWatches.target, row.target), eq(targetWatches.path, row.path)));
-    } else await showWatchOnSlack(ctx, open.map((o) => o.planId), at);
+      await db
+        .update(targetWatches)
+        .set({ lastError, leasedBy: null, leasedUntil: null })
+        .where(and(eq(targetWatches.target, row.target), eq(targetWatches.path, row.path)));
+    } else
+      await showWatchOnSlack(
+        ctx,
+        open.map((o) => o.planId),
+        at,
+      );
     ctx.logger.warn({ target: row.target, path: row.path, err: lastError }, "a watched target could not be re-read; its plans stay open");
     return { read: true, failed: true, stale: [] };
   }
@@ -207,10 +240,16 @@ async function checkResource(ctx: ServiceContext, row: Leased): Promise<{ read: 
   for (const w of watchers) {
     const seen = w.preview.actions[w.actionIndex];
     const judged = adapter.judge(w.action, { before: seen?.before ?? null, after: seen?.after ?? null }, current);
-    if (judged.state === "stale" && (await markStale(ctx, w.planId, w.document, [staleOutcome(w.action, w.actionIndex, judged)], "watcher"))) stale.push(w.planId);
+    if (judged.state === "stale" && (await markStale(ctx, w.planId, w.document, [staleOutcome(w.action, w.actionIndex, judged)], "watcher")))
+      stale.push(w.planId);
   }
   // Plans that stay open show again that they are re-checked (a stale one's transition updates it).
-  if (recovered) await showWatchOnSlack(ctx, open.map((o) => o.planId).filter((id) => !stale.includes(id)), checkedAt);
+  if (recovered)
+    await showWatchOnSlack(
+      ctx,
+      open.map((o) => o.planId).filter((id) => !stale.includes(id)),
+      checkedAt,
+    );
   return { read: true, failed: false, stale };
 }
 
@@ -223,7 +262,10 @@ async function checkResource(ctx: ServiceContext, row: Leased): Promise<{ read: 
 async function showWatchOnSlack(ctx: ServiceContext, planIds: string[], at: Date): Promise<void> {
   if (!ctx.sinks.includes("slack") || planIds.length === 0) return;
   const { db } = ctx.database;
-  const rows = await db.select({ id: plans.id, status: plans.status, hash: plans.hash, document: plans.document }).from(plans).where(and(inArray(plans.id, planIds), inArray(plans.status, [...WATCHED_STATUSES])));
+  const rows = await db
+    .select({ id: plans.id, status: plans.status, hash: plans.hash, document: plans.document })
+    .from(plans)
+    .where(and(inArray(plans.id, planIds), inArray(plans.status, [...WATCHED_STATUSES])));
   for (const plan of rows) {
     const event = { type: "plan.watch", status: plan.status, at: at.toISOString(), actor: { type: "system", process: "watcher" } };
     const insert = effectsInsert(outboxRowsOf(ctx, { ...plan, callbackUrl: null }, event, ["slack"]));
@@ -234,11 +276,18 @@ async function showWatchOnSlack(ctx: ServiceContext, planIds: string[], at: Date
 /** Drops a watch no open plan needs, unless a plan was listed on it meanwhile. */
 async function dropWatch(ctx: ServiceContext, row: Leased): Promise<void> {
   const { db } = ctx.database;
-  await db.delete(targetWatches).where(and(
-    eq(targetWatches.target, row.target),
-    eq(targetWatches.path, row.path),
-    notExists(db.select({ one: sql`1` }).from(watchedActions).where(and(eq(watchedActions.target, row.target), eq(watchedActions.path, row.path)))),
-  ));
+  await db.delete(targetWatches).where(
+    and(
+      eq(targetWatches.target, row.target),
+      eq(targetWatches.path, row.path),
+      notExists(
+        db
+          .select({ one: sql`1` })
+          .from(watchedActions)
+          .where(and(eq(watchedActions.target, row.target), eq(watchedActions.path, row.path))),
+      ),
+    ),
+  );
 }
 
 /**
@@ -271,13 +320,28 @@ async function loadWatchers(ctx: ServiceContext, open: { planId: string; actionI
  * executor would have reported: the drifted actions say what changed, the others were skipped.
  * False when the plan had already left those statuses (decided, claimed, stale already).
  */
-export async function markStale(ctx: ServiceContext, planId: string, document: Pick<PlanDocument, "actions">, drifted: ActionOutcome[], process: "watcher" | "approve re-check", guard?: SQL): Promise<boolean> {
+export async function markStale(
+  ctx: ServiceContext,
+  planId: string,
+  document: Pick<PlanDocument, "actions">,
+  drifted: ActionOutcome[],
+  process: "watcher" | "approve re-check",
+  guard?: SQL,
+): Promise<boolean> {
   const outcome: Outcome = {
     status: "stale",
     reason: `${drifted.map((d) => `${d.target} ${d.path}`).join(", ")} changed since the preview, before the plan was applied; nothing was written. Re-plan from the current state.`,
     actions: document.actions.map((a, i) => drifted.find((d) => d.index === i) ?? { index: i, target: a.target, path: a.path, status: "skipped" }),
   };
   const row = await ctx.database.db.transaction((tx) =>
-    transition(ctx, tx, { planId, transition: "drift", actor: { type: "system", process }, set: { outcome }, data: { reason: outcome.reason, changed: drifted.map((d) => ({ target: d.target, path: d.path })) }, ...(guard ? { guard } : {}) }));
+    transition(ctx, tx, {
+      planId,
+      transition: "drift",
+      actor: { type: "system", process },
+      set: { outcome },
+      data: { reason: outcome.reason, changed: drifted.map((d) => ({ target: d.target, path: d.path })) },
+      ...(guard ? { guard } : {}),
+    }),
+  );
   return row !== undefined;
 }

@@ -24,11 +24,22 @@ afterEach(async () => {
 });
 
 const DIGEST = "0".repeat(64);
-const action: HttpJsonPlanned = { kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { email: "new@example.com" }, precondition: { etag: '"v1"' }, beforeDigest: DIGEST, afterDigest: DIGEST };
+const action: HttpJsonPlanned = {
+  kind: "http.json",
+  target: "crm",
+  path: "/contacts/1",
+  op: "merge",
+  body: { email: "new@example.com" },
+  precondition: { etag: '"v1"' },
+  beforeDigest: DIGEST,
+  afterDigest: DIGEST,
+};
 /** Generous: the machine is loaded; only the timeout test waits out a shorter one. */
 const TIMEOUT_MS = 10_000;
 
-async function httpTarget(handle: (req: IncomingMessage, res: ServerResponse, body: string) => void): Promise<{ baseUrl: string; seen: { method: string; url: string; headers: IncomingMessage["headers"]; body: string }[] }> {
+async function httpTarget(
+  handle: (req: IncomingMessage, res: ServerResponse, body: string) => void,
+): Promise<{ baseUrl: string; seen: { method: string; url: string; headers: IncomingMessage["headers"]; body: string }[] }> {
   const seen: { method: string; url: string; headers: IncomingMessage["headers"]; body: string }[] = [];
   const server = createHttpServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -55,7 +66,13 @@ describe("http.json writes on node:http", () => {
     expect(t.seen).toHaveLength(1);
     const [patch] = t.seen;
     expect(patch).toMatchObject({ method: "PATCH", url: "/contacts/1", body: JSON.stringify(action.body) });
-    expect(patch!.headers).toMatchObject({ "if-match": '"v1"', "idempotency-key": "plan:0", authorization: `Bearer ${WRITE_TOKEN}`, "content-type": "application/merge-patch+json", "accept-encoding": "identity" });
+    expect(patch!.headers).toMatchObject({
+      "if-match": '"v1"',
+      "idempotency-key": "plan:0",
+      authorization: `Bearer ${WRITE_TOKEN}`,
+      "content-type": "application/merge-patch+json",
+      "accept-encoding": "identity",
+    });
   });
 
   it("decodes an answer the target compresses anyway (gzip), and a 2xx whose compressed body is broken is uncertain", async () => {
@@ -105,7 +122,9 @@ describe("http.json writes on node:http", () => {
         buffered = "";
         if (method === "GET") {
           const body = '{"id":1,"email":"old@example.com"}';
-          socket.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\netag: "v1"\r\ncontent-length: ${body.length}\r\nkeep-alive: timeout=65\r\n\r\n${body}`);
+          socket.write(
+            `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\netag: "v1"\r\ncontent-length: ${body.length}\r\nkeep-alive: timeout=65\r\n\r\n${body}`,
+          );
         } else {
           socket.destroy();
         }
@@ -125,7 +144,10 @@ describe("http.json writes on node:http", () => {
     expect(result.status).toBe("uncertain");
     expect(result.status === "uncertain" && result.detail).toMatch(/got no answer \(ECONNRESET\); the write may or may not have happened/);
     // A resend would have come before the answer settled, on a second connection.
-    expect(requests).toEqual([{ method: "GET", connection: 1 }, { method: "PATCH", connection: 1 }]);
+    expect(requests).toEqual([
+      { method: "GET", connection: 1 },
+      { method: "PATCH", connection: 1 },
+    ]);
     expect(connections).toBe(1);
   });
 });

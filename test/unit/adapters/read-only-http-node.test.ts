@@ -48,7 +48,9 @@ describe("the read-only HTTP capability on node:http", () => {
         res.writeHead(302, { location: "/doc" }).end();
         return;
       }
-      res.writeHead(200, { "content-type": "application/json", etag: '"v7"' }).end(JSON.stringify({ seen: req.headers["authorization"], accept: req.headers["accept"] }));
+      res
+        .writeHead(200, { "content-type": "application/json", etag: '"v7"' })
+        .end(JSON.stringify({ seen: req.headers["authorization"], accept: req.headers["accept"] }));
     });
     const http = createReadOnlyHttp();
     const answer = await http.get(t.url, { authorization: "Bearer read" }, 10_000);
@@ -72,13 +74,19 @@ describe("the read-only HTTP capability on node:http", () => {
   it("rejects with fetch's TimeoutError at the deadline, before the answer and during its body", async () => {
     const silent = await target(() => undefined);
     const http = createReadOnlyHttp();
-    const before = await http.get(silent.url, {}, 300).then(() => undefined, (e: unknown) => e as Error);
+    const before = await http.get(silent.url, {}, 300).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
     expect(before?.name).toBe("TimeoutError");
     const stalled = await target((_, res) => {
       res.writeHead(200, { "content-type": "application/json" });
       res.write('{"partial":');
     });
-    const during = await http.get(stalled.url, {}, 300).then(() => undefined, (e: unknown) => e as Error);
+    const during = await http.get(stalled.url, {}, 300).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
     expect(during?.name).toBe("TimeoutError");
     await until("the stalled connection closed", () => stalled.open() === 0, 30_000);
   });
@@ -86,7 +94,12 @@ describe("the read-only HTTP capability on node:http", () => {
   it("names a refused connection's code as the cause, as fetch did", async () => {
     const t = await target(() => undefined);
     await new Promise((resolve) => servers.pop()!.close(resolve));
-    const err = await createReadOnlyHttp().get(t.url, {}, 10_000).then(() => undefined, (e: unknown) => e as Error & { cause?: { code?: string } });
+    const err = await createReadOnlyHttp()
+      .get(t.url, {}, 10_000)
+      .then(
+        () => undefined,
+        (e: unknown) => e as Error & { cause?: { code?: string } },
+      );
     expect(err?.cause?.code).toBe("ECONNREFUSED");
   });
 

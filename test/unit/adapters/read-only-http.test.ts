@@ -26,7 +26,10 @@ describe("the read-only HTTP capability", () => {
     for (let i = 0; i < 20; i++) {
       await http.get(url, {}, 10_000);
       server!.closeIdleConnections();
-      await http.get(url, {}, 10_000).then((answer) => expect(answer.text).toBe('{"ok":true}'), (err: unknown) => failures.push(err));
+      await http.get(url, {}, 10_000).then(
+        (answer) => expect(answer.text).toBe('{"ok":true}'),
+        (err: unknown) => failures.push(err),
+      );
     }
     expect(failures).toEqual([]);
   });
@@ -37,7 +40,12 @@ describe("the read-only HTTP capability", () => {
       received++;
       req.socket.destroy();
     });
-    const err = await createReadOnlyHttp().get(url, {}, 10_000).then(() => undefined, (e: unknown) => e as Error & { cause?: { code?: string } });
+    const err = await createReadOnlyHttp()
+      .get(url, {}, 10_000)
+      .then(
+        () => undefined,
+        (e: unknown) => e as Error & { cause?: { code?: string } },
+      );
     expect(err?.message).toMatch(/^GET http:\/\/127\.0\.0\.1:\d+ failed$/);
     expect(["ECONNRESET", "UND_ERR_SOCKET"]).toContain(err?.cause?.code);
     expect(received).toBe(2);
@@ -49,7 +57,12 @@ describe("the read-only HTTP capability", () => {
     server = undefined;
     let sent = 0;
     const counting: typeof fetch = (input, init) => (sent++, fetch(input, init));
-    const err = await createReadOnlyHttp(counting).get(url, {}, 10_000).then(() => undefined, (e: unknown) => e as Error & { cause?: { code?: string } });
+    const err = await createReadOnlyHttp(counting)
+      .get(url, {}, 10_000)
+      .then(
+        () => undefined,
+        (e: unknown) => e as Error & { cause?: { code?: string } },
+      );
     expect(err?.cause?.code).toBe("ECONNREFUSED");
     expect(sent).toBe(1);
   });

@@ -3,7 +3,9 @@ import { formatFigure, median, passes, percentile, summarize, type RatioFigure }
 
 describe("bench figures", () => {
   it("prints name, value, unit, goal and PASS when under an upper goal", () => {
-    expect(formatFigure({ name: "start_total_rss_mb", value: 311.4, unit: "MB", goal: { below: 350 } })).toBe("start_total_rss_mb: 311 MB (goal < 350 MB) PASS");
+    expect(formatFigure({ name: "start_total_rss_mb", value: 311.4, unit: "MB", goal: { below: 350 } })).toBe(
+      "start_total_rss_mb: 311 MB (goal < 350 MB) PASS",
+    );
   });
 
   it("prints FAIL at or over the goal, and the ratio against a baseline measured in the same run", () => {
@@ -14,7 +16,9 @@ describe("bench figures", () => {
   it("knows goals to exceed (throughput), and names a figure that could not be measured", () => {
     expect(passes({ name: "plans_per_second", value: 120, unit: "/s", goal: { above: 100 } })).toBe(true);
     expect(passes({ name: "plans_per_second", value: 80, unit: "/s", goal: { above: 100 } })).toBe(false);
-    expect(formatFigure({ name: "serve_idle_rss_mb_postgres", skipped: "set BENCH_DATABASE_URL" })).toBe("serve_idle_rss_mb_postgres: skipped (set BENCH_DATABASE_URL)");
+    expect(formatFigure({ name: "serve_idle_rss_mb_postgres", skipped: "set BENCH_DATABASE_URL" })).toBe(
+      "serve_idle_rss_mb_postgres: skipped (set BENCH_DATABASE_URL)",
+    );
   });
 
   it("takes the median of odd and even counts, and refuses none", () => {
@@ -34,7 +38,14 @@ describe("bench figures", () => {
 });
 
 describe("ratio figures (product against its floor, blocks alternating)", () => {
-  const intake: RatioFigure = { name: "intake_8_in_flight", unit: "plans/s", product: [80, 90, 86], floor: [600, 700, 640], load: [2.1, 2.6, 2.4], goal: { atLeast: 0.6 } };
+  const intake: RatioFigure = {
+    name: "intake_8_in_flight",
+    unit: "plans/s",
+    product: [80, 90, 86],
+    floor: [600, 700, 640],
+    load: [2.1, 2.6, 2.4],
+    goal: { atLeast: 0.6 },
+  };
 
   it("prints the medians, the median of the pairs' ratios, the goal and the spread with the load", () => {
     expect(formatFigure(intake)).toBe(
@@ -51,7 +62,9 @@ describe("ratio figures (product against its floor, blocks alternating)", () => 
   it("passes an upper goal at the goal itself, a lower goal at or above it, and notes how it was measured", () => {
     const latency: RatioFigure = { name: "approve_to_patch_p50", unit: "ms", product: [15], floor: [5], load: [1], goal: { atMost: 3 }, note: "1 click" };
     expect(passes(latency)).toBe(true);
-    expect(formatFigure(latency)).toBe("approve_to_patch_p50: product 15.0 ms, floor 5.00 ms, ratio 3.00 (goal ≤ 3.00) PASS  [spread: ratio 3.00–3.00, product 15.0–15.0, floor 5.00–5.00 over 1 blocks; load 1.0–1.0; 1 click]");
+    expect(formatFigure(latency)).toBe(
+      "approve_to_patch_p50: product 15.0 ms, floor 5.00 ms, ratio 3.00 (goal ≤ 3.00) PASS  [spread: ratio 3.00–3.00, product 15.0–15.0, floor 5.00–5.00 over 1 blocks; load 1.0–1.0; 1 click]",
+    );
     expect(passes({ ...latency, product: [15.5] })).toBe(false);
     expect(passes({ ...intake, product: [384, 420, 400] })).toBe(true);
   });

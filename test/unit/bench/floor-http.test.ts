@@ -55,7 +55,11 @@ describe("floorRequest (bench floors' node:http client)", () => {
   it("reads a target as the floors do (body parsed, ETag kept) and refuses a write the target refuses, naming it", async () => {
     expect(await getTarget(url, "/contacts/9", "read")).toEqual({ etag: '"v7"', body: { path: "/contacts/9" } });
     await expect(patchTarget(url, "/contacts/9", "write", '"v7"', { email: "x@new.example" })).rejects.toThrow("floor PATCH /contacts/9 answered 412");
-    expect(seen.at(-1)).toMatchObject({ method: "PATCH", body: JSON.stringify({ email: "x@new.example" }), headers: { authorization: "Bearer write", "if-match": '"v7"', "content-type": "application/merge-patch+json" } });
+    expect(seen.at(-1)).toMatchObject({
+      method: "PATCH",
+      body: JSON.stringify({ email: "x@new.example" }),
+      headers: { authorization: "Bearer write", "if-match": '"v7"', "content-type": "application/merge-patch+json" },
+    });
   });
 
   it("rejects when nothing listens", async () => {

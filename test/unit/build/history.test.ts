@@ -200,7 +200,10 @@ describe("prose carries no work-log history (sessions, issue numbers, dates)", (
 
   it("in the docs and test files rewritten so far (WIDENED_PATHS)", () => {
     const widened = (rel: string) => ["README.md", "CONTRIBUTING.md"].includes(rel) || /^docs\/.+\.md$/.test(rel) || /^test\/.+\.ts$/.test(rel);
-    expect(WIDENED_PATHS.filter((rel) => !widened(rel)), "WIDENED_PATHS entries outside the docs and tests").toEqual([]);
+    expect(
+      WIDENED_PATHS.filter((rel) => !widened(rel)),
+      "WIDENED_PATHS entries outside the docs and tests",
+    ).toEqual([]);
     const found = WIDENED_PATHS.flatMap((rel) => {
       const text = readFileSync(path.join(ROOT, rel), "utf8");
       return offenders(rel, rel.endsWith(".md") ? markdownLines(text) : commentLines(text));

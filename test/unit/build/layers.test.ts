@@ -35,12 +35,15 @@ async function lintPlanted(files: Record<string, string>): Promise<{ code: numbe
   }
 }
 
-describe("layers (CONTRIBUTING.md, \"Layers\")", () => {
+describe('layers (CONTRIBUTING.md, "Layers")', () => {
   it("every folder and file directly under src/ belongs to exactly one layer", () => {
     const assigned = [...LAYERS.flatMap((l) => l.entries), ...STANDALONE];
     const entries = readdirSync(path.join(ROOT, "src"));
     for (const entry of entries) {
-      expect(assigned.filter((a) => a === entry), `src/${entry} is in no layer (or in two): add it to scripts/layers.mjs`).toHaveLength(1);
+      expect(
+        assigned.filter((a) => a === entry),
+        `src/${entry} is in no layer (or in two): add it to scripts/layers.mjs`,
+      ).toHaveLength(1);
     }
     for (const entry of assigned) expect(entries, `scripts/layers.mjs names src/${entry}, which does not exist`).toContain(entry);
   });
@@ -60,7 +63,8 @@ describe("layers (CONTRIBUTING.md, \"Layers\")", () => {
 
   it("refuses a door reaching past a capability's index.ts, and takes the index", async () => {
     const { code, output } = await lintPlanted({
-      "src/web/planted.ts": 'import { decide } from "../service/decide/decide.ts";\nimport { other } from "../service/decide/index.ts";\nexport const planted = [decide, other];\n',
+      "src/web/planted.ts":
+        'import { decide } from "../service/decide/decide.ts";\nimport { other } from "../service/decide/index.ts";\nexport const planted = [decide, other];\n',
       "src/service/decide/decide.ts": "export const decide = 1;\n",
       "src/service/decide/index.ts": 'export { decide as other } from "./decide.ts";\n',
     });

@@ -1,7 +1,14 @@
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { applyEdits, patchedInBundle, postgresBeginPatch, postgresReleasePatch, postgresRestartPatch, postgresWriteTurnPatch } from "../../../patches/postgres-restart.mjs";
+import {
+  applyEdits,
+  patchedInBundle,
+  postgresBeginPatch,
+  postgresReleasePatch,
+  postgresRestartPatch,
+  postgresWriteTurnPatch,
+} from "../../../patches/postgres-restart.mjs";
 import { DIST } from "../../../scripts/build.mjs";
 
 // The driver as published (3.4.9), around the two places the patch edits.
@@ -11,7 +18,8 @@ const UNPATCHED = [
 ].join("\n");
 
 /** reserve() of postgres.js 3.4.9 from its release() to the end, as published. */
-const UNPATCHED_RESERVE = "    c.reserved.release = true\n\n    const sql = Sql(handler)\n    sql.release = () => {\n      c.reserved = null\n      onopen(c)\n    }\n\n    return sql\n\n    function handler(q) {\n      c.queue === full\n        ? queue.push(q)\n        : c.execute(q) || move(c, full)\n    }\n  }\n";
+const UNPATCHED_RESERVE =
+  "    c.reserved.release = true\n\n    const sql = Sql(handler)\n    sql.release = () => {\n      c.reserved = null\n      onopen(c)\n    }\n\n    return sql\n\n    function handler(q) {\n      c.queue === full\n        ? queue.push(q)\n        : c.execute(q) || move(c, full)\n    }\n  }\n";
 
 /** begin() of postgres.js 3.4.9, the three places the patch edits, as published. */
 const UNPATCHED_BEGIN = [
@@ -21,7 +29,8 @@ const UNPATCHED_BEGIN = [
 ].join("");
 
 /** write() of postgres.js 3.4.9, as published. */
-const UNPATCHED_WRITE = "  function write(x, fn) {\n    chunk = chunk ? Buffer.concat([chunk, x]) : Buffer.from(x)\n    if (fn || chunk.length >= 1024)\n      return nextWrite(fn)\n    nextWriteTimer === null && (nextWriteTimer = setImmediate(nextWrite))\n    return true\n  }\n";
+const UNPATCHED_WRITE =
+  "  function write(x, fn) {\n    chunk = chunk ? Buffer.concat([chunk, x]) : Buffer.from(x)\n    if (fn || chunk.length >= 1024)\n      return nextWrite(fn)\n    nextWriteTimer === null && (nextWriteTimer = setImmediate(nextWrite))\n    return true\n  }\n";
 
 describe("the postgres restart patch", () => {
   it("edits the unpatched driver, and applying it again changes nothing", () => {
@@ -87,7 +96,10 @@ describe("the postgres restart patch", () => {
   });
 
   it("is in the bundle the package ships (dist/, built by the global setup)", () => {
-    const bundle = readdirSync(DIST).filter((f) => f.endsWith(".js")).map((f) => readFileSync(path.join(DIST, f), "utf8")).join("\n");
+    const bundle = readdirSync(DIST)
+      .filter((f) => f.endsWith(".js"))
+      .map((f) => readFileSync(path.join(DIST, f), "utf8"))
+      .join("\n");
     expect(bundle).toContain("function nextWrite(fn)");
     for (const { edit, pattern } of patchedInBundle) expect(pattern.test(bundle), edit).toBe(true);
     expect(patchedInBundle.every(({ pattern }) => pattern.test(UNPATCHED))).toBe(false);

@@ -48,7 +48,10 @@ describe("npm test and npm run test:slow", () => {
 describe("the order files start in", () => {
   it("lists as longest only files that exist", () => {
     const files = new Set(testFiles());
-    expect(LONGEST_FIRST.filter((f) => !files.has(f)), "LONGEST_FIRST entries that are no test file").toEqual([]);
+    expect(
+      LONGEST_FIRST.filter((f) => !files.has(f)),
+      "LONGEST_FIRST entries that are no test file",
+    ).toEqual([]);
     expect(new Set(LONGEST_FIRST).size).toBe(LONGEST_FIRST.length);
   });
 
@@ -64,6 +67,8 @@ describe("the order files start in", () => {
     const order = (await new LongestFirstSequencer(ctx).sort(specs)).map((s) => path.relative(ROOT, s.moduleId));
     const listed = LONGEST_FIRST.filter((f) => files.includes(f));
     expect(order.slice(0, listed.length)).toEqual(listed);
-    expect(order.slice(listed.length)).toEqual(files.filter((f) => !listed.includes(f)).sort((a, b) => statSync(path.join(ROOT, b)).size - statSync(path.join(ROOT, a)).size));
+    expect(order.slice(listed.length)).toEqual(
+      files.filter((f) => !listed.includes(f)).sort((a, b) => statSync(path.join(ROOT, b)).size - statSync(path.join(ROOT, a)).size),
+    );
   });
 });

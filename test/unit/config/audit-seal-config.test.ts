@@ -36,11 +36,21 @@ describe("audit.seal and COUNTERSIGN_AUDIT_SEAL_KEY", () => {
   });
 
   it("refuses publishing without a key, the grant key as the seal key, and bad values, naming each", () => {
-    expect(problemsOf(() => load("slack: { auditChannel: C0AUDIT }\n", {}))).toEqual([{ key: "COUNTERSIGN_AUDIT_SEAL_KEY", message: expect.stringMatching(/is not set, but slack\.auditChannel asks/) }]);
+    expect(problemsOf(() => load("slack: { auditChannel: C0AUDIT }\n", {}))).toEqual([
+      { key: "COUNTERSIGN_AUDIT_SEAL_KEY", message: expect.stringMatching(/is not set, but slack\.auditChannel asks/) },
+    ]);
     const key = pemOf(ed());
-    expect(problemsOf(() => load("{}\n", { COUNTERSIGN_AUDIT_SEAL_KEY: key, COUNTERSIGN_GRANT_PRIVATE_KEY: key }))).toEqual([{ key: "COUNTERSIGN_AUDIT_SEAL_KEY", message: expect.stringMatching(/is the grant signing key; audit seals need a dedicated key/) }]);
-    expect(problemsOf(() => load("audit: { seal: { everyEvents: 0, webhookUrl: ftp://x } }\n", { COUNTERSIGN_AUDIT_SEAL_KEY: key })).map((p) => p.key).sort()).toEqual(["audit.seal.everyEvents", "audit.seal.webhookUrl"]);
-    expect(problemsOf(() => load("{}\n", { COUNTERSIGN_AUDIT_SEAL_KEY: "not a key" }))).toEqual([{ key: "COUNTERSIGN_AUDIT_SEAL_KEY", message: expect.stringContaining("Ed25519 private key") }]);
+    expect(problemsOf(() => load("{}\n", { COUNTERSIGN_AUDIT_SEAL_KEY: key, COUNTERSIGN_GRANT_PRIVATE_KEY: key }))).toEqual([
+      { key: "COUNTERSIGN_AUDIT_SEAL_KEY", message: expect.stringMatching(/is the grant signing key; audit seals need a dedicated key/) },
+    ]);
+    expect(
+      problemsOf(() => load("audit: { seal: { everyEvents: 0, webhookUrl: ftp://x } }\n", { COUNTERSIGN_AUDIT_SEAL_KEY: key }))
+        .map((p) => p.key)
+        .sort(),
+    ).toEqual(["audit.seal.everyEvents", "audit.seal.webhookUrl"]);
+    expect(problemsOf(() => load("{}\n", { COUNTERSIGN_AUDIT_SEAL_KEY: "not a key" }))).toEqual([
+      { key: "COUNTERSIGN_AUDIT_SEAL_KEY", message: expect.stringContaining("Ed25519 private key") },
+    ]);
   });
 });
 
@@ -50,7 +60,9 @@ describe("seal signatures", () => {
   it("sign the RFC 8785 statement of (seq, hash, xidTo, sealedAt, eventsTotal); any change breaks it; another key does not verify", async () => {
     const pair = ed();
     const key = await loadSealKey(pemOf(pair));
-    expect(statementText(statementOf(seal))).toBe(`{"eventsTotal":42,"hash":"${seal.hash}","sealedAt":"2026-12-02T12:00:00.123Z","seq":7,"type":"countersign.audit_seal","xidTo":"812"}`);
+    expect(statementText(statementOf(seal))).toBe(
+      `{"eventsTotal":42,"hash":"${seal.hash}","sealedAt":"2026-12-02T12:00:00.123Z","seq":7,"type":"countersign.audit_seal","xidTo":"812"}`,
+    );
     const published = signSeal(key, statementOf(seal));
     expect(signatureHolds(published, [key.publicKey])).toBe(true);
     for (const change of [{ seq: 8 }, { eventsTotal: 41 }, { xidTo: "813" }, { hash: "sha256:" + "cd".repeat(32) }, { sealedAt: "2026-12-02T12:00:01.123Z" }]) {

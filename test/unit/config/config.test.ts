@@ -109,7 +109,14 @@ describe("loadConfig: environment", () => {
     expect(config.configPath).toBeNull();
     expect(config.targets).toStrictEqual({});
     expect(config.slack).toStrictEqual({ enabled: false });
-    expect(config.defaults).toStrictEqual({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600, reminders: [], risk: "low" });
+    expect(config.defaults).toStrictEqual({
+      approvers: [],
+      requiredApprovals: 1,
+      ttl: { default: 900, max: 86_400 },
+      grantTtl: 600,
+      reminders: [],
+      risk: "low",
+    });
   });
 
   it("ignores process.env: only the env it is given counts", () => {
@@ -133,7 +140,11 @@ describe("loadConfig: environment", () => {
     ["PORT=0 (any free port) is allowed", { PORT: "0" }, { port: 0 }],
     ["PUBLIC_URL wins over PORT", { PORT: "8080", PUBLIC_URL: "https://cs.example.com" }, { port: 8080, publicUrl: "https://cs.example.com" }],
     ["PUBLIC_URL loses its trailing slashes", { PUBLIC_URL: "https://cs.example.com/base//" }, { publicUrl: "https://cs.example.com/base" }],
-    ["DATABASE_URL selects PostgreSQL", { DATABASE_URL: "postgres://u:p@db:5432/cs", ...GRANT_KEY }, { database: { kind: "postgres", url: "postgres://u:p@db:5432/cs" } }],
+    [
+      "DATABASE_URL selects PostgreSQL",
+      { DATABASE_URL: "postgres://u:p@db:5432/cs", ...GRANT_KEY },
+      { database: { kind: "postgres", url: "postgres://u:p@db:5432/cs" } },
+    ],
     ["DATABASE_URL may say postgresql://", { DATABASE_URL: "postgresql://db/cs", ...GRANT_KEY }, { database: { kind: "postgres", url: "postgresql://db/cs" } }],
     ["LOG_LEVEL", { LOG_LEVEL: "debug" }, { logLevel: "debug" }],
     ["unrelated variables are ignored", { HOME: "/root", SOMETHING_ELSE: "x" }, { port: 3000 }],
@@ -332,10 +343,7 @@ describe("loadConfig: ${VAR} interpolation and roles", () => {
 
   it("role executor reports every missing variable", () => {
     const err = configError(() => loadExecutor(CRM_WITH_CREDENTIALS));
-    expect(err.problems.map((p) => p.key).sort()).toEqual([
-      "targets.crm.read.headers.Authorization",
-      "targets.crm.write.headers.Authorization",
-    ]);
+    expect(err.problems.map((p) => p.key).sort()).toEqual(["targets.crm.read.headers.Authorization", "targets.crm.write.headers.Authorization"]);
   });
 
   it("role executor requires a write block for every target", () => {
@@ -344,20 +352,20 @@ describe("loadConfig: ${VAR} interpolation and roles", () => {
   });
 
   it("$${ escapes a literal ${ and reads no variable", () => {
-    const yaml = CRM_BASE + "    read:\n      headers:\n        X-Template: \"a$${NOT_A_VAR}b\"\n";
+    const yaml = CRM_BASE + '    read:\n      headers:\n        X-Template: "a$${NOT_A_VAR}b"\n';
     const config = load(yaml, { env: {} });
     expect(config.targets.crm!.read).toStrictEqual({ headers: { "X-Template": "a${NOT_A_VAR}b" } });
   });
 
   it("interpolates anywhere in the file, not only headers", () => {
-    const yaml = "environment: ${ENV_NAME}\ndefaults:\n  approvers: [\"${APPROVER}\"]\n";
+    const yaml = 'environment: ${ENV_NAME}\ndefaults:\n  approvers: ["${APPROVER}"]\n';
     const config = load(yaml, { env: { ENV_NAME: "staging", APPROVER: "U0ALICE" } });
     expect(config.environment).toBe("staging");
     expect(config.defaults.approvers).toEqual(["U0ALICE"]);
   });
 
   it("a missing variable inside a list names the list index", () => {
-    const err = configError(() => load("defaults:\n  approvers: [U0ALICE, \"${APPROVER}\"]\n", { env: {} }));
+    const err = configError(() => load('defaults:\n  approvers: [U0ALICE, "${APPROVER}"]\n', { env: {} }));
     expect(problemAt(err, "defaults.approvers.1")).toContain("APPROVER");
   });
 });
@@ -369,13 +377,11 @@ describe("loadConfig: policy checks", () => {
   });
 
   it("a default requiredApprovals greater than the default approvers is reported for each target using it", () => {
-    const yaml = CRM_BASE.replace("approvers: [U0ALICE, U0BOB]", "approvers: [U0ALICE]\n  requiredApprovals: 2") +
+    const yaml =
+      CRM_BASE.replace("approvers: [U0ALICE, U0BOB]", "approvers: [U0ALICE]\n  requiredApprovals: 2") +
       "  billing:\n    adapter: http.json\n    baseUrl: http://127.0.0.1:4011\n";
     const err = configError(() => load(yaml));
-    expect(err.problems.map((p) => p.key).sort()).toEqual([
-      "targets.billing.policy.requiredApprovals",
-      "targets.crm.policy.requiredApprovals",
-    ]);
+    expect(err.problems.map((p) => p.key).sort()).toEqual(["targets.billing.policy.requiredApprovals", "targets.crm.policy.requiredApprovals"]);
   });
 
   it("duplicate approvers count once against requiredApprovals", () => {
@@ -396,7 +402,8 @@ describe("loadConfig: policy checks", () => {
   });
 
   it("per-target approvers satisfy a target without default approvers", () => {
-    const yaml = CRM_BASE.replace("  approvers: [U0ALICE, U0BOB]\n", "  requiredApprovals: 1\n") +
+    const yaml =
+      CRM_BASE.replace("  approvers: [U0ALICE, U0BOB]\n", "  requiredApprovals: 1\n") +
       "    policy:\n      approvers: [U0CAROL, U0DAVE]\n      requiredApprovals: 2\n";
     const config = load(yaml);
     expect(config.targets.crm!.policy).toStrictEqual({ approvers: ["U0CAROL", "U0DAVE"], requiredApprovals: 2 });
@@ -459,7 +466,9 @@ describe("loadConfig: browser.oidc (Sign in with Slack)", () => {
   const withOidc = (oidc: string, slack = "slack:\n  reviewChannel: C0REVIEW\n") => `${slack}browser:\n  oidc:\n${oidc}`;
 
   it("reads clientId and a ${VAR} clientSecret, with Slack as the default issuer and the bot token's team as the default team", () => {
-    const config = load(withOidc("    clientId: '1234.5678'\n    clientSecret: ${SLACK_CLIENT_SECRET}\n"), { env: { ...SLACK_ENV, SLACK_CLIENT_SECRET: "s3cret" } });
+    const config = load(withOidc("    clientId: '1234.5678'\n    clientSecret: ${SLACK_CLIENT_SECRET}\n"), {
+      env: { ...SLACK_ENV, SLACK_CLIENT_SECRET: "s3cret" },
+    });
     expect(config.browser.oidc).toEqual({ clientId: "1234.5678", clientSecret: "s3cret", issuer: "https://slack.com" });
     expect(config.browser.loginLinks).toBe(true);
   });
@@ -491,13 +500,22 @@ describe("loadConfig: browser.oidc (Sign in with Slack)", () => {
     ["a missing clientId", "    clientSecret: s\n    teamId: T0TEAM\n", "browser.oidc.clientId"],
     ["an empty clientSecret", "    clientId: a\n    clientSecret: ''\n    teamId: T0TEAM\n", "browser.oidc.clientSecret"],
     ["a malformed teamId", "    clientId: a\n    clientSecret: s\n    teamId: acme\n", "browser.oidc.teamId"],
-    ["a plain-http issuer that is not loopback", "    clientId: a\n    clientSecret: s\n    teamId: T0TEAM\n    issuer: http://slack.example\n", "browser.oidc.issuer"],
+    [
+      "a plain-http issuer that is not loopback",
+      "    clientId: a\n    clientSecret: s\n    teamId: T0TEAM\n    issuer: http://slack.example\n",
+      "browser.oidc.issuer",
+    ],
     ["an unknown key", "    clientId: a\n    clientSecret: s\n    teamId: T0TEAM\n    scope: openid\n", "browser.oidc.scope"],
   ])("%s is an error naming the key", (_name, oidc, key) => {
-    problemAt(configError(() => load(withOidc(oidc, ""))), key);
+    problemAt(
+      configError(() => load(withOidc(oidc, ""))),
+      key,
+    );
   });
 
   it("a loopback issuer may be plain http (a local emulator)", () => {
-    expect(load(withOidc("    clientId: a\n    clientSecret: s\n    teamId: T0TEAM\n    issuer: http://127.0.0.1:4999\n", "")).browser.oidc?.issuer).toBe("http://127.0.0.1:4999");
+    expect(load(withOidc("    clientId: a\n    clientSecret: s\n    teamId: T0TEAM\n    issuer: http://127.0.0.1:4999\n", "")).browser.oidc?.issuer).toBe(
+      "http://127.0.0.1:4999",
+    );
   });
 });

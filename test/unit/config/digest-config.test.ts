@@ -17,7 +17,7 @@ describe("slack.digest.afterSeconds", () => {
   });
 
   it("refuses what is not a number of seconds, naming the key", () => {
-    for (const bad of ["-1", "1.5", "\"soon\"", "3601"]) {
+    for (const bad of ["-1", "1.5", '"soon"', "3601"]) {
       expect(problems(`slack: { digest: { afterSeconds: ${bad} } }\n`)).toEqual([{ key: "slack.digest.afterSeconds", message: expect.any(String) }]);
     }
     expect(problems("slack: { digest: { after: 5 } }\n")[0]?.key).toContain("slack.digest");

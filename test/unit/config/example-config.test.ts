@@ -9,22 +9,45 @@ const WRITE_URL = "postgres://crm_write:w@db.example:5432/crm";
 
 describe("countersign.example.yml", () => {
   it("is a valid config for the server, which never resolves the write credential", () => {
-    const config = loadConfig({ env: { COUNTERSIGN_CONFIG: path.join(root, "countersign.example.yml"), CRM_READ_TOKEN: "r", CRMDB_READ_URL: READ_URL }, role: "server", cwd: root });
+    const config = loadConfig({
+      env: { COUNTERSIGN_CONFIG: path.join(root, "countersign.example.yml"), CRM_READ_TOKEN: "r", CRMDB_READ_URL: READ_URL },
+      role: "server",
+      cwd: root,
+    });
     expect(config.environment).toBe("production");
     expect(config.targets.crm?.read).toStrictEqual({ headers: { Authorization: "Bearer r" } });
     expect(config.targets.crm).not.toHaveProperty("write");
     expect(config.targets.crmdb).toMatchObject({
       adapter: "postgres.row",
       read: { url: READ_URL },
-      tables: { contacts: { key: ["id"], version: "updated_at", versionSetBy: "trigger", schema: "public" }, accounts: { key: ["id", "region"], version: "version", versionSetBy: "countersign" }, notes: { key: ["id"] } },
+      tables: {
+        contacts: { key: ["id"], version: "updated_at", versionSetBy: "trigger", schema: "public" },
+        accounts: { key: ["id", "region"], version: "version", versionSetBy: "countersign" },
+        notes: { key: ["id"] },
+      },
       allow: { ops: ["update", "insert"], tables: ["contacts"] },
     });
     expect(config.targets.crmdb).not.toHaveProperty("write");
   });
 
   it("gives the executor the write credential and the policy it checks grants against", () => {
-    const executorEnv = { COUNTERSIGN_URL: "http://127.0.0.1:3000", COUNTERSIGN_EXECUTOR_TOKEN: "an-executor-token-of-some-length", COUNTERSIGN_GRANT_PUBLIC_KEY: "-----BEGIN PUBLIC KEY-----\n…" };
-    const config = loadConfig({ env: { ...executorEnv, COUNTERSIGN_CONFIG: path.join(root, "countersign.example.yml"), CRM_READ_TOKEN: "r", CRM_WRITE_TOKEN: "w", CRMDB_READ_URL: READ_URL, CRMDB_WRITE_URL: WRITE_URL }, role: "executor", cwd: root });
+    const executorEnv = {
+      COUNTERSIGN_URL: "http://127.0.0.1:3000",
+      COUNTERSIGN_EXECUTOR_TOKEN: "an-executor-token-of-some-length",
+      COUNTERSIGN_GRANT_PUBLIC_KEY: "-----BEGIN PUBLIC KEY-----\n…",
+    };
+    const config = loadConfig({
+      env: {
+        ...executorEnv,
+        COUNTERSIGN_CONFIG: path.join(root, "countersign.example.yml"),
+        CRM_READ_TOKEN: "r",
+        CRM_WRITE_TOKEN: "w",
+        CRMDB_READ_URL: READ_URL,
+        CRMDB_WRITE_URL: WRITE_URL,
+      },
+      role: "executor",
+      cwd: root,
+    });
     expect(config.targets.crm?.write).toStrictEqual({ headers: { Authorization: "Bearer w" } });
     expect(config.targets.crmdb?.write).toStrictEqual({ url: WRITE_URL });
     expect(config.defaults.grantTtl).toBe(600);

@@ -19,9 +19,11 @@ describe("browser.readers and admins", () => {
   });
 
   it("anything else is refused, naming the key and what an id looks like", () => {
-    expect(problems("browser: { readers: [alice@example.com] }\n")).toEqual([{ key: "browser.readers.0", message: expect.stringMatching(/Slack user id .*or user group id/) }]);
+    expect(problems("browser: { readers: [alice@example.com] }\n")).toEqual([
+      { key: "browser.readers.0", message: expect.stringMatching(/Slack user id .*or user group id/) },
+    ]);
     expect(problems("admins: U0OPS\n").map((p) => p.key)).toEqual(["admins"]);
-    expect(problems("admins: [U0OPS, \"#ops\"]\n").map((p) => p.key)).toEqual(["admins.1"]);
+    expect(problems('admins: [U0OPS, "#ops"]\n').map((p) => p.key)).toEqual(["admins.1"]);
   });
 
   it("policy check says who may read", () => {

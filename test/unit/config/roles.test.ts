@@ -57,7 +57,14 @@ describe("loadConfig: one typed view per role", () => {
   });
 
   it("the CLI's view carries no secret even when every secret is set", () => {
-    const env = { CRM_READ: "r-1", CRM_WRITE: "w-1", COUNTERSIGN_GRANT_PRIVATE_KEY: "-----BEGIN PRIVATE KEY-----\nsecret-key\n-----END PRIVATE KEY-----", COUNTERSIGN_EXECUTOR_TOKEN: "executor-token-secret-xyz", SLACK_BOT_TOKEN: "xoxb-bot-secret", SLACK_SIGNING_SECRET: "signing-secret" };
+    const env = {
+      CRM_READ: "r-1",
+      CRM_WRITE: "w-1",
+      COUNTERSIGN_GRANT_PRIVATE_KEY: "-----BEGIN PRIVATE KEY-----\nsecret-key\n-----END PRIVATE KEY-----",
+      COUNTERSIGN_EXECUTOR_TOKEN: "executor-token-secret-xyz",
+      SLACK_BOT_TOKEN: "xoxb-bot-secret",
+      SLACK_SIGNING_SECRET: "signing-secret",
+    };
     const config = loadConfig({ env, role: "cli", cwd: dirWith(TWO_TARGETS) });
     const text = JSON.stringify(config);
     for (const secret of ["w-1", "secret-key", "executor-token-secret-xyz", "xoxb-bot-secret", "signing-secret"]) expect(text).not.toContain(secret);

@@ -11,12 +11,24 @@ function driverError(code: string, message: string, wrapped = false): Error {
 
 describe("databaseStartupError", () => {
   it.each<[string, string, RegExp]>([
-    ["ECONNREFUSED", "connect ECONNREFUSED", /cannot reach PostgreSQL at db\.internal:6543 \(ECONNREFUSED\); start PostgreSQL there, or fix the host and port in DATABASE_URL/],
+    [
+      "ECONNREFUSED",
+      "connect ECONNREFUSED",
+      /cannot reach PostgreSQL at db\.internal:6543 \(ECONNREFUSED\); start PostgreSQL there, or fix the host and port in DATABASE_URL/,
+    ],
     ["CONNECT_TIMEOUT", "write CONNECT_TIMEOUT", /cannot reach PostgreSQL at db\.internal:6543 \(CONNECT_TIMEOUT\)/],
     ["ENOTFOUND", "getaddrinfo ENOTFOUND", /the host "db\.internal" cannot be resolved; fix the host in DATABASE_URL/],
-    ["3D000", 'database "countersign" does not exist', /database "countersign" does not exist on db\.internal:6543; create it \(createdb -h db\.internal -p 6543 -U app countersign\)/],
+    [
+      "3D000",
+      'database "countersign" does not exist',
+      /database "countersign" does not exist on db\.internal:6543; create it \(createdb -h db\.internal -p 6543 -U app countersign\)/,
+    ],
     ["28000", 'role "app" does not exist', /refused user "app" \(role "app" does not exist\); create that role or fix the user in DATABASE_URL/],
-    ["28P01", 'password authentication failed for user "app"', /password authentication failed for user "app" at db\.internal:6543; fix the password in DATABASE_URL/],
+    [
+      "28P01",
+      'password authentication failed for user "app"',
+      /password authentication failed for user "app" at db\.internal:6543; fix the password in DATABASE_URL/,
+    ],
     ["42501", "permission denied for schema public", /user "app" may not create Countersign's tables in "countersign" \(permission denied for schema public\)/],
   ])("%s names DATABASE_URL and the fix", (code, message, expected) => {
     for (const wrapped of [false, true]) {

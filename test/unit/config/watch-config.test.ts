@@ -18,7 +18,9 @@ const load = (targets: string) => loadConfig({ env: { COUNTERSIGN_CONFIG: file(t
 
 describe("targets.<name>.watch", () => {
   it("re-reads every 30 s unless told; 0 turns it off", () => {
-    const config = load("  crm: { adapter: http.json, baseUrl: \"http://127.0.0.1:4010\" }\n  erp: { adapter: http.json, baseUrl: \"http://127.0.0.1:4011\", watch: { intervalSeconds: 0 } }\n");
+    const config = load(
+      '  crm: { adapter: http.json, baseUrl: "http://127.0.0.1:4010" }\n  erp: { adapter: http.json, baseUrl: "http://127.0.0.1:4011", watch: { intervalSeconds: 0 } }\n',
+    );
     expect(config.targets.crm!.watch.intervalSeconds).toBe(30);
     expect(config.targets.erp!.watch.intervalSeconds).toBe(0);
   });
@@ -37,7 +39,15 @@ describe("targets.<name>.watch", () => {
 
   it("policy check shows each target's watch interval and precondition", () => {
     const lines: string[] = [];
-    policyCheck([file("  crm: { adapter: http.json, baseUrl: \"http://127.0.0.1:4010\", watch: { intervalSeconds: 10 } }\n  erp: { adapter: http.json, baseUrl: \"http://127.0.0.1:4011\", precondition: digest, watch: { intervalSeconds: 0 } }\n")], {}, (l) => lines.push(l));
+    policyCheck(
+      [
+        file(
+          '  crm: { adapter: http.json, baseUrl: "http://127.0.0.1:4010", watch: { intervalSeconds: 10 } }\n  erp: { adapter: http.json, baseUrl: "http://127.0.0.1:4011", precondition: digest, watch: { intervalSeconds: 0 } }\n',
+        ),
+      ],
+      {},
+      (l) => lines.push(l),
+    );
     expect(lines).toContain("  watch:      re-read every 10 s while a plan on it is pending or approved (targets.crm.watch.intervalSeconds)");
     expect(lines).toContain("  watch:      off: open plans are re-checked only at Approve and by the executor (targets.erp.watch.intervalSeconds)");
     expect(lines.filter((l) => l.startsWith("  precondition: etag"))).toHaveLength(1);

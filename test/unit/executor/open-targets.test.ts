@@ -28,7 +28,11 @@ function recordingAdapter(log: string[]): Adapter<any, AdapterPlanned, { adapter
     },
     openWriter(name) {
       log.push(`open writer ${name}`);
-      return { timeoutMs: 1000, apply: async () => ({ status: "failed", errorClass: "permanent", detail: "not written in this test" }), close: async () => void log.push(`close writer ${name}`) };
+      return {
+        timeoutMs: 1000,
+        apply: async () => ({ status: "failed", errorClass: "permanent", detail: "not written in this test" }),
+        close: async () => void log.push(`close writer ${name}`),
+      };
     },
   };
 }
@@ -47,7 +51,9 @@ describe("the executor's targets", () => {
 
   it("a target whose adapter is not registered is an error at start naming the kind and the known ones; what was opened is closed", async () => {
     const log: string[] = [];
-    expect(() => openTargets(new AdapterRegistry([recordingAdapter(log)]), { a: { adapter: "memory" }, b: { adapter: "ftp.file" } })).toThrow("no adapter of kind 'ftp.file'; known kinds: 'memory'");
+    expect(() => openTargets(new AdapterRegistry([recordingAdapter(log)]), { a: { adapter: "memory" }, b: { adapter: "ftp.file" } })).toThrow(
+      "no adapter of kind 'ftp.file'; known kinds: 'memory'",
+    );
     await new Promise((r) => setImmediate(r));
     expect(log).toStrictEqual(["open reader a", "open writer a", "close reader a", "close writer a"]);
   });
@@ -55,11 +61,19 @@ describe("the executor's targets", () => {
   it("runExecutor opens the targets at start and closes them when stopped", async () => {
     const log: string[] = [];
     const idle: ExecutorServer = {
-      claim: (signal) => new Promise((resolve) => (signal?.aborted ? resolve(undefined) : signal?.addEventListener("abort", () => resolve(undefined), { once: true }))),
+      claim: (signal) =>
+        new Promise((resolve) => (signal?.aborted ? resolve(undefined) : signal?.addEventListener("abort", () => resolve(undefined), { once: true }))),
       heartbeat: async () => true,
       report: async () => true,
     };
-    const executor = runExecutor({ server: idle, keys: (await testGrantKeys()).verifying, environment: "test", targets: { a: { adapter: "memory" } }, registry: new AdapterRegistry([recordingAdapter(log)]), logger: silentLogger });
+    const executor = runExecutor({
+      server: idle,
+      keys: (await testGrantKeys()).verifying,
+      environment: "test",
+      targets: { a: { adapter: "memory" } },
+      registry: new AdapterRegistry([recordingAdapter(log)]),
+      logger: silentLogger,
+    });
     expect(log).toStrictEqual(["open reader a", "open writer a"]);
     await executor.stop();
     expect(log.slice(2).sort()).toStrictEqual(["close reader a", "close writer a"]);

@@ -41,14 +41,31 @@ describe("reportableOutcome", () => {
   it("keeps what was done and where", () => {
     const report = reportableOutcome(hostile);
     expect(report.status).toBe("stale");
-    expect(report.actions[0]).toMatchObject({ index: 0, target: "crm", path: "/c/1", status: "stale", expected: "etag-1", now: "\uFFFD", detail: "nul \uFFFD here" });
+    expect(report.actions[0]).toMatchObject({
+      index: 0,
+      target: "crm",
+      path: "/c/1",
+      status: "stale",
+      expected: "etag-1",
+      now: "\uFFFD",
+      detail: "nul \uFFFD here",
+    });
     expect(report.actions[0]!.changedSincePreview![0]!.to).toEqual({ "k\uFFFD": ["\uFFFD"] });
   });
 
   it("makes a drift report from the target storable too: deep and unstorable actual values", () => {
     const drifted: Outcome = {
       status: "applied",
-      actions: [{ index: 0, target: "crm", path: "/c/1", status: "applied", verified: false, driftAfterApply: [{ path: "/a\uD800", expected: "ok", actual: { deep: deep(60), ["k\u0000"]: "\uDC00" } }] }],
+      actions: [
+        {
+          index: 0,
+          target: "crm",
+          path: "/c/1",
+          status: "applied",
+          verified: false,
+          driftAfterApply: [{ path: "/a\uD800", expected: "ok", actual: { deep: deep(60), ["k\u0000"]: "\uDC00" } }],
+        },
+      ],
     };
     expect(findUnstorable(drifted)).not.toEqual([]);
     expect(findTooDeep(drifted, LIMITS.maxDepth)).toBeDefined();
@@ -56,7 +73,11 @@ describe("reportableOutcome", () => {
     expect(Outcome.safeParse(report).success).toBe(true);
     expect(findUnstorable(report)).toEqual([]);
     expect(findTooDeep(report, LIMITS.maxDepth)).toBeUndefined();
-    expect(report.actions[0]).toMatchObject({ status: "applied", verified: false, driftAfterApply: [{ path: "/a\uFFFD", expected: "ok", actual: { "k\uFFFD": "\uFFFD" } }] });
+    expect(report.actions[0]).toMatchObject({
+      status: "applied",
+      verified: false,
+      driftAfterApply: [{ path: "/a\uFFFD", expected: "ok", actual: { "k\uFFFD": "\uFFFD" } }],
+    });
   });
 
   it("leaves an ordinary outcome as it is", () => {
@@ -67,19 +88,39 @@ describe("reportableOutcome", () => {
 
 describe("minimalOutcome", () => {
   it("keeps status, partial and per-action status, and says why detail is missing", () => {
-    const partial: Outcome = { status: "failed", partial: true, reason: "action 1 failed", actions: [{ index: 0, target: "a", path: "/x", status: "applied" }, { index: 1, target: "a", path: "/y", status: "failed", detail: "boom" }] };
+    const partial: Outcome = {
+      status: "failed",
+      partial: true,
+      reason: "action 1 failed",
+      actions: [
+        { index: 0, target: "a", path: "/x", status: "applied" },
+        { index: 1, target: "a", path: "/y", status: "failed", detail: "boom" },
+      ],
+    };
     const minimal = minimalOutcome(partial, "HTTP 400: too big");
     expect(minimal).toEqual({
       status: "failed",
       partial: true,
       reason: "action 1 failed (the server refused the full report: HTTP 400: too big)",
-      actions: [{ index: 0, target: "a", path: "/x", status: "applied" }, { index: 1, target: "a", path: "/y", status: "failed" }],
+      actions: [
+        { index: 0, target: "a", path: "/x", status: "applied" },
+        { index: 1, target: "a", path: "/y", status: "failed" },
+      ],
     });
     expect(Outcome.safeParse(minimal).success).toBe(true);
   });
 
   it("keeps whether each write verified: a write that did not land must not read as a clean apply", () => {
-    const drifted: Outcome = { status: "applied", actions: [{ index: 0, target: "a", path: "/x", status: "applied", verified: false, driftAfterApply: [{ path: "/n", expected: 1 }] }, { index: 1, target: "a", path: "/y", status: "applied", verified: null, detail: "could not re-read after the write" }] };
-    expect(minimalOutcome(drifted, "HTTP 400").actions).toEqual([{ index: 0, target: "a", path: "/x", status: "applied", verified: false }, { index: 1, target: "a", path: "/y", status: "applied", verified: null }]);
+    const drifted: Outcome = {
+      status: "applied",
+      actions: [
+        { index: 0, target: "a", path: "/x", status: "applied", verified: false, driftAfterApply: [{ path: "/n", expected: 1 }] },
+        { index: 1, target: "a", path: "/y", status: "applied", verified: null, detail: "could not re-read after the write" },
+      ],
+    };
+    expect(minimalOutcome(drifted, "HTTP 400").actions).toEqual([
+      { index: 0, target: "a", path: "/x", status: "applied", verified: false },
+      { index: 1, target: "a", path: "/y", status: "applied", verified: null },
+    ]);
   });
 });

@@ -33,7 +33,18 @@ const CLAIM = {
     environment: "test",
     agent: "unit-agent",
     title: "Rename a contact",
-    actions: [{ kind: "http.json", target: "crm", path: "/contacts/1", op: "merge", body: { name: "Ana" }, precondition: { etag: '"v1"' }, beforeDigest: DIGEST, afterDigest: DIGEST }],
+    actions: [
+      {
+        kind: "http.json",
+        target: "crm",
+        path: "/contacts/1",
+        op: "merge",
+        body: { name: "Ana" },
+        precondition: { etag: '"v1"' },
+        beforeDigest: DIGEST,
+        afterDigest: DIGEST,
+      },
+    ],
     policy: { approvers: ["U0ALICE"], requiredApprovals: 1, grantTtlSeconds: 600 },
     expiresAt: "2030-01-01T00:00:00.000Z",
   },
@@ -55,14 +66,18 @@ describe("executorServer on node:http", () => {
         return void res.writeHead(204).end();
       }
       if (req.url === "/v1/executor/claims/t1/heartbeat") return void res.writeHead(409, { "content-type": "application/json" }).end("{}");
-      if (req.url === "/v1/executor/claims/t1/report") return void res.writeHead(400, { "content-type": "application/json" }).end('{"error":"invalid outcome"}');
+      if (req.url === "/v1/executor/claims/t1/report")
+        return void res.writeHead(400, { "content-type": "application/json" }).end('{"error":"invalid outcome"}');
       res.writeHead(404).end();
     });
     const client = executorServer(url, "good");
     expect(await client.claim()).toEqual(CLAIM);
     expect(await client.claim()).toBeUndefined();
     expect(await client.heartbeat("t1")).toBe(false);
-    const refused = await client.report("t1", { status: "applied", actions: [] }).then(() => undefined, (e: unknown) => e);
+    const refused = await client.report("t1", { status: "applied", actions: [] }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(refused).toBeInstanceOf(ReportRefused);
     expect((refused as ReportRefused).message).toContain('HTTP 400: {"error":"invalid outcome"}');
     expect(seen.at(-1)).toBe('POST /v1/executor/claims/t1/report Bearer good {"status":"applied","actions":[]}');

@@ -32,7 +32,16 @@ function grantInput(overrides: Partial<GrantInput> = {}): GrantInput {
 
 /** The claims issueGrant writes, in its order. */
 function claims(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return { planHash: fingerprint({ plan: "wire" }), approvers: [{ user: "U0ALICE", via: "slack", at: NOW.toISOString() }], sub: randomUUID(), aud: AUD, iat: NOW_S - 5, exp: NOW_S + 600, jti: randomUUID(), ...overrides };
+  return {
+    planHash: fingerprint({ plan: "wire" }),
+    approvers: [{ user: "U0ALICE", via: "slack", at: NOW.toISOString() }],
+    sub: randomUUID(),
+    aud: AUD,
+    iat: NOW_S - 5,
+    exp: NOW_S + 600,
+    jti: randomUUID(),
+    ...overrides,
+  };
 }
 
 /** Signs any header and payload text as they are, with a raw Ed25519 signature. */
@@ -43,11 +52,15 @@ function signRaw(headerSegment: string, payloadSegment: string, key: KeyObject):
 /** The verifier before node:crypto: jose's jwtVerify with the same options, then the claims schema. */
 async function joseVerify(keys: VerifyingKeys, token: string, now: Date): Promise<boolean> {
   try {
-    const { payload } = await jwtVerify(token, (header) => {
-      const key = header.kid ? keys.byKid.get(header.kid) : undefined;
-      if (!key) throw new Error("unknown key");
-      return key;
-    }, { algorithms: ["EdDSA"], audience: AUD, typ: TYP, requiredClaims: ["sub", "exp", "iat", "jti"], currentDate: now });
+    const { payload } = await jwtVerify(
+      token,
+      (header) => {
+        const key = header.kid ? keys.byKid.get(header.kid) : undefined;
+        if (!key) throw new Error("unknown key");
+        return key;
+      },
+      { algorithms: ["EdDSA"], audience: AUD, typ: TYP, requiredClaims: ["sub", "exp", "iat", "jti"], currentDate: now },
+    );
     return GrantClaims.safeParse(payload).success;
   } catch {
     return false;
@@ -75,19 +88,34 @@ describe("grants on the wire: node:crypto and jose agree", () => {
   it("jose's jwtVerify accepts a grant from issueGrant, with the public key imported by jose itself", async () => {
     const input = grantInput();
     const { token, jti } = issueGrant(main.signing, input);
-    const { payload, protectedHeader } = await jwtVerify(token, await importSPKI(main.publicPem, "EdDSA"), { algorithms: ["EdDSA"], audience: AUD, typ: TYP, requiredClaims: ["sub", "exp", "iat", "jti"], currentDate: NOW });
+    const { payload, protectedHeader } = await jwtVerify(token, await importSPKI(main.publicPem, "EdDSA"), {
+      algorithms: ["EdDSA"],
+      audience: AUD,
+      typ: TYP,
+      requiredClaims: ["sub", "exp", "iat", "jti"],
+      currentDate: NOW,
+    });
     expect(protectedHeader).toStrictEqual({ alg: "EdDSA", kid: main.signing.kid, typ: TYP });
     expect(payload).toStrictEqual({ planHash: input.planHash, approvers: input.approvers, sub: input.planId, aud: AUD, iat: NOW_S - 5, exp: NOW_S + 600, jti });
   });
 
   it("verifyGrant accepts a grant signed by jose's SignJWT (as issued before), current and expired", async () => {
     const input = grantInput();
-    const signed = (exp: number) => new SignJWT({ planHash: input.planHash, approvers: input.approvers })
-      .setProtectedHeader({ alg: "EdDSA", kid: main.signing.kid, typ: TYP })
-      .setSubject(input.planId).setAudience(AUD).setIssuedAt(NOW_S - 1200).setExpirationTime(exp).setJti("jti-1")
-      .sign(main.signing.key);
+    const signed = (exp: number) =>
+      new SignJWT({ planHash: input.planHash, approvers: input.approvers })
+        .setProtectedHeader({ alg: "EdDSA", kid: main.signing.kid, typ: TYP })
+        .setSubject(input.planId)
+        .setAudience(AUD)
+        .setIssuedAt(NOW_S - 1200)
+        .setExpirationTime(exp)
+        .setJti("jti-1")
+        .sign(main.signing.key);
     const current = verifyGrant(main.verifying, await signed(NOW_S + 600), "production", NOW);
-    expect(current).toStrictEqual({ ok: true, expired: false, claims: { sub: input.planId, planHash: input.planHash, approvers: input.approvers, aud: AUD, iat: NOW_S - 1200, exp: NOW_S + 600, jti: "jti-1" } });
+    expect(current).toStrictEqual({
+      ok: true,
+      expired: false,
+      claims: { sub: input.planId, planHash: input.planHash, approvers: input.approvers, aud: AUD, iat: NOW_S - 1200, exp: NOW_S + 600, jti: "jti-1" },
+    });
     const expired = verifyGrant(main.verifying, await signed(NOW_S - 600), "production", NOW);
     expect(expired.ok && expired.expired).toBe(true);
     // jose agrees on where expiry starts: exp is the first second it is expired.
@@ -130,49 +158,185 @@ const parts = (token: string): [string, string, string] => token.split(".") as [
 describe("verifyGrant refuses a tampered or foreign token, naming why", () => {
   // [case, token, reason, does jose (jwtVerify + the claims schema, as before) refuse it too?]
   const table: [string, () => string, RegExp, "jose refuses too" | "stricter than jose"][] = [
-    ["alg ES256 in the header", withHeader((h) => { h.alg = "ES256"; }), /alg must be EdDSA, not "ES256"/, "jose refuses too"],
-    ["alg Ed25519 (the fully-specified name; never issued)", withHeader((h) => { h.alg = "Ed25519"; }), /alg must be EdDSA/, "jose refuses too"],
-    ["alg none, unsigned", () => `${b64json({ alg: "none", kid: main.signing.kid, typ: TYP })}.${b64json(claims())}.`, /alg must be EdDSA, not "none"/, "jose refuses too"],
-    ["alg missing", withHeader((h) => { delete h.alg; }), /alg must be EdDSA, not undefined/, "jose refuses too"],
-    ["HS256 keyed with the public key PEM", () => {
-      const h = b64json({ alg: "HS256", kid: main.signing.kid, typ: TYP });
-      const p = b64json(claims());
-      return `${h}.${p}.${createHmac("sha256", main.publicPem).update(`${h}.${p}`).digest("base64url")}`;
-    }, /alg must be EdDSA, not "HS256"/, "jose refuses too"],
-    ["an unknown kid", withHeader((h) => { h.kid = "no-such-key"; }), /unknown key 'no-such-key'/, "jose refuses too"],
-    ["no kid", withHeader((h) => { delete h.kid; }), /unknown key '\(no kid\)'/, "jose refuses too"],
-    ["a kid that is not a string", withHeader((h) => { h.kid = 7; }), /unknown key '\(no kid\)'/, "jose refuses too"],
-    ["typ JWT", withHeader((h) => { h.typ = "JWT"; }), /"typ".*"JWT"/, "jose refuses too"],
-    ["no typ", withHeader((h) => { delete h.typ; }), /"typ"/, "jose refuses too"],
-    ["typ with an application/ prefix (never issued)", withHeader((h) => { h.typ = `application/${TYP}`; }), /"typ"/, "stricter than jose"],
-    ["crit naming exp", withHeader((h) => { h.crit = ["exp"]; h.exp = NOW_S + 600; }), /crit/, "jose refuses too"],
-    ["crit b64 with b64 false", withHeader((h) => { h.crit = ["b64"]; h.b64 = false; }), /crit/, "jose refuses too"],
-    ["an extra header member (jwk)", withHeader((h) => { h.jwk = main.signing.key.export({ format: "jwk" }); }), /unexpected header member.*"jwk"/, "stricter than jose"],
-    ["an extra header member (__proto__)", () => signRaw(b64(`{"alg":"EdDSA","kid":"${main.signing.kid}","typ":"${TYP}","__proto__":{"x":1}}`), b64json(claims()), main.signing.key), /unexpected header member.*"__proto__"/, "stricter than jose"],
-    ["a header that is a JSON array", () => signRaw(b64json(["EdDSA"]), b64json(claims()), main.signing.key), /protected header is not a JSON object/, "jose refuses too"],
-    ["a signature from another key, naming the configured kid", () => signRaw(b64json(good.header), b64json(claims()), other.key), /signature verification failed/, "jose refuses too"],
-    ["the payload edited after signing", () => {
-      const [h, , s] = parts(good.token);
-      return `${h}.${b64json(claims({ aud: AUD }))}.${s}`;
-    }, /signature verification failed/, "jose refuses too"],
-    ["the header re-encoded after signing (members reordered)", () => {
-      const [, p, s] = parts(good.token);
-      return `${b64json({ typ: TYP, kid: main.signing.kid, alg: "EdDSA" })}.${p}.${s}`;
-    }, /signature verification failed/, "jose refuses too"],
+    [
+      "alg ES256 in the header",
+      withHeader((h) => {
+        h.alg = "ES256";
+      }),
+      /alg must be EdDSA, not "ES256"/,
+      "jose refuses too",
+    ],
+    [
+      "alg Ed25519 (the fully-specified name; never issued)",
+      withHeader((h) => {
+        h.alg = "Ed25519";
+      }),
+      /alg must be EdDSA/,
+      "jose refuses too",
+    ],
+    [
+      "alg none, unsigned",
+      () => `${b64json({ alg: "none", kid: main.signing.kid, typ: TYP })}.${b64json(claims())}.`,
+      /alg must be EdDSA, not "none"/,
+      "jose refuses too",
+    ],
+    [
+      "alg missing",
+      withHeader((h) => {
+        delete h.alg;
+      }),
+      /alg must be EdDSA, not undefined/,
+      "jose refuses too",
+    ],
+    [
+      "HS256 keyed with the public key PEM",
+      () => {
+        const h = b64json({ alg: "HS256", kid: main.signing.kid, typ: TYP });
+        const p = b64json(claims());
+        return `${h}.${p}.${createHmac("sha256", main.publicPem).update(`${h}.${p}`).digest("base64url")}`;
+      },
+      /alg must be EdDSA, not "HS256"/,
+      "jose refuses too",
+    ],
+    [
+      "an unknown kid",
+      withHeader((h) => {
+        h.kid = "no-such-key";
+      }),
+      /unknown key 'no-such-key'/,
+      "jose refuses too",
+    ],
+    [
+      "no kid",
+      withHeader((h) => {
+        delete h.kid;
+      }),
+      /unknown key '\(no kid\)'/,
+      "jose refuses too",
+    ],
+    [
+      "a kid that is not a string",
+      withHeader((h) => {
+        h.kid = 7;
+      }),
+      /unknown key '\(no kid\)'/,
+      "jose refuses too",
+    ],
+    [
+      "typ JWT",
+      withHeader((h) => {
+        h.typ = "JWT";
+      }),
+      /"typ".*"JWT"/,
+      "jose refuses too",
+    ],
+    [
+      "no typ",
+      withHeader((h) => {
+        delete h.typ;
+      }),
+      /"typ"/,
+      "jose refuses too",
+    ],
+    [
+      "typ with an application/ prefix (never issued)",
+      withHeader((h) => {
+        h.typ = `application/${TYP}`;
+      }),
+      /"typ"/,
+      "stricter than jose",
+    ],
+    [
+      "crit naming exp",
+      withHeader((h) => {
+        h.crit = ["exp"];
+        h.exp = NOW_S + 600;
+      }),
+      /crit/,
+      "jose refuses too",
+    ],
+    [
+      "crit b64 with b64 false",
+      withHeader((h) => {
+        h.crit = ["b64"];
+        h.b64 = false;
+      }),
+      /crit/,
+      "jose refuses too",
+    ],
+    [
+      "an extra header member (jwk)",
+      withHeader((h) => {
+        h.jwk = main.signing.key.export({ format: "jwk" });
+      }),
+      /unexpected header member.*"jwk"/,
+      "stricter than jose",
+    ],
+    [
+      "an extra header member (__proto__)",
+      () => signRaw(b64(`{"alg":"EdDSA","kid":"${main.signing.kid}","typ":"${TYP}","__proto__":{"x":1}}`), b64json(claims()), main.signing.key),
+      /unexpected header member.*"__proto__"/,
+      "stricter than jose",
+    ],
+    [
+      "a header that is a JSON array",
+      () => signRaw(b64json(["EdDSA"]), b64json(claims()), main.signing.key),
+      /protected header is not a JSON object/,
+      "jose refuses too",
+    ],
+    [
+      "a signature from another key, naming the configured kid",
+      () => signRaw(b64json(good.header), b64json(claims()), other.key),
+      /signature verification failed/,
+      "jose refuses too",
+    ],
+    [
+      "the payload edited after signing",
+      () => {
+        const [h, , s] = parts(good.token);
+        return `${h}.${b64json(claims({ aud: AUD }))}.${s}`;
+      },
+      /signature verification failed/,
+      "jose refuses too",
+    ],
+    [
+      "the header re-encoded after signing (members reordered)",
+      () => {
+        const [, p, s] = parts(good.token);
+        return `${b64json({ typ: TYP, kid: main.signing.kid, alg: "EdDSA" })}.${p}.${s}`;
+      },
+      /signature verification failed/,
+      "jose refuses too",
+    ],
     ["no signature", () => `${parts(good.token)[0]}.${parts(good.token)[1]}.`, /signature verification failed/, "jose refuses too"],
     ["a signature with padding", () => `${good.token}==`, /signature is not strict base64url/, "stricter than jose"],
-    ["a signature with non-zero unused bits (same bytes)", () => {
-      const [h, p, s] = parts(good.token);
-      return `${h}.${p}.${nonCanonical(s)}`;
-    }, /signature is not strict base64url/, "stricter than jose"],
-    ["a header with padding", () => {
-      const [h, p] = parts(good.token);
-      return signRaw(`${h}=`, p, main.signing.key);
-    }, /protected header is not strict base64url/, "jose refuses too"],
-    ["a payload with whitespace in its base64url", () => {
-      const [h, p] = parts(good.token);
-      return signRaw(h, `${p.slice(0, 8)} ${p.slice(8)}`, main.signing.key);
-    }, /payload is not strict base64url/, "stricter than jose"],
+    [
+      "a signature with non-zero unused bits (same bytes)",
+      () => {
+        const [h, p, s] = parts(good.token);
+        return `${h}.${p}.${nonCanonical(s)}`;
+      },
+      /signature is not strict base64url/,
+      "stricter than jose",
+    ],
+    [
+      "a header with padding",
+      () => {
+        const [h, p] = parts(good.token);
+        return signRaw(`${h}=`, p, main.signing.key);
+      },
+      /protected header is not strict base64url/,
+      "jose refuses too",
+    ],
+    [
+      "a payload with whitespace in its base64url",
+      () => {
+        const [h, p] = parts(good.token);
+        return signRaw(h, `${p.slice(0, 8)} ${p.slice(8)}`, main.signing.key);
+      },
+      /payload is not strict base64url/,
+      "stricter than jose",
+    ],
     ["a trailing newline", () => `${good.token}\n`, /signature is not strict base64url/, "stricter than jose"],
     ["two segments", () => parts(good.token).slice(0, 2).join("."), /compact JWS/, "jose refuses too"],
     ["four segments", () => `${good.token}.x`, /compact JWS/, "jose refuses too"],
@@ -190,7 +354,12 @@ describe("verifyGrant refuses a tampered or foreign token, naming why", () => {
     ["an exp in a string", withClaims(claims({ exp: String(NOW_S + 600) })), /"exp" claim must be a whole number/, "jose refuses too"],
     ["a fractional iat", withClaims(claims({ iat: NOW_S - 0.5 })), /"iat" claim must be a whole number/, "jose refuses too"],
     ["an nbf in the future", withClaims(claims({ nbf: NOW_S + 60 })), /"nbf"/, "jose refuses too"],
-    ["an expired grant with a wrong audience (expiry is reported only when all else passes)", withClaims(claims({ aud: grantAudience("staging"), iat: NOW_S - 1200, exp: NOW_S - 600 })), /"aud"/, "jose refuses too"],
+    [
+      "an expired grant with a wrong audience (expiry is reported only when all else passes)",
+      withClaims(claims({ aud: grantAudience("staging"), iat: NOW_S - 1200, exp: NOW_S - 600 })),
+      /"aud"/,
+      "jose refuses too",
+    ],
     ["an expired grant with an nbf after its exp", withClaims(claims({ iat: NOW_S - 1200, exp: NOW_S - 600, nbf: NOW_S - 300 })), /"nbf"/, "jose refuses too"],
     ["a sub that is not a uuid (the claims schema)", withClaims(claims({ sub: "plan-1" })), /malformed.*sub/, "jose refuses too"],
   ];

@@ -77,7 +77,13 @@ let other: { signing: SigningKey; verifying: VerifyingKeys; publicPem: string; p
 beforeAll(async () => {
   main = await testGrantKeys();
   const pair = await generateGrantKeys();
-  other = { signing: await loadSigningKey(pair.privatePem), verifying: await loadVerifyingKeys(pair.publicPem), publicPem: pair.publicPem, privatePem: pair.privatePem, kid: pair.kid };
+  other = {
+    signing: await loadSigningKey(pair.privatePem),
+    verifying: await loadVerifyingKeys(pair.publicPem),
+    publicPem: pair.publicPem,
+    privatePem: pair.privatePem,
+    kid: pair.kid,
+  };
   expect(other.kid).not.toBe(main.signing.kid);
 });
 
@@ -162,11 +168,36 @@ describe("verifyGrant refuses", () => {
   });
 
   it.each<[string, (payload: Record<string, unknown>) => void]>([
-    ["sub (another plan)", (p) => { p.sub = randomUUID(); }],
-    ["planHash", (p) => { p.planHash = fingerprint({ plan: "another plan" }); }],
-    ["exp (extended)", (p) => { p.exp = (p.exp as number) + 86_400; }],
-    ["aud", (p) => { p.aud = grantAudience("staging"); }],
-    ["approvers", (p) => { p.approvers = [{ user: "U0MALLORY", via: "web", at: at(-1).toISOString() }]; }],
+    [
+      "sub (another plan)",
+      (p) => {
+        p.sub = randomUUID();
+      },
+    ],
+    [
+      "planHash",
+      (p) => {
+        p.planHash = fingerprint({ plan: "another plan" });
+      },
+    ],
+    [
+      "exp (extended)",
+      (p) => {
+        p.exp = (p.exp as number) + 86_400;
+      },
+    ],
+    [
+      "aud",
+      (p) => {
+        p.aud = grantAudience("staging");
+      },
+    ],
+    [
+      "approvers",
+      (p) => {
+        p.approvers = [{ user: "U0MALLORY", via: "web", at: at(-1).toISOString() }];
+      },
+    ],
   ])("a grant whose payload was altered: %s", async (_name, edit) => {
     const { token } = await issueGrant(main.signing, grantInput({ environment: "production" }));
     const tampered = tamperPayload(token, edit);
@@ -175,7 +206,9 @@ describe("verifyGrant refuses", () => {
 
   it("an extended exp on an expired grant (tamper to revive it)", async () => {
     const { token } = await issueGrant(main.signing, grantInput({ issuedAt: at(-1200), expiresAt: at(-600) }));
-    const revived = tamperPayload(token, (p) => { p.exp = seconds(at(3600)); });
+    const revived = tamperPayload(token, (p) => {
+      p.exp = seconds(at(3600));
+    });
     expectRefused(await verifyGrant(main.verifying, revived, "production", NOW), /signature verification failed/i);
   });
 
@@ -227,12 +260,48 @@ describe("verifyGrant refuses", () => {
   });
 
   it.each<[string, string, (claims: Record<string, unknown>) => void]>([
-    ["missing planHash", "planHash", (c) => { delete c.planHash; }],
-    ["planHash not a sha256 fingerprint", "planHash", (c) => { c.planHash = "md5:abc"; }],
-    ["missing approvers", "approvers", (c) => { delete c.approvers; }],
-    ["empty approvers", "approvers", (c) => { c.approvers = []; }],
-    ["approver via an unknown channel", "approvers", (c) => { c.approvers = [{ user: "U0ALICE", via: "email", at: at(-1).toISOString() }]; }],
-    ["sub not a uuid", "sub", (c) => { c.sub = "plan-1"; }],
+    [
+      "missing planHash",
+      "planHash",
+      (c) => {
+        delete c.planHash;
+      },
+    ],
+    [
+      "planHash not a sha256 fingerprint",
+      "planHash",
+      (c) => {
+        c.planHash = "md5:abc";
+      },
+    ],
+    [
+      "missing approvers",
+      "approvers",
+      (c) => {
+        delete c.approvers;
+      },
+    ],
+    [
+      "empty approvers",
+      "approvers",
+      (c) => {
+        c.approvers = [];
+      },
+    ],
+    [
+      "approver via an unknown channel",
+      "approvers",
+      (c) => {
+        c.approvers = [{ user: "U0ALICE", via: "email", at: at(-1).toISOString() }];
+      },
+    ],
+    [
+      "sub not a uuid",
+      "sub",
+      (c) => {
+        c.sub = "plan-1";
+      },
+    ],
   ])("a correctly signed grant with malformed claims: %s", async (_name, field, edit) => {
     const claims = claimsFor(grantInput());
     edit(claims);
@@ -240,7 +309,12 @@ describe("verifyGrant refuses", () => {
     expectRefused(await verifyGrant(main.verifying, token, "production", NOW), new RegExp(`malformed.*${field}`));
   });
 
-  it.each<[string, string]>([["jti", "jti"], ["sub", "sub"], ["iat", "iat"], ["exp", "exp"]])("a correctly signed grant without %s", async (_name, claim) => {
+  it.each<[string, string]>([
+    ["jti", "jti"],
+    ["sub", "sub"],
+    ["iat", "iat"],
+    ["exp", "exp"],
+  ])("a correctly signed grant without %s", async (_name, claim) => {
     const claims = claimsFor(grantInput());
     delete claims[claim];
     const token = await new SignJWT(claims).setProtectedHeader({ alg: "EdDSA", kid: main.signing.kid, typ: TYP }).sign(main.signing.key);
@@ -262,7 +336,15 @@ describe("verifyGrant on an expired grant", () => {
     expect(check).toStrictEqual({
       ok: true,
       expired: true,
-      claims: { sub: input.planId, planHash: input.planHash, approvers: input.approvers, aud: grantAudience("production"), iat: seconds(input.issuedAt), exp: seconds(input.expiresAt), jti },
+      claims: {
+        sub: input.planId,
+        planHash: input.planHash,
+        approvers: input.approvers,
+        aud: grantAudience("production"),
+        iat: seconds(input.issuedAt),
+        exp: seconds(input.expiresAt),
+        jti,
+      },
     });
   });
 

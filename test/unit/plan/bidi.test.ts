@@ -19,6 +19,8 @@ describe("neutralizeBidi", () => {
 
 describe("neutralizeBidiJson", () => {
   it("neutralizes every string and key, and keeps other values", () => {
-    expect(neutralizeBidiJson({ ["k\u202E"]: ["v\u2066", 1, null, true, { x: "\u200F" }] })).toEqual({ "k⟨U+202E⟩": ["v⟨U+2066⟩", 1, null, true, { x: "⟨U+200F⟩" }] });
+    expect(neutralizeBidiJson({ ["k\u202E"]: ["v\u2066", 1, null, true, { x: "\u200F" }] })).toEqual({
+      "k⟨U+202E⟩": ["v⟨U+2066⟩", 1, null, true, { x: "⟨U+200F⟩" }],
+    });
   });
 });

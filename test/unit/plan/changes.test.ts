@@ -61,13 +61,15 @@ describe("listChanges", () => {
       { name: "Ada", age: 36, tags: ["a", "b"], address: { city: "London", zip: "N1" }, old: true },
       { name: "Ada", age: 37, tags: ["a", "c"], address: { city: "Paris", zip: "N1" }, new: 1 },
     );
-    expect(byPath(changes)).toStrictEqual(byPath([
-      { path: "/age", from: 36, to: 37 },
-      { path: "/tags/1", from: "b", to: "c" },
-      { path: "/address/city", from: "London", to: "Paris" },
-      { path: "/old", from: true },
-      { path: "/new", to: 1 },
-    ]));
+    expect(byPath(changes)).toStrictEqual(
+      byPath([
+        { path: "/age", from: 36, to: 37 },
+        { path: "/tags/1", from: "b", to: "c" },
+        { path: "/address/city", from: "London", to: "Paris" },
+        { path: "/old", from: true },
+        { path: "/new", to: 1 },
+      ]),
+    );
   });
 
   it("omits `from` on additions and `to` on removals (absent, not undefined)", () => {
@@ -97,7 +99,12 @@ describe("listChanges", () => {
     ["added 'constructor' is listed", { a: 1 }, { a: 1, constructor: "x" }, [{ path: "/constructor", to: "x" }]],
     ["added 'toString' is listed", {}, { toString: { nested: true } }, [{ path: "/toString", to: { nested: true } }]],
     ["removed 'valueOf' is a removal, not a change to a function", { valueOf: 1 }, {}, [{ path: "/valueOf", from: 1 }]],
-    ["added '__proto__' (as JSON.parse makes it) is listed", { a: 1 }, JSON.parse('{"a":1,"__proto__":{"x":1}}') as Json, [{ path: "/__proto__", to: { x: 1 } }]],
+    [
+      "added '__proto__' (as JSON.parse makes it) is listed",
+      { a: 1 },
+      JSON.parse('{"a":1,"__proto__":{"x":1}}') as Json,
+      [{ path: "/__proto__", to: { x: 1 } }],
+    ],
   ])("Object.prototype-named members: %s", (_name, before, after, expected) => {
     expect(listChanges(before, after)).toStrictEqual(expected);
   });

@@ -77,45 +77,240 @@ type Mutation = [name: string, mutate: (doc: HttpJsonDocument) => void];
 const loose = (x: object): Record<string, unknown> => x as Record<string, unknown>;
 
 const EFFECT_MUTATIONS: Mutation[] = [
-  ["v", (d) => { loose(d).v = 2; }],
-  ["id", (d) => { d.id = "6f1c1b1e-8a4b-4c39-9f2e-2d9a7c3e5b11"; }],
-  ["environment", (d) => { d.environment = "staging"; }],
-  ["agent", (d) => { d.agent = "billing-bot-2"; }],
-  ["title", (d) => { d.title = "Raise credit limit for ACME!"; }],
-  ["title (whitespace only)", (d) => { d.title = d.title + " "; }],
-  ["reason changed", (d) => { d.reason = "Customer asked on ticket #4412"; }],
-  ["reason removed", (d) => { delete d.reason; }],
-  ["reason emptied", (d) => { d.reason = ""; }],
-  ["onBehalfOf changed", (d) => { d.onBehalfOf = "U0DAVE"; }],
-  ["onBehalfOf removed", (d) => { delete d.onBehalfOf; }],
-  ["actions[0].kind", (d) => { loose(d.actions[0]!).kind = "http.xml"; }],
-  ["actions[0].target", (d) => { d.actions[0]!.target = "crm-eu"; }],
-  ["actions[0].path", (d) => { d.actions[0]!.path = "/contacts/10"; }],
-  ["actions[0].op", (d) => { d.actions[0]!.op = "replace"; }],
-  ["actions[0].body top-level value", (d) => { d.actions[0]!.body = { ...(d.actions[0]!.body as object), creditLimit: 5001 }; }],
-  ["actions[0].body number type (5000 vs \"5000\")", (d) => { d.actions[0]!.body = { ...(d.actions[0]!.body as object), creditLimit: "5000" }; }],
-  ["actions[0].body nested value", (d) => { (d.actions[0]!.body as { address: { zip: string } }).address.zip = "10117"; }],
-  ["actions[0].body array order", (d) => { (d.actions[0]!.body as { tags: string[] }).tags.reverse(); }],
-  ["actions[0].body null member added", (d) => { (d.actions[0]!.body as Record<string, unknown>).note = null; }],
-  ["actions[0].body removed", (d) => { delete d.actions[0]!.body; }],
-  ["actions[1].body added", (d) => { d.actions[1]!.body = {}; }],
-  ["actions[0].precondition etag", (d) => { d.actions[0]!.precondition = { etag: 'W/"42"' }; }],
-  ["actions[0].precondition kind", (d) => { d.actions[0]!.precondition = { absent: true }; }],
-  ["actions[0].beforeDigest", (d) => { d.actions[0]!.beforeDigest = DIGEST_C; }],
-  ["actions[0].afterDigest", (d) => { d.actions[0]!.afterDigest = DIGEST_C; }],
-  ["actions[1].op", (d) => { d.actions[1]!.op = "create"; }],
-  ["actions[1].precondition", (d) => { d.actions[1]!.precondition = { etag: 'W/"8"' }; }],
-  ["actions order", (d) => { d.actions.reverse(); }],
-  ["actions: one removed", (d) => { d.actions.pop(); }],
-  ["actions: one duplicated", (d) => { d.actions.push(structuredClone(d.actions[0]!)); }],
-  ["policy.approvers: one added", (d) => { d.policy.approvers.push("U0DAVE"); }],
-  ["policy.approvers: one removed", (d) => { d.policy.approvers.pop(); }],
-  ["policy.approvers: one replaced", (d) => { d.policy.approvers[0] = "U0EVE"; }],
-  ["policy.requiredApprovals", (d) => { d.policy.requiredApprovals = 2; }],
-  ["policy.grantTtlSeconds", (d) => { d.policy.grantTtlSeconds = 601; }],
-  ["expiresAt (+1 s)", (d) => { d.expiresAt = "2026-12-02T12:15:01.000Z"; }],
-  ["expiresAt (+1 ms)", (d) => { d.expiresAt = "2026-12-02T12:15:00.001Z"; }],
-  ["unknown extra top-level field", (d) => { loose(d).extra = true; }],
+  [
+    "v",
+    (d) => {
+      loose(d).v = 2;
+    },
+  ],
+  [
+    "id",
+    (d) => {
+      d.id = "6f1c1b1e-8a4b-4c39-9f2e-2d9a7c3e5b11";
+    },
+  ],
+  [
+    "environment",
+    (d) => {
+      d.environment = "staging";
+    },
+  ],
+  [
+    "agent",
+    (d) => {
+      d.agent = "billing-bot-2";
+    },
+  ],
+  [
+    "title",
+    (d) => {
+      d.title = "Raise credit limit for ACME!";
+    },
+  ],
+  [
+    "title (whitespace only)",
+    (d) => {
+      d.title = d.title + " ";
+    },
+  ],
+  [
+    "reason changed",
+    (d) => {
+      d.reason = "Customer asked on ticket #4412";
+    },
+  ],
+  [
+    "reason removed",
+    (d) => {
+      delete d.reason;
+    },
+  ],
+  [
+    "reason emptied",
+    (d) => {
+      d.reason = "";
+    },
+  ],
+  [
+    "onBehalfOf changed",
+    (d) => {
+      d.onBehalfOf = "U0DAVE";
+    },
+  ],
+  [
+    "onBehalfOf removed",
+    (d) => {
+      delete d.onBehalfOf;
+    },
+  ],
+  [
+    "actions[0].kind",
+    (d) => {
+      loose(d.actions[0]!).kind = "http.xml";
+    },
+  ],
+  [
+    "actions[0].target",
+    (d) => {
+      d.actions[0]!.target = "crm-eu";
+    },
+  ],
+  [
+    "actions[0].path",
+    (d) => {
+      d.actions[0]!.path = "/contacts/10";
+    },
+  ],
+  [
+    "actions[0].op",
+    (d) => {
+      d.actions[0]!.op = "replace";
+    },
+  ],
+  [
+    "actions[0].body top-level value",
+    (d) => {
+      d.actions[0]!.body = { ...(d.actions[0]!.body as object), creditLimit: 5001 };
+    },
+  ],
+  [
+    'actions[0].body number type (5000 vs "5000")',
+    (d) => {
+      d.actions[0]!.body = { ...(d.actions[0]!.body as object), creditLimit: "5000" };
+    },
+  ],
+  [
+    "actions[0].body nested value",
+    (d) => {
+      (d.actions[0]!.body as { address: { zip: string } }).address.zip = "10117";
+    },
+  ],
+  [
+    "actions[0].body array order",
+    (d) => {
+      (d.actions[0]!.body as { tags: string[] }).tags.reverse();
+    },
+  ],
+  [
+    "actions[0].body null member added",
+    (d) => {
+      (d.actions[0]!.body as Record<string, unknown>).note = null;
+    },
+  ],
+  [
+    "actions[0].body removed",
+    (d) => {
+      delete d.actions[0]!.body;
+    },
+  ],
+  [
+    "actions[1].body added",
+    (d) => {
+      d.actions[1]!.body = {};
+    },
+  ],
+  [
+    "actions[0].precondition etag",
+    (d) => {
+      d.actions[0]!.precondition = { etag: 'W/"42"' };
+    },
+  ],
+  [
+    "actions[0].precondition kind",
+    (d) => {
+      d.actions[0]!.precondition = { absent: true };
+    },
+  ],
+  [
+    "actions[0].beforeDigest",
+    (d) => {
+      d.actions[0]!.beforeDigest = DIGEST_C;
+    },
+  ],
+  [
+    "actions[0].afterDigest",
+    (d) => {
+      d.actions[0]!.afterDigest = DIGEST_C;
+    },
+  ],
+  [
+    "actions[1].op",
+    (d) => {
+      d.actions[1]!.op = "create";
+    },
+  ],
+  [
+    "actions[1].precondition",
+    (d) => {
+      d.actions[1]!.precondition = { etag: 'W/"8"' };
+    },
+  ],
+  [
+    "actions order",
+    (d) => {
+      d.actions.reverse();
+    },
+  ],
+  [
+    "actions: one removed",
+    (d) => {
+      d.actions.pop();
+    },
+  ],
+  [
+    "actions: one duplicated",
+    (d) => {
+      d.actions.push(structuredClone(d.actions[0]!));
+    },
+  ],
+  [
+    "policy.approvers: one added",
+    (d) => {
+      d.policy.approvers.push("U0DAVE");
+    },
+  ],
+  [
+    "policy.approvers: one removed",
+    (d) => {
+      d.policy.approvers.pop();
+    },
+  ],
+  [
+    "policy.approvers: one replaced",
+    (d) => {
+      d.policy.approvers[0] = "U0EVE";
+    },
+  ],
+  [
+    "policy.requiredApprovals",
+    (d) => {
+      d.policy.requiredApprovals = 2;
+    },
+  ],
+  [
+    "policy.grantTtlSeconds",
+    (d) => {
+      d.policy.grantTtlSeconds = 601;
+    },
+  ],
+  [
+    "expiresAt (+1 s)",
+    (d) => {
+      d.expiresAt = "2026-12-02T12:15:01.000Z";
+    },
+  ],
+  [
+    "expiresAt (+1 ms)",
+    (d) => {
+      d.expiresAt = "2026-12-02T12:15:00.001Z";
+    },
+  ],
+  [
+    "unknown extra top-level field",
+    (d) => {
+      loose(d).extra = true;
+    },
+  ],
 ];
 
 describe("canonicalJson (RFC 8785)", () => {
@@ -139,8 +334,7 @@ describe("canonicalJson (RFC 8785)", () => {
         '"literals":[null,true,false]}',
     );
     expect(canonicalJson(input)).toBe(
-      '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],' +
-        '"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}',
+      '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],' + '"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}',
     );
   });
 
@@ -242,7 +436,11 @@ describe("fingerprint", () => {
   });
 
   it("hashes the UTF-8 bytes of the canonical form", () => {
-    expect(fingerprint("é")).toBe(`sha256:${createHash("sha256").update(Buffer.from([0x22, 0xc3, 0xa9, 0x22])).digest("hex")}`);
+    expect(fingerprint("é")).toBe(
+      `sha256:${createHash("sha256")
+        .update(Buffer.from([0x22, 0xc3, 0xa9, 0x22]))
+        .digest("hex")}`,
+    );
   });
 
   it("is sha256 of canonicalJson for a full plan document", () => {
@@ -273,7 +471,7 @@ describe("fingerprint", () => {
   });
 
   it.each<[string, unknown, unknown]>([
-    ["1 vs \"1\"", 1, "1"],
+    ['1 vs "1"', 1, "1"],
     ["null vs absent member", { a: null }, {}],
     ["false vs null", false, null],
     ["[] vs {}", [], {}],

@@ -161,12 +161,16 @@ describe("holdsChange", () => {
   });
 
   describe("create of an array document", () => {
-    table(null, [1, 2], [
-      ["the same array", [1, 2], true],
-      ["a shorter array", [1], false],
-      ["a longer array", [1, 2, 3], false],
-      ["absent", undefined, false],
-    ]);
+    table(
+      null,
+      [1, 2],
+      [
+        ["the same array", [1, 2], true],
+        ["a shorter array", [1], false],
+        ["a longer array", [1, 2, 3], false],
+        ["absent", undefined, false],
+      ],
+    );
   });
 
   describe("replace", () => {
@@ -209,11 +213,52 @@ describe("holdsChange", () => {
       ]);
     });
     describe("an element inside changed", () => {
-      table({ items: [{ sku: "x", qty: 1 }, { sku: "y", qty: 1 }] }, { items: [{ sku: "x", qty: 1 }, { sku: "y", qty: 5 }] }, [
-        ["changed, with a target field added to the element", { items: [{ sku: "x", qty: 1 }, { sku: "y", qty: 5, lineId: 9 }] }, true],
-        ["not changed", { items: [{ sku: "x", qty: 1 }, { sku: "y", qty: 1 }] }, false],
-        ["elements reordered", { items: [{ sku: "y", qty: 5 }, { sku: "x", qty: 1 }] }, false],
-      ]);
+      table(
+        {
+          items: [
+            { sku: "x", qty: 1 },
+            { sku: "y", qty: 1 },
+          ],
+        },
+        {
+          items: [
+            { sku: "x", qty: 1 },
+            { sku: "y", qty: 5 },
+          ],
+        },
+        [
+          [
+            "changed, with a target field added to the element",
+            {
+              items: [
+                { sku: "x", qty: 1 },
+                { sku: "y", qty: 5, lineId: 9 },
+              ],
+            },
+            true,
+          ],
+          [
+            "not changed",
+            {
+              items: [
+                { sku: "x", qty: 1 },
+                { sku: "y", qty: 1 },
+              ],
+            },
+            false,
+          ],
+          [
+            "elements reordered",
+            {
+              items: [
+                { sku: "y", qty: 5 },
+                { sku: "x", qty: 1 },
+              ],
+            },
+            false,
+          ],
+        ],
+      );
     });
   });
 

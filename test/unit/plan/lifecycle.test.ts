@@ -22,9 +22,19 @@ const LEFT_BY_SOME_TRANSITION = new Set<PlanStatus>(Object.values(TRANSITIONS).f
 
 describe("lifecycle", () => {
   it("has eleven statuses", () => {
-    expect([...PLAN_STATUSES].sort()).toEqual(
-      ["applied", "approved", "cancelled", "executing", "expired", "failed", "pending", "rejected", "revoked", "stale", "superseded"],
-    );
+    expect([...PLAN_STATUSES].sort()).toEqual([
+      "applied",
+      "approved",
+      "cancelled",
+      "executing",
+      "expired",
+      "failed",
+      "pending",
+      "rejected",
+      "revoked",
+      "stale",
+      "superseded",
+    ]);
   });
 
   it.each(TERMINAL)("%s is terminal: no transition leaves it", (status) => {

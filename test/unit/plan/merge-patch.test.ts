@@ -37,7 +37,7 @@ describe("applyMergePatch", () => {
     ["deep merge keeps siblings at every level", '{"a":{"b":{"c":1,"d":2},"e":3}}', '{"a":{"b":{"c":9}}}', '{"a":{"b":{"c":9,"d":2},"e":3}}'],
     ["an object replaces a scalar member", '{"a":1}', '{"a":{"b":2}}', '{"a":{"b":2}}'],
     ["arrays inside a patch are taken whole (nulls in them kept)", '{"a":[1,2,3]}', '{"a":[null]}', '{"a":[null]}'],
-    ["patch values false, 0 and \"\" are set, not deleted", '{"a":1,"b":1,"c":1}', '{"a":false,"b":0,"c":""}', '{"a":false,"b":0,"c":""}'],
+    ['patch values false, 0 and "" are set, not deleted', '{"a":1,"b":1,"c":1}', '{"a":false,"b":0,"c":""}', '{"a":false,"b":0,"c":""}'],
   ])("%s", (_name, target, patch, result) => {
     expect(applyMergePatch(parse(target), parse(patch))).toStrictEqual(parse(result));
   });

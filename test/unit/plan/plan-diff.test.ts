@@ -5,7 +5,14 @@ import { MASK, redactionRules } from "../../../src/policy/redact.ts";
 
 const rules = redactionRules();
 const action = (path: string, after: ActionPreview["after"], more: Partial<ActionPreview> = {}): ActionPreview => ({
-  target: "crm", path, op: "merge", before: { id: 1 }, after, version: "\"v1\"", changes: [], ...more,
+  target: "crm",
+  path,
+  op: "merge",
+  before: { id: 1 },
+  after,
+  version: '"v1"',
+  changes: [],
+  ...more,
 });
 const version = (id: string, actions: ActionPreview[]): Version => ({ id, hash: `sha256:${id.padEnd(64, "0")}`, actions });
 
@@ -43,13 +50,15 @@ describe("planDiff (Changed since version …)", () => {
     const next = version("b2", [action("/keys/1", { apiToken: "new-secret", note: "x" })]);
     const [changed] = planDiff(old, next, rules).changed;
     expect(changed!.changes).toEqual([{ path: "/apiToken", from: MASK, to: MASK }]);
-    expect(JSON.stringify(changed)).not.toContain("secret\"");
+    expect(JSON.stringify(changed)).not.toContain('secret"');
   });
 
   it("a delete's absent after-state against a write is a change of the whole resource", () => {
     const old = version("a1", [action("/contacts/1", { id: 1 })]);
     const next = version("b2", [action("/contacts/1", null, { op: "delete" })]);
-    expect(planDiff(old, next, rules).changed).toEqual([{ target: "crm", path: "/contacts/1", op: "delete", wasOp: "merge", changes: [{ path: "", from: { id: 1 } }] }]);
+    expect(planDiff(old, next, rules).changed).toEqual([
+      { target: "crm", path: "/contacts/1", op: "delete", wasOp: "merge", changes: [{ path: "", from: { id: 1 } }] },
+    ]);
   });
 
   it("an identical resubmission is an empty diff", () => {

@@ -43,7 +43,12 @@ describe("findUnstorable", () => {
   });
 
   it("stops at max issues", () => {
-    expect(findUnstorable(Array.from({ length: 100 }, () => "\u0000"), 3)).toHaveLength(3);
+    expect(
+      findUnstorable(
+        Array.from({ length: 100 }, () => "\u0000"),
+        3,
+      ),
+    ).toHaveLength(3);
   });
 
   it("walks deep nesting without recursion", () => {

@@ -71,7 +71,7 @@ const REFUSED_PATHS: [path: string, why: RegExp][] = [
   ["/a\nb", /only URL path characters/],
   ["/a\u2028b", /only URL path characters/],
   ["/😀", /only URL path characters/],
-  ["/a\"b", /only URL path characters/],
+  ['/a"b', /only URL path characters/],
   ["/<script>", /only URL path characters/],
 ];
 

@@ -21,9 +21,20 @@ describe("afterApplyMismatches: merge that changes one field and removes another
     ["the after-state plus fields of the target's own (not drift)", { ...after, updatedAt: "2026-12-03T10:00:00Z" }, []],
     ["a field the plan does not change moved (not drift: not the plan's)", { ...after, id: 8, tags: ["y"] }, []],
     ["the target silently dropped the new email", { id: 7, tags: ["x"] }, [{ path: "/email", expected: "b@new.example" }]],
-    ["the target normalized the email", { id: 7, email: "B@NEW.EXAMPLE", tags: ["x"] }, [{ path: "/email", expected: "b@new.example", actual: "B@NEW.EXAMPLE" }]],
+    [
+      "the target normalized the email",
+      { id: 7, email: "B@NEW.EXAMPLE", tags: ["x"] },
+      [{ path: "/email", expected: "b@new.example", actual: "B@NEW.EXAMPLE" }],
+    ],
     ["the removed field is still there", { ...after, phone: "555" }, [{ path: "/phone", actual: "555" }]],
-    ["both at once, in the plan's order", { id: 7, phone: "555" }, [{ path: "/email", expected: "b@new.example" }, { path: "/phone", actual: "555" }]],
+    [
+      "both at once, in the plan's order",
+      { id: 7, phone: "555" },
+      [
+        { path: "/email", expected: "b@new.example" },
+        { path: "/phone", actual: "555" },
+      ],
+    ],
     ["a null where a string was planned", { id: 7, email: null }, [{ path: "/email", expected: "b@new.example", actual: null }]],
     ["the resource is gone", undefined, [{ path: "", expected: after }]],
   ]);
@@ -33,12 +44,20 @@ describe("afterApplyMismatches: create", () => {
   const after = { name: "Ana", roles: ["admin"], "a/b": 1, constructor: "own field" };
   table(null, after, [
     ["created as planned, with an id of the target's own", { ...after, id: 1 }, []],
-    ["a field missing, one changed, named by escaped pointers", { name: "Ana", roles: ["viewer"], constructor: "own field" }, [
-      { path: "/roles", expected: ["admin"], actual: ["viewer"] },
-      { path: "/a~1b", expected: 1 },
-    ]],
+    [
+      "a field missing, one changed, named by escaped pointers",
+      { name: "Ana", roles: ["viewer"], constructor: "own field" },
+      [
+        { path: "/roles", expected: ["admin"], actual: ["viewer"] },
+        { path: "/a~1b", expected: 1 },
+      ],
+    ],
     // An inherited member (Object.prototype.constructor) is not a field the target returned.
-    ["a field named like an Object.prototype member is missing", { name: "Ana", roles: ["admin"], "a/b": 1 }, [{ path: "/constructor", expected: "own field" }]],
+    [
+      "a field named like an Object.prototype member is missing",
+      { name: "Ana", roles: ["admin"], "a/b": 1 },
+      [{ path: "/constructor", expected: "own field" }],
+    ],
     ["not created", undefined, [{ path: "", expected: after }]],
   ]);
 });
@@ -52,10 +71,14 @@ describe("afterApplyMismatches: delete and arrays", () => {
     ["appended", { list: [1, 2, 3] }, []],
     ["the element was not appended", { list: [1, 2] }, [{ path: "/list/2", expected: 3 }]],
   ]);
-  table(["a"], ["b"], [
-    ["a top-level array replaced", ["b"], []],
-    ["left as it was", ["a"], [{ path: "/0", expected: "b", actual: "a" }]],
-  ]);
+  table(
+    ["a"],
+    ["b"],
+    [
+      ["a top-level array replaced", ["b"], []],
+      ["left as it was", ["a"], [{ path: "/0", expected: "b", actual: "a" }]],
+    ],
+  );
 });
 
 describe("afterApplyMismatches is bounded like changedSincePreview", () => {

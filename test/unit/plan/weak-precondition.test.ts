@@ -4,8 +4,13 @@ import { blocksJson, planMessage } from "../../support/plan-fixtures.ts";
 
 // A postgres.row update on a table with and without a version column.
 const rowAction = (precondition: string, version: string) => ({
-  target: "crmdb", path: "/contacts/42", op: "update", precondition, version,
-  before: { email: "a@old.example" }, after: { email: "a@new.example" },
+  target: "crmdb",
+  path: "/contacts/42",
+  op: "update",
+  precondition,
+  version,
+  before: { email: "a@old.example" },
+  after: { email: "a@new.example" },
   changes: [{ path: "/email", from: "a@old.example", to: "a@new.example" }],
 });
 

@@ -18,12 +18,20 @@ function limitsFromFile(limits: unknown) {
 describe("agent limits: the config", () => {
   it("defaults to 60 plans a minute and 100 open when absent", () => {
     expect(limitsFromFile(undefined)).toEqual({ plansPerMinute: 60, maxPending: 100, agents: {} });
-    expect(limitsOf(undefined, "deploy-bot")).toEqual({ plansPerMinute: 60, maxPending: 100, keys: { plansPerMinute: "limits.plansPerMinute", maxPending: "limits.maxPending" } });
+    expect(limitsOf(undefined, "deploy-bot")).toEqual({
+      plansPerMinute: 60,
+      maxPending: 100,
+      keys: { plansPerMinute: "limits.plansPerMinute", maxPending: "limits.maxPending" },
+    });
   });
 
   it("takes an agent's own values over the top-level ones, one key at a time; unknown agent names are fine", () => {
     const config = limitsFromFile({ plansPerMinute: 10, agents: { "deploy-bot": { maxPending: 3 }, "added-later": { plansPerMinute: 1 } } });
-    expect(limitsOf(config, "deploy-bot")).toEqual({ plansPerMinute: 10, maxPending: 3, keys: { plansPerMinute: "limits.plansPerMinute", maxPending: "limits.agents.deploy-bot.maxPending" } });
+    expect(limitsOf(config, "deploy-bot")).toEqual({
+      plansPerMinute: 10,
+      maxPending: 3,
+      keys: { plansPerMinute: "limits.plansPerMinute", maxPending: "limits.agents.deploy-bot.maxPending" },
+    });
     expect(limitsOf(config, "someone-else")).toMatchObject({ plansPerMinute: 10, maxPending: 100 });
   });
 
@@ -66,7 +74,11 @@ describe("agent limits: the rule", () => {
   });
 
   it("at maxPending, asks for 30 s, or less when a pending plan expires sooner", () => {
-    expect(limitVerdict("deploy-bot", limits, { ...idle, open: 100 }, NOW)[0]).toMatchObject({ limit: "maxPending", key: "limits.maxPending", retryAfterSeconds: 30 });
+    expect(limitVerdict("deploy-bot", limits, { ...idle, open: 100 }, NOW)[0]).toMatchObject({
+      limit: "maxPending",
+      key: "limits.maxPending",
+      retryAfterSeconds: 30,
+    });
     expect(limitVerdict("deploy-bot", limits, { ...idle, open: 100, soonestExpiryMs: NOW + 7_200_000 }, NOW)[0]?.retryAfterSeconds).toBe(30);
     expect(limitVerdict("deploy-bot", limits, { ...idle, open: 100, soonestExpiryMs: NOW + 8_200 }, NOW)[0]?.retryAfterSeconds).toBe(9);
   });
@@ -88,7 +100,11 @@ describe("policy check", () => {
     writeFileSync(file, "defaults: { approvers: [U0ALICE] }\nlimits: { maxPending: 20, agents: { deploy-bot: { plansPerMinute: 5 } } }\n");
     const lines: string[] = [];
     policyCheck([file], {}, (l) => lines.push(l));
-    expect(lines).toContain("Agent limits: each agent 60 plans a minute (limits.plansPerMinute), 20 pending or approved at once (limits.maxPending); beyond them a submission is refused with 429 rate_limited");
-    expect(lines).toContain("  agent deploy-bot: 5 plans a minute (limits.agents.deploy-bot.plansPerMinute), 20 pending or approved at once (limits.maxPending)");
+    expect(lines).toContain(
+      "Agent limits: each agent 60 plans a minute (limits.plansPerMinute), 20 pending or approved at once (limits.maxPending); beyond them a submission is refused with 429 rate_limited",
+    );
+    expect(lines).toContain(
+      "  agent deploy-bot: 5 plans a minute (limits.agents.deploy-bot.plansPerMinute), 20 pending or approved at once (limits.maxPending)",
+    );
   });
 });

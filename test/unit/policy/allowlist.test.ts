@@ -28,10 +28,25 @@ const ALLOW: Allowlist = { ops: ["merge", "create"], paths: ["/contacts/*"], max
 describe("refusalsFor (deny by default)", () => {
   it.each<[string, Allowlist | undefined, Parameters<typeof refusalsFor>[2], { rule: string; path: string }[]]>([
     ["an allowed merge", ALLOW, [{ index: 0, op: "merge", path: "/contacts/1", body: { a: 1 } }], []],
-    ["a target without an allow block", undefined, [{ index: 3, op: "merge", path: "/contacts/1", body: {} }], [{ rule: "targets.crm.allow", path: "/actions/3/target" }]],
+    [
+      "a target without an allow block",
+      undefined,
+      [{ index: 3, op: "merge", path: "/contacts/1", body: {} }],
+      [{ rule: "targets.crm.allow", path: "/actions/3/target" }],
+    ],
     ["an op not listed", ALLOW, [{ index: 0, op: "delete", path: "/contacts/1" }], [{ rule: "targets.crm.allow.ops", path: "/actions/0/op" }]],
-    ["a path outside the patterns", ALLOW, [{ index: 1, op: "merge", path: "/admin/users", body: {} }], [{ rule: "targets.crm.allow.paths", path: "/actions/1/path" }]],
-    ["a body over the limit", ALLOW, [{ index: 0, op: "merge", path: "/contacts/1", body: { note: "x".repeat(40) } }], [{ rule: "targets.crm.allow.maxBodyBytes", path: "/actions/0/body" }]],
+    [
+      "a path outside the patterns",
+      ALLOW,
+      [{ index: 1, op: "merge", path: "/admin/users", body: {} }],
+      [{ rule: "targets.crm.allow.paths", path: "/actions/1/path" }],
+    ],
+    [
+      "a body over the limit",
+      ALLOW,
+      [{ index: 0, op: "merge", path: "/contacts/1", body: { note: "x".repeat(40) } }],
+      [{ rule: "targets.crm.allow.maxBodyBytes", path: "/actions/0/body" }],
+    ],
     [
       "too many actions",
       ALLOW,

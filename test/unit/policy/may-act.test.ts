@@ -27,16 +27,40 @@ describe("decide", () => {
     ["a listed approver, pending, in time", person("U0ALICE"), plan(), buttons, undefined],
     ["a member of a listed group", person("U0GINA", ["S0REVIEWERS"]), plan(), buttons, undefined],
     ["a member of an unlisted group", person("U0GINA", ["S0OTHERS"]), plan(), buttons, "not_an_approver"],
-    ["a user id that only looks like a listed group", person("S0REVIEWERS"), plan({ policy: { approvers: ["U0ALICE"], requiredApprovals: 1 } }), buttons, "not_an_approver"],
+    [
+      "a user id that only looks like a listed group",
+      person("S0REVIEWERS"),
+      plan({ policy: { approvers: ["U0ALICE"], requiredApprovals: 1 } }),
+      buttons,
+      "not_an_approver",
+    ],
     ["nobody listed", person("U0MALLORY"), plan(), buttons, "not_an_approver"],
     ["ids compare exactly (case)", person("u0alice"), plan(), buttons, "not_an_approver"],
     ["an empty approver list", person("U0ALICE"), plan({ policy: { approvers: [], requiredApprovals: 1 } }), buttons, "not_an_approver"],
-    ["the requester, also a listed approver", person("U0RITA"), plan({ policy: { approvers: ["U0RITA", "U0BOB"], requiredApprovals: 1 } }), buttons, "self_approval"],
+    [
+      "the requester, also a listed approver",
+      person("U0RITA"),
+      plan({ policy: { approvers: ["U0RITA", "U0BOB"], requiredApprovals: 1 } }),
+      buttons,
+      "self_approval",
+    ],
     ["the requester through a group", person("U0RITA", ["S0REVIEWERS"]), plan(), buttons, "self_approval"],
     ["no requester recorded", person("U0ALICE"), plan({ onBehalfOf: undefined }), buttons, undefined],
     ["already approved: no buttons", person("U0ALICE"), plan({ approvals: ["U0ALICE"] }), buttons, "already_voted"],
-    ["already approved, approving again", person("U0ALICE"), plan({ approvals: ["U0ALICE"] }), { verb: "decide", verdict: "approve", hash: HASH }, "already_voted"],
-    ["already approved, rejecting (a change of mind)", person("U0ALICE"), plan({ approvals: ["U0ALICE"] }), { verb: "decide", verdict: "reject", hash: HASH }, undefined],
+    [
+      "already approved, approving again",
+      person("U0ALICE"),
+      plan({ approvals: ["U0ALICE"] }),
+      { verb: "decide", verdict: "approve", hash: HASH },
+      "already_voted",
+    ],
+    [
+      "already approved, rejecting (a change of mind)",
+      person("U0ALICE"),
+      plan({ approvals: ["U0ALICE"] }),
+      { verb: "decide", verdict: "reject", hash: HASH },
+      undefined,
+    ],
     ["someone else approved", person("U0BOB"), plan({ approvals: ["U0ALICE"] }), buttons, undefined],
     ["the hash the person saw", person("U0ALICE"), plan(), { verb: "decide", verdict: "approve", hash: HASH }, undefined],
     ["another hash", person("U0ALICE"), plan(), { verb: "decide", verdict: "approve", hash: OTHER_HASH }, "hash_mismatch"],
@@ -67,8 +91,16 @@ describe("decide", () => {
   });
 
   it("a refusal carries the facts its door explains it with", () => {
-    expect(whyMayNot(person("U0MALLORY"), plan(), { verb: "decide" }, NOW)).toEqual({ code: "not_an_approver", approvers: ["U0ALICE", "U0BOB", "S0REVIEWERS"], requiredApprovals: 2 });
-    expect(whyMayNot(person("U0ALICE"), plan({ approvals: ["U0ALICE"] }), { verb: "decide" }, NOW)).toEqual({ code: "already_voted", approvals: ["U0ALICE"], requiredApprovals: 2 });
+    expect(whyMayNot(person("U0MALLORY"), plan(), { verb: "decide" }, NOW)).toEqual({
+      code: "not_an_approver",
+      approvers: ["U0ALICE", "U0BOB", "S0REVIEWERS"],
+      requiredApprovals: 2,
+    });
+    expect(whyMayNot(person("U0ALICE"), plan({ approvals: ["U0ALICE"] }), { verb: "decide" }, NOW)).toEqual({
+      code: "already_voted",
+      approvals: ["U0ALICE"],
+      requiredApprovals: 2,
+    });
     expect(whyMayNot(person("U0ALICE"), plan({ status: "rejected" }), { verb: "decide" }, NOW)).toEqual({ code: "already_decided", status: "rejected" });
     expect(whyMayNot(person("U0ALICE"), plan(), { verb: "decide", hash: OTHER_HASH }, NOW)).toEqual({ code: "hash_mismatch", expected: HASH, got: OTHER_HASH });
     const expiresAt = new Date(NOW.getTime() - 5);
@@ -111,7 +143,12 @@ describe("revoke", () => {
     ["an admin by id", person("U0ADMIN"), approved(), undefined],
     ["an admin through a group", person("U0OLIVER", ["S0OPS"]), approved(), undefined],
     ["an admin who is also the requester", person("U0RITA", ["S0OPS"]), approved(), undefined],
-    ["the requester, even when listed as an approver", person("U0RITA"), approved({ policy: { approvers: ["U0RITA", "U0ALICE"], requiredApprovals: 1 } }), "not_a_revoker"],
+    [
+      "the requester, even when listed as an approver",
+      person("U0RITA"),
+      approved({ policy: { approvers: ["U0RITA", "U0ALICE"], requiredApprovals: 1 } }),
+      "not_a_revoker",
+    ],
     ["an outsider", person("U0MALLORY"), approved(), "not_a_revoker"],
     ["a pending plan, even for an approver", person("U0ALICE"), plan(), "not_revocable"],
     ["a claimed plan", person("U0ADMIN"), approved({ status: "executing" }), "not_revocable"],

@@ -1,10 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  effectivePolicy,
-  type PolicyDefaultsConfig,
-  type PolicyOverrideConfig,
-  type TargetPolicy,
-} from "../../../src/policy/effective-policy.ts";
+import { effectivePolicy, type PolicyDefaultsConfig, type PolicyOverrideConfig, type TargetPolicy } from "../../../src/policy/effective-policy.ts";
 import { quorumMet } from "../../../src/policy/approvers.ts";
 import { resolveTtl } from "../../../src/policy/ttl.ts";
 
@@ -107,7 +102,10 @@ describe("effectivePolicy", () => {
     [
       "the same target twice is the same as once",
       DEFAULTS,
-      [{ approvers: ["U0BOB", "U0ALICE"], requiredApprovals: 2 }, { approvers: ["U0BOB", "U0ALICE"], requiredApprovals: 2 }],
+      [
+        { approvers: ["U0BOB", "U0ALICE"], requiredApprovals: 2 },
+        { approvers: ["U0BOB", "U0ALICE"], requiredApprovals: 2 },
+      ],
       { approvers: ["U0ALICE", "U0BOB"], requiredApprovals: 2, ttl: { default: 900, max: 86_400 }, grantTtl: 600 },
     ],
   ])("%s", (_name, defaults, overrides, expected) => {

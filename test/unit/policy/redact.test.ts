@@ -5,10 +5,23 @@ const rules = redactionRules(["iban"]);
 
 describe("secret fields", () => {
   it.each([
-    ["password", true], ["Password", true], ["db_password", true], ["api_key", true], ["apiKey", true], ["X-Api-Key", true],
-    ["authorization", true], ["Authorization", true], ["private_key", true], ["client_secret", true], ["refreshToken", true],
+    ["password", true],
+    ["Password", true],
+    ["db_password", true],
+    ["api_key", true],
+    ["apiKey", true],
+    ["X-Api-Key", true],
+    ["authorization", true],
+    ["Authorization", true],
+    ["private_key", true],
+    ["client_secret", true],
+    ["refreshToken", true],
     ["IBAN", true], // configured
-    ["email", false], ["name", false], ["tier", false], ["description", false], ["", false],
+    ["email", false],
+    ["name", false],
+    ["tier", false],
+    ["description", false],
+    ["", false],
   ] as const)("%s → %s", (name, secret) => {
     expect(isSecretField(name, rules)).toBe(secret);
   });
@@ -36,8 +49,18 @@ describe("credential-looking values", () => {
 
 describe("redactJson and redactChange", () => {
   it("masks secret fields at any depth and credentials anywhere, keeping the shape", () => {
-    const value = { name: "Ana", password: "hunter2", nested: { api_key: "k", list: [{ token: "t" }, "xoxb-123456789012-abcdefghijkl"] }, nothing: { secret: null } };
-    expect(redactJson(value, rules)).toEqual({ name: "Ana", password: MASK, nested: { api_key: MASK, list: [{ token: MASK }, MASK] }, nothing: { secret: null } });
+    const value = {
+      name: "Ana",
+      password: "hunter2",
+      nested: { api_key: "k", list: [{ token: "t" }, "xoxb-123456789012-abcdefghijkl"] },
+      nothing: { secret: null },
+    };
+    expect(redactJson(value, rules)).toEqual({
+      name: "Ana",
+      password: MASK,
+      nested: { api_key: MASK, list: [{ token: MASK }, MASK] },
+      nothing: { secret: null },
+    });
     expect(value.password).toBe("hunter2"); // a copy, never a mutation
   });
 

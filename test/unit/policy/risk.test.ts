@@ -9,8 +9,23 @@ describe("assessRisk: the riskiest action decides, and says which rule", () => {
     ["a low merge", [{ op: "merge", rules: crm }], { level: "low", rule: "defaults.risk" }],
     ["a delete made high by op", [{ op: "delete", rules: crm }], { level: "high", rule: "targets.crm.policy.riskByOp.delete" }],
     ["a medium target", [{ op: "merge", rules: vault }], { level: "medium", rule: "targets.vault.policy.risk" }],
-    ["the riskiest of several", [{ op: "merge", rules: crm }, { op: "merge", rules: vault }, { op: "delete", rules: crm }], { level: "high", rule: "targets.crm.policy.riskByOp.delete" }],
-    ["ties keep the first", [{ op: "merge", rules: vault }, { op: "create", rules: vault }], { level: "medium", rule: "targets.vault.policy.risk" }],
+    [
+      "the riskiest of several",
+      [
+        { op: "merge", rules: crm },
+        { op: "merge", rules: vault },
+        { op: "delete", rules: crm },
+      ],
+      { level: "high", rule: "targets.crm.policy.riskByOp.delete" },
+    ],
+    [
+      "ties keep the first",
+      [
+        { op: "merge", rules: vault },
+        { op: "create", rules: vault },
+      ],
+      { level: "medium", rule: "targets.vault.policy.risk" },
+    ],
   ])("%s", (_name, actions, expected) => {
     expect(assessRisk(actions)).toEqual(expected);
   });

@@ -55,10 +55,14 @@ describe("every", () => {
   it("keeps running through failures and tells the report of each failure and success", async () => {
     const outcomes: string[] = [];
     let runs = 0;
-    const loop = every(5, async () => {
-      runs++;
-      if (runs <= 3) throw outage;
-    }, { failed: () => void outcomes.push("failed"), succeeded: () => void outcomes.push("ok") });
+    const loop = every(
+      5,
+      async () => {
+        runs++;
+        if (runs <= 3) throw outage;
+      },
+      { failed: () => void outcomes.push("failed"), succeeded: () => void outcomes.push("ok") },
+    );
     await waitFor("five runs", () => runs >= 5, 10_000);
     await loop.stop();
     expect(outcomes.slice(0, 5)).toEqual(["failed", "failed", "failed", "ok", "ok"]);

@@ -35,10 +35,17 @@ describe("safeReturnPath", () => {
     expect(safeReturnPath(raw)).toBe(expected);
   });
 
-  it.each([undefined, "", "plans", "//evil.example/x", "/\\evil.example", "https://evil.example/", "/plans\nSet-Cookie: x=1", "/auth/slack/callback?code=x", "javascript:alert(1)"])(
-    "sends anything else to /plans: %s",
-    (raw) => {
-      expect(safeReturnPath(raw)).toBe("/plans");
-    },
-  );
+  it.each([
+    undefined,
+    "",
+    "plans",
+    "//evil.example/x",
+    "/\\evil.example",
+    "https://evil.example/",
+    "/plans\nSet-Cookie: x=1",
+    "/auth/slack/callback?code=x",
+    "javascript:alert(1)",
+  ])("sends anything else to /plans: %s", (raw) => {
+    expect(safeReturnPath(raw)).toBe("/plans");
+  });
 });

@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { PLAN_STATUSES } from "../../../src/plan/status.ts";
-import { DIGEST_MAX_LINES, digestCapacity, previewsToDigest, renderDigest, renderDigestReply, type DigestLine, type WaitingPreview } from "../../../src/slack/digest.ts";
+import {
+  DIGEST_MAX_LINES,
+  digestCapacity,
+  previewsToDigest,
+  renderDigest,
+  renderDigestReply,
+  type DigestLine,
+  type WaitingPreview,
+} from "../../../src/slack/digest.ts";
 import { BLOCKS_JSON_BUDGET, SLACK_LIMITS, renderThreadReply } from "../../../src/slack/render.ts";
 import { validateBlocks } from "../../support/slack-emulator.ts";
 
@@ -74,7 +82,7 @@ describe("renderDigest", () => {
     expect(text).toContain("✅ approved · *Update contact 2* · `billing` `delete` +2 more");
     expect(text).toContain("1 still waiting for a decision");
     // No buttons: approving happens where the whole plan is shown.
-    expect(text).not.toContain("\"actions\"");
+    expect(text).not.toContain('"actions"');
     expect(text).toContain("/countersign list");
     expect(validateBlocks(m.blocks as never)).toEqual([]);
   });
@@ -91,7 +99,9 @@ describe("renderDigest", () => {
   });
 
   it("holds what fits Slack's limits measured with the widest status, so any later update still fits", () => {
-    const huge = Array.from({ length: 100 }, (_, i) => line(i, { title: "Ω".repeat(500), target: "t".repeat(300), reviewUrl: `https://countersign.example.com/${"x".repeat(200)}/plans/${i}` }));
+    const huge = Array.from({ length: 100 }, (_, i) =>
+      line(i, { title: "Ω".repeat(500), target: "t".repeat(300), reviewUrl: `https://countersign.example.com/${"x".repeat(200)}/plans/${i}` }),
+    );
     const n = digestCapacity(huge);
     expect(n).toBeGreaterThanOrEqual(2);
     expect(n).toBeLessThan(100);
@@ -135,7 +145,8 @@ describe("renderDigest", () => {
     expect(n).toBeGreaterThan(10);
     expect(n).toBeLessThanOrEqual(DIGEST_MAX_LINES);
     const { blocks } = renderDigest(many.slice(0, n));
-    for (const b of blocks as { type: string; text?: { text: string } }[]) if (b.type === "section") expect(b.text!.text.length).toBeLessThanOrEqual(SLACK_LIMITS.sectionText);
+    for (const b of blocks as { type: string; text?: { text: string } }[])
+      if (b.type === "section") expect(b.text!.text.length).toBeLessThanOrEqual(SLACK_LIMITS.sectionText);
     expect(validateBlocks(blocks as never)).toEqual([]);
   });
 });
@@ -155,7 +166,10 @@ describe("renderDigestReply", () => {
   });
 
   it("stays within Slack's limits when the reply already fills them", () => {
-    const full = { text: "x", blocks: Array.from({ length: SLACK_LIMITS.blocks }, () => ({ type: "section", text: { type: "mrkdwn", text: "y".repeat(150) } })) };
+    const full = {
+      text: "x",
+      blocks: Array.from({ length: SLACK_LIMITS.blocks }, () => ({ type: "section", text: { type: "mrkdwn", text: "y".repeat(150) } })),
+    };
     const m = renderDigestReply(line(6), full);
     expect(m.blocks.length).toBeLessThanOrEqual(SLACK_LIMITS.blocks);
     expect(JSON.stringify(m.blocks).length).toBeLessThanOrEqual(BLOCKS_JSON_BUDGET);

@@ -32,12 +32,26 @@ const textOf = (blocks: Block[]) => JSON.stringify(blocks);
 
 describe("App Home view", () => {
   it("shows each plan with the preview's own Approve/Reject buttons (same action ids, values and confirm) and a link to it", () => {
-    const plan = waiting(7, { actions: [{ target: "crm", op: "merge" }, { target: "billing", op: "put" }] });
+    const plan = waiting(7, {
+      actions: [
+        { target: "crm", op: "merge" },
+        { target: "billing", op: "put" },
+      ],
+    });
     const view = renderHome(home({ plans: [plan] }));
     expect(view.type).toBe("home");
     const preview = renderPlanMessage({
-      planId: plan.id, hash: plan.hash, status: "pending", environment: "test", title: plan.title, agent: plan.agent, expiresAt: plan.expiresAt.toISOString(),
-      reviewUrl: plan.reviewUrl, actions: plan.actions.map((a) => ({ ...a, path: "/x", before: null, after: null, version: null, changes: [] })) as never, policy: { approvers: [], requiredApprovals: 1 }, approvals: [],
+      planId: plan.id,
+      hash: plan.hash,
+      status: "pending",
+      environment: "test",
+      title: plan.title,
+      agent: plan.agent,
+      expiresAt: plan.expiresAt.toISOString(),
+      reviewUrl: plan.reviewUrl,
+      actions: plan.actions.map((a) => ({ ...a, path: "/x", before: null, after: null, version: null, changes: [] })) as never,
+      policy: { approvers: [], requiredApprovals: 1 },
+      approvals: [],
     });
     expect(elementsOf(view.blocks)).toEqual(elementsOf(preview.blocks));
     const approve = elementsOf(view.blocks).find((e) => e.action_id === "approve")!;
@@ -49,7 +63,9 @@ describe("App Home view", () => {
   it("keeps the order it is given (soonest expiry first) and counts them", () => {
     const plans = [waiting(1), waiting(2), waiting(3)];
     const view = renderHome(home({ plans }));
-    const values = elementsOf(view.blocks).filter((e) => e.action_id === "approve").map((e) => JSON.parse(e.value as string).planId);
+    const values = elementsOf(view.blocks)
+      .filter((e) => e.action_id === "approve")
+      .map((e) => JSON.parse(e.value as string).planId);
     expect(values).toEqual(plans.map((p) => p.id));
     expect(textOf(view.blocks)).toContain("3 plans wait for you, soonest expiry first.");
   });

@@ -6,7 +6,20 @@ describe("drift on the Slack message (issue 15)", () => {
     status: "stale",
     outcome: {
       status: "stale",
-      actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "stale", expected: '"1"', now: '"2"', changedSincePreview: [{ path: "/email", from: "a@old.example", to: "b@other.example" }, { path: "/name", from: "Ana", to: "Ana L." }] }],
+      actions: [
+        {
+          index: 0,
+          target: "crm",
+          path: "/contacts/1",
+          status: "stale",
+          expected: '"1"',
+          now: '"2"',
+          changedSincePreview: [
+            { path: "/email", from: "a@old.example", to: "b@other.example" },
+            { path: "/name", from: "Ana", to: "Ana L." },
+          ],
+        },
+      ],
     },
   });
 
@@ -14,7 +27,7 @@ describe("drift on the Slack message (issue 15)", () => {
     expect(buttonIds(planMessage())).toContain("approve");
     expect(buttonIds(stale)).not.toContain("approve");
     expect(buttonIds(stale)).not.toContain("reject");
-    expect(blocksJson(stale)).toContain("`/email` is now `\\\"b@other.example\\\"`, was `\\\"a@old.example\\\"` when you were asked (and 1 more change)");
+    expect(blocksJson(stale)).toContain('`/email` is now `\\"b@other.example\\"`, was `\\"a@old.example\\"` when you were asked (and 1 more change)');
   });
 
   it("an open plan whose target cannot be re-read says since when, in the context line", () => {
@@ -26,8 +39,13 @@ describe("drift on the Slack message (issue 15)", () => {
   });
 
   it("an approval recorded without a re-check is marked so", () => {
-    const approved = planMessage({ status: "approved", approvals: [{ userId: "UALICE01", via: "slack", at: "2026-05-01T11:00:00Z", recheckFailed: "could not re-check: target 'crm' answered HTTP 503" }] });
+    const approved = planMessage({
+      status: "approved",
+      approvals: [{ userId: "UALICE01", via: "slack", at: "2026-05-01T11:00:00Z", recheckFailed: "could not re-check: target 'crm' answered HTTP 503" }],
+    });
     expect(blocksJson(approved)).toContain("Approved without a re-check by <@UALICE01>");
-    expect(blocksJson(planMessage({ status: "approved", approvals: [{ userId: "UALICE01", via: "slack", at: "2026-05-01T11:00:00Z" }] }))).not.toContain("without a re-check");
+    expect(blocksJson(planMessage({ status: "approved", approvals: [{ userId: "UALICE01", via: "slack", at: "2026-05-01T11:00:00Z" }] }))).not.toContain(
+      "without a re-check",
+    );
   });
 });

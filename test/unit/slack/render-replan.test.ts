@@ -35,7 +35,13 @@ describe("re-plans on the Slack message (issue 15)", () => {
 
   it("a huge diff stays within Slack's limits, the rest counted, the buttons kept", () => {
     const big = "x".repeat(100_000);
-    const changed = Array.from({ length: 20 }, (_, i) => ({ target: "crm", path: `/contacts/${i}`, op: "replace" as const, wasOp: "merge" as const, changes: Array.from({ length: 500 }, (_, j) => ({ path: `/f${j}`, from: big, to: `${big}!` })) }));
+    const changed = Array.from({ length: 20 }, (_, i) => ({
+      target: "crm",
+      path: `/contacts/${i}`,
+      op: "replace" as const,
+      wasOp: "merge" as const,
+      changes: Array.from({ length: 500 }, (_, j) => ({ path: `/f${j}`, from: big, to: `${big}!` })),
+    }));
     const actions = changed.map((c) => ({ target: "crm", path: c.path, op: c.op, before: { v: big }, after: { v: big }, version: '"1"', changes: c.changes }));
     const message = renderPlanMessage(planMessage({ actions, changedSince: diff({ changed, added: changed.map((c) => ({ ...c })), removed: [] }) }));
     expect(JSON.stringify(message.blocks).length).toBeLessThanOrEqual(BLOCKS_JSON_BUDGET);

@@ -51,8 +51,7 @@ function outcome(overrides: Partial<Outcome> = {}): Outcome {
 
 const BIG = "x".repeat(100 * 1024);
 const UNICODE = "👩‍👩‍👧‍👦🏳️‍🌈👍🏽 שָׁלוֹם مرحبا \u202Eevil\u202C e\u0301\u0308\u0323 Z\u0351\u0352\u0353\u0354\u0355 🇫🇷 \uD800";
-const HOSTILE =
-  "<!channel> <!here> <!everyone> <@U123> <#C123> <!subteam^S123> <https://evil|prod> *bold* _x_ ~x~ `code` ```block``` &amp;\n> quote";
+const HOSTILE = "<!channel> <!here> <!everyone> <@U123> <#C123> <!subteam^S123> <https://evil|prod> *bold* _x_ ~x~ `code` ```block``` &amp;\n> quote";
 
 // ------------------------------------------------------------------------- checking a message
 
@@ -293,7 +292,8 @@ describe("renderPlanMessage: decision buttons", () => {
 
   it("binds the button value to the full hash, however much of the plan is shown", () => {
     const message = renderPlanMessage(plan({ actions: Array.from({ length: 20 }, () => action({ changes: changes(25) })) }));
-    for (const b of buttons(message).filter((b) => b.action_id !== "view_full_plan")) expect(JSON.parse(String(b.value))).toEqual({ planId: PLAN_ID, hash: PLAN_HASH });
+    for (const b of buttons(message).filter((b) => b.action_id !== "view_full_plan"))
+      expect(JSON.parse(String(b.value))).toEqual({ planId: PLAN_ID, hash: PLAN_HASH });
   });
 
   it("keeps the short hash in the confirm dialog when the target list is long", () => {
@@ -341,12 +341,26 @@ describe("renderPlanMessage: the status line", () => {
     ["approved", { status: "approved", approvals }, ["*Approved* by <@UALICE01> <@UBOB0002> — handed to the executor"]],
     ["rejected", { status: "rejected", rejection: { userId: "UCAROL03", reason: "Wrong contact" } }, ["*Rejected* by <@UCAROL03>: Wrong contact"]],
     ["expired", { status: "expired" }, ["*Expired* — nobody decided in time", "Expired <!date^"]],
-    ["expired with a reason", { status: "expired", outcome: outcome({ status: "expired", reason: "grant expired before an executor claimed it" }) }, ["*Expired* — grant expired before an executor claimed it"]],
+    [
+      "expired with a reason",
+      { status: "expired", outcome: outcome({ status: "expired", reason: "grant expired before an executor claimed it" }) },
+      ["*Expired* — grant expired before an executor claimed it"],
+    ],
     ["cancelled", { status: "cancelled" }, ["*Cancelled* by the agent"]],
     ["executing", { status: "executing", approvals }, ["*Executing…* — approved by <@UALICE01> <@UBOB0002>"]],
     ["applied", { status: "applied", approvals, outcome: outcome() }, ["*Applied* — approved by"]],
     ["applied, reconciled", { status: "applied", outcome: outcome({ reconciled: true }) }, ["the target already held these changes"]],
-    ["applied, a write not as previewed", { status: "applied", approvals, outcome: outcome({ actions: [{ index: 0, target: "crm", path: "/c", status: "applied", verified: false, driftAfterApply: [{ path: "/name", expected: "Ada" }] }] }) }, ["⚠️ *Applied, not as previewed* — 1 write did not land as approved; see the thread — approved by"]],
+    [
+      "applied, a write not as previewed",
+      {
+        status: "applied",
+        approvals,
+        outcome: outcome({
+          actions: [{ index: 0, target: "crm", path: "/c", status: "applied", verified: false, driftAfterApply: [{ path: "/name", expected: "Ada" }] }],
+        }),
+      },
+      ["⚠️ *Applied, not as previewed* — 1 write did not land as approved; see the thread — approved by"],
+    ],
     ["failed", { status: "failed", outcome: outcome({ status: "failed", reason: "target answered 500" }) }, ["*Failed* — target answered 500"]],
     ["failed, partly applied", { status: "failed", outcome: outcome({ status: "failed", partial: true }) }, ["*Failed*", "Partly applied"]],
     ["stale", { status: "stale", outcome: outcome({ status: "stale" }) }, ["*Stale* — target changed, resubmit"]],
@@ -396,7 +410,15 @@ describe("renderPlanMessage: hostile agent text (scenario 23)", () => {
     ["rejected by a non-id", { ...hostile, status: "rejected", rejection: { userId: HOSTILE, reason: HOSTILE } }, []],
     ["failed with a hostile reason", { ...hostile, status: "failed", outcome: outcome({ status: "failed", reason: HOSTILE }) }, []],
     ["expired with a hostile reason", { ...hostile, status: "expired", outcome: outcome({ status: "expired", reason: HOSTILE }) }, []],
-    ["hostile approvers", { ...hostile, policy: { approvers: [HOSTILE, "UALICE01"], requiredApprovals: 1 }, approvals: [{ userId: HOSTILE, via: "web", at: "2026-05-01T10:00:00Z" }] }, ["UALICE01"]],
+    [
+      "hostile approvers",
+      {
+        ...hostile,
+        policy: { approvers: [HOSTILE, "UALICE01"], requiredApprovals: 1 },
+        approvals: [{ userId: HOSTILE, via: "web", at: "2026-05-01T10:00:00Z" }],
+      },
+      ["UALICE01"],
+    ],
   ])("%s: no mention, link or formatting from the agent", (_name, m, ours) => {
     const message = renderPlanMessage(m);
     expectNoAgentMarkup(message, ours);
@@ -440,9 +462,17 @@ describe("renderPlanMessage: hostile agent text (scenario 23)", () => {
 
 describe("renderPlanMessage: any plan fits (scenario 24)", () => {
   it.each<[string, PlanMessage, RegExp]>([
-    ["20 actions × 25 changes", plan({ actions: Array.from({ length: 20 }, (_, i) => action({ path: `/contacts/${i}`, changes: changes(25) })) }), MORE_CHANGES],
+    [
+      "20 actions × 25 changes",
+      plan({ actions: Array.from({ length: 20 }, (_, i) => action({ path: `/contacts/${i}`, changes: changes(25) })) }),
+      MORE_CHANGES,
+    ],
     ["500 changed fields", plan({ actions: [action({ changes: changes(500) })] }), /… 485 more changes — see full plan/],
-    ["500 changed fields over 20 actions", plan({ actions: Array.from({ length: 20 }, () => action({ changes: changes(25) })) }), /… 23 more changes — see full plan/],
+    [
+      "500 changed fields over 20 actions",
+      plan({ actions: Array.from({ length: 20 }, () => action({ changes: changes(25) })) }),
+      /… 23 more changes — see full plan/,
+    ],
     [
       "100 KB strings everywhere",
       plan({
@@ -453,13 +483,19 @@ describe("renderPlanMessage: any plan fits (scenario 24)", () => {
         onBehalfOf: `U${"A".repeat(BIG.length)}`,
         reviewUrl: `https://countersign.example/plans/${PLAN_ID}`,
         policy: { approvers: [`U${"B".repeat(BIG.length)}`], requiredApprovals: 1 },
-        actions: Array.from({ length: 20 }, () => action({ target: BIG, path: `/${BIG}`, version: BIG, changes: changes(30, () => BIG).map((c) => ({ ...c, path: `/${BIG}` })) })),
+        actions: Array.from({ length: 20 }, () =>
+          action({ target: BIG, path: `/${BIG}`, version: BIG, changes: changes(30, () => BIG).map((c) => ({ ...c, path: `/${BIG}` })) }),
+        ),
       }),
       MORE_CHANGES,
     ],
     [
       "100 KB of & (5× longer once escaped)",
-      plan({ title: "&".repeat(BIG.length), reason: "<".repeat(BIG.length), actions: [action({ path: "&".repeat(BIG.length), changes: changes(40, () => "&".repeat(BIG.length)) })] }),
+      plan({
+        title: "&".repeat(BIG.length),
+        reason: "<".repeat(BIG.length),
+        actions: [action({ path: "&".repeat(BIG.length), changes: changes(40, () => "&".repeat(BIG.length)) })],
+      }),
       MORE_CHANGES,
     ],
     [
@@ -468,12 +504,22 @@ describe("renderPlanMessage: any plan fits (scenario 24)", () => {
         title: UNICODE.repeat(50),
         reason: UNICODE.repeat(500),
         agent: UNICODE.repeat(20),
-        actions: Array.from({ length: 20 }, () => action({ target: UNICODE, path: `/${UNICODE.repeat(40)}`, version: UNICODE, changes: changes(25, () => UNICODE.repeat(30)) })),
+        actions: Array.from({ length: 20 }, () =>
+          action({ target: UNICODE, path: `/${UNICODE.repeat(40)}`, version: UNICODE, changes: changes(25, () => UNICODE.repeat(30)) }),
+        ),
       }),
       MORE_CHANGES,
     ],
-    ["a letter under 100,000 combining marks", plan({ title: `Z${"\u0301".repeat(100_000)}`, actions: [action({ changes: changes(20, () => `Z${"\u0301".repeat(100_000)}`) })] }), MORE_CHANGES],
-    ["more actions than the schema allows", plan({ actions: Array.from({ length: 60 }, () => action({ changes: changes(25) })) }), /… 40 more actions — see full plan/],
+    [
+      "a letter under 100,000 combining marks",
+      plan({ title: `Z${"\u0301".repeat(100_000)}`, actions: [action({ changes: changes(20, () => `Z${"\u0301".repeat(100_000)}`) })] }),
+      MORE_CHANGES,
+    ],
+    [
+      "more actions than the schema allows",
+      plan({ actions: Array.from({ length: 60 }, () => action({ changes: changes(25) })) }),
+      /… 40 more actions — see full plan/,
+    ],
   ])("%s", (_name, m, marker) => {
     const message = renderPlanMessage(m);
     checkLimits(message);
@@ -517,8 +563,25 @@ describe("renderThreadReply", () => {
   const twoActions = [action(), action({ path: "/contacts/43", changes: [{ path: "/email", from: "a@x", to: "b@x" }] })];
   const drifted = outcome({
     actions: [
-      { index: 0, target: "crm", path: "/contacts/42", status: "applied", verified: false, driftAfterApply: [{ path: "/name", expected: "Ada L." }, { path: "/nick", expected: "Ada", actual: "ADA" }] },
-      { index: 1, target: "crm", path: "/contacts/43", status: "applied", verified: null, detail: "could not re-read after the write: target 'crm' answered HTTP 503" },
+      {
+        index: 0,
+        target: "crm",
+        path: "/contacts/42",
+        status: "applied",
+        verified: false,
+        driftAfterApply: [
+          { path: "/name", expected: "Ada L." },
+          { path: "/nick", expected: "Ada", actual: "ADA" },
+        ],
+      },
+      {
+        index: 1,
+        target: "crm",
+        path: "/contacts/43",
+        status: "applied",
+        verified: null,
+        detail: "could not re-read after the write: target 'crm' answered HTTP 503",
+      },
     ],
   });
 
@@ -535,36 +598,92 @@ describe("renderThreadReply", () => {
     [
       "an application",
       { type: "plan.applied", outcome: applied, actions: twoActions },
-      ["Applied ✅ — 1 action written", '`/contacts/42` — applied', '• `/name`: `"Ada"` → `"Ada L."`', "`/contacts/43` — already held this change, nothing written"],
+      [
+        "Applied ✅ — 1 action written",
+        "`/contacts/42` — applied",
+        '• `/name`: `"Ada"` → `"Ada L."`',
+        "`/contacts/43` — already held this change, nothing written",
+      ],
     ],
-    ["a reconciled application", { type: "plan.applied", outcome: outcome({ reconciled: true }), actions: [action()] }, ["Applied ✅ — the target already held these changes; nothing was written"]],
+    [
+      "a reconciled application",
+      { type: "plan.applied", outcome: outcome({ reconciled: true }), actions: [action()] },
+      ["Applied ✅ — the target already held these changes; nothing was written"],
+    ],
     [
       "an application whose re-read differs from the preview (verify after apply)",
       { type: "plan.applied", outcome: drifted, actions: twoActions },
       [
         "Applied ⚠️ — 2 actions written, but 1 write did not land as approved: the target, re-read after the write, differs from what was approved",
-        "⚠️ *1.* `crm` `/contacts/42` — re-read after the write (approved → target has):\n• `/name`: `\"Ada L.\"` → _absent_\n• `/nick`: `\"Ada\"` → `\"ADA\"`",
+        '⚠️ *1.* `crm` `/contacts/42` — re-read after the write (approved → target has):\n• `/name`: `"Ada L."` → _absent_\n• `/nick`: `"Ada"` → `"ADA"`',
         "`/contacts/42` — applied, ⚠️ not as previewed",
         "`/contacts/43` — applied, not re-checked (the target could not be re-read after the write)",
       ],
     ],
     [
       "a failure",
-      { type: "plan.failed", outcome: outcome({ status: "failed", reason: "target answered 500", partial: true, actions: [{ index: 0, target: "crm", path: "/contacts/42", status: "applied" }, { index: 1, target: "crm", path: "/contacts/43", status: "failed", detail: "HTTP 500" }] }) },
+      {
+        type: "plan.failed",
+        outcome: outcome({
+          status: "failed",
+          reason: "target answered 500",
+          partial: true,
+          actions: [
+            { index: 0, target: "crm", path: "/contacts/42", status: "applied" },
+            { index: 1, target: "crm", path: "/contacts/43", status: "failed", detail: "HTTP 500" },
+          ],
+        }),
+      },
       ["Failed ❌ — target answered 500", "Partly applied", "*2.* `crm` `/contacts/43` — failed: HTTP 500"],
     ],
-    ["a failure without a reason", { type: "plan.failed", outcome: outcome({ status: "failed", actions: [{ index: 0, target: "crm", path: "/c", status: "failed", detail: "connection refused" }] }) }, ["Failed ❌ — connection refused"]],
+    [
+      "a failure without a reason",
+      {
+        type: "plan.failed",
+        outcome: outcome({ status: "failed", actions: [{ index: 0, target: "crm", path: "/c", status: "failed", detail: "connection refused" }] }),
+      },
+      ["Failed ❌ — connection refused"],
+    ],
     [
       "a stale target",
-      { type: "plan.stale", outcome: outcome({ status: "stale", actions: [{ index: 0, target: "crm", path: "/contacts/42", status: "stale", expected: 'W/"41"', now: 'W/"42"', changedSincePreview: [{ path: "/name", from: "Ada", to: "Ada Lovelace" }] }] }) },
+      {
+        type: "plan.stale",
+        outcome: outcome({
+          status: "stale",
+          actions: [
+            {
+              index: 0,
+              target: "crm",
+              path: "/contacts/42",
+              status: "stale",
+              expected: 'W/"41"',
+              now: 'W/"42"',
+              changedSincePreview: [{ path: "/name", from: "Ada", to: "Ada Lovelace" }],
+            },
+          ],
+        }),
+      },
       ['Stale — `crm` `/contacts/42` changed since the preview: expected `W/"41"`, now `W/"42"`; resubmit the plan', '• `/name`: `"Ada"` → `"Ada Lovelace"`'],
     ],
     [
       "a stale target that disappeared",
-      { type: "plan.stale", outcome: outcome({ status: "stale", actions: [{ index: 0, target: "crm", path: "/c", status: "stale", expected: 'W/"1"', now: null }, { index: 1, target: "crm", path: "/d", status: "stale" }] }) },
-      ["expected `W/\"1\"`, now _absent_", "(and 1 more)", "expected _unknown_, now _unknown_"],
+      {
+        type: "plan.stale",
+        outcome: outcome({
+          status: "stale",
+          actions: [
+            { index: 0, target: "crm", path: "/c", status: "stale", expected: 'W/"1"', now: null },
+            { index: 1, target: "crm", path: "/d", status: "stale" },
+          ],
+        }),
+      },
+      ['expected `W/"1"`, now _absent_', "(and 1 more)", "expected _unknown_, now _unknown_"],
     ],
-    ["a stale outcome naming no action", { type: "plan.stale", outcome: outcome({ status: "stale", actions: [] }) }, ["Stale — the target changed since the preview; resubmit the plan"]],
+    [
+      "a stale outcome naming no action",
+      { type: "plan.stale", outcome: outcome({ status: "stale", actions: [] }) },
+      ["Stale — the target changed since the preview; resubmit the plan"],
+    ],
   ])("%s", (_name, event, expected) => {
     const message = renderThreadReply(event);
     for (const e of expected) expect(allText(message)).toContain(e);
@@ -578,10 +697,60 @@ describe("renderThreadReply", () => {
     ["cancellation", { type: "plan.cancelled", agent: HOSTILE }],
     ["approval by a non-id", { type: "decision.approve", userId: HOSTILE, approvals: 1, requiredApprovals: 2 }],
     ["approvers that are not ids", { type: "plan.approved", approvers: [HOSTILE, HOSTILE] }],
-    ["application", { type: "plan.applied", outcome: outcome({ actions: [{ index: 0, target: HOSTILE, path: HOSTILE, status: "applied", detail: HOSTILE }] }), actions: [action({ target: HOSTILE, path: HOSTILE, changes: [{ path: HOSTILE, from: HOSTILE, to: HOSTILE }] })] }],
-    ["failure", { type: "plan.failed", outcome: outcome({ status: "failed", reason: HOSTILE, actions: [{ index: 0, target: HOSTILE, path: HOSTILE, status: "failed", detail: HOSTILE }] }) }],
-    ["stale", { type: "plan.stale", outcome: outcome({ status: "stale", actions: [{ index: 0, target: HOSTILE, path: HOSTILE, status: "stale", expected: HOSTILE, now: HOSTILE, changedSincePreview: [{ path: HOSTILE, from: HOSTILE, to: HOSTILE }] }] }) }],
-    ["drift after apply", { type: "plan.applied", outcome: outcome({ actions: [{ index: 0, target: HOSTILE, path: HOSTILE, status: "applied", verified: false, driftAfterApply: [{ path: HOSTILE, expected: HOSTILE, actual: HOSTILE }] }] }), actions: [action({ target: HOSTILE, path: HOSTILE })] }],
+    [
+      "application",
+      {
+        type: "plan.applied",
+        outcome: outcome({ actions: [{ index: 0, target: HOSTILE, path: HOSTILE, status: "applied", detail: HOSTILE }] }),
+        actions: [action({ target: HOSTILE, path: HOSTILE, changes: [{ path: HOSTILE, from: HOSTILE, to: HOSTILE }] })],
+      },
+    ],
+    [
+      "failure",
+      {
+        type: "plan.failed",
+        outcome: outcome({ status: "failed", reason: HOSTILE, actions: [{ index: 0, target: HOSTILE, path: HOSTILE, status: "failed", detail: HOSTILE }] }),
+      },
+    ],
+    [
+      "stale",
+      {
+        type: "plan.stale",
+        outcome: outcome({
+          status: "stale",
+          actions: [
+            {
+              index: 0,
+              target: HOSTILE,
+              path: HOSTILE,
+              status: "stale",
+              expected: HOSTILE,
+              now: HOSTILE,
+              changedSincePreview: [{ path: HOSTILE, from: HOSTILE, to: HOSTILE }],
+            },
+          ],
+        }),
+      },
+    ],
+    [
+      "drift after apply",
+      {
+        type: "plan.applied",
+        outcome: outcome({
+          actions: [
+            {
+              index: 0,
+              target: HOSTILE,
+              path: HOSTILE,
+              status: "applied",
+              verified: false,
+              driftAfterApply: [{ path: HOSTILE, expected: HOSTILE, actual: HOSTILE }],
+            },
+          ],
+        }),
+        actions: [action({ target: HOSTILE, path: HOSTILE })],
+      },
+    ],
   ])("hostile %s: no mention, link or formatting from input", (_name, event) => {
     const message = renderThreadReply(event);
     expectNoAgentMarkup(message, []);
@@ -589,7 +758,10 @@ describe("renderThreadReply", () => {
   });
 
   it("says a single stale action once", () => {
-    const message = renderThreadReply({ type: "plan.stale", outcome: outcome({ status: "stale", actions: [{ index: 0, target: "crm", path: "/c", status: "stale", expected: "1", now: "2" }] }) });
+    const message = renderThreadReply({
+      type: "plan.stale",
+      outcome: outcome({ status: "stale", actions: [{ index: 0, target: "crm", path: "/c", status: "stale", expected: "1", now: "2" }] }),
+    });
     expect(message.blocks).toHaveLength(1);
   });
 
@@ -599,11 +771,63 @@ describe("renderThreadReply", () => {
   });
 
   it.each<[string, ThreadEvent, RegExp]>([
-    ["applied: 20 actions × 25 changes of 100 KB", { type: "plan.applied", outcome: outcome({ actions: Array.from({ length: 20 }, (_, i) => ({ index: i, target: "crm", path: `/c/${i}`, status: "applied" as const })) }), actions: Array.from({ length: 20 }, () => action({ path: `/${BIG}`, changes: changes(25, () => BIG) })) }, MORE_CHANGES],
-    ["applied: 20 writes each with 200 fields of 100 KB that did not land", { type: "plan.applied", outcome: outcome({ actions: Array.from({ length: 20 }, (_, i) => ({ index: i, target: BIG, path: BIG, status: "applied" as const, verified: false, driftAfterApply: Array.from({ length: 200 }, () => ({ path: BIG, expected: BIG, actual: BIG })) })) }), actions: Array.from({ length: 20 }, () => action({ path: `/${BIG}`, changes: changes(25, () => BIG) })) }, /20 writes did not land as approved/],
-    ["applied: 60 actions", { type: "plan.applied", outcome: outcome(), actions: Array.from({ length: 60 }, () => action()) }, /… 40 more actions — see full plan/],
-    ["failed: 100 actions with 100 KB details", { type: "plan.failed", outcome: outcome({ status: "failed", reason: BIG, actions: Array.from({ length: 100 }, (_, i) => ({ index: i, target: BIG, path: BIG, status: "failed" as const, detail: BIG })) }) }, /… \d+ more — see full plan/],
-    ["stale: 200 changes since the preview", { type: "plan.stale", outcome: outcome({ status: "stale", actions: [{ index: 0, target: "crm", path: "/c", status: "stale", expected: BIG, now: UNICODE.repeat(100), changedSincePreview: changes(200, () => BIG) }] }) }, /… 195 more changes — see full plan/],
+    [
+      "applied: 20 actions × 25 changes of 100 KB",
+      {
+        type: "plan.applied",
+        outcome: outcome({ actions: Array.from({ length: 20 }, (_, i) => ({ index: i, target: "crm", path: `/c/${i}`, status: "applied" as const })) }),
+        actions: Array.from({ length: 20 }, () => action({ path: `/${BIG}`, changes: changes(25, () => BIG) })),
+      },
+      MORE_CHANGES,
+    ],
+    [
+      "applied: 20 writes each with 200 fields of 100 KB that did not land",
+      {
+        type: "plan.applied",
+        outcome: outcome({
+          actions: Array.from({ length: 20 }, (_, i) => ({
+            index: i,
+            target: BIG,
+            path: BIG,
+            status: "applied" as const,
+            verified: false,
+            driftAfterApply: Array.from({ length: 200 }, () => ({ path: BIG, expected: BIG, actual: BIG })),
+          })),
+        }),
+        actions: Array.from({ length: 20 }, () => action({ path: `/${BIG}`, changes: changes(25, () => BIG) })),
+      },
+      /20 writes did not land as approved/,
+    ],
+    [
+      "applied: 60 actions",
+      { type: "plan.applied", outcome: outcome(), actions: Array.from({ length: 60 }, () => action()) },
+      /… 40 more actions — see full plan/,
+    ],
+    [
+      "failed: 100 actions with 100 KB details",
+      {
+        type: "plan.failed",
+        outcome: outcome({
+          status: "failed",
+          reason: BIG,
+          actions: Array.from({ length: 100 }, (_, i) => ({ index: i, target: BIG, path: BIG, status: "failed" as const, detail: BIG })),
+        }),
+      },
+      /… \d+ more — see full plan/,
+    ],
+    [
+      "stale: 200 changes since the preview",
+      {
+        type: "plan.stale",
+        outcome: outcome({
+          status: "stale",
+          actions: [
+            { index: 0, target: "crm", path: "/c", status: "stale", expected: BIG, now: UNICODE.repeat(100), changedSincePreview: changes(200, () => BIG) },
+          ],
+        }),
+      },
+      /… 195 more changes — see full plan/,
+    ],
     ["rejected: 100 KB of Unicode", { type: "plan.rejected", userId: "UCAROL03", reason: UNICODE.repeat(3000) }, /Rejected by <@UCAROL03>/],
   ])("%s fits", (_name, event, marker) => {
     const message = renderThreadReply(event);
@@ -618,11 +842,30 @@ describe("checkLimits itself", () => {
     ["a long header", { text: "t", blocks: [{ type: "header", text: { type: "plain_text", text: "h".repeat(151) } }] }, /151 > 150/],
     ["a mrkdwn header", { text: "t", blocks: [{ type: "header", text: { type: "mrkdwn", text: "h" } }] }, /type mrkdwn/],
     ["a long section", { text: "t", blocks: [{ type: "section", text: { type: "mrkdwn", text: "s".repeat(3001) } }] }, /3001 > 3000/],
-    ["eleven fields", { text: "t", blocks: [{ type: "section", fields: Array.from({ length: 11 }, () => ({ type: "mrkdwn", text: "f" })) }] }, /11 fields > 10/],
+    [
+      "eleven fields",
+      { text: "t", blocks: [{ type: "section", fields: Array.from({ length: 11 }, () => ({ type: "mrkdwn", text: "f" })) }] },
+      /11 fields > 10/,
+    ],
     ["a long field", { text: "t", blocks: [{ type: "section", fields: [{ type: "mrkdwn", text: "f".repeat(2001) }] }] }, /2001 > 2000/],
-    ["eleven context elements", { text: "t", blocks: [{ type: "context", elements: Array.from({ length: 11 }, () => ({ type: "mrkdwn", text: "c" })) }] }, /11 elements/],
-    ["a long button", { text: "t", blocks: [{ type: "actions", elements: [{ type: "button", action_id: "a", text: { type: "plain_text", text: "b".repeat(76) } }] }] }, /76 > 75/],
-    ["a long value", { text: "t", blocks: [{ type: "actions", elements: [{ type: "button", action_id: "a", text: { type: "plain_text", text: "b" }, value: "v".repeat(2001) }] }] }, /value > 2000/],
+    [
+      "eleven context elements",
+      { text: "t", blocks: [{ type: "context", elements: Array.from({ length: 11 }, () => ({ type: "mrkdwn", text: "c" })) }] },
+      /11 elements/,
+    ],
+    [
+      "a long button",
+      { text: "t", blocks: [{ type: "actions", elements: [{ type: "button", action_id: "a", text: { type: "plain_text", text: "b".repeat(76) } }] }] },
+      /76 > 75/,
+    ],
+    [
+      "a long value",
+      {
+        text: "t",
+        blocks: [{ type: "actions", elements: [{ type: "button", action_id: "a", text: { type: "plain_text", text: "b" }, value: "v".repeat(2001) }] }],
+      },
+      /value > 2000/,
+    ],
     ["a long text", { text: "t".repeat(3001), blocks: [] }, /text: 3001/],
     ["an empty text object", { text: "t", blocks: [{ type: "section", text: { type: "mrkdwn", text: "" } }] }, /empty/],
     ["a lone surrogate", { text: "t", blocks: [{ type: "section", text: { type: "mrkdwn", text: "a\uD800" } }] }, /lone surrogate/],
@@ -645,7 +888,13 @@ describe("risk in the preview", () => {
   });
 
   it("a reminder mentions who is still needed, groups included", () => {
-    const reply = renderThreadReply({ type: "plan.reminder", expiresAt: "2026-12-02T12:15:00.000Z", missing: ["U0BOB", "S0REVIEWERS"], approvals: 1, requiredApprovals: 2 });
+    const reply = renderThreadReply({
+      type: "plan.reminder",
+      expiresAt: "2026-12-02T12:15:00.000Z",
+      missing: ["U0BOB", "S0REVIEWERS"],
+      approvals: 1,
+      requiredApprovals: 2,
+    });
     checkLimits(reply);
     expect(reply.text).toContain("1 of 2");
     expect(reply.text).toContain("<@U0BOB>");

@@ -8,7 +8,8 @@ import { slackSignature, whyUnsigned } from "../../../src/slack/verify-request.t
 // Slack's own example from "Verifying requests from Slack".
 const SECRET = "8f742231b10e8888abcd99yyyzzz85a5";
 const TIMESTAMP = "1531420618";
-const BODY = "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c";
+const BODY =
+  "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c";
 const SIGNATURE = "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503";
 const at = (offsetSeconds: number) => new Date((Number(TIMESTAMP) + offsetSeconds) * 1000);
 
@@ -52,22 +53,47 @@ const Manifest = z.strictObject({
     long_description: z.string().min(175).max(4000),
   }),
   features: z.strictObject({
-    app_home: z.strictObject({ home_tab_enabled: z.boolean(), messages_tab_enabled: z.boolean(), messages_tab_read_only_enabled: z.boolean().optional() }).optional(),
-    bot_user: z.strictObject({ display_name: z.string().min(1).max(80).regex(/^[a-z0-9._-]+$/i), always_online: z.boolean() }),
-    slash_commands: z.array(z.strictObject({
-      command: z.string().regex(/^\/[a-z0-9_-]{1,31}$/),
-      url: z.url({ protocol: /^https$/ }),
-      description: z.string().min(1).max(2000),
-      usage_hint: z.string().max(1000),
-      should_escape: z.boolean(),
-    })).min(1).max(50),
+    app_home: z
+      .strictObject({ home_tab_enabled: z.boolean(), messages_tab_enabled: z.boolean(), messages_tab_read_only_enabled: z.boolean().optional() })
+      .optional(),
+    bot_user: z.strictObject({
+      display_name: z
+        .string()
+        .min(1)
+        .max(80)
+        .regex(/^[a-z0-9._-]+$/i),
+      always_online: z.boolean(),
+    }),
+    slash_commands: z
+      .array(
+        z.strictObject({
+          command: z.string().regex(/^\/[a-z0-9_-]{1,31}$/),
+          url: z.url({ protocol: /^https$/ }),
+          description: z.string().min(1).max(2000),
+          usage_hint: z.string().max(1000),
+          should_escape: z.boolean(),
+        }),
+      )
+      .min(1)
+      .max(50),
   }),
   oauth_config: z.strictObject({
-    redirect_urls: z.array(z.url({ protocol: /^https$/ })).max(1000).optional(),
+    redirect_urls: z
+      .array(z.url({ protocol: /^https$/ }))
+      .max(1000)
+      .optional(),
     scopes: z.strictObject({ bot: z.array(z.string()).min(1), user: z.array(z.string()).optional() }),
   }),
   settings: z.strictObject({
-    event_subscriptions: z.strictObject({ request_url: z.url({ protocol: /^https$/ }), bot_events: z.array(z.string().regex(/^[a-z_]+$/)).min(1).max(100) }).optional(),
+    event_subscriptions: z
+      .strictObject({
+        request_url: z.url({ protocol: /^https$/ }),
+        bot_events: z
+          .array(z.string().regex(/^[a-z_]+$/))
+          .min(1)
+          .max(100),
+      })
+      .optional(),
     interactivity: z.strictObject({ is_enabled: z.boolean(), request_url: z.url({ protocol: /^https$/ }) }),
     org_deploy_enabled: z.boolean(),
     socket_mode_enabled: z.boolean(),

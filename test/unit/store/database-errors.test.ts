@@ -4,9 +4,12 @@ import { isDatabaseUnreachable } from "../../../src/store/database-errors.ts";
 const withCode = (code: string, message = code) => Object.assign(new Error(message), { code });
 
 describe("isDatabaseUnreachable", () => {
-  it.each(["ECONNREFUSED", "ECONNRESET", "57P01", "57P03", "08006", "CONNECTION_CLOSED", "CONNECTION_ENDED", "CONNECT_TIMEOUT"])("%s means the database cannot be reached", (code) => {
-    expect(isDatabaseUnreachable(withCode(code))).toBe(true);
-  });
+  it.each(["ECONNREFUSED", "ECONNRESET", "57P01", "57P03", "08006", "CONNECTION_CLOSED", "CONNECTION_ENDED", "CONNECT_TIMEOUT"])(
+    "%s means the database cannot be reached",
+    (code) => {
+      expect(isDatabaseUnreachable(withCode(code))).toBe(true);
+    },
+  );
 
   it("looks through drizzle's wrapper (cause) and Node's per-address AggregateError", () => {
     expect(isDatabaseUnreachable(Object.assign(new Error("Failed query: select 1"), { cause: withCode("57P01") }))).toBe(true);

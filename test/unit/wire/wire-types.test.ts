@@ -6,7 +6,7 @@ import { CLIENT_WIRE_TYPES_PATH, clientWireTypesSource } from "../../../src/cont
 import { printTypes } from "../../../src/contract/print-types.ts";
 
 /** Identity of two types (mutual assignability would miss a dropped optional field). */
-type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false;
+type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 /** For types that reach the recursive JsonValue, which two aliases spell differently: assignable both ways, same keys. */
 type Alike<A, B> = [A] extends [B] ? ([B] extends [A] ? Same<keyof A, keyof B> : false) : false;
 
@@ -80,8 +80,9 @@ export type T = {
 
   it("prints enums and unions, and leaves validation-only keywords (allOf of if/then) to the server", () => {
     expect(print({ type: "string", enum: ["a", "b"] })).toBe('export type T = "a" | "b";\n');
-    expect(print({ oneOf: [{ type: "object", properties: { a: { type: "boolean" } }, required: ["a"], additionalProperties: false }, { type: "number" }] }))
-      .toBe("export type T = {\n  a: boolean;\n} | number;\n");
+    expect(
+      print({ oneOf: [{ type: "object", properties: { a: { type: "boolean" } }, required: ["a"], additionalProperties: false }, { type: "number" }] }),
+    ).toBe("export type T = {\n  a: boolean;\n} | number;\n");
     expect(print({ type: "object", properties: {}, additionalProperties: false, allOf: [{ if: {}, then: {} }] })).toBe("export type T = {};\n");
   });
 
