@@ -5,6 +5,7 @@
  * test/unit/build/layers.test.ts fails when biome.json is stale or a folder under src/ is in no
  * layer.
  */
+import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
@@ -102,6 +103,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const biome = JSON.parse(readFileSync(BIOME, "utf8"));
   biome.overrides = layerOverrides();
   const text = `${JSON.stringify(biome, null, 2)}\n`;
-  if (process.argv.includes("--write")) writeFileSync(BIOME, text);
-  else process.stdout.write(text);
+  if (process.argv.includes("--write")) {
+    writeFileSync(BIOME, text);
+    // Laid out as Biome formats its own config, so `biome ci` passes on what this writes.
+    execFileSync(fileURLToPath(new URL("../node_modules/.bin/biome", import.meta.url)), ["format", "--write", BIOME], { stdio: "ignore" });
+  } else process.stdout.write(text);
 }
