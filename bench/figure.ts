@@ -1,11 +1,11 @@
 /**
  * What `npm run bench` measures and how it prints it. Two shapes of figure:
  *
- * - An absolute figure with a goal on its value (start-up time, RSS):
- *     name: X unit (goal < G unit) PASS|FAIL[; baseline LABEL: B unit, ratio R×]
- * - A ratio figure (issue 13): the product against its floor, measured in the same run in blocks
- *   that alternate product and floor, so noise hits both:
- *     name: product X unit, floor Y unit, ratio Z (goal ≥ G) PASS|FAIL  [spread …; load L]
+ * - An absolute figure with a goal on its value (start-up time, RSS, or a tail over its own median):
+ *     name: X unit (goal < G unit | > G unit | ≤ G unit) PASS|FAIL[; baseline LABEL: B unit, ratio R×]
+ * - A ratio figure: the product against its floor, measured in the same run in blocks that
+ *   alternate product and floor, so noise hits both:
+ *     name: product X unit, floor Y unit, ratio Z (goal ≥ G | ≤ G) PASS|FAIL  [spread …; load L]
  *   X and Y are the medians of the blocks; Z is the median of each block pair's ratio (a pair
  *   sees the same load, so its ratio is steadier than either value).
  *
@@ -17,7 +17,8 @@ export interface Figure {
   name: string;
   value: number;
   unit: string;
-  goal: { below: number } | { above: number };
+  /** `atMost` is for a value that is itself a ratio measured in the run, such as a p99 over its own p50. */
+  goal: { below: number } | { above: number } | { atMost: number };
   /** Measured in the same run, so the ratio holds on a busy machine where the value alone does not. */
   baseline?: { label: string; value: number };
   /** How it was measured, where that matters to reading it (e.g. "CLI run through tsx"). */
@@ -56,7 +57,8 @@ export function passes(figure: Figure | RatioFigure): boolean {
     const { ratio } = summarize(figure);
     return "atLeast" in figure.goal ? ratio >= figure.goal.atLeast : ratio <= figure.goal.atMost;
   }
-  return "below" in figure.goal ? figure.value < figure.goal.below : figure.value > figure.goal.above;
+  if ("below" in figure.goal) return figure.value < figure.goal.below;
+  return "above" in figure.goal ? figure.value > figure.goal.above : figure.value <= figure.goal.atMost;
 }
 
 const round = (n: number) => (Math.abs(n) >= 100 ? n.toFixed(0) : Math.abs(n) >= 10 ? n.toFixed(1) : n.toFixed(2));
@@ -80,7 +82,7 @@ export function summarize(f: RatioFigure): RatioSummary {
 export function formatFigure(f: AnyFigure): string {
   if ("skipped" in f) return `${f.name}: skipped (${f.skipped})`;
   if ("product" in f) return formatRatio(f);
-  const goal = "below" in f.goal ? `< ${round(f.goal.below)}` : `> ${round(f.goal.above)}`;
+  const goal = "below" in f.goal ? `< ${round(f.goal.below)}` : "above" in f.goal ? `> ${round(f.goal.above)}` : `≤ ${round(f.goal.atMost)}`;
   let line = `${f.name}: ${round(f.value)} ${f.unit} (goal ${goal} ${f.unit}) ${passes(f) ? "PASS" : "FAIL"}`;
   if (f.baseline) line += `; baseline ${f.baseline.label}: ${round(f.baseline.value)} ${f.unit}, ratio ${(f.value / f.baseline.value).toFixed(1)}×`;
   if (f.note) line += `  [${f.note}]`;

@@ -1,5 +1,5 @@
 /**
- * Floors with the product's process boundaries (issue 13). Intake: the bench POSTs the plan request
+ * Floors with the product's process boundaries. Intake: the bench POSTs the plan request
  * it sends the product to a bare node:http process that reads the agent's key, GETs the target and
  * runs the intake floor's statement (`floorSubmit`, bench/process-floor-child.ts `intake`), 8 in
  * flight like the product.

@@ -1,12 +1,14 @@
 /**
  * `npm run bench`: measures each figure and prints one line per figure (format in figure.ts).
  * Run: npm run bench [-- [--quick] [--product DIR] [figure …]]   (default: every figure)
- *   --quick        3 short block pairs, a 100 k seed instead of 1 M, and no volume scenario unless
- *                  named: under two minutes on a quiet machine once the seeded databases exist
+ *   --quick        3 short block pairs, a 100 k seed instead of 1 M, 10 approvals instead of 100
+ *                  behind approve_to_applied_seen_by_agent, and no volume scenario unless named:
+ *                  a smoke run whose ratios are rough
  *   --product DIR  measure the Countersign built in DIR (its dist/cli.js), e.g. a worktree of an
  *                  older commit; the harness and the floors stay this checkout's
- * A figure module exports a FigureSource; add it to SOURCES. Goals are for a quiet machine:
- * run `bench/load.sh` beside it to see how a loaded one fares, never to judge a goal.
+ * A figure module exports a FigureSource; add it to SOURCES. Each figure's goal sits beside it in
+ * bench/figures/ and prints on its line. Goals are for a quiet machine: run `bench/load.sh` beside
+ * it to see how a loaded one fares, never to judge a goal.
  */
 import os from "node:os";
 import { pace } from "./blocks.ts";

@@ -24,7 +24,7 @@ export const APPROVER = "U0ALICE";
 const EXECUTOR_TOKEN = "bench-executor-token-0123456789abcdef";
 const TARGET = fileURLToPath(new URL("./target.ts", import.meta.url));
 
-/** Whether the product knows `limits:` (agent limits, issue 14); an older one refuses the key. */
+/** Whether the product knows `limits:` (agent limits); an older one refuses the key. */
 function hasAgentLimits(): boolean {
   const example = path.join(productDir(), "countersign.example.yml");
   return existsSync(example) && /^limits:/m.test(readFileSync(example, "utf8"));

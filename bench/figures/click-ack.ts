@@ -11,9 +11,10 @@ const SUBMITTING = 8;
 const BARE_BOLT = fileURLToPath(new URL("../bare-bolt.ts", import.meta.url));
 
 /**
- * Figure 3 of issue 13: 50 Approve clicks at once (signed Slack `block_actions` POSTs to
- * /slack/events, each on its own pending plan), the p99 of the time until each is acknowledged;
- * floor: the same 50 signed clicks to a bare Bolt 5.1 app that only acks (Bolt's HTTPReceiver).
+ * `click_ack_p99_50_concurrent` (≤ 1.5): 50 Approve clicks at once (signed Slack `block_actions`
+ * POSTs to /slack/events, each on its own pending plan), the p99 of the time until each is
+ * acknowledged; floor: the same 50 signed clicks to a bare Bolt 5.1 app that only acks (Bolt's
+ * HTTPReceiver).
  * After a product block the bench waits until the executor applied all 50, so blocks do not overlap.
  */
 export const clickAck: FigureSource = {

@@ -1,5 +1,5 @@
 /**
- * Countersign under volume (issue 14), run as users run it: `replicas` × `countersign serve` on one
+ * Countersign under volume, run as users run it: `replicas` × `countersign serve` on one
  * PostgreSQL database, a Slack emulator that enforces Slack's per-channel limit on
  * chat.postMessage (429 ratelimited with Retry-After), a real HTTP webhook receiver, and the fake
  * JSON target in its own process. Agents: `volume-0` … `volume-N` at the product's default limits,

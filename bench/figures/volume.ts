@@ -11,8 +11,8 @@ const seconds = (ms: number) => ms / 1000;
 const load = () => os.loadavg()[0]!.toFixed(1);
 
 /**
- * The goals of issue 14, as figures rather than timed tests, on one stack (two `serve` replicas on
- * one PostgreSQL, Slack's per-channel limit enforced by the emulator, a real webhook receiver):
+ * Countersign under volume, as figures rather than timed tests, on one stack (two `serve` replicas
+ * on one PostgreSQL, Slack's per-channel limit enforced by the emulator, a real webhook receiver):
  *  (a) 600 plans (120 with --quick) submitted within one minute to one review channel by 12 agents
  *      at the default agent limits: seconds from each submission until reviewers can see it (a
  *      top-level message in the channel naming the plan: its preview, or a digest line); PASS when
@@ -23,7 +23,7 @@ const load = () => os.loadavg()[0]!.toFixed(1);
  *      and duplicate webhooks (one plan's same status twice) across the two replicas: 0.
  */
 export const volume: FigureSource = {
-  title: "volume (issue 14)",
+  title: "volume: review visibility, webhooks behind a Slack backlog, duplicates",
   async measure(pace) {
     const plans = pace.quick ? 120 : 600;
     const backlogRows = pace.quick ? 1000 : 5000;
