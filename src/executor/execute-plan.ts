@@ -80,8 +80,8 @@ export async function executePlan(claim: Claim, ports: ExecutionPorts): Promise<
     }
   };
   let early: Promise<Check> | undefined = actions.length > 0 && claim.preview.actions[0] ? revalidate(0) : undefined;
-  // node:http writes a request on the next tick, which would otherwise wait for all the
-  // synchronous checks below (grant, hashes: ~1.2 ms cold); one turn lets it leave first.
+  // node:http writes a request on the next tick, which would otherwise wait behind the
+  // checks below (the grant, the hashes); one turn lets it leave first.
   if (early) await new Promise<void>((resolve) => setImmediate(resolve));
 
   const grant = await verifyGrant(ports.keys, claim.grant, ports.environment, ports.now());

@@ -4,9 +4,8 @@ import { calculateJwkThumbprint } from "jose";
 export const GRANT_ALG = "EdDSA";
 
 /**
- * Grant keys are node:crypto KeyObjects, not WebCrypto CryptoKeys: `issueGrant` and `verifyGrant`
- * sign and verify with synchronous `crypto.sign`/`crypto.verify` (no thread-pool hop inside
- * decide's row-locked transaction or on the executor's path; DEVELOPERS.md, approve section).
+ * Grant keys are node:crypto KeyObjects: jose signs and verifies with them on Node, and the server
+ * compares the grant key with the audit seal key (`samePublicKey`) as KeyObjects too.
  */
 export interface SigningKey {
   kid: string;
