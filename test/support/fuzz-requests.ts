@@ -14,7 +14,7 @@ import { useHarness, type SuiteHarness } from "./use-harness.ts";
 
 /**
  * Hostile input against the real HTTP app, from a fixed seed so a failure replays exactly.
- * test/integration/fuzz-requests.test.ts runs the regressions found this way and a short run in
+ * test/integration/scenarios/fuzz-requests.test.ts runs the regressions found this way and a short run in
  * `npm test`; test/slow/fuzz-requests.test.ts runs the long one in `npm run test:slow`.
  */
 
