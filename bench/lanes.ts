@@ -58,7 +58,12 @@ try {
     ...h.ctx,
     clock: () => new Date(),
     sinks: ["slack", "webhook"],
-    config: { ...h.ctx.config, slack: slackConfig, limits: { plansPerMinute: 100_000, maxPending: 100_000, agents: {} } as never },
+    config: {
+      ...h.ctx.config,
+      slack: slackConfig,
+      webhooks: { allowedHosts: [new URL(hookUrl).host], agents: {} },
+      limits: { plansPerMinute: 100_000, maxPending: 100_000, agents: {} } as never,
+    },
   };
   await database.rows(sql`
     INSERT INTO outbox (plan_id, kind, lane, priority, payload, available_at)

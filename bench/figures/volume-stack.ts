@@ -81,7 +81,7 @@ export async function startVolumeStack(options: { adminUrl: string; replicas: nu
       slack,
       config: [
         "webhooks:",
-        "  allowedHosts: [127.0.0.1]",
+        `  allowedHosts: ["127.0.0.1:${(receiver.address() as AddressInfo).port}"]`,
         "  agents:",
         ...[...volumeAgents, PROBE_AGENT].map((a) => `    ${a}: { callbackUrl: "${hookUrl(a)}" }`),
       ],

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { POSTGRES_ROW_OPS, PostgresRowTarget } from "../plan/postgres-row-schema.ts";
 
 import { HttpJsonTargetConfig, TargetWatch } from "../adapters/http-json-target.ts";
+import { parseAllowedHost } from "../policy/callback-url.ts";
 import { ChannelId, LimitsConfig, PolicyDefaults, PolicyOverride, policyOverride } from "../policy/policy-config.ts";
 import { ApproverId } from "../plan/schema.ts";
 
@@ -104,8 +105,19 @@ export const FileConfig = z.strictObject({
   defaults: PolicyDefaults.default({ approvers: [], requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600, reminders: [], risk: "low" }),
   webhooks: z
     .strictObject({
-      /** Hosts callbacks may go to ("hooks.example.com", or "*.example.com" for its subdomains). Deny by default: no SSRF into the server's network. */
-      allowedHosts: z.array(z.string().min(1)).default([]),
+      /**
+       * Hosts callbacks may go to, checked at submit and again at each delivery: "hooks.example.com" (port 80 for http,
+       * 443 for https, no other), "localhost:8080" or "[::1]:8080" (that port only), "*.example.com" (its subdomains).
+       * Deny by default: no SSRF into the server's network.
+       */
+      allowedHosts: z
+        .array(
+          z.string().superRefine((entry, issues) => {
+            const read = parseAllowedHost(entry);
+            if ("error" in read) issues.addIssue({ code: "custom", message: read.error });
+          }),
+        )
+        .default([]),
       /** A callback URL per agent name, used when a plan names none. */
       agents: z.record(z.string(), z.strictObject({ callbackUrl: z.url({ protocol: /^https?$/ }) })).default({}),
     })

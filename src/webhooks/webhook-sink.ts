@@ -1,4 +1,5 @@
 import type { PlanStatus, WebhookPayload } from "../contract/agent-api.ts";
+import { whyCallbackRefused } from "../policy/callback-url.ts";
 import { signWebhook } from "./sign-webhook.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { DeliveryError, type OutboxHandler } from "../service/delivery/index.ts";
@@ -8,7 +9,9 @@ const TIMEOUT_MS = 10_000;
 
 /**
  * The "webhook" outbox sink: a signed POST to the plan's callback URL for each status change,
- * in order per plan, retried by the outbox until it succeeds or is dead-lettered.
+ * in order per plan, retried by the outbox until it succeeds or is dead-lettered. The allowlist
+ * is read again here, from the config the server runs now: a URL it no longer allows is dead at
+ * once, not retried (an admin may retry it from /lanes once the host is listed again).
  */
 export function webhookSink(ctx: ServiceContext, fetchImpl: typeof fetch = fetch): OutboxHandler {
   return async (event) => {
@@ -16,6 +19,8 @@ export function webhookSink(ctx: ServiceContext, fetchImpl: typeof fetch = fetch
     const hook = await webhookOfPlan(ctx, event.planId);
     if (!hook) return;
     const { callbackUrl, secret, view } = hook;
+    const refused = whyCallbackRefused(callbackUrl, ctx.config.webhooks.allowedHosts);
+    if (refused) throw new DeliveryError(`webhook not sent: ${refused}`, { permanent: true });
     if (!secret) throw new DeliveryError(`agent of plan ${view.id} has no webhook secret; recreate it with 'countersign agents add'`, { permanent: true });
     const reason = event.status === "rejected" ? view.rejection?.reason : typeof event.data?.reason === "string" ? event.data.reason : undefined;
     const payload: WebhookPayload = {

@@ -72,7 +72,7 @@ describe("pause and revoke through Slack, the browser and the agent API", () => 
       port,
       publicUrl: origin,
       admins: [ADMIN],
-      webhooks: { allowedHosts: ["127.0.0.1"], agents: {} },
+      webhooks: { allowedHosts: [`127.0.0.1:${(hooks.address() as AddressInfo).port}`], agents: {} },
       slack: { enabled: true as const, botToken: slack.botToken, signingSecret: SIGNING_SECRET, appToken: undefined, apiUrl: slack.url, reviewChannel: REVIEW },
     };
     server = await runServer({

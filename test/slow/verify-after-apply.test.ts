@@ -69,7 +69,7 @@ describe.each(databaseKinds)("verify after apply with a spawned executor on $nam
         port,
         publicUrl: origin,
         executorToken: EXECUTOR_TOKEN,
-        webhooks: { allowedHosts: ["127.0.0.1"], agents: {} },
+        webhooks: { allowedHosts: [`127.0.0.1:${(hookServer.address() as AddressInfo).port}`], agents: {} },
         slack: {
           enabled: true as const,
           botToken: slack.botToken,

@@ -64,6 +64,7 @@ describe(`a target edited while a plan is pending (${kind.name})`, () => {
         quiet: targetConfig(target.url, { watch: { intervalSeconds: 0 } }),
       }),
       executorToken: EXECUTOR_TOKEN,
+      webhooks: { allowedHosts: [new URL(hookUrl).host], agents: {} },
       slack: {
         enabled: true as const,
         botToken: slack.botToken,

@@ -72,10 +72,11 @@ export function testConfig(targets: Record<string, AnyTargetConfig>, defaults: P
     executor: { leaseSeconds: 60 },
     browser: { loginLinks: true },
     admins: [],
-    webhooks: { allowedHosts: ["127.0.0.1"], agents: {} },
+    // Port 9 (discard): the callbacks of tests that queue webhooks and never see them answered.
+    webhooks: { allowedHosts: ["127.0.0.1:9"], agents: {} },
     redact: { fields: [] },
     // Out of reach of tests about something else (one agent may submit hundreds of plans within
-    // a minute of the test clock); test/integration/agent-limits.test.ts sets its own.
+    // a minute of the test clock); test/integration/agents/agent-limits.test.ts sets its own.
     limits: { plansPerMinute: 100_000, maxPending: 100_000, agents: {} },
     grantPrivateKeyPem: undefined,
     executorToken: undefined,
