@@ -1,4 +1,3 @@
-import { parseArgs } from "node:util";
 import type { CliConfig } from "../config/load.ts";
 import { runningServer } from "../server/data-dir-lock.ts";
 import { addAgent } from "../service/agents/index.ts";
@@ -65,10 +64,13 @@ function remoteAdmin(url: string, token: string): AgentAdmin {
   };
 }
 
-export async function agentsCommand(config: CliConfig, args: string[], out: (line: string) => void): Promise<void> {
-  const [verb, name] = args;
-  const usage = "usage: countersign agents add NAME | agents list | agents revoke NAME";
-  if (verb !== "list" && ((verb !== "add" && verb !== "revoke") || !name)) throw new ServiceError("invalid_request", usage);
+/** `countersign agents add NAME | list | revoke NAME`, its arguments checked by the dispatcher (src/cli/commands.ts). */
+export async function agentsCommand(
+  config: CliConfig,
+  verb: "add" | "list" | "revoke",
+  name: string | undefined,
+  out: (line: string) => void,
+): Promise<number> {
   const admin = await agentAdmin(config);
   try {
     if (verb === "add") {
@@ -87,20 +89,25 @@ export async function agentsCommand(config: CliConfig, args: string[], out: (lin
   } finally {
     await admin.close();
   }
+  return 0;
 }
 
 /** `countersign login-link --user U… [--name …]`: a one-time browser sign-in link, printed as the last line. */
-export async function loginLinkCommand(config: CliConfig, args: string[], out: (line: string) => void): Promise<void> {
-  const { values } = parseArgs({ args, options: { user: { type: "string" }, name: { type: "string" } }, strict: true });
-  if (!values.user) throw new ServiceError("invalid_request", "usage: countersign login-link --user U024BE7LH [--name 'Ana Lima']");
+export async function loginLinkCommand(
+  config: CliConfig,
+  options: { user: string | undefined; name: string | undefined },
+  out: (line: string) => void,
+): Promise<number> {
+  if (!options.user) throw new ServiceError("invalid_request", "login-link needs --user, the Slack user id to sign in as, e.g. --user U024BE7LH");
   const admin = await agentAdmin(config);
   try {
-    const link = await admin.loginLink(values.user, values.name);
-    out(`One-time sign-in link for ${values.user}, valid until ${link.expiresAt} and usable once:`);
+    const link = await admin.loginLink(options.user, options.name);
+    out(`One-time sign-in link for ${options.user}, valid until ${link.expiresAt} and usable once:`);
     out(link.url);
   } finally {
     await admin.close();
   }
+  return 0;
 }
 
 /** `countersign audit verify`: recompute every chain and seal; exit 1 naming where the log breaks. */

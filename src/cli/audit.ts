@@ -1,7 +1,6 @@
 import { createWriteStream } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { once } from "node:events";
-import { parseArgs } from "node:util";
 import type { CliConfig } from "../config/load.ts";
 import { runningServer } from "../server/data-dir-lock.ts";
 import { ServiceError } from "../service/errors.ts";
@@ -13,29 +12,31 @@ import type { AuditVerdict } from "../service/audit/index.ts";
 import { openMigrated } from "../store/open-migrated.ts";
 import { auditVerdictLines, auditVerifyCommand } from "./agents.ts";
 
-const USAGE = "usage: countersign audit verify [--seals FILE --public-key PEM_FILE] | audit export --since ISO_TIME [--out FILE]";
+/** `countersign audit verify [--seals FILE --public-key PEM_FILE]`. */
+export async function auditVerify(
+  config: CliConfig,
+  options: { seals: string | undefined; publicKey: string | undefined },
+  out: (line: string) => void,
+): Promise<number> {
+  if (!options.seals && !options.publicKey) return auditVerifyCommand(config, out);
+  if (!options.seals || !options.publicKey)
+    throw new ServiceError("invalid_request", "--seals FILE and --public-key PEM_FILE go together: the published seals and the key that signed them");
+  return verifyWithSeals(config, options.seals, options.publicKey, out);
+}
 
-/** `countersign audit verify|export`. */
-export async function auditCommand(config: CliConfig, args: string[], out: (line: string) => void): Promise<number> {
-  const [verb, ...rest] = args;
-  if (verb === "verify") {
-    const { values } = parseArgs({ args: rest, options: { seals: { type: "string" }, "public-key": { type: "string" } }, strict: true });
-    if (!values.seals && !values["public-key"]) return auditVerifyCommand(config, out);
-    if (!values.seals || !values["public-key"])
-      throw new ServiceError("invalid_request", "--seals FILE and --public-key PEM_FILE go together: the published seals and the key that signed them");
-    return verifyWithSeals(config, values.seals, values["public-key"], out);
-  }
-  if (verb === "export") {
-    const { values } = parseArgs({ args: rest, options: { since: { type: "string" }, out: { type: "string" } }, strict: true });
-    const since = values.since === undefined ? undefined : new Date(values.since);
-    if (!since || Number.isNaN(since.getTime()))
-      throw new ServiceError(
-        "invalid_request",
-        `--since must be an ISO 8601 time such as 2026-01-31T00:00:00Z${values.since ? `, got '${values.since}'` : ""}`,
-      );
-    return exportTrail(config, since, values.out, out);
-  }
-  throw new ServiceError("invalid_request", USAGE);
+/** `countersign audit export --since ISO_TIME [--out FILE]`. */
+export async function auditExport(
+  config: CliConfig,
+  options: { since: string | undefined; outFile: string | undefined },
+  out: (line: string) => void,
+): Promise<number> {
+  const since = options.since === undefined ? undefined : new Date(options.since);
+  if (!since || Number.isNaN(since.getTime()))
+    throw new ServiceError(
+      "invalid_request",
+      `--since must be an ISO 8601 time such as 2026-01-31T00:00:00Z${options.since ? `, got '${options.since}'` : ""}`,
+    );
+  return exportTrail(config, since, options.outFile, out);
 }
 
 /** The server holding an embedded data dir, whose /admin routes these go through (PGlite cannot be opened twice). */

@@ -1,5 +1,4 @@
 import { userInfo } from "node:os";
-import { parseArgs } from "node:util";
 import type { CliConfig } from "../config/load.ts";
 import { runningServer } from "../server/data-dir-lock.ts";
 import { ServiceError } from "../service/errors.ts";
@@ -52,48 +51,50 @@ async function pauseAdmin(config: CliConfig): Promise<PauseAdmin> {
   };
 }
 
-const USAGE = "usage: countersign pause --reason '…' [--by NAME] | countersign pause --status | countersign resume [--by NAME]";
-
 /**
- * `countersign pause --reason "…"` / `countersign resume`: the kill switch, on the database the
- * server uses. Who did it is the operating-system user unless `--by` names someone.
+ * `countersign pause --reason "…"` / `pause --status`: the kill switch, on the database the server
+ * uses. Who did it is the operating-system user unless `--by` names someone.
  */
-export async function pauseCommand(config: CliConfig, verb: "pause" | "resume", args: string[], out: (line: string) => void): Promise<void> {
-  let values: { reason?: string | undefined; by?: string | undefined; status?: boolean | undefined };
-  try {
-    values = parseArgs({
-      args,
-      options: { reason: { type: "string" }, by: { type: "string" }, status: { type: "boolean" } },
-      strict: true,
-      allowPositionals: false,
-    }).values;
-  } catch (err) {
-    throw new ServiceError("invalid_request", `${(err as Error).message}\n${USAGE}`);
-  }
-  if (verb === "resume" && (values.reason !== undefined || values.status))
-    throw new ServiceError("invalid_request", `resume takes no --reason or --status\n${USAGE}`);
-  if (verb === "pause" && !values.status && !values.reason?.trim()) {
-    throw new ServiceError("invalid_request", `countersign pause needs --reason "…": reviewers and agents are told why executors are held\n${USAGE}`);
-  }
-  const by = values.by?.trim() || operatingSystemUser();
+export async function pauseCommand(
+  config: CliConfig,
+  options: { reason: string | undefined; by: string | undefined; status: boolean },
+  out: (line: string) => void,
+): Promise<number> {
+  if (options.status && options.reason !== undefined)
+    throw new ServiceError("invalid_request", 'pause --status only reads; give it no --reason (pause --reason "…" pauses)');
+  if (!options.status && !options.reason?.trim())
+    throw new ServiceError("invalid_request", 'countersign pause needs --reason "…": reviewers and agents are told why executors are held');
   const admin = await pauseAdmin(config);
   try {
-    if (values.status) {
+    if (options.status) {
       const state = await admin.status();
       out(state ? `Paused since ${state.since} by ${state.by} (${state.via}): ${state.reason}` : "Not paused: executors take approved plans.");
-    } else if (verb === "pause") {
-      const state = await admin.pause(values.reason!, by);
+    } else {
+      const state = await admin.pause(options.reason!, by(options));
       out(
         `Paused by ${state.by} at ${state.since}: no executor takes a plan until 'countersign resume'. Plans executing now finish; agents still submit and people still decide.`,
       );
-    } else {
-      const { was } = await admin.resume(by);
-      out(`Resumed by ${by} (paused since ${was.since} by ${was.by}: ${was.reason}). Approved plans with valid grants are applied again.`);
     }
   } finally {
     await admin.close();
   }
+  return 0;
 }
+
+/** `countersign resume [--by NAME]`: lift the pause. */
+export async function resumeCommand(config: CliConfig, options: { by: string | undefined }, out: (line: string) => void): Promise<number> {
+  const admin = await pauseAdmin(config);
+  try {
+    const who = by(options);
+    const { was } = await admin.resume(who);
+    out(`Resumed by ${who} (paused since ${was.since} by ${was.by}: ${was.reason}). Approved plans with valid grants are applied again.`);
+  } finally {
+    await admin.close();
+  }
+  return 0;
+}
+
+const by = (options: { by: string | undefined }) => options.by?.trim() || operatingSystemUser();
 
 function operatingSystemUser(): string {
   try {
