@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Packs Countersign as `npm publish` would, installs the tarball into an empty directory from the
-# npm cache alone (offline; `npm ci` filled it), and there uses it as a new user would: the
-# command, `start` to ready and back down on Ctrl-C, the client from plain Node against that
-# server, and a strict TypeScript consumer. Any failure names its step and exits 1.
+# Packs Countersign as `npm publish` would, installs the tarball into an empty directory as a user
+# would (its declared dependencies from the npm cache `npm ci` filled, or the registry), and there
+# uses it as a new user would: the command, `start` to ready and back down on Ctrl-C, the
+# PostgreSQL driver, the client from plain Node against that server, and a strict TypeScript
+# consumer. Any failure names its step and exits 1.
 set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 work=$(mktemp -d "${TMPDIR:-/tmp}/countersign-pack-XXXXXX")
 server=""
 step=""
+started=$SECONDS
 
 cleanup() {
   if [ -n "$server" ] && kill -0 "$server" 2>/dev/null; then kill -KILL -- "-$server" 2>/dev/null || true; fi
@@ -29,39 +31,43 @@ wait_for() {
   done
 }
 
-begin "npm pack (prepare builds dist/)"
+begin "npm pack (prepack builds dist/ and the PGlite template)"
 npm pack --pack-destination "$work" --silent >"$work/pack.log" 2>&1 || { cat "$work/pack.log" >&2; false; }
 tarball=$(ls "$work"/countersign-*.tgz)
 listing=$(tar tzf "$tarball")
-for wanted in package/dist/cli.js package/dist/client/index.js package/dist/client/index.d.ts package/dist/client/openai-agents.d.ts package/migrations/meta/_journal.json package/countersign.example.yml package/manifest.yml; do
+for wanted in package/dist/cli.js package/dist/NOTICE package/dist/client/index.js package/dist/client/index.d.ts package/dist/client/openai-agents.d.ts \
+  package/migrations/meta/_journal.json package/templates/pglite-data.tar.gz package/countersign.example.yml package/manifest.yml \
+  package/LICENSE package/README.md package/CHANGELOG.md package/examples/README.md; do
   grep -qx "$wanted" <<<"$listing" || fail "the tarball lacks $wanted"
 done
+grep -q '^package/docs/.' <<<"$listing" || fail "the tarball lacks docs/"
 if grep -E '^package/(src|test|bench|scripts|patches)/' <<<"$listing"; then fail "the tarball carries development files (above)"; fi
 echo "   $(basename "$tarball"): $(du -k "$tarball" | cut -f1) KiB, $(wc -l <<<"$listing") files"
 
-begin "npm cache add the runtime dependencies' metadata (npm ci cached their tarballs only)"
-# Installing a tarball resolves its dependencies' version ranges, which needs their registry
-# metadata; npm ci installs from the lockfile and never fetches it. Only the packages the
-# bundle leaves external are runtime dependencies, so this is one look-up per such package, at
-# the version the lockfile pins.
-for dependency in $(node -e '
-  const pkg = require("./package.json"), lock = require("./package-lock.json");
-  for (const name of Object.keys(pkg.dependencies ?? {})) console.log(name + "@" + lock.packages["node_modules/" + name].version);
-'); do
-  npm cache add "$dependency" >/dev/null
-done
-
-begin "npm install --offline the tarball into an empty directory"
+begin "npm install the tarball into an empty directory, preferring the npm cache"
+# As a user's install, it resolves each dependency's range to the newest release in it, which
+# may be newer than the lockfile's (so not in the cache `npm ci` filled): those, and the
+# metadata npm ci never fetches, come from the registry.
 mkdir "$work/app"
 cd "$work/app"
 printf '{ "name": "countersign-pack-smoke", "private": true, "type": "module" }\n' >package.json
-npm install --offline --no-audit --no-fund "$tarball" >"$work/install.log" 2>&1 || { cat "$work/install.log" >&2; false; }
+npm install --prefer-offline --no-audit --no-fund "$tarball" >"$work/install.log" 2>&1 || { cat "$work/install.log" >&2; false; }
+echo "   $(grep -o 'added [0-9]* packages' "$work/install.log")"
+# npm 11 names each installed package whose install scripts (prepare included) it has not been told to allow.
+if grep -Ei 'allowScripts|install-scripts|prepare' "$work/install.log"; then fail "the install warned about Countersign's scripts (above)"; fi
 
-begin "the installed bundle carries the postgres restart patch"
+begin "the installed package carries its docs, examples, license and notice"
+installed=node_modules/countersign
+for dir in docs examples; do [ -n "$(ls -A "$installed/$dir" 2>/dev/null)" ] || fail "$installed/$dir is missing or empty"; done
+grep -q "Apache License" "$installed/LICENSE" || fail "$installed/LICENSE is not the Apache License"
+grep -q "^postgres " "$installed/dist/NOTICE" || fail "$installed/dist/NOTICE does not name the bundled postgres"
+
+begin "postgres is bundled with its patches, not installed"
+[ ! -e node_modules/postgres ] || fail "node_modules/postgres was installed; only the bundle should carry the driver"
 node --input-type=module -e "
   import { readdirSync, readFileSync } from 'node:fs';
   import { patchedInBundle } from '$repo/patches/postgres-restart.mjs';
-  const dir = 'node_modules/countersign/dist';
+  const dir = '$installed/dist';
   const text = readdirSync(dir).filter((f) => f.endsWith('.js')).map((f) => readFileSync(dir + '/' + f, 'utf8')).join('\n');
   const missing = patchedInBundle.filter((p) => !p.pattern.test(text));
   if (missing.length) { console.error('missing: ' + missing.map((p) => p.edit).join('; ')); process.exit(1); }
@@ -70,6 +76,12 @@ node --input-type=module -e "
 begin "npx countersign --help"
 help=$(npx --offline countersign --help)
 grep -q "countersign start" <<<"$help" || fail "--help did not print the commands: $help"
+
+begin "countersign migrate loads the PostgreSQL driver (against a closed port, so it stops at connecting)"
+# A module missing from the install would fail the import before any connection is tried.
+code=0
+migrate=$(DATABASE_URL="postgres://countersign@127.0.0.1:9/countersign" node_modules/.bin/countersign migrate 2>&1) || code=$?
+[ "$code" -eq 1 ] && grep -q "cannot reach PostgreSQL" <<<"$migrate" || fail "migrate did not fail at connecting (exit $code): $migrate"
 
 begin "countersign start (the installed bin), to ready"
 port=$(node -e 'const s = require("node:net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
@@ -126,4 +138,4 @@ void client.submitPlan({ title: "no actions" });
 EOF
 node "$repo/node_modules/typescript/bin/tsc" --strict --skipLibCheck false --module nodenext --moduleResolution nodenext --target es2022 --noEmit consumer.ts
 
-echo "== pack smoke: passed"
+echo "== pack smoke: passed in $((SECONDS - started)) s"

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Applies Countersign's patches to installed dependencies (run by `npm install` and `npm ci`).
+// Applies Countersign's patches to installed dependencies (the tests' global setup runs it).
 // Each patch replaces an exact piece of a file; it is idempotent, and it fails loudly when the
 // installed file is neither the text it expects nor already patched, so a driver upgrade that
 // moved the code cannot silently drop the fix. See patches/README.md.

@@ -3,10 +3,12 @@
  * `countersign start` loads into a fresh data dir instead of running PGlite's own first setup
  * (see src/store/pglite-template.ts). Skips the work when the template already holds every
  * migration and was made by the installed PGlite; `--force` rebuilds anyway.
- * Run: node --import tsx scripts/build-pglite-template.ts [--force]
+ * Run: node --import tsx scripts/build-pglite-template.ts [--force] (`prepack` does; the tests'
+ * global setup calls buildPgliteTemplate).
  */
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { MIGRATIONS_FOLDER, openDatabase } from "../src/store/db.ts";
 import { PGLITE_TEMPLATE, PGLITE_TEMPLATE_META, installedPgliteVersion, readTemplateMeta, type TemplateMeta } from "../src/store/pglite-template.ts";
 
@@ -26,11 +28,11 @@ function writeAtomically(file: string, data: Uint8Array | string): void {
   renameSync(temporary, file);
 }
 
-const started = performance.now();
-const wanted: TemplateMeta = { pglite: installedPgliteVersion(), migrations: migrationTags() };
-if (!process.argv.includes("--force") && isCurrent(readTemplateMeta(), wanted)) {
-  console.log(`pglite template: up to date (${wanted.migrations.length} migrations, PGlite ${wanted.pglite})`);
-} else {
+/** Builds the template unless it is current (or `force`); returns a line saying what it did. */
+export async function buildPgliteTemplate({ force = false } = {}): Promise<string> {
+  const started = performance.now();
+  const wanted: TemplateMeta = { pglite: installedPgliteVersion(), migrations: migrationTags() };
+  if (!force && isCurrent(readTemplateMeta(), wanted)) return `pglite template: up to date (${wanted.migrations.length} migrations, PGlite ${wanted.pglite})`;
   const database = await openDatabase({ kind: "pglite-memory" });
   try {
     await database.migrate();
@@ -40,10 +42,10 @@ if (!process.argv.includes("--force") && isCurrent(readTemplateMeta(), wanted)) 
     // The dump first, then the meta that vouches for it: never new meta beside an old dump.
     writeAtomically(PGLITE_TEMPLATE, dump);
     writeAtomically(PGLITE_TEMPLATE_META, JSON.stringify(wanted, null, 2) + "\n");
-    console.log(
-      `pglite template: ${path.relative(process.cwd(), PGLITE_TEMPLATE)} (${(dump.byteLength / 1e6).toFixed(1)} MB, ${wanted.migrations.length} migrations) in ${((performance.now() - started) / 1000).toFixed(1)} s`,
-    );
+    return `pglite template: ${path.relative(process.cwd(), PGLITE_TEMPLATE)} (${(dump.byteLength / 1e6).toFixed(1)} MB, ${wanted.migrations.length} migrations) in ${((performance.now() - started) / 1000).toFixed(1)} s`;
   } finally {
     await database.close();
   }
 }
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) console.log(await buildPgliteTemplate({ force: process.argv.includes("--force") }));

@@ -1,9 +1,11 @@
 #!/usr/bin/env node
-// Builds what the package ships: the `countersign` command as bundled ESM in dist/ (one entry,
-// a chunk per lazily imported command), and the client with its .d.ts in dist/client/.
-// Run by `npm run build` and by `prepare` (so `npm install`, `npm ci` and `npm pack` produce dist/).
+// Builds what the package ships: the `countersign` command as ESM in dist/ (one entry, a chunk
+// per lazily imported command), the client with its .d.ts in dist/client/, and dist/NOTICE.
+// Packages stay in node_modules, installed from package.json's `dependencies`, except postgres:
+// bundled, so the fixes in patches/ ship applied. Run by `npm run build` and by `prepack`.
 import { spawnSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { isBuiltin } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -12,6 +14,7 @@ import { applyEdits, patchedInBundle, patches } from "../patches/postgres-restar
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 export const DIST = path.join(ROOT, "dist");
 export const CLI_ENTRY = path.join(DIST, "cli.js");
+export const NOTICE = path.join(DIST, "NOTICE");
 
 /**
  * Bundles src/cli.ts into dist/ (leaving dist/client/ alone); throws naming what failed.
@@ -35,14 +38,10 @@ export async function buildCli({ keepSupersededMs = 10 * 60_000 } = {}) {
     target: "node20",
     jsx: "automatic",
     jsxImportSource: "hono/jsx",
-    // PGlite loads its .wasm and .data files relative to its own module, so it stays in
-    // node_modules; @openai/agents is an optional peer the CLI never loads.
-    external: ["@electric-sql/pglite", "@openai/agents"],
-    // Bundled CommonJS dependencies (Bolt, axios …) call require() for Node built-ins, which an
-    // ES module lacks; esbuild's shim uses this one when it exists.
-    banner: { js: 'import { createRequire as __countersignRequire } from "node:module"; const require = __countersignRequire(import.meta.url);' },
-    plugins: [postgresRestartPlugin()],
+    plugins: [installedPackagesPlugin(), postgresRestartPlugin()],
+    // The bundled packages carry no legal comments; dist/NOTICE names them and their licenses.
     legalComments: "none",
+    metafile: true,
     logLevel: "warning",
     write: false,
   });
@@ -50,9 +49,10 @@ export async function buildCli({ keepSupersededMs = 10 * 60_000 } = {}) {
   const missing = patchedInBundle.filter((p) => !p.pattern.test(bundled));
   if (missing.length > 0)
     throw new Error(`the bundled postgres driver lacks the restart patch (${missing.map((p) => p.edit).join("; ")}); see patches/README.md`);
+  const files = [...result.outputFiles, { path: NOTICE, contents: notice(bundledPackages(result.metafile)) }];
   mkdirSync(DIST, { recursive: true });
   const written = new Set();
-  for (const file of [...result.outputFiles].sort((a, b) => Number(a.path === CLI_ENTRY) - Number(b.path === CLI_ENTRY))) {
+  for (const file of files.sort((a, b) => Number(a.path === CLI_ENTRY) - Number(b.path === CLI_ENTRY))) {
     const temporary = `${file.path}.${process.pid}.tmp`;
     writeFileSync(temporary, file.contents, { mode: file.path === CLI_ENTRY ? 0o755 : 0o644 });
     renameSync(temporary, file.path);
@@ -90,6 +90,74 @@ export function buildClient() {
     stdio: "inherit",
   });
   if (tsc.status !== 0) throw new Error("the client did not compile (tsconfig.client.json, errors above); it may import only src/client/");
+}
+
+/**
+ * Leaves every package to node_modules (and names Node's built-ins `node:…`), except postgres.
+ * drizzle's postgres-js adapter imports postgres, which users do not install, so it is bundled
+ * with it; what the adapter imports from the rest of drizzle is the installed drizzle-orm's, so
+ * the process still holds one drizzle.
+ */
+function installedPackagesPlugin() {
+  const drizzleAdapter = /^(.*[\\/]node_modules[\\/]drizzle-orm)[\\/]postgres-js[\\/][^\\/]+$/;
+  return {
+    name: "installed-packages",
+    setup(b) {
+      b.onResolve({ filter: /^[^./]/ }, (args) => {
+        if (isBuiltin(args.path)) return { path: args.path.startsWith("node:") ? args.path : `node:${args.path}`, external: true };
+        if (args.path === "postgres" || /^drizzle-orm\/postgres-js(\/|$)/.test(args.path)) return undefined;
+        return { path: args.path, external: true };
+      });
+      b.onResolve({ filter: /^\.\.?\// }, (args) => {
+        const adapter = drizzleAdapter.exec(args.importer);
+        if (!adapter) return undefined;
+        const drizzleRoot = adapter[1];
+        const target = path.resolve(path.dirname(args.importer), args.path);
+        if (path.dirname(target) === path.join(drizzleRoot, "postgres-js")) return undefined;
+        const subpath = path
+          .relative(drizzleRoot, target)
+          .split(path.sep)
+          .join("/")
+          .replace(/\.js$/, "")
+          .replace(/(^|\/)index$/, "");
+        const { exports } = JSON.parse(readFileSync(path.join(drizzleRoot, "package.json"), "utf8"));
+        if (!exports[subpath ? `./${subpath}` : "."])
+          return {
+            errors: [{ text: `drizzle's postgres-js adapter imports ${args.path}, which drizzle-orm does not export; bundle it or import it another way` }],
+          };
+        return { path: subpath ? `drizzle-orm/${subpath}` : "drizzle-orm", external: true };
+      });
+    },
+  };
+}
+
+/** The packages whose code a build put into dist/, each with the directory it came from. */
+function bundledPackages(metafile) {
+  const found = new Map();
+  for (const input of Object.keys(metafile.inputs)) {
+    const match = /^(.*node_modules\/((?:@[^/]+\/)?[^/]+))\//.exec(input);
+    if (match) found.set(match[2], path.resolve(ROOT, match[1]));
+  }
+  return [...found].sort(([a], [b]) => a.localeCompare(b));
+}
+
+/** dist/NOTICE: the licenses of the code bundled into dist/ (what is installed carries its own). */
+function notice(packages) {
+  const sections = packages.map(([name, dir]) => {
+    const pkg = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8"));
+    const source = pkg.homepage ?? (typeof pkg.repository === "string" ? pkg.repository : pkg.repository?.url);
+    const license = pkg.license === "Apache-2.0" ? "Apache-2.0, the license in LICENSE" : pkg.license;
+    const patched = patches.some((p) => p.package === name) ? " Bundled with the fixes in patches/ (patches/README.md in Countersign's source)." : "";
+    const files = readdirSync(dir).filter((file) => /^(licen[cs]e|unlicense|copying|notice)/i.test(file));
+    const texts = files.map((file) => `\n${readFileSync(path.join(dir, file), "utf8").trim()}\n`);
+    return `${name} ${pkg.version} (${source}): ${license}.${patched}\n${texts.join("")}`;
+  });
+  return [
+    "Countersign's dist/ bundles code from the packages below; every other package it uses is",
+    "installed beside it, with its own license. Countersign itself is under LICENSE (Apache-2.0).",
+    "",
+    ...sections,
+  ].join("\n");
 }
 
 /** Applies patches/postgres-restart.mjs to the driver as it is bundled, or fails the build. */

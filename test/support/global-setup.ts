@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -7,6 +8,7 @@ import type { TestProject } from "vitest/node";
 import { MIGRATIONS_FOLDER, openDatabase } from "../../src/store/db.ts";
 import { installedPgliteVersion } from "../../src/store/pglite-template.ts";
 import { buildCli, cliIsStale } from "../../scripts/build.mjs";
+import { buildPgliteTemplate } from "../../scripts/build-pglite-template.ts";
 
 /** Kept between runs (and shared by every run in this checkout): one dump per migrations and PGlite. */
 const CACHE_DIR = fileURLToPath(new URL("../../node_modules/.cache/countersign-tests/", import.meta.url));
@@ -14,15 +16,20 @@ const CACHE_DIR = fileURLToPath(new URL("../../node_modules/.cache/countersign-t
 const UNUSED_MS = 3 * 3600_000;
 
 /**
+ * Applies patches/ to the installed postgres driver, which the sources run against here (dist/
+ * bundles it patched); here rather than in an install script, which users' installs would run.
  * Builds dist/cli.js when a source is newer, so the tests that spawn `countersign` run what
- * users run. Provides a dump of a migrated PGlite database, so each test file starts its own
+ * users run, and the PGlite template `start` unpacks when a migration or PGlite changed.
+ * Provides a dump of a migrated PGlite database, so each test file starts its own
  * copy in under a second instead of booting and migrating a fresh one (several seconds each).
  * The dump is made once per set of migrations and PGlite version and kept in node_modules/.cache:
  * making it cost ~8 s of CPU, most of what a one-file run spent before its test began. With
  * TEST_DATABASE_URL, also migrates one PostgreSQL database for the run to copy (see below).
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  execFileSync(process.execPath, [fileURLToPath(new URL("../../patches/apply.mjs", import.meta.url))], { stdio: "inherit" });
   if (cliIsStale()) await buildCli();
+  await buildPgliteTemplate();
   project.provide("pgliteTemplate", await migratedDump());
   const template = process.env.TEST_DATABASE_URL ? await migratedPostgres(process.env.TEST_DATABASE_URL) : undefined;
   project.provide("postgresTemplate", template?.name);
