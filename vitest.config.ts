@@ -23,7 +23,7 @@ export default defineConfig({
     ...shared,
     // A worker runs file after file in one process, importing the server and its packages once
     // instead of once per file: the whole suite took 395 s of CPU isolated, 259 s not (import
-    // 182 s → 56 s summed over files; DEVELOPERS.md, "Tests"). So a file must leave nothing
+    // 182 s → 56 s summed over files; docs/notes/test-harness.md). So a file must leave nothing
     // behind that the next could trip on: close what it opens (useHarness/useServer do), keep
     // module state keyed by what it belongs to (a Database, a request), restore process.env.
     isolate: false,

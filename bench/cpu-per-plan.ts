@@ -6,7 +6,7 @@
  * in one statement), then over the process floor's (the same, POSTed to a bare node:http child,
  * bench/process-floor.ts). CPU time, unlike wall time, hardly moves with the machine's load, so a
  * change shows here when the ratio figures are too noisy to tell; and intake runs both cores
- * full, so its ratio to a floor is about the ratio of the totals (DEVELOPERS.md, session 13).
+ * full, so its ratio to a floor is about the ratio of the totals (docs/notes/bench.md).
  * Linux only.
  *   node --import tsx bench/cpu-per-plan.ts [--product DIR] [--statements] [SECONDS]   (default 8 s blocks)
  * Needs BENCH_DATABASE_URL or TEST_DATABASE_URL (a fresh database is made and dropped).

@@ -24,7 +24,7 @@ export interface HttpClientAnswer {
 /**
  * fetch's shape on node:http. The executor runs cold (clicks come seconds apart): from the call to
  * a small PATCH's first byte on the wire, node's fetch took 2.5 ms and this 0.4 (medians of 24
- * clicks, timestamped executor, load 2–4; DEVELOPERS.md, "the executor's cold path"). What fetch did
+ * clicks, timestamped executor, load 2–4; docs/notes/executor.md). What fetch did
  * and this keeps: no redirect is followed (node:http follows none), the signal ends the request
  * at any point and it rejects with the signal's reason (a TimeoutError for AbortSignal.timeout),
  * a connection error rejects as a TypeError with the socket's error as `cause`, and a compressed

@@ -51,11 +51,9 @@ const LOG_BATCH_BYTES = 8192;
 /**
  * An asynchronous sonic-boom on `fd` that writes lines together: once LOG_BATCH_BYTES wait, or
  * LOG_FLUSH_MS after the first of them, whichever comes first. Each write(2) of its own wakes a
- * libuv pool thread, the loop again when it is done, and the reader of the pipe: at intake that
- * was one of each per request, ~7 % of `serve`'s samples (mostly time it was switched out for the
- * processes it woke on 2 cores), now one per ~14 requests at 140 a second (DEVELOPERS.md,
- * "serve's request path at intake"). pino's default writes every line synchronously, the
- * previous destination (sync: false) each line alone.
+ * libuv pool thread, the loop again when it is done, and the reader of the pipe; one write per
+ * request costs `serve` several per cent of its CPU at intake, so lines go out in batches. pino's
+ * default writes every line synchronously, and `sync: false` writes each line alone.
  *
  * sonic-boom's `flush()` does nothing while a write is under way, and lines logged meanwhile stay
  * below `minLength` after it: so the timer is armed again at 'drain' while any byte given to the

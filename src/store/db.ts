@@ -71,7 +71,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
 /**
  * PostgreSQL's default shared_buffers (128 MB) is sized for a server with many clients. PGlite
  * has one, a small database, and every read of a page not in the buffers is a memory copy from
- * its file system: 16 MB keeps ~70 MB less resident (measured in DEVELOPERS.md).
+ * its file system: 16 MB keeps ~70 MB less resident (docs/notes/pglite.md).
  */
 const PGLITE_SETTINGS = ["-c", "shared_buffers=16MB"];
 
@@ -129,7 +129,7 @@ async function openPglite(target: Exclude<DatabaseTarget, { kind: "postgres" }>)
  * refused attempts, so a server that was down for seconds would stay unused for long after it
  * returned. Retry at most a second apart: a click held during an outage must land within
  * seconds of the database coming back. (The driver's null-socket crash on a restart is fixed
- * by patches/apply.mjs.)
+ * by the patch under patches/; docs/notes/postgres-driver.md.)
  */
 const RECONNECT = { backoff: (attempt: number) => Math.min(0.05 * 2 ** attempt, 1), connect_timeout: 10 };
 

@@ -47,7 +47,7 @@ export function hasPgliteData(dataDir: string): boolean {
  * on a restart; false (PGlite then runs its own first setup) when no template was built (a
  * checkout that never ran the build) or another PGlite made it. Unpacked on disk rather than
  * handed to PGlite's `loadDataDir`, which copies it through the WASM file system and leaves
- * that process ~130 MB larger (measured in DEVELOPERS.md).
+ * that process ~130 MB larger (docs/notes/pglite.md).
  */
 export function unpackTemplate(dataDir: string, installedPglite: string): boolean {
   const meta = readTemplateMeta();

@@ -152,7 +152,7 @@ const xid8 = customType<{ data: string; driverData: string }>({ dataType: () => 
 /**
  * The audit log: one hash chain per plan, one for events with no plan, and the legacy global
  * chain of events written before that split (xid IS NULL), tied together by audit_seals
- * (src/service/records/audit.ts and seal-audit.ts; docs/DESIGN.md, "Audit log").
+ * (src/service/records/audit.ts and seal-audit.ts; docs/design.md, "Audit log").
  */
 export const auditEvents = pgTable(
   "audit_events",

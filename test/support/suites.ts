@@ -3,7 +3,7 @@
  * test/slow/; `npm run test:slow` (vitest.slow.config.ts) runs test/slow/ only, and `.ci/run`
  * runs both. test/slow/ holds real-process scenarios that repeat what `npm test` already covers
  * at a smaller scale or through the other door, and that together cost more time than the rest
- * (see DEVELOPERS.md, "Tests"). test/unit/build/test-suites.test.ts checks that every *.test.ts is
+ * (see docs/notes/test-harness.md). test/unit/build/test-suites.test.ts checks that every *.test.ts is
  * in exactly one of the two.
  */
 export const SLOW_DIR = "test/slow";
@@ -22,7 +22,7 @@ export const suites: Record<"fast" | "slow", Suite> = {
  * The longest files, longest first: test/support/sequencer.ts starts them before the rest, so
  * the two workers end together instead of one running a long file alone at the end (vitest
  * would order a fresh clone by file size, and the longest file here is 9 lines). Seconds are
- * one whole `npm test` at load 12 (and at load 23; DEVELOPERS.md, "Tests"); a file that grows
+ * one whole `npm test` at load 12 (and at load 23; docs/notes/test-harness.md); a file that grows
  * past ~15 s belongs here. test/unit/build/test-suites.test.ts checks each entry names a file.
  */
 export const LONGEST_FIRST = [

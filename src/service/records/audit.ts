@@ -7,7 +7,7 @@ import type { Tx } from "../../store/db.ts";
 /** Who caused an event: an agent through the API, a person through Slack or the web, or Countersign itself. */
 
 /**
- * The audit log is many short hash chains instead of one long one (docs/DESIGN.md, "Audit log"):
+ * The audit log is many short hash chains instead of one long one (docs/design.md, "Audit log"):
  * - each plan's events form the plan's own chain, serialized by the plan's row lock, which every
  *   writer of a plan event already holds (the transition's UPDATE, decide's and the reminders'
  *   FOR UPDATE, submit's INSERT), so plans never wait for each other;

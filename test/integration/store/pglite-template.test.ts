@@ -5,14 +5,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase, sql } from "../../../src/store/db.ts";
 import { hasPgliteData, installedPgliteVersion, readTemplateMeta, unpackTemplate } from "../../../src/store/pglite-template.ts";
 
-/** Issue 12: a fresh embedded data dir starts from the migrated template built at `prepare`. */
+/** A fresh embedded data dir starts from the migrated template built at `prepack` (and by the tests' global setup). */
 describe("PGlite template", () => {
   let dir: string;
   beforeAll(() => {
     dir = mkdtempSync(path.join(os.tmpdir(), "countersign-template-"));
     if (!readTemplateMeta())
       throw new Error(
-        "templates/pglite-data.json is missing: build it with `node --import tsx scripts/build-pglite-template.ts` (npm install runs it as part of prepare)",
+        "templates/pglite-data.json is missing: build it with `node --import tsx scripts/build-pglite-template.ts` (npm pack and the tests' global setup run it)",
       );
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -20,7 +20,38 @@ const TSC = path.join(ROOT, "node_modules/typescript/bin/tsc");
  * The docs and test files that are held to the rule so far; README.md, CONTRIBUTING.md,
  * docs/**\/*.md and test/**\/*.ts comments join this list as each page or file is rewritten.
  */
-const WIDENED_PATHS = ["test/unit/build/history.test.ts"];
+const WIDENED_PATHS = [
+  "test/unit/build/history.test.ts",
+  "test/unit/build/links.test.ts",
+  "README.md",
+  "CONTRIBUTING.md",
+  "docs/adapters.md",
+  "docs/adr/0001-pglite-embedded-default.md",
+  "docs/adr/0002-json-as-text.md",
+  "docs/adr/0003-audit-chains-and-seals.md",
+  "docs/adr/0004-outbox-lanes.md",
+  "docs/adr/0005-biome-layers.md",
+  "docs/adr/README.md",
+  "docs/agents.md",
+  "docs/deploy.md",
+  "docs/design.md",
+  "docs/getting-started.md",
+  "docs/notes/README.md",
+  "docs/notes/bench.md",
+  "docs/notes/bolt.md",
+  "docs/notes/build.md",
+  "docs/notes/database.md",
+  "docs/notes/executor.md",
+  "docs/notes/outbox.md",
+  "docs/notes/pglite.md",
+  "docs/notes/postgres-driver.md",
+  "docs/notes/slack-emulator.md",
+  "docs/notes/test-harness.md",
+  "docs/operations.md",
+  "docs/reviewing.md",
+  "docs/security.md",
+  "docs/slack-setup.md",
+];
 
 const HISTORY: RegExp[] = [
   /\bsessions?\s+#?\d+/gi,

@@ -6,7 +6,7 @@ import { sealHash } from "../../../src/service/audit/seal-audit.ts";
 
 const sha = (text: string) => "sha256:" + createHash("sha256").update(text, "utf8").digest("hex");
 
-/** The formulas docs/DESIGN.md ("Audit log") gives an outside verifier, checked against the code that writes the log. */
+/** The formulas docs/design.md ("Audit log") gives an outside verifier, checked against the code that writes the log. */
 describe("audit hashes as documented", () => {
   const planId = "0b5e7c1a-52f1-4c8e-9a51-3f1f6f0f2d11";
   const event = {
