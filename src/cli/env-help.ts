@@ -42,14 +42,18 @@ const VARIABLES: Record<Variable, { readers: EnvReader[]; says: string }> = {
   },
 };
 
+/** Every variable of the env schema, in its order, with what it means, who reads it and the schema's default; docs/configuration.md lists them from here too. */
+export function environmentVariables(): { name: string; readers: EnvReader[]; says: string; fallback: string | undefined }[] {
+  return Object.entries(EnvConfig.shape).map(([name, schema]) => ({
+    name,
+    ...VARIABLES[name as Variable],
+    fallback: schema.def.type === "default" ? String((schema.def as { defaultValue: unknown }).defaultValue) : undefined,
+  }));
+}
+
 /** The usage lines for the variables `reader` reads, in the schema's order, with the schema's defaults. */
 export function environmentLines(reader: EnvReader): string[] {
-  const lines: string[] = [];
-  for (const [name, schema] of Object.entries(EnvConfig.shape)) {
-    const variable = VARIABLES[name as Variable];
-    if (!variable.readers.includes(reader)) continue;
-    const fallback = schema.def.type === "default" ? ` (default ${String((schema.def as { defaultValue: unknown }).defaultValue)})` : "";
-    lines.push(`${name}${fallback}`, `    ${variable.says}`);
-  }
-  return lines;
+  return environmentVariables()
+    .filter((variable) => variable.readers.includes(reader))
+    .flatMap(({ name, says, fallback }) => [`${name}${fallback === undefined ? "" : ` (default ${fallback})`}`, `    ${says}`]);
 }

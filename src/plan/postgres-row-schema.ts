@@ -35,40 +35,76 @@ export function urlQueryProblems(url: string): string[] {
   return problems;
 }
 
-const Connection = z.strictObject({
-  url: z
-    .string()
-    .regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL")
-    .superRefine((url, ctx) => {
-      for (const message of urlQueryProblems(url)) ctx.addIssue({ code: "custom", message });
-    }),
-});
+/** A connection for one side, reading or writing; `variable` names the URL in the page's example. */
+const connection = (variable: string) =>
+  z.strictObject({
+    url: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL")
+      .superRefine((url, ctx) => {
+        for (const message of urlQueryProblems(url)) ctx.addIssue({ code: "custom", message });
+      })
+      .meta({
+        description: `A postgres:// URL; \`\${VAR}\` reads the environment. Its query may set only ${[...URL_QUERY_ALLOWED].join(", ")}.`,
+        examples: [`\${${variable}}`],
+      }),
+  });
 
 export const PostgresRowTable = z.strictObject({
-  /** The columns that find one row: a primary key or a unique index without a predicate (checked when read). */
-  key: z.array(Identifier).min(1),
-  /**
-   * A column every writer of the table changes on every write (an integer counter or a
-   * timestamptz). Without it the row's xmin is the version, which a dump and restore resets.
-   */
-  version: Identifier.optional(),
-  /** Who moves the version on a write: Countersign itself (counter + 1, or the clock), or a trigger of the table's. */
-  versionSetBy: z.enum(["countersign", "trigger"]).default("countersign"),
-  schema: Identifier.default("public"),
+  key: z
+    .array(Identifier)
+    .min(1)
+    .meta({ description: "The columns that find one row: a primary key or a unique index without a predicate (checked when read).", examples: [["id"]] }),
+  version: Identifier.optional().meta({
+    description:
+      "A column every writer of the table changes on every write (an integer counter or a timestamptz; compared as text, microseconds included). Without it the row's xmin is the version, which a dump and restore resets (open plans go stale).",
+    examples: ["updated_at"],
+  }),
+  versionSetBy: z
+    .enum(["countersign", "trigger"])
+    .default("countersign")
+    .meta({
+      description: "Who moves the version on a write: Countersign itself (counter + 1, or the clock), or a trigger of the table's.",
+      examples: ["trigger"],
+    }),
+  schema: Identifier.default("public").meta({ description: "The table's schema.", examples: ["crm"] }),
 });
 export type PostgresRowTable = z.output<typeof PostgresRowTable>;
 
 export const PostgresRowTarget = z
   .strictObject({
-    adapter: z.literal("postgres.row"),
-    read: Connection,
-    /** Only the executor resolves this. */
-    write: Connection.optional(),
-    /** What the adapter can address. */
-    tables: z.record(Identifier, PostgresRowTable).refine((t) => Object.keys(t).length > 0, "name at least one table"),
-    /** What agents may propose: a subset of `tables`. Without it every action is refused. */
-    allow: z.strictObject({ ops: z.array(Op).min(1), tables: z.array(Identifier).min(1) }).optional(),
-    timeoutMs: z.int().positive().max(60_000).default(5_000),
+    adapter: z.literal("postgres.row").describe("The kind of target: one row of a PostgreSQL table, found by its key."),
+    read: connection("CRMDB_READ_URL").describe(
+      "A role that may only SELECT the tables: previews and re-checks. The server's only credential for this target.",
+    ),
+    write: connection("CRMDB_WRITE_URL")
+      .optional()
+      .describe("A role with SELECT and the writes `allow.ops` needs on the tables. Only the executor resolves this, and refuses to start without it."),
+    tables: z
+      .record(Identifier, PostgresRowTable)
+      .refine((t) => Object.keys(t).length > 0, "name at least one table")
+      .describe(
+        "What the adapter can address, by table name (plain SQL identifiers). Values take one JSON form per column type: int8 and numeric as decimal strings, timestamptz ISO-8601 UTC with microseconds, bytea base64, date `YYYY-MM-DD`; other types are refused.",
+      ),
+    allow: z
+      .strictObject({
+        ops: z
+          .array(Op)
+          .min(1)
+          .meta({ description: "The ops agents may propose here.", examples: [["update", "insert"]] }),
+        tables: z
+          .array(Identifier)
+          .min(1)
+          .meta({ description: "The tables agents may propose changes to: a subset of `tables`.", examples: [["contacts"]] }),
+      })
+      .optional()
+      .describe("What agents may propose here. Deny by default: without it, every plan for this target is refused."),
+    timeoutMs: z
+      .int()
+      .positive()
+      .max(60_000)
+      .default(5_000)
+      .meta({ description: "Milliseconds a statement may take.", examples: [5000] }),
   })
   .superRefine((target, ctx) => {
     for (const [i, table] of (target.allow?.tables ?? []).entries()) {
