@@ -29,11 +29,12 @@ const validateDocument = (document: unknown) => validateOpenApi(document as Para
 const DOC_ID = "https://countersign.test/v1/openapi.json";
 const pointer = (...segments: string[]) => segments.map((s) => "/" + encodeURIComponent(s.replaceAll("~", "~0").replaceAll("/", "~1"))).join("");
 
-/** The routes README.md's "Agent API" table lists, as OpenAPI path templates. */
-function readmeRoutes(): { method: string; path: string; query: string[] }[] {
-  const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-  const start = readme.indexOf("## Agent API");
-  const section = readme.slice(start, readme.indexOf("\n## ", start + 1));
+/** The routes docs/agents.md's "The HTTP API" table lists, as OpenAPI path templates. */
+function documentedRoutes(): { method: string; path: string; query: string[] }[] {
+  const page = readFileSync(new URL("../../docs/agents.md", import.meta.url), "utf8");
+  const start = page.indexOf("## The HTTP API");
+  expect(start, "docs/agents.md has a '## The HTTP API' section").toBeGreaterThanOrEqual(0);
+  const section = page.slice(start, page.indexOf("\n## ", start + 1));
   return [...section.matchAll(/^\|\s*`(GET|POST|PUT|PATCH|DELETE) (\/[^`?\s]*)(?:\?([^`]*))?`/gm)].map((m) => ({
     method: m[1]!.toLowerCase(),
     path: m[2]!.replace(/:(\w+)/g, "{$1}"),
@@ -124,8 +125,8 @@ describe("OpenAPI document of the agent API", () => {
     expect(result.valid).toBe(false);
   });
 
-  it("documents every route README.md lists, and no executor or admin route", () => {
-    const routes = readmeRoutes();
+  it("documents every route docs/agents.md lists, and no executor or admin route", () => {
+    const routes = documentedRoutes();
     expect(routes.length).toBeGreaterThanOrEqual(5);
     for (const { method, path, query } of routes) {
       const operation = doc.paths[path]?.[method];
