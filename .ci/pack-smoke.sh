@@ -35,13 +35,13 @@ begin "npm pack (prepack builds dist/ and the PGlite template)"
 npm pack --pack-destination "$work" --silent >"$work/pack.log" 2>&1 || { cat "$work/pack.log" >&2; false; }
 tarball=$(ls "$work"/countersign-*.tgz)
 listing=$(tar tzf "$tarball")
-for wanted in package/dist/cli.js package/dist/NOTICE package/dist/client/index.js package/dist/client/index.d.ts package/dist/client/openai-agents.d.ts \
+for wanted in package/dist/cli.js package/dist/client/index.js package/dist/client/index.d.ts package/dist/client/openai-agents.d.ts \
   package/migrations/meta/_journal.json package/templates/pglite-data.tar.gz package/countersign.example.yml package/manifest.yml \
   package/LICENSE package/README.md package/CHANGELOG.md package/examples/README.md; do
   grep -qx "$wanted" <<<"$listing" || fail "the tarball lacks $wanted"
 done
 grep -q '^package/docs/.' <<<"$listing" || fail "the tarball lacks docs/"
-if grep -E '^package/(src|test|bench|scripts|patches)/' <<<"$listing"; then fail "the tarball carries development files (above)"; fi
+if grep -E '^package/(src|test|bench|scripts)/' <<<"$listing"; then fail "the tarball carries development files (above)"; fi
 echo "   $(basename "$tarball"): $(du -k "$tarball" | cut -f1) KiB, $(wc -l <<<"$listing") files"
 
 begin "npm install the tarball into an empty directory, preferring the npm cache"
@@ -56,22 +56,10 @@ echo "   $(grep -o 'added [0-9]* packages' "$work/install.log")"
 # npm 11 names each installed package whose install scripts (prepare included) it has not been told to allow.
 if grep -Ei 'allowScripts|install-scripts|prepare' "$work/install.log"; then fail "the install warned about Countersign's scripts (above)"; fi
 
-begin "the installed package carries its docs, examples, license and notice"
+begin "the installed package carries its docs, examples and license"
 installed=node_modules/countersign
 for dir in docs examples; do [ -n "$(ls -A "$installed/$dir" 2>/dev/null)" ] || fail "$installed/$dir is missing or empty"; done
 grep -q "Apache License" "$installed/LICENSE" || fail "$installed/LICENSE is not the Apache License"
-grep -q "^postgres " "$installed/dist/NOTICE" || fail "$installed/dist/NOTICE does not name the bundled postgres"
-
-begin "postgres is bundled with its patches, not installed"
-[ ! -e node_modules/postgres ] || fail "node_modules/postgres was installed; only the bundle should carry the driver"
-node --input-type=module -e "
-  import { readdirSync, readFileSync } from 'node:fs';
-  import { patchedInBundle } from '$repo/patches/postgres-restart.mjs';
-  const dir = '$installed/dist';
-  const text = readdirSync(dir).filter((f) => f.endsWith('.js')).map((f) => readFileSync(dir + '/' + f, 'utf8')).join('\n');
-  const missing = patchedInBundle.filter((p) => !p.pattern.test(text));
-  if (missing.length) { console.error('missing: ' + missing.map((p) => p.edit).join('; ')); process.exit(1); }
-"
 
 begin "npx countersign --help"
 help=$(npx --offline countersign --help)

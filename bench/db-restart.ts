@@ -3,7 +3,7 @@
  * one), a real `serve` child under a submit/read load from a few agents, and `pg_ctl restart -m
  * fast` RESTARTS times. A server that exits is counted and started again. Prints the count of
  * exits per restart. Run: npx tsx bench/db-restart.ts [restarts]
- * (compare with the driver patch reverted to see the upstream bug: patches/README.md).
+ * (docs/notes/postgres-driver.md says how the driver behaves on a restart).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";

@@ -2,8 +2,6 @@
 export declare const ROOT: string;
 export declare const DIST: string;
 export declare const CLI_ENTRY: string;
-/** dist/NOTICE: what the build bundled from node_modules, with its licenses. */
-export declare const NOTICE: string;
 export declare function buildCli(options?: { keepSupersededMs?: number }): Promise<void>;
 export declare function buildClient(): void;
 export declare function cliIsStale(): boolean;

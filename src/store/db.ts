@@ -4,8 +4,8 @@ import { mkdirSync } from "node:fs";
 import type { PGliteOptions } from "@electric-sql/pglite";
 import { is, SQL, sql, type ExtractTablesWithRelations } from "drizzle-orm";
 import { DrizzleQueryError } from "drizzle-orm/errors";
-import { PgDialect, type PgDatabase, type PgQueryResultHKT, type PgTransaction } from "drizzle-orm/pg-core";
-import { packagePath } from "../package-path.ts";
+import type { PgDatabase, PgQueryResultHKT, PgTransaction } from "drizzle-orm/pg-core";
+import { MIGRATIONS_FOLDER, refuseUnmigratable } from "./migrations.ts";
 import { namedStatements, PLAN_CACHE } from "./named-statements.ts";
 import * as schema from "./schema.ts";
 
@@ -21,9 +21,7 @@ export interface TextStatement {
   params: readonly (string | number | null)[];
 }
 
-export const MIGRATIONS_FOLDER = packagePath("migrations");
-/** Turns drizzle's SQL into text and parameters, for statements sent past drizzle's session. */
-const dialect = new PgDialect();
+export { MIGRATIONS_FOLDER };
 /** Serializes migrations across replicas that start together. */
 const MIGRATION_LOCK = 7_280_231_001;
 
@@ -39,16 +37,12 @@ export interface Database {
    */
   query<T = Record<string, unknown>>(text: string, params: readonly (string | number | null)[]): Promise<T[]>;
   /**
-   * A transaction whose last statements (`last`, made by `body` from what its statements read) are
-   * sent together with the COMMIT, one round trip instead of one each: on PostgreSQL they go out
-   * in this order on the transaction's own connection; one that fails makes PostgreSQL roll the
-   * COMMIT back, and its error is thrown. `body` throwing rolls back. `first`, reads only, go out
-   * together right behind the BEGIN, in the same write (BEGIN's answer is checked with theirs,
-   * before `body` runs), and their rows are handed to `body`; a failed one is thrown before `body`
-   * runs. `last` may be drizzle SQL or a statement made as text (TextStatement). PGlite runs it as
-   * a plain transaction (no network to save).
-   * `plans: "generic"` gives the transaction's statements generic plans from their first execution
-   * on a connection (GENERIC_PLANS): only for a transaction that reads and writes by key alone.
+   * A transaction: `first` (reads) run in it, in order, and their rows are handed to `body`; then
+   * `last` (made by `body` from what it read; drizzle SQL or a TextStatement) runs in it, in order,
+   * before the COMMIT. A failed statement or a `body` that throws rolls back, and its error is
+   * thrown. `plans: "generic"` gives the transaction's statements generic plans from their first
+   * execution on a connection (GENERIC_PLANS): only for a transaction that reads and writes by key
+   * alone.
    */
   transactionEndingWith<T>(
     body: (tx: Tx, first: Record<string, unknown>[][]) => Promise<{ result: T; last?: Statement | readonly Statement[] | undefined }>,
@@ -58,6 +52,7 @@ export interface Database {
   notify(channel: string, payload: string): Promise<void>;
   /** LISTEN on a channel; the returned function stops listening. postgres.js re-listens after reconnects. */
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  /** Applies this build's migrations; throws UnmigratableDatabase (migrations.ts), changing nothing, for a database they cannot bring up to date. */
   migrate(): Promise<void>;
   close(): Promise<void>;
 }
@@ -98,15 +93,7 @@ async function openPglite(target: Exclude<DatabaseTarget, { kind: "postgres" }>)
     rows: async <T>(query: SQL, on: Queryable = db) => ((await on.execute(query)) as unknown as { rows: T[] }).rows,
     query: async <T>(text: string, params: readonly (string | number | null)[]) =>
       (await failedQueryNamed(text, params, () => client.query<T>(text, [...params]))).rows,
-    transactionEndingWith: (body, options) =>
-      db.transaction(async (tx) => {
-        const first: Record<string, unknown>[][] = [];
-        if (options?.plans === "generic") await tx.execute(GENERIC_PLANS);
-        for (const statement of options?.first ?? []) first.push(((await tx.execute(statement)) as unknown as { rows: Record<string, unknown>[] }).rows);
-        const { result, last } = await body(tx, first);
-        for (const statement of statementsOf(last)) await tx.execute(is(statement, SQL) ? statement : sqlOfText(statement));
-        return result;
-      }),
+    transactionEndingWith: plainTransaction(db, (result) => (result as { rows: Record<string, unknown>[] }).rows),
     notify: async (channel, payload) => {
       await client.query("SELECT pg_notify($1, $2)", [channel, payload]);
     },
@@ -117,7 +104,10 @@ async function openPglite(target: Exclude<DatabaseTarget, { kind: "postgres" }>)
       };
     },
     // One process owns a PGlite data dir, so there is nobody to race; no lock needed.
-    migrate: () => migrate(db as never, { migrationsFolder: MIGRATIONS_FOLDER }),
+    migrate: async () => {
+      await refuseUnmigratable(async (text) => (await client.query<Record<string, unknown>>(text)).rows);
+      await migrate(db as never, { migrationsFolder: MIGRATIONS_FOLDER });
+    },
     close: async () => {
       if (!client.closed) await client.close();
     },
@@ -128,8 +118,7 @@ async function openPglite(target: Exclude<DatabaseTarget, { kind: "postgres" }>)
  * postgres.js reconnects by itself; its default backoff grows to 20 s per connection after a few
  * refused attempts, so a server that was down for seconds would stay unused for long after it
  * returned. Retry at most a second apart: a click held during an outage must land within
- * seconds of the database coming back. (The driver's null-socket crash on a restart is fixed
- * by the patch under patches/; docs/notes/postgres-driver.md.)
+ * seconds of the database coming back (docs/notes/postgres-driver.md).
  */
 const RECONNECT = { backoff: (attempt: number) => Math.min(0.05 * 2 ** attempt, 1), connect_timeout: 10 };
 
@@ -149,7 +138,7 @@ async function openPostgres(url: string): Promise<Database> {
     rows: async <T>(query: SQL, on: Queryable = db) => (await on.execute(query)) as unknown as T[],
     query: async <T>(text: string, params: readonly (string | number | null)[]) =>
       (await failedQueryNamed(text, params, () => named.unsafe(text, [...params]))) as unknown as T[],
-    transactionEndingWith: endingWithCommit(client, drizzle),
+    transactionEndingWith: plainTransaction(db, (result) => [...(result as Record<string, unknown>[])]),
     notify: async (channel, payload) => {
       await client.notify(channel, payload);
     },
@@ -162,6 +151,7 @@ async function openPostgres(url: string): Promise<Database> {
       const single = postgres(url, { onnotice: () => {}, max: 1 });
       try {
         await single`SELECT pg_advisory_lock(${MIGRATION_LOCK})`;
+        await refuseUnmigratable((text) => single.unsafe(text));
         await migrate(drizzle({ client: single }), { migrationsFolder: MIGRATIONS_FOLDER });
         await single`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`;
       } finally {
@@ -173,59 +163,21 @@ async function openPostgres(url: string): Promise<Database> {
 }
 
 /**
- * Database.transactionEndingWith on PostgreSQL, on the driver's own transaction (`sql.begin`):
- * its `first` reads go out together right behind BEGIN (pipelined, so they must be reads), and
- * its last statements go out together, unanswered, right ahead of the COMMIT the driver sends
- * when the callback returns (one round trip for the writes and the commit). A failed last
- * statement aborts the transaction, and PostgreSQL answers the COMMIT of an aborted transaction
- * with a ROLLBACK, not an error: so the last statements' own answers are what say whether it
- * committed, and the first failure among them is thrown. `sql.begin` fails at once when its connection closes, whatever it was waiting
- * for; a transaction on a `sql.reserve()` connection could wait for good instead (patches/README.md).
+ * Database.transactionEndingWith as a plain drizzle transaction (the driver's `sql.begin` on
+ * PostgreSQL): `first`, then `body`, then `last`, each statement awaited in turn. `rowsOf` turns
+ * what the driver's execute() returns into rows (PGlite gives `{rows}`, postgres.js an array).
  * Exported for test databases built on a client of their own (test/support/counting-postgres.ts).
  */
-export function endingWithCommit(
-  client: import("postgres").Sql,
-  drizzle: (config: { client: import("postgres").Sql }) => unknown,
-): Database["transactionEndingWith"] {
-  return async (body, options) => {
-    let last: Sent[] = [];
-    // "pipelined" (patches/README.md): the first reads go out behind BEGIN, not a round trip after
-    // it (once the connection has described them); BEGIN's answer is awaited with theirs, before
-    // anything is written.
-    const result = await client.begin("pipelined", async (inTx) => {
-      // drizzle reads the client's type parsers from `options`, which a transaction's sql lacks.
-      const conn = namedStatements(Object.assign(inTx, { options: client.options }) as unknown as import("postgres").Sql);
-      // Each execute() queues its statement on the connection at once, so they go out in this order.
-      const send = (statements: readonly Statement[]): Sent[] =>
-        statements.map((statement) => {
-          const { text, params } = is(statement, SQL) ? textOf(statement) : statement;
-          const query = conn.unsafe(text, params as never[]);
-          query.execute();
-          // Awaited by the caller (the reads) or after the COMMIT (the last statements), which throws the first failure; never unhandled.
-          query.catch(() => undefined);
-          return { text, params, query };
-        });
-      const generic = options?.plans === "generic" ? 1 : 0;
-      const reads = send(generic ? [GENERIC_PLANS, ...(options?.first ?? [])] : (options?.first ?? []));
-      const answered = await Promise.allSettled(reads.map((r) => r.query));
-      // Answered before the reads were: had BEGIN failed, they ran outside any transaction, and
-      // nothing may follow them.
-      await (inTx as unknown as { began: Promise<unknown> }).began;
-      const readFailed = answered.findIndex((r) => r.status === "rejected");
-      if (readFailed >= 0) throw failedStatement(reads[readFailed]!, (answered[readFailed] as PromiseRejectedResult).reason);
-      const done = await body(
-        drizzle({ client: conn }) as Tx,
-        answered.slice(generic).map((r) => [...(r as PromiseFulfilledResult<Record<string, unknown>[]>).value]),
-      );
-      last = send(statementsOf(done.last));
-      return done.result;
+export function plainTransaction(db: Db, rowsOf: (result: unknown) => Record<string, unknown>[]): Database["transactionEndingWith"] {
+  return (body, options) =>
+    db.transaction(async (tx) => {
+      if (options?.plans === "generic") await tx.execute(GENERIC_PLANS);
+      const first: Record<string, unknown>[][] = [];
+      for (const statement of options?.first ?? []) first.push(rowsOf(await tx.execute(statement)));
+      const { result, last } = await body(tx, first);
+      for (const statement of statementsOf(last)) await tx.execute(is(statement, SQL) ? statement : sqlOfText(statement));
+      return result;
     });
-    // The first failure is the cause: the statements after it failed because the transaction had.
-    const settled = await Promise.allSettled(last.map((l) => l.query));
-    const failed = settled.findIndex((s) => s.status === "rejected");
-    if (failed >= 0) throw failedStatement(last[failed]!, (settled[failed] as PromiseRejectedResult).reason);
-    return result as never;
-  };
 }
 
 /**
@@ -233,17 +185,11 @@ export function endingWithCommit(
  * parameter's value, so its statements take generic plans from their first execution on a
  * connection, not after five custom ones (PLAN_CACHE's `auto`): planning its CTEs costs PostgreSQL
  * 0.15–0.5 ms per statement on an approval's path (five statements, when every execution is
- * planned). SET LOCAL ends with the transaction. Sent with the first reads, so it
- * costs no round trip.
+ * planned). SET LOCAL ends with the transaction.
  */
 const GENERIC_PLANS = sql`SET LOCAL plan_cache_mode = force_generic_plan`;
 
 export type Statement = SQL | TextStatement;
-
-function textOf(statement: SQL): TextStatement {
-  const { sql: text, params } = dialect.sqlToQuery(statement);
-  return { text, params: params as TextStatement["params"] };
-}
 
 /**
  * A text statement as drizzle SQL (PGlite runs statements through drizzle): its `$n` become
@@ -254,18 +200,8 @@ export function sqlOfText(statement: TextStatement): SQL {
   return sql.join(chunks.map((chunk, i) => (i % 2 === 0 ? sql.raw(chunk) : sql`${statement.params[Number(chunk) - 1]}`)));
 }
 
-interface Sent {
-  text: string;
-  params: readonly unknown[];
-  query: PromiseLike<unknown> & { catch(onRejected: (reason: unknown) => unknown): unknown };
-}
-
 function statementsOf(last: Statement | readonly Statement[] | undefined): readonly Statement[] {
   return last === undefined ? [] : Array.isArray(last) ? last : [last as Statement];
-}
-
-function failedStatement(statement: { text: string; params: readonly unknown[] }, reason: unknown): DrizzleQueryError {
-  return new DrizzleQueryError(statement.text, [...statement.params], reason instanceof Error ? reason : new Error(String(reason)));
 }
 
 /**

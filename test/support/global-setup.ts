@@ -1,4 +1,3 @@
-import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -16,8 +15,6 @@ const CACHE_DIR = fileURLToPath(new URL("../../node_modules/.cache/countersign-t
 const UNUSED_MS = 3 * 3600_000;
 
 /**
- * Applies patches/ to the installed postgres driver, which the sources run against here (dist/
- * bundles it patched); here rather than in an install script, which users' installs would run.
  * Builds dist/cli.js when a source is newer, so the tests that spawn `countersign` run what
  * users run, and the PGlite template `start` unpacks when a migration or PGlite changed.
  * Provides a dump of a migrated PGlite database, so each test file starts its own
@@ -27,7 +24,6 @@ const UNUSED_MS = 3 * 3600_000;
  * TEST_DATABASE_URL, also migrates one PostgreSQL database for the run to copy (see below).
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  execFileSync(process.execPath, [fileURLToPath(new URL("../../patches/apply.mjs", import.meta.url))], { stdio: "inherit" });
   if (cliIsStale()) await buildCli();
   await buildPgliteTemplate();
   project.provide("pgliteTemplate", await migratedDump());

@@ -127,9 +127,8 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
           decidedAt: now,
           expiresAt: plan.expiresAt,
         };
-        // Everything below is written in one statement that goes out with the COMMIT (one round
-        // trip): the status was read under the row lock, so no transition can miss (if one did, the
-        // statement fails and all roll back).
+        // Everything below is written in one statement before the COMMIT: the status was read under
+        // the row lock, so no transition can miss (if one did, the statement fails and all roll back).
         const written = (writes: Omit<LockedWrites, "decision" | "announce">, status: PlanRow["status"]) =>
           lockedWritesStatement(ctx, { ...plan, tail }, { ...writes, decision, announce: status });
 

@@ -64,11 +64,9 @@ const iso = (d: Date) => d.toISOString();
 
 /**
  * Everything a decision writes under its plan's row lock, as one statement with `$n` parameters,
- * sent with the COMMIT (Database.transactionEndingWith): the decision row, the plan row's guarded
- * UPDATE, each event's audit row and outbox rows (outboxRowsOfEvents), and one announcement. As up
- * to four statements (vote, UPDATE, approved, executing), each built with drizzle and each with
- * a NOTIFY, a click's writes take over 1.5 ms in a socket trace (most of it the woken backend
- * running between the writes: patches/README.md). Only constants are written into
+ * the last before the COMMIT (Database.transactionEndingWith): the decision row, the plan row's
+ * guarded UPDATE, each event's audit row and outbox rows (outboxRowsOfEvents), and one
+ * announcement. Only constants are written into
  * the text (statuses from TRANSITIONS, columns from SETTABLE); every value is a parameter.
  *
  * The events chain from `tail`, the plan chain's newest hash, which the caller read under the row

@@ -6,10 +6,9 @@ import { databaseKinds } from "../../support/databases.ts";
 import { useHarness } from "../../support/use-harness.ts";
 
 /**
- * Database.transactionEndingWith sends its last statement with the COMMIT (the claim's event).
- * What it must keep from a plain transaction: the last statement runs after the body's, in the
- * same transaction; a last statement that fails leaves nothing of the transaction and throws; a
- * body that throws rolls back.
+ * Database.transactionEndingWith (decide, the claim): its `first` reads and its last statements
+ * run in the body's transaction, in order; a statement that fails leaves nothing of the
+ * transaction and throws; a body that throws rolls back; a lost connection fails the call at once.
  */
 describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
   const h = useHarness(kind);
@@ -65,7 +64,7 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
     expect(await h.database.db.select({ id: plans.id }).from(plans).where(eq(plans.status, "executing"))).toStrictEqual([]);
   });
 
-  it("sends `first` with the BEGIN, in the transaction, in order, and hands their rows to the body", async () => {
+  it("runs `first` in the transaction, in order, and hands their rows to the body", async () => {
     await fresh();
     await h.database.rows(sql.raw(`INSERT INTO ${table} VALUES (1)`));
     const result = await h.database.transactionEndingWith(
@@ -136,8 +135,8 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
   });
 
   // A connection lost mid-transaction (a PostgreSQL restart) must fail the call, never hang it:
-  // postgres.js does not answer a query sent on a reserved connection that has closed, so a
-  // ROLLBACK there waited for good (db-restart.test.ts hung on it). PGlite has no connection to lose.
+  // a ROLLBACK or a query that waits for an answer from a closed connection waits for good.
+  // PGlite has no connection to lose.
   it.skipIf(kind.name !== "postgres")(
     "a connection lost in a `first` read, in the body or between them fails the call at once as unreachable, and the pool works afterwards",
     async () => {
@@ -268,14 +267,15 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
   it.skipIf(kind.name !== "postgres")("a transaction whose connection closed sends nothing on the connection the pool reconnects for others", async () => {
     const { default: postgres } = await import("postgres");
     const { drizzle } = await import("drizzle-orm/postgres-js");
-    const { endingWithCommit } = await import("../../../src/store/db.ts");
+    const { plainTransaction } = await import("../../../src/store/db.ts");
+    const { namedStatements } = await import("../../../src/store/named-statements.ts");
     const { isDatabaseUnreachable } = await import("../../../src/store/database-errors.ts");
     const db = (await h.database.rows<{ db: string }>(sql.raw("SELECT current_database() AS db")))[0]!.db;
     const url = new URL(process.env.TEST_DATABASE_URL!);
     url.pathname = `/${db}`;
     const one = postgres(url.toString(), { onnotice: () => {}, max: 1, backoff: () => 0.05 });
     const admin = postgres(url.toString(), { onnotice: () => {}, max: 1 });
-    const inTransaction = endingWithCommit(one, drizzle as never);
+    const inTransaction = plainTransaction(drizzle({ client: namedStatements(one) }) as never, (r) => [...(r as Record<string, unknown>[])]);
     const settle = (call: Promise<unknown>) =>
       call.then(
         () => "succeeded",
@@ -373,43 +373,8 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
     }
   });
 
-  // The BEGIN is pipelined (patches/README.md, "pipelined BEGIN"): the first reads leave with it.
-  // Recorded on the wire, through a socket of the test's own handed to the driver.
-  it.skipIf(kind.name !== "postgres")(
-    "sends the BEGIN, its first reads and nothing else in one write, and the last statements with the COMMIT in one more",
-    async () => {
-      const wire = await recordingClient();
-      try {
-        await fresh();
-        await h.database.rows(sql.raw(`INSERT INTO ${table} VALUES (1), (2)`));
-        // Parameterised reads, as decide's: the first time a connection runs one, the driver has it
-        // described before it runs (a round trip, once per statement and connection), so the wire is
-        // read on the second transaction, as every later one on the connection goes.
-        const transaction = (v: number) =>
-          wire.inTransaction(async (_tx, [locked, answer]) => ({ result: { locked, answer }, last: sql`INSERT INTO ${sql.raw(table)} VALUES (${v + 10})` }), {
-            first: [sql`SELECT v FROM ${sql.raw(table)} WHERE v = ${v} FOR UPDATE`, sql`SELECT ${v}::int + 40 AS answer`],
-          });
-        expect(await transaction(1)).toStrictEqual({ locked: [{ v: 1 }], answer: [{ answer: 41 }] });
-        wire.writes.length = 0;
-        expect(await transaction(2)).toStrictEqual({ locked: [{ v: 2 }], answer: [{ answer: 42 }] });
-        expect(await rows()).toStrictEqual([1, 2, 11, 12]);
-        // A simple-query BEGIN, then each read's Bind…Sync; then the INSERT's and the COMMIT's (both
-        // statements the connection has prepared: their text is not sent again).
-        const syncs = (write: string) => write.split("S\0\0\0\x04").length - 1;
-        expect(wire.writes).toHaveLength(2);
-        expect(wire.writes[0]).toMatch(/^Q\0\0\0\x0abegin\0B/);
-        expect(syncs(wire.writes[0]!)).toBe(2);
-        expect(wire.writes[1]).toMatch(/^B/);
-        expect(syncs(wire.writes[1]!)).toBe(2);
-      } finally {
-        await wire.end();
-      }
-    },
-  );
-
-  // BEGIN cannot fail on a working connection; made to fail on the wire, the reads sent behind it
-  // run outside any transaction, so the call must throw BEGIN's error before the body runs and
-  // send nothing more on the connection, which stays usable.
+  // BEGIN cannot fail on a working connection; made to fail on the wire, the call must throw
+  // BEGIN's error before the body runs and send nothing more on the connection, which stays usable.
   it.skipIf(kind.name !== "postgres")("a BEGIN that fails throws its error before the body runs, and nothing is written", async () => {
     const wire = await recordingClient();
     try {
@@ -417,8 +382,6 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
       await h.database.rows(sql.raw(`INSERT INTO ${table} VALUES (1)`));
       wire.breakNextBegin();
       let bodyRan = false;
-      // Parameterised reads new to the connection: the first is described before it runs and the
-      // second waits behind it, so it is still queued when BEGIN's error comes back.
       const call = wire.inTransaction(
         async () => {
           bodyRan = true;
@@ -443,22 +406,24 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
   async function recordingClient() {
     const { default: postgres } = await import("postgres");
     const { drizzle } = await import("drizzle-orm/postgres-js");
-    const { endingWithCommit } = await import("../../../src/store/db.ts");
+    const { plainTransaction } = await import("../../../src/store/db.ts");
+    const { namedStatements } = await import("../../../src/store/named-statements.ts");
     const net = await import("node:net");
     const db = (await h.database.rows<{ db: string }>(sql.raw("SELECT current_database() AS db")))[0]!.db;
     const url = new URL(process.env.TEST_DATABASE_URL!);
     url.pathname = `/${db}`;
     const writes: string[] = [];
     let breakBegin = false;
-    const socket = () =>
-      new Promise<import("node:net").Socket>((resolve, reject) => {
-        const s = net.connect(Number(url.port || 5432), url.hostname, () => resolve(s));
+    // A net.Socket is what the driver connects with itself; only its `end` overloads differ from SocketLike's.
+    const socket: NonNullable<import("postgres").Options["socket"]> = () =>
+      new Promise((resolve, reject) => {
+        const s = net.connect(Number(url.port || 5432), url.hostname, () => resolve(s as never));
         s.once("error", reject);
         const write = s.write.bind(s) as (chunk: Buffer, ...rest: unknown[]) => boolean;
         s.write = ((chunk: Buffer | string, ...rest: unknown[]) => {
           const bytes = Buffer.from(chunk as Buffer);
-          // A simple-query message of exactly "begin": 'Q', its length (4 + 6), then the text and a NUL.
-          const at = bytes.indexOf("Q\0\0\0\x0abegin\0", 0, "latin1");
+          // The driver's BEGIN, a simple-query message of exactly "begin " (no mode): 'Q', its length (4 + 7), then the text and a NUL.
+          const at = bytes.indexOf("Q\0\0\0\x0bbegin \0", 0, "latin1");
           if (breakBegin && at >= 0) {
             bytes.write("bogus", at + 5, "latin1");
             breakBegin = false;
@@ -467,14 +432,13 @@ describe.each(databaseKinds)("transactionEndingWith on $name", (kind) => {
           return write(bytes, ...rest);
         }) as typeof s.write;
       });
-    // `socket` (a connected socket for the driver to use) is in postgres.js 3.4 but not in its types.
-    const client = postgres(url.toString(), { onnotice: () => {}, max: 1, socket } as Parameters<typeof postgres>[1]);
+    const client = postgres(url.toString(), { onnotice: () => {}, max: 1, socket });
     await client`SELECT 1`; // connected (and its start-up writes made) before anything is recorded
     writes.length = 0;
     return {
       client,
       writes,
-      inTransaction: endingWithCommit(client, drizzle as never),
+      inTransaction: plainTransaction(drizzle({ client: namedStatements(client) }) as never, (r) => [...(r as Record<string, unknown>[])]),
       breakNextBegin: () => void (breakBegin = true),
       end: () => client.end({ timeout: 5 }),
     };
