@@ -3,20 +3,18 @@
  * TEST_DATABASE_URL's server (or BENCH_DATABASE_URL's), ends PLANS plans through the service (a
  * second apart on the test clock; each one submitted and cancelled, every fourth one rejected by a
  * person instead), seals and rolls up, then purges them in batches of BATCH plans, alternating
- * countersign_purge_plans() (deletes the events behind the checkpoint) with migration 0020's body
- * (keeps them) installed as a baseline, and prints per batch in ms: the median of each and their
- * ratio; then plain verifyAudit over the half-pruned log. Seals stop below the server's xmin: run
- * it where no long transaction is open.
+ * countersign_purge_plans() (deletes the events behind the checkpoint) with KEEPING_EVENTS (a
+ * purge that keeps them), and prints per batch in ms: the median of each and their ratio; then
+ * plain verifyAudit over the half-pruned log. Seals stop below the server's xmin: run it where no
+ * long transaction is open.
  * Run: node --import tsx bench/retention-prune.ts [PLANS] [BATCH]   (1000, 50)
  */
-import { readFileSync } from "node:fs";
 import { sql } from "drizzle-orm";
 import { cancelPlan } from "../src/service/intake/cancel-plan.ts";
 import { decide } from "../src/service/decide/decide.ts";
 import { rollUpMetrics } from "../src/service/operations/metrics.ts";
 import { submitPlan } from "../src/service/intake/submit-plan.ts";
 import { verifyAudit } from "../src/service/audit/verify-audit.ts";
-import { packagePath } from "../src/package-path.ts";
 import { openThrowawayPostgres } from "../test/support/throwaway-postgres.ts";
 import { mergeRequest, openHarness } from "../test/support/harness.ts";
 import { sealAll } from "../test/support/seal-all.ts";
@@ -27,16 +25,52 @@ const [plans = 1000, batch = 50] = process.argv
   .slice(2)
   .filter((a) => /^\d+$/.test(a))
   .map(Number);
+/** The purge without pruning: final plans with their decisions, Slack refs, reminders and outbox rows; audit events kept. */
+const KEEPING_EVENTS = `
+CREATE FUNCTION bench_purge_keeping_events(purge_before timestamptz, purge_reason text) RETURNS integer
+  SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  doomed uuid[];
+  n_plans integer;
+  n_decisions integer;
+  n_outbox integer;
+BEGIN
+  IF purge_before IS NULL OR purge_before > now() THEN
+    RAISE EXCEPTION 'countersign_purge_plans: the cutoff must be a moment in the past, got %', coalesce(purge_before::text, 'NULL')
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF purge_reason IS NULL OR btrim(purge_reason) = '' THEN
+    RAISE EXCEPTION 'countersign_purge_plans: a reason is required (it is kept in purges)' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  -- Final statuses named, not "not open": a status added later is kept until it is listed here.
+  SELECT coalesce(array_agg(id), '{}') INTO doomed FROM (
+    SELECT id FROM plans
+     WHERE status IN ('rejected', 'expired', 'cancelled', 'applied', 'failed', 'stale', 'superseded', 'revoked')
+       AND status NOT IN ('pending', 'approved', 'executing') AND updated_at < purge_before
+       FOR UPDATE
+  ) AS final_plans;
+  PERFORM set_config('countersign.purge', 'on', true);
+  DELETE FROM decisions WHERE plan_id = ANY (doomed);
+  GET DIAGNOSTICS n_decisions = ROW_COUNT;
+  DELETE FROM slack_messages WHERE plan_id = ANY (doomed);
+  DELETE FROM plan_reminders WHERE plan_id = ANY (doomed);
+  DELETE FROM outbox WHERE plan_id = ANY (doomed);
+  GET DIAGNOSTICS n_outbox = ROW_COUNT;
+  DELETE FROM plans WHERE id = ANY (doomed);
+  GET DIAGNOSTICS n_plans = ROW_COUNT;
+  PERFORM set_config('countersign.purge', 'off', true);
+  INSERT INTO purges (by_role, reason, before, plans, decisions, outbox)
+  VALUES (session_user, purge_reason, purge_before, n_plans, n_decisions, n_outbox);
+  RETURN n_plans;
+END;
+$$ LANGUAGE plpgsql;`;
+
 const database = await openThrowawayPostgres(adminUrl, { prefix: "countersign_bench_prune" }); // dropped at close
 const ms = (t: bigint) => Number(process.hrtime.bigint() - t) / 1e6;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 try {
   await database.migrate();
-  // The baseline: 0020's purge, which keeps audit events, under another name.
-  const body = readFileSync(packagePath("migrations/0020_metrics_retention.sql"), "utf8")
-    .split("--> statement-breakpoint")
-    .find((s) => s.includes("CREATE OR REPLACE FUNCTION countersign_purge_plans"))!;
-  await database.db.execute(sql.raw(body.replace("countersign_purge_plans(purge_before", "bench_purge_keeping_events(purge_before")));
+  await database.db.execute(sql.raw(KEEPING_EVENTS));
   const h = await openHarness(database); // its agent limits are far above a plan a second
   const seeded = process.hrtime.bigint();
   for (let i = 0; i < plans; i++) {

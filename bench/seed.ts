@@ -234,7 +234,7 @@ async function copyHistory(db: postgres.Sql, plans: number, log: (line: string) 
     log(`#   ${templates.length * (to + 1)} plans`);
   }
   // Plans copied with triggers off are not in the bound the agent limits go by (agent_admissions,
-  // migration 0027): it is recounted from the plans, where the product has it.
+  // kept by a trigger): it is recounted from the plans, where the product has it.
   await db.unsafe(`DO $$ BEGIN IF to_regclass('agent_admissions') IS NOT NULL THEN
     DELETE FROM agent_admissions;
     INSERT INTO agent_admissions (agent_id, slot, admitted) SELECT agent_id, 8, count(*) FROM plans GROUP BY agent_id;

@@ -2,20 +2,16 @@
  * Builds templates/pglite-data.tar.gz: an embedded database with every migration applied, which
  * `countersign start` loads into a fresh data dir instead of running PGlite's own first setup
  * (see src/store/pglite-template.ts). Skips the work when the template already holds every
- * migration and was made by the installed PGlite; `--force` rebuilds anyway.
+ * migration, each file as it is now, and was made by the installed PGlite; `--force` rebuilds anyway.
  * Run: node --import tsx scripts/build-pglite-template.ts [--force] (`prepack` does; the tests'
  * global setup calls buildPgliteTemplate).
  */
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { MIGRATIONS_FOLDER, openDatabase } from "../src/store/db.ts";
+import { openDatabase } from "../src/store/db.ts";
+import { shippedMigrations } from "../src/store/migrations.ts";
 import { PGLITE_TEMPLATE, PGLITE_TEMPLATE_META, installedPgliteVersion, readTemplateMeta, type TemplateMeta } from "../src/store/pglite-template.ts";
-
-function migrationTags(): string[] {
-  const journal = JSON.parse(readFileSync(path.join(MIGRATIONS_FOLDER, "meta/_journal.json"), "utf8")) as { entries: { tag: string }[] };
-  return journal.entries.map((e) => e.tag);
-}
 
 function isCurrent(meta: TemplateMeta | undefined, wanted: TemplateMeta): boolean {
   return meta !== undefined && meta.pglite === wanted.pglite && JSON.stringify(meta.migrations) === JSON.stringify(wanted.migrations);
@@ -31,7 +27,7 @@ function writeAtomically(file: string, data: Uint8Array | string): void {
 /** Builds the template unless it is current (or `force`); returns a line saying what it did. */
 export async function buildPgliteTemplate({ force = false } = {}): Promise<string> {
   const started = performance.now();
-  const wanted: TemplateMeta = { pglite: installedPgliteVersion(), migrations: migrationTags() };
+  const wanted: TemplateMeta = { pglite: installedPgliteVersion(), migrations: shippedMigrations() };
   if (!force && isCurrent(readTemplateMeta(), wanted)) return `pglite template: up to date (${wanted.migrations.length} migrations, PGlite ${wanted.pglite})`;
   const database = await openDatabase({ kind: "pglite-memory" });
   try {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs bench/scans/explain.sql without (before) and with (after) the indexes of migrations 0009, 0011 and 0012, ROUNDS
+# Runs bench/scans/explain.sql without (before) and with (after) the history reads' own indexes, ROUNDS
 # times alternating, and prints each query's execution times (ms) side by side with the load average.
 # Usage: bench/scans/compare.sh <database url or name> [rounds=3]
 set -euo pipefail

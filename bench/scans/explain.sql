@@ -1,6 +1,6 @@
 -- EXPLAIN ANALYZE of the reads that grow with stored history, as the code issues them, on a
 -- database seeded by bench/scans/seed.sql. Run: psql -f bench/scans/explain.sql <database>;
--- with -v before=1 the indexes of migrations 0009, 0011 and 0014 are dropped first, to see the plans without them.
+-- with -v before=1 the history reads' own indexes (the DROP INDEX below) are dropped first, to see the plans without them.
 -- Everything runs in one transaction rolled back at the end, so the seeded state (and the
 -- indexes) are kept between runs.
 \set ON_ERROR_STOP 1

@@ -10,7 +10,7 @@
   \set plans 1000000
 \endif
 BEGIN;
--- Triggers off (as bench/seed.ts copies): plans_count_admission (0027) would update one
+-- Triggers off (as bench/seed.ts copies): plans_count_admission would update one
 -- agent_admissions row a million times in one transaction; the bound is written once, below.
 SET LOCAL session_replication_role = replica;
 INSERT INTO agents (id, name, key_hash) VALUES ('00000000-0000-4000-8000-000000000001', 'seed-agent', 'seed-key-hash')
@@ -36,7 +36,7 @@ ORDER BY i;
 INSERT INTO outbox (plan_id, kind, lane, payload, created_at, available_at, attempts, last_error, dead_at)
 SELECT md5('plan' || i)::uuid, 'webhook', 'webhook:seed-agent', '{"type":"plan.seeded"}', now(), now(), 12, 'seeded failure', now()
 FROM generate_series(1, :plans, 1000) AS i;
--- Undelivered rows wait in 10 Slack channel lanes (migration 0014), 100 each.
+-- Undelivered rows wait in 10 Slack channel lanes, 100 each.
 INSERT INTO outbox (plan_id, kind, lane, payload, created_at, available_at)
 SELECT md5('plan' || i)::uuid, 'slack', 'slack:C0SEED' || (i % 10), '{"type":"plan.seeded"}', now(), now() + interval '1 hour'
 FROM generate_series(greatest(:plans - 999, 1), :plans) AS i;

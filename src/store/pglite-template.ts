@@ -3,12 +3,14 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { extract } from "tar";
 import { packagePath } from "../package-path.ts";
+import { shippedMigrations, type ShippedMigration } from "./migrations.ts";
 
 /**
  * A migrated PGlite data dir, dumped at build time (scripts/build-pglite-template.ts). PGlite's
  * own first setup (initdb in a second WASM instance) takes seconds and leaves ~500 MB more
  * resident; unpacking this dump skips it. It is only a head start: the normal migrate still runs
- * after it, so a template older than the code's migrations is brought up to date.
+ * after it, so a template older than the code's migrations is brought up to date, and one whose
+ * migrations are not the first of the code's (another baseline) is not used.
  */
 export const PGLITE_TEMPLATE = packagePath("templates/pglite-data.tar.gz");
 export const PGLITE_TEMPLATE_META = packagePath("templates/pglite-data.json");
@@ -18,8 +20,8 @@ const STAGING_PREFIX = ".template-";
 export interface TemplateMeta {
   /** The PGlite that made the dump: another version may not read its files. */
   pglite: string;
-  /** The migration tags the dump already holds (from migrations/meta/_journal.json). */
-  migrations: string[];
+  /** The migrations the dump already holds, in journal order, as drizzle recorded them (journal `when`, file SHA-256). */
+  migrations: ShippedMigration[];
 }
 
 /** Read from its package.json, which PGlite does not export: found above its resolved entry. */
@@ -42,16 +44,25 @@ export function hasPgliteData(dataDir: string): boolean {
   return existsSync(path.join(dataDir, "PG_VERSION"));
 }
 
+/** Whether the template's migrations are the first of the code's, each the same file and journal entry: migrate can go on from them. */
+export function templateFits(meta: TemplateMeta, shipped: readonly ShippedMigration[] = shippedMigrations()): boolean {
+  return (
+    meta.migrations.length <= shipped.length &&
+    meta.migrations.every((m, i) => m.tag === shipped[i]!.tag && m.when === shipped[i]!.when && m.hash === shipped[i]!.hash)
+  );
+}
+
 /**
  * Unpacks the template into a data dir that has no database yet, so PGlite opens it as it would
  * on a restart; false (PGlite then runs its own first setup) when no template was built (a
- * checkout that never ran the build) or another PGlite made it. Unpacked on disk rather than
+ * checkout that never ran the build), another PGlite made it, or its migrations do not fit the
+ * code's (a checkout whose baseline changed since the build). Unpacked on disk rather than
  * handed to PGlite's `loadDataDir`, which copies it through the WASM file system and leaves
  * that process ~130 MB larger (docs/notes/pglite.md).
  */
 export function unpackTemplate(dataDir: string, installedPglite: string): boolean {
   const meta = readTemplateMeta();
-  if (!meta || meta.pglite !== installedPglite || !existsSync(PGLITE_TEMPLATE)) return false;
+  if (!meta || meta.pglite !== installedPglite || !Array.isArray(meta.migrations) || !templateFits(meta) || !existsSync(PGLITE_TEMPLATE)) return false;
   // One process owns a data dir, so a staging dir already here is what a killed unpack left.
   for (const name of readdirSync(dataDir)) if (name.startsWith(STAGING_PREFIX)) rmSync(path.join(dataDir, name), { recursive: true, force: true });
   const staging = mkdtempSync(path.join(dataDir, STAGING_PREFIX));

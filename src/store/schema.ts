@@ -49,7 +49,7 @@ export const agents = pgTable("agents", {
 });
 
 /**
- * How many plans each agent has ever stored (migration 0027): one row per admission slot of the
+ * How many plans each agent has ever stored: one row per admission slot of the
  * guard (0..7, the one its submission holds; 8 for a plan inserted without the guard), kept by the
  * plans INSERT trigger. Their sum is at least any count the agent limits make (plans in the
  * minute, plans open), so while it stays 8 or more below both limits the guard admits without
@@ -115,8 +115,8 @@ export const plans = pgTable(
     index("plans_agent_open").on(t.agentId, t.status, t.expiresAt).where(sql`status IN ('pending', 'approved')`),
     // Retention: final plans by last change, the order countersign_purge_plans() takes
     // them in small batches, without reading the open ones or the whole table. Open statuses
-    // named: a migration run in one transaction with 0017 may not name the values
-    // it added, and an index predicate may not cast the enum to text (not immutable).
+    // named: a migration run in one transaction with the one that adds a status may not name
+    // it, and an index predicate may not cast the enum to text (not immutable).
     index("plans_final_updated_at").on(t.updatedAt).where(sql`status NOT IN ('pending', 'approved', 'executing')`),
   ],
 );
@@ -150,9 +150,8 @@ export const decisions = pgTable(
 const xid8 = customType<{ data: string; driverData: string }>({ dataType: () => "xid8" });
 
 /**
- * The audit log: one hash chain per plan, one for events with no plan, and the legacy global
- * chain of events written before that split (xid IS NULL), tied together by audit_seals
- * (src/service/records/audit.ts and seal-audit.ts; docs/design.md, "Audit log").
+ * The audit log: one hash chain per plan and one for events with no plan, tied together by
+ * audit_seals (src/service/records/audit.ts and seal-audit.ts; docs/design.md, "Audit log").
  */
 export const auditEvents = pgTable(
   "audit_events",
@@ -166,7 +165,7 @@ export const auditEvents = pgTable(
     /** Hash chain: each event's hash covers the previous one of its chain, so edits and deletions show. */
     prevHash: text("prev_hash").notNull(),
     hash: text("hash").notNull(),
-    /** The writing transaction: the sealer's boundary (ids commit out of order, transactions below the snapshot's xmin are final). NULL on legacy events. */
+    /** The writing transaction: the sealer's boundary (ids commit out of order, transactions below the snapshot's xmin are final). */
     xid: xid8("xid").default(sql`pg_current_xact_id()`),
   },
   (t) => [
@@ -180,9 +179,9 @@ export const auditEvents = pgTable(
 
 /**
  * Seals over the audit log, written by one replica at a time every few seconds: seal n covers
- * every event whose transaction id is in [xid_from, xid_to), and its hash covers seal n-1's.
- * Seal 0, written by migration 0010, covers the legacy chain's head. The newest seal is the head
- * of the whole log: what the operations issue signs and publishes. Append-only.
+ * every event whose transaction id is in [xid_from, xid_to), and its hash covers seal n-1's
+ * (seal 1's covers the genesis hash). The newest seal is the head of the whole log: what
+ * sign-seals.ts signs and publishes. Append-only.
  */
 export const auditSeals = pgTable("audit_seals", {
   seq: bigint("seq", { mode: "number" }).primaryKey(),
@@ -250,7 +249,7 @@ export const outbox = pgTable(
     kind: text("kind").notNull(),
     /**
      * The queue it waits in (src/service/records/outbox-lanes.ts): `slack:<channel>`, `webhook:<agent>`,
-     * or the kind. Lanes drain independently; rows delivered before migration 0014 have "".
+     * or the kind. Lanes drain independently.
      */
     lane: text("lane").notNull(),
     /** Order within the lane before id: 0 for a Slack preview (posted before older plans' replies), 1 otherwise. */
@@ -265,7 +264,7 @@ export const outbox = pgTable(
   },
   // Delivered rows pile up (several per plan, kept); every index the worker reads covers only the
   // undelivered ones, so a lease costs the same at 4 M delivered rows as at none. There is no index
-  // on available_at alone (0030 dropped it): nothing reads rows by it across lanes, and on a table
+  // on available_at alone: nothing reads rows by it across lanes, and on a table
   // without statistics yet (a fresh install taking a burst) the planner took a lane's rows through
   // it, filtering out every other lane's backlog: 2–4 ms a take with 2 600 rows queued elsewhere.
   (t) => [
@@ -360,13 +359,6 @@ export const planReminders = pgTable(
   (t) => [uniqueIndex("plan_reminders_once").on(t.planId, t.secondsBefore)],
 );
 
-/** The legacy global chain's head, frozen by migration 0010 (appends go to split chains since): a deleted tail no longer matches it. */
-export const auditHead = pgTable("audit_head", {
-  id: integer("id").primaryKey(),
-  lastEventId: integer("last_event_id").notNull(),
-  hash: text("hash").notNull(),
-});
-
 /**
  * What `countersign_purge_plans()` removed, and why: the one way rows leave the append-only
  * tables is through that function, and each call leaves its mark here (itself append-only).
@@ -382,7 +374,7 @@ export const purges = pgTable("purges", {
   plans: integer("plans").notNull(),
   decisions: integer("decisions").notNull(),
   outbox: integer("outbox").notNull(),
-  /** Audit events deleted with the plans, each left as a line of audit_pruned (0 before migration 0023). */
+  /** Audit events deleted with the plans, each left as a line of audit_pruned. */
   auditEvents: integer("audit_events").notNull().default(0),
 });
 
@@ -431,7 +423,7 @@ export const metricsRollup = pgTable(
   (t) => [primaryKey({ columns: [t.metric, t.label, t.bucket] })],
 );
 
-/** How far metrics_rollup goes: every legacy event and every event whose transaction id is below through_xid. One row at most. */
+/** How far metrics_rollup goes: every event whose transaction id is below through_xid. One row at most. */
 export const metricsRollupState = pgTable(
   "metrics_rollup_state",
   {

@@ -95,14 +95,14 @@ describe("audit seals from the command line", () => {
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/--since must be an ISO 8601 time .*got 'yesterday'/);
 
-    // The attacker: delete every event after the split chains began, and every seal after 0.
+    // The attacker: delete every event and every seal.
     const database = await openDatabase({ kind: "pglite", dataDir: path.join(cwd, ".countersign") });
     try {
       await database.db.transaction(async (tx) => {
         await tx.execute(sql`ALTER TABLE audit_events DISABLE TRIGGER audit_events_append_only`);
         await tx.execute(sql`ALTER TABLE audit_seals DISABLE TRIGGER audit_seals_append_only`);
-        await tx.execute(sql`DELETE FROM audit_events WHERE xid IS NOT NULL`);
-        await tx.execute(sql`DELETE FROM audit_seals WHERE seq > 0`);
+        await tx.execute(sql`DELETE FROM audit_events`);
+        await tx.execute(sql`DELETE FROM audit_seals`);
         await tx.execute(sql`ALTER TABLE audit_seals ENABLE TRIGGER audit_seals_append_only`);
         await tx.execute(sql`ALTER TABLE audit_events ENABLE TRIGGER audit_events_append_only`);
       });

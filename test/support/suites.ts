@@ -36,7 +36,6 @@ export const LONGEST_FIRST = [
   "test/e2e/executor.test.ts", // 30 s (90 s)
   "test/e2e/postgres-row-executor.test.ts", // 21 s run alone at load ~8 (three executor processes, a 5 s lease waited out)
   "test/e2e/slack-socket-mode.test.ts", // 29 s (12 s)
-  "test/integration/audit/audit-upgrade.test.ts", // 28 s (62 s)
   "test/e2e/client-package.test.ts", // 25 s (97 s)
   "test/e2e/lazy-commands.test.ts", // 25 s (36 s)
   "test/integration/store/pglite-template.test.ts", // 24 s (14 s)

@@ -9,10 +9,10 @@ import { ServiceError } from "../errors.ts";
 /*
  * Agent limits at submit: the rule (src/policy/agent-limits.ts) judges the usage read
  * here in one statement (readAgentUsage) before any target is read; admitPlanGuard, riding inside
- * the plan's INSERT (migration 0013), holds the limits exactly under concurrency.
+ * the plan's INSERT (countersign_admit_plan, migrations/0001_guards.sql), holds the limits exactly under concurrency.
  */
 
-/** SQLSTATE the admission guard raises (migration 0013); nothing else uses it. */
+/** SQLSTATE the admission guard raises; nothing else uses it. */
 const OVER_LIMIT_SQLSTATE = "CSLIM";
 
 /** The `rate_limited` refusal: every limit reached, and the latest of their retry times (all must pass). */
@@ -29,7 +29,7 @@ export function rateLimited(agentName: string, refusals: LimitRefusal[]): Servic
   });
 }
 
-/** The guard's slots (migration 0016): at most this many submissions of an agent are in flight unseen. */
+/** The guard's slots: at most this many submissions of an agent are in flight unseen. */
 const SLOTS = 8;
 
 /**
@@ -39,7 +39,7 @@ const SLOTS = 8;
 const nearTest = (admitted: string, perMinute: string, pending: string, margin: string) =>
   `NOT (${admitted} + ${margin} <= ${perMinute} AND ${admitted} + ${margin} <= ${pending})`;
 
-/** How many plans the agent has ever stored (agent_admissions, migration 0027): a bound on both counts. */
+/** How many plans the agent has ever stored (agent_admissions): a bound on both counts. */
 const admittedOf = (agent: string) => `SELECT coalesce(sum(admitted), 0)::bigint AS admitted FROM agent_admissions WHERE agent_id = ${agent}`;
 
 /**
@@ -155,13 +155,13 @@ function boundUsage(admitted: number | string): AgentUsage {
 }
 
 /**
- * The agent id for the plan's INSERT, computed by countersign_admit_plan() (migrations 0013,
- * 0016, 0024): it counts again once the submission holds one of its agent's 8 slot locks (or, near a
+ * The agent id for the plan's INSERT, computed by countersign_admit_plan()
+ * (migrations/0001_guards.sql): it counts again once the submission holds one of its agent's 8 slot locks (or, near a
  * limit, the agent's gate alone), and raises OVER_LIMIT_SQLSTATE when admitting could go beyond a
  * limit. Submissions of one agent that raced past readAgentUsage never end above its limits;
  * only those near them wait on each other, and other agents never do. It costs no statement.
  * The counts checkAgentLimits read choose the guard's path when they are far from the limits,
- * which saves the guard two of its four counts (0024).
+ * which saves the guard two of its four counts.
  */
 export function admitPlanGuard(agentId: string, limits: AdmissionLimits, nowMs: number): SQL {
   const g = admitGuard(agentId, limits, nowMs);

@@ -25,12 +25,11 @@ export interface Seal {
  * A seal's hash: SHA-256 of this text, each line ending in "\n":
  *   countersign audit seal v1
  *   seq <seq>
- *   prev <previous seal's hash, or GENESIS_HASH for seal 0>
+ *   prev <previous seal's hash, or GENESIS_HASH for seal 1>
  *   xids <xidFrom> <xidTo>
  *   <event id> <event hash>        (one line per covered event, in id order)
- * Seal n ≥ 1 covers every event whose transaction id is in [xidFrom, xidTo); seal 0 (written by
- * the migration) has xids 0 0 and covers the legacy chain's head event (none on an install that
- * began with split chains), which covers the legacy chain.
+ * Seal n covers every event whose transaction id is in [xidFrom, xidTo); seals are numbered from 1,
+ * and the first covers transactions from 0.
  */
 export function sealHash(seal: { seq: number; prevHash: string; xidFrom: string; xidTo: string }, events: Iterable<{ id: number; hash: string }>): string {
   const h = createHash("sha256").update(`countersign audit seal v1\nseq ${seal.seq}\nprev ${seal.prevHash}\nxids ${seal.xidFrom} ${seal.xidTo}\n`, "utf8");
@@ -39,7 +38,7 @@ export function sealHash(seal: { seq: number; prevHash: string; xidFrom: string;
 }
 
 /**
- * The lines of a seal's range that a retention purge pruned (audit_pruned, migration 0023): the
+ * The lines of a seal's range that a retention purge pruned (audit_pruned): the
  * (id, hash) the seal was computed over, kept when the event itself was deleted.
  */
 export async function prunedLines(ctx: Pick<ServiceContext, "database">, seal: Pick<Seal, "xidFrom" | "xidTo">): Promise<{ id: number; hash: string }[]> {

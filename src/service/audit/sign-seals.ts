@@ -50,8 +50,7 @@ export async function signSeals(ctx: Pick<ServiceContext, "database" | "clock">,
     const [lock] = await database.rows<{ got: boolean }>(sql`SELECT pg_try_advisory_xact_lock(${SEALER_LOCK}) AS got`, tx);
     if (!lock?.got) return undefined;
     const [row] = await database.rows<Parameters<typeof sealFromRow>[0]>(sql`SELECT ${SEAL_COLUMNS} FROM audit_seals ORDER BY seq DESC LIMIT 1`, tx);
-    // Seal 0 is the migration's (the legacy chain's head, or nothing): the sealer's first seal covers it.
-    if (!row || Number(row.seq) === 0) return undefined;
+    if (!row) return undefined;
     const newest = sealFromRow(row);
     const [last] = await database.rows<{ seq: number | string; statement: string; signed_at: Date | string }>(
       sql`

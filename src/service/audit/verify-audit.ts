@@ -1,11 +1,11 @@
 import { sql } from "drizzle-orm";
-import { auditChainHash, auditContentDigest, chainGenesis, GENESIS_HASH, legacyAuditEventHash, type AuditInput } from "../records/audit.ts";
+import { auditChainHash, auditContentDigest, chainGenesis, GENESIS_HASH, type AuditInput } from "../records/audit.ts";
 import { type Actor } from "../../contract/agent-api.ts";
 import type { ServiceContext } from "../context.ts";
 import { mergeLines, prunedLines, SEAL_COLUMNS, sealFromRow, sealHash, type Seal } from "./seal-audit.ts";
 
-/** Where a break is: the legacy global chain, the system chain, a plan's chain, the checkpoint of pruned plans' chains, or the seals. */
-export type AuditChain = "legacy" | "system" | "plan" | "pruned" | "seals";
+/** Where a break is: the system chain, a plan's chain, the checkpoint of pruned plans' chains, or the seals. */
+export type AuditChain = "system" | "plan" | "pruned" | "seals";
 
 export interface AuditProblem {
   chain: AuditChain;
@@ -23,7 +23,7 @@ export interface AuditVerdict {
   ok: boolean;
   /** Events checked, in every chain. */
   events: number;
-  /** Events covered by a seal (the legacy chain's through seal 0), and those committed since the newest seal: not errors, just not yet sealed. */
+  /** Events covered by a seal, and those committed since the newest seal: not errors, just not yet sealed. */
   sealed: number;
   unsealed: number;
   /** Of the sealed events, those a retention purge deleted: checked through the checkpoint it left (their ids and hashes), not their content. */
@@ -58,8 +58,8 @@ const inputOf = (e: EventRow): AuditInput => ({
 });
 
 /**
- * Recomputes the whole audit log: the legacy chain against its frozen head, the system chain and
- * every plan's chain link by link, then every seal against the events it covers. An edited event
+ * Recomputes the whole audit log: the system chain and every plan's chain link by link, then
+ * every seal against the events it covers. An edited event
  * breaks its own hash; a deleted one breaks its successor's link (a deleted chain tail, or a
  * plan's events deleted whole, no longer match their seal); a reordered one links to an event
  * that comes after it. Events committed since the newest seal are counted, not judged: only their
@@ -78,7 +78,7 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
   let events = 0;
 
   /** Where the event a broken link points at is: later in the same chain (reordered), in another chain (moved), or gone (deleted). */
-  async function whyLinkBroken(e: EventRow, chain: AuditChain, expected: string): Promise<Pick<AuditProblem, "kind" | "message">> {
+  async function whyLinkBroken(e: EventRow, expected: string): Promise<Pick<AuditProblem, "kind" | "message">> {
     const [target] = await database.rows<{ id: number | string; plan_id: string | null }>(
       sql`SELECT id, plan_id FROM audit_events WHERE hash = ${e.prev_hash} LIMIT 1`,
     );
@@ -115,54 +115,16 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
     if (e.hash !== auditChainHash(e.prev_hash, auditContentDigest(inputOf(e)))) {
       problems.push({ ...at, kind: "edited", message: `event ${e.id} (${e.type}) does not match its hash: it was edited after it was written` });
     } else if (e.prev_hash !== expected) {
-      problems.push({ ...at, ...(await whyLinkBroken(e, chain, expected)) });
+      problems.push({ ...at, ...(await whyLinkBroken(e, expected)) });
     }
     return e.hash;
-  }
-
-  // The legacy global chain, frozen at the upgrade: walked from the old genesis to its head.
-  let legacy = { lastId: 0, hash: GENESIS_HASH, count: 0 };
-  for (let lastId = 0; !full(); ) {
-    const rows = await database.rows<EventRow>(sql`SELECT ${EVENT_COLUMNS} FROM audit_events WHERE xid IS NULL AND id > ${lastId} ORDER BY id LIMIT ${batch}`);
-    for (const e of rows) {
-      events++;
-      legacy = { lastId: Number(e.id), hash: legacy.hash, count: legacy.count + 1 };
-      if (e.prev_hash !== legacy.hash) {
-        problems.push({
-          chain: "legacy",
-          kind: "deleted",
-          eventId: Number(e.id),
-          message: `event ${e.id} links to ${e.prev_hash.slice(0, 19)}…, but the event before it hashes to ${legacy.hash.slice(0, 19)}… (an event before it was deleted or changed)`,
-        });
-      } else if (e.hash !== legacyAuditEventHash(e.prev_hash, inputOf(e))) {
-        problems.push({
-          chain: "legacy",
-          kind: "edited",
-          eventId: Number(e.id),
-          message: `event ${e.id} (${e.type}) does not match its hash: it was edited after it was written`,
-        });
-      }
-      legacy.hash = e.hash;
-      lastId = Number(e.id);
-    }
-    if (rows.length < batch) break;
-  }
-  const [head] = await database.rows<{ last_event_id: number | string; hash: string }>(sql`SELECT last_event_id, hash FROM audit_head WHERE id = 1`);
-  if (head ? Number(head.last_event_id) !== legacy.lastId || head.hash !== legacy.hash : legacy.count > 0) {
-    problems.push({
-      chain: "legacy",
-      kind: "deleted",
-      message: head
-        ? `the legacy chain ends at event ${legacy.lastId || "(none)"}, but its recorded head is event ${head.last_event_id}: events at its end were deleted`
-        : "the legacy chain has events but no recorded head: the head row was deleted",
-    });
   }
 
   // The system chain, then every plan's chain, each from its own genesis.
   let expected = chainGenesis(null);
   for (let lastId = 0; !full(); ) {
     const rows = await database.rows<EventRow>(
-      sql`SELECT ${EVENT_COLUMNS} FROM audit_events WHERE plan_id IS NULL AND xid IS NOT NULL AND id > ${lastId} ORDER BY id LIMIT ${batch}`,
+      sql`SELECT ${EVENT_COLUMNS} FROM audit_events WHERE plan_id IS NULL AND id > ${lastId} ORDER BY id LIMIT ${batch}`,
     );
     for (const e of rows) {
       expected = await checkLink(e, "system", expected);
@@ -174,7 +136,7 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
   for (let after: { planId: string; id: number } | undefined; !full(); ) {
     const rows = await database.rows<EventRow>(sql`
       SELECT ${EVENT_COLUMNS} FROM audit_events
-       WHERE plan_id IS NOT NULL AND xid IS NOT NULL ${after ? sql`AND (plan_id, id) > (${after.planId}::uuid, ${after.id})` : sql``}
+       WHERE plan_id IS NOT NULL ${after ? sql`AND (plan_id, id) > (${after.planId}::uuid, ${after.id})` : sql``}
        ORDER BY plan_id, id LIMIT ${batch}`);
     for (const e of rows) {
       if (e.plan_id !== plan) {
@@ -187,7 +149,7 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
     if (rows.length < batch) break;
   }
 
-  // The checkpoint of pruned plans (whole chains, migration 0023): each still links from its
+  // The checkpoint of pruned plans (whole chains): each still links from its
   // genesis, so a line altered or dropped shows even where no seal covers it yet.
   let pruned = 0;
   for (let after: { planId: string; id: number } | undefined, plan: string | undefined, expected = ""; !full(); ) {
@@ -218,28 +180,26 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
 
   if (!full()) problems.push(...(await checkpointAccounts(ctx, MAX_PROBLEMS - problems.length)));
 
-  // The seals, each against the events it covers (seal 0: the legacy chain's head).
+  // The seals, each against the events it covers; the first starts at xid 0 and links to GENESIS_HASH.
   const seals = (await database.rows<Parameters<typeof sealFromRow>[0]>(sql`SELECT ${SEAL_COLUMNS} FROM audit_seals ORDER BY seq`)).map(sealFromRow);
   let previous: Seal | undefined;
   for (const seal of seals) {
     if (full()) break;
     const problem = (kind: AuditProblem["kind"], message: string) =>
       problems.push({ chain: "seals", kind, seal: seal.seq, message: `seal ${seal.seq}: ${message}` });
-    const expectedSeq = previous ? previous.seq + 1 : 0;
+    const expectedSeq = previous ? previous.seq + 1 : 1;
     if (seal.seq !== expectedSeq)
       problem(
         "deleted",
-        `comes after seal ${expectedSeq - 1}, but seal ${expectedSeq}${seal.seq - expectedSeq > 1 ? `–${seal.seq - 1}` : ""} is missing: seals were deleted`,
+        `${previous ? `comes after seal ${previous.seq}` : "is the first seal"}, but seal ${expectedSeq}${seal.seq - expectedSeq > 1 ? `–${seal.seq - 1}` : ""} is missing: seals were deleted`,
       );
     else if (seal.prevHash !== (previous?.hash ?? GENESIS_HASH))
       problem("edited", `links to ${seal.prevHash.slice(0, 19)}…, not to the seal before it: a seal was replaced`);
-    else if (seal.seq === 0) {
-      const covered = legacy.count > 0 ? [{ id: legacy.lastId, hash: legacy.hash }] : [];
-      if (seal.xidFrom !== "0" || seal.xidTo !== "0" || seal.hash !== sealHash(seal, covered)) {
-        problem("edited", "no longer matches the legacy chain's head (the events before the chains were split): that chain or the seal was changed");
-      }
-    } else if (previous && seal.xidFrom !== previous.xidTo) {
-      problem("edited", `covers transactions from ${seal.xidFrom}, but seal ${previous.seq} ended at ${previous.xidTo}: a seal was changed`);
+    else if (seal.xidFrom !== (previous?.xidTo ?? "0")) {
+      problem(
+        "edited",
+        `covers transactions from ${seal.xidFrom}, but ${previous ? `seal ${previous.seq} ended at ${previous.xidTo}` : "the first seal starts at 0"}: a seal was changed`,
+      );
     } else {
       // One read per seal: a seal covers at most MAX_EVENTS_PER_SEAL events (or one larger transaction).
       const remaining = (
@@ -288,7 +248,7 @@ export async function verifyAudit(ctx: Pick<ServiceContext, "database">, input: 
 
 /**
  * What only a purge writes, checked against what it records: a pruned plan's row is gone, none of
- * its chain remains in the log (legacy events stay: they are links of the legacy chain), every
+ * its chain remains in the log, every
  * line names a `purges` row, and each purge's lines are as many events, of at most as many plans,
  * as it counted. A whole sealed chain moved into the checkpoint by hand matches every seal; this
  * is what names it. Each check is one statement, so a purge committing meanwhile (its lines and its
@@ -313,7 +273,7 @@ async function checkpointAccounts(ctx: Pick<ServiceContext, "database">, limit: 
   const remaining = await database.rows<{ plan_id: string; first: number | string; n: number | string; purge_id: number | string }>(sql`
     SELECT e.plan_id, min(e.id) AS first, count(*) AS n, (SELECT min(a.purge_id) FROM audit_pruned a WHERE a.plan_id = e.plan_id) AS purge_id
       FROM audit_events e
-     WHERE e.xid IS NOT NULL AND EXISTS (SELECT 1 FROM audit_pruned a WHERE a.plan_id = e.plan_id)
+     WHERE EXISTS (SELECT 1 FROM audit_pruned a WHERE a.plan_id = e.plan_id)
      GROUP BY e.plan_id ORDER BY min(e.id) LIMIT ${limit}`);
   for (const r of remaining) {
     problems.push({

@@ -1,7 +1,7 @@
 import type { KeyObject } from "node:crypto";
 import { sql } from "drizzle-orm";
 import { z } from "zod";
-import { auditChainHash, auditContentDigest, GENESIS_HASH, legacyAuditEventHash, type AuditInput } from "../records/audit.ts";
+import { auditChainHash, auditContentDigest, GENESIS_HASH, type AuditInput } from "../records/audit.ts";
 import { type Actor } from "../../contract/agent-api.ts";
 import type { ServiceContext } from "../context.ts";
 import { ServiceError } from "../errors.ts";
@@ -11,7 +11,7 @@ import { signatureHolds, type PublishedSeal } from "./seal-signature.ts";
 const Sha256 = z.string().regex(/^sha256:[0-9a-f]{64}$/, "must be sha256: and 64 hex digits");
 const PublishedLine = z.object({
   type: z.literal("countersign.audit_seal"),
-  seq: z.int().min(0),
+  seq: z.int().min(1),
   hash: Sha256,
   xidTo: z.string().regex(/^\d+$/, "must be a transaction id in decimal"),
   sealedAt: z.iso.datetime(),
@@ -80,7 +80,7 @@ const short = (hash: string) => hash.slice(0, 19) + "…";
 /**
  * Checks the database against seals published outside it. Each published seal must carry a
  * signature of one of the trusted keys, be the database's seal of that seq (same hash, boundary,
- * time and count), and be what the events recompute to: every seal from 0 is rebuilt from the
+ * time and count), and be what the events recompute to: every seal from 1 is rebuilt from the
  * events' content (each event's hash recomputed from what it says, each seal from the rebuilt
  * one before it), so an attacker who edits an event and re-hashes and re-seals everything after
  * it, or deletes the newest events and seals, still contradicts what was published before.
@@ -132,7 +132,7 @@ export async function verifySeals(
 
   let rebuiltPrev = GENESIS_HASH;
   let rebuiltTotal = 0;
-  for (let seq = 0; seq <= lastSeq; seq++) {
+  for (let seq = 1; seq <= lastSeq; seq++) {
     const seal = stored.get(seq);
     const entry = bySeq.get(seq);
     const fail = (kind: NonNullable<SealsVerdict["contradiction"]>["kind"], message: string): SealsVerdict => ({
@@ -181,14 +181,8 @@ export async function verifySeals(
 
 /** The (id, hash) lines of a seal with each remaining event's hash recomputed from its content, not read back; pruned events' as their checkpoint holds them. */
 async function rebuiltEvents(ctx: Pick<ServiceContext, "database">, seal: Seal): Promise<{ id: number; hash: string }[]> {
-  const columns = sql`id, plan_id, type, actor, data, at, prev_hash, hash`;
-  if (seal.seq === 0) {
-    // Seal 0 covers the legacy chain's head event, whose hash covers the legacy chain.
-    const [head] = await ctx.database.rows<EventRow>(sql`SELECT ${columns} FROM audit_events WHERE xid IS NULL ORDER BY id DESC LIMIT 1`);
-    return head ? [{ id: Number(head.id), hash: legacyAuditEventHash(head.prev_hash, inputOf(head)) }] : [];
-  }
   const rows = await ctx.database.rows<EventRow>(sql`
-    SELECT ${columns} FROM audit_events WHERE xid >= ${seal.xidFrom}::xid8 AND xid < ${seal.xidTo}::xid8 ORDER BY id`);
+    SELECT id, plan_id, type, actor, data, at, prev_hash, hash FROM audit_events WHERE xid >= ${seal.xidFrom}::xid8 AND xid < ${seal.xidTo}::xid8 ORDER BY id`);
   return mergeLines(
     rows.map((e) => ({ id: Number(e.id), hash: auditChainHash(e.prev_hash, auditContentDigest(inputOf(e))) })),
     await prunedLines(ctx, seal),

@@ -14,7 +14,7 @@ export type PlannedActions = PlanDocument["actions"];
 
 /**
  * Plans decided on recently, per database. A plan's document, hash and expiry never change
- * (migration 0001's trigger refuses it), so what was read once stays true: a click needs no read
+ * (plans_immutable refuses it), so what was read once stays true: a click needs no read
  * of them before its transaction (where group membership is looked up and the targets re-read,
  * without holding a lock) nor in it. Bounded, oldest dropped first; a plan removed since (purge)
  * is found missing by the decision's locking read, not here.

@@ -128,7 +128,7 @@ async function rollUpStep(ctx: Pick<ServiceContext, "database">): Promise<"done"
     if (!target) return "done";
     if (fresh) await tx.execute(sql`DELETE FROM metrics_rollup`);
     await tx.execute(sql`SET LOCAL jit = off`); // see readMetrics
-    const range = fresh ? sql`(e.xid IS NULL OR e.xid < ${target.xid_to}::xid8)` : sql`e.xid >= ${through}::xid8 AND e.xid < ${target.xid_to}::xid8`;
+    const range = fresh ? sql`e.xid < ${target.xid_to}::xid8` : sql`e.xid >= ${through}::xid8 AND e.xid < ${target.xid_to}::xid8`;
     await tx.execute(sql`
       INSERT INTO metrics_rollup (metric, label, bucket, count, sum)
       SELECT metric, label, bucket, count, sum FROM (${factsOf(range)}) AS facts

@@ -13,11 +13,9 @@ import type { Tx } from "../../store/db.ts";
  *   FOR UPDATE, submit's INSERT), so plans never wait for each other;
  * - events with no plan (agents, sign-in links, sessions) form the system chain, serialized by
  *   an advisory lock: they are rare;
- * - events written before chains were split (xid IS NULL) stay the legacy global chain, frozen
- *   with its head in audit_head and verified the old way;
  * - audit_seals (seal-audit.ts) ties them together: each seal covers every event committed since
  *   the previous seal, and its hash covers the previous seal's, so the newest seal is the one
- *   head that covers the whole log.
+ *   head that covers the whole log. The first seal links back to GENESIS_HASH.
  */
 export const GENESIS_HASH = "sha256:" + "0".repeat(64);
 /** Serializes appends to the system chain. Taken last in its transaction, so it cannot deadlock with row locks. */
@@ -62,11 +60,6 @@ export function auditChainHash(prevHash: string, contentDigest: string): string 
 /** auditChainHash, in SQL. */
 const chainHashSql = (prev: SQL, content: string) => sql`'sha256:' || encode(sha256(convert_to(${prev} || ${content}::text, 'UTF8')), 'hex')`;
 
-/** What each event of the legacy global chain (before chains were split) covers; `audit verify` still checks them with it. */
-export function legacyAuditEventHash(prevHash: string, e: AuditInput): string {
-  return fingerprint({ prevHash, planId: e.planId, type: e.type, actor: e.actor, data: e.data, at: e.at.toISOString() });
-}
-
 /**
  * The one statement that appends an event to its chain: reads the chain's tail and computes the
  * new hash in the database, so an append is one round trip. The tail is read by a statement of
@@ -76,8 +69,7 @@ export function legacyAuditEventHash(prevHash: string, e: AuditInput): string {
  * anyway: two events with one predecessor break audit_events_one_successor.
  */
 export function auditInsert(e: AuditInput): SQL {
-  const tail =
-    e.planId === null ? sql`SELECT hash FROM audit_events WHERE plan_id IS NULL AND xid IS NOT NULL ORDER BY id DESC LIMIT 1` : planChainTail(e.planId);
+  const tail = e.planId === null ? sql`SELECT hash FROM audit_events WHERE plan_id IS NULL ORDER BY id DESC LIMIT 1` : planChainTail(e.planId);
   const content = auditContentDigest(e);
   return sql`INSERT INTO audit_events (plan_id, type, actor, data, at, prev_hash, hash)
     SELECT ${e.planId}::uuid, ${e.type}, ${JSON.stringify(e.actor)}, ${JSON.stringify(e.data)}, ${e.at.toISOString()}::timestamptz, tail.prev, ${chainHashSql(sql`tail.prev`, content)}
@@ -90,7 +82,7 @@ export function auditInsert(e: AuditInput): SQL {
  * it chains its events (locked-writes.ts).
  */
 export function planChainTail(planId: string): SQL {
-  return sql`SELECT hash FROM audit_events WHERE plan_id = ${planId}::uuid AND xid IS NOT NULL ORDER BY id DESC LIMIT 1`;
+  return sql`SELECT hash FROM audit_events WHERE plan_id = ${planId}::uuid ORDER BY id DESC LIMIT 1`;
 }
 
 /**

@@ -9,7 +9,7 @@ import { refusal } from "../../support/refusal.ts";
 import { useHarness } from "../../support/use-harness.ts";
 
 /*
- * The bound on an agent's counts (migration 0027): agent_admissions holds how many plans each
+ * The bound on an agent's counts: agent_admissions holds how many plans each
  * agent has ever stored, kept by the plans INSERT trigger; far from the limits the usage read and
  * the guard go by it instead of counting. The limits themselves are pinned by agent-limits.test.ts.
  */

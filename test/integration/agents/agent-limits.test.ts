@@ -245,7 +245,7 @@ describe.each(databaseKinds)("agent limits on $name", (kind) => {
     const accepted = results.filter((r) => r.status === "fulfilled").length;
     const refused = results.flatMap((r) => (r.status === "rejected" ? [r.reason as { code?: string }] : []));
     // A submission that counted far from the limit and then, once in flight, found itself near it
-    // is refused rather than risk going over (migration 0016): fewer than 20 may get in, never more.
+    // is refused rather than risk going over: fewer than 20 may get in, never more.
     expect(accepted).toBeLessThanOrEqual(20);
     expect(accepted).toBeGreaterThanOrEqual(12);
     expect(refused.every((e) => e.code === "rate_limited")).toBe(true);

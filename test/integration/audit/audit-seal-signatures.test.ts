@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { sql, type SQL } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { auditChainHash, auditContentDigest } from "../../../src/service/records/audit.ts";
+import { auditChainHash, auditContentDigest, GENESIS_HASH } from "../../../src/service/records/audit.ts";
 import { type Actor } from "../../../src/contract/agent-api.ts";
 import { cancelPlan } from "../../../src/service/intake/cancel-plan.ts";
 import { decide } from "../../../src/service/decide/decide.ts";
@@ -86,11 +86,8 @@ describe.each(databaseKinds)("signed audit seals on $name", (kind) => {
 
   /** Recomputes every seal's hash from the events as they now are, as an attacker covering their tracks would. */
   async function reseal(): Promise<SQL[]> {
-    const seals = (await database.rows<Parameters<typeof sealFromRow>[0]>(sql`SELECT ${SEAL_COLUMNS} FROM audit_seals WHERE seq > 0 ORDER BY seq`)).map(
-      sealFromRow,
-    );
-    const [zero] = await database.rows<{ hash: string }>(sql`SELECT hash FROM audit_seals WHERE seq = 0`);
-    let prev = zero!.hash;
+    const seals = (await database.rows<Parameters<typeof sealFromRow>[0]>(sql`SELECT ${SEAL_COLUMNS} FROM audit_seals ORDER BY seq`)).map(sealFromRow);
+    let prev = GENESIS_HASH;
     let total = 0;
     const updates: SQL[] = [];
     for (const s of seals) {

@@ -8,7 +8,7 @@ import { databaseKinds, openThrowawayPostgres, type TestDatabaseKind } from "../
 import { mergeRequest } from "../../support/harness.ts";
 import { useHarness } from "../../support/use-harness.ts";
 
-/** What every guard and SECURITY DEFINER function runs with (migration 0028): only the catalog, then temporary tables. */
+/** What every guard and SECURITY DEFINER function runs with (migrations/0001_guards.sql): only the catalog, then temporary tables. */
 const PINNED = "search_path=pg_catalog, pg_temp";
 
 /**
@@ -43,7 +43,7 @@ describe.each(databaseKinds)("guard functions pin their search_path on $name", (
     expect(unpinned).toEqual([]);
   });
 
-  it("plans have no row trigger before UPDATE but the two guards (0029): plans_document_fixed fires only on an UPDATE that names the document or preview, so a trigger that changed them would go unseen", async () => {
+  it("plans have no row trigger before UPDATE but the two guards: plans_document_fixed fires only on an UPDATE that names the document or preview, so a trigger that changed them would go unseen", async () => {
     // tgtype: 1 = row, 2 = before, 16 = update (pg_trigger.h).
     const triggers = await h.database.rows<{ name: string; columns: string | null }>(sql`
       SELECT t.tgname AS name, (SELECT string_agg(a.attname, ',' ORDER BY a.attname) FROM pg_attribute a WHERE a.attrelid = t.tgrelid AND a.attnum = ANY (t.tgattr::int2[])) AS columns

@@ -57,7 +57,7 @@ describe.each(databaseKinds)("database guards on $name", (kind) => {
 
   it.each([
     ["document", sql`document = replace(document, 'ana@new.example', 'evil@example.com')`],
-    // The document and the preview are guarded by a trigger of their own (0029), on UPDATE OF them.
+    // The document and the preview are guarded by a trigger of their own (plans_document_fixed), on UPDATE OF them.
     ["preview", sql`preview = replace(preview, 'ana@new.example', 'evil@example.com')`],
     ["hash", sql`hash = 'sha256:' || repeat('0', 64)`],
     ["created_at", sql`created_at = created_at - interval '1 day'`],

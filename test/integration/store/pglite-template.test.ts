@@ -3,7 +3,8 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase, sql } from "../../../src/store/db.ts";
-import { hasPgliteData, installedPgliteVersion, readTemplateMeta, unpackTemplate } from "../../../src/store/pglite-template.ts";
+import { shippedMigrations } from "../../../src/store/migrations.ts";
+import { hasPgliteData, installedPgliteVersion, readTemplateMeta, templateFits, unpackTemplate } from "../../../src/store/pglite-template.ts";
 
 /** A fresh embedded data dir starts from the migrated template built at `prepack` (and by the tests' global setup). */
 describe("PGlite template", () => {
@@ -22,6 +23,25 @@ describe("PGlite template", () => {
     mkdirSync(dataDir);
     expect(unpackTemplate(dataDir, "0.0.0-not-installed")).toBe(false);
     expect(existsSync(path.join(dataDir, "PG_VERSION"))).toBe(false);
+  });
+
+  it("fits only code whose first migrations are its own, file and journal entry: a regenerated baseline leaves it unused", () => {
+    const meta = readTemplateMeta()!;
+    const shipped = shippedMigrations();
+    expect(templateFits(meta, shipped)).toBe(true);
+    expect(templateFits(meta, [...shipped, { tag: "9999_next", when: Number.MAX_SAFE_INTEGER, hash: "0".repeat(64) }])).toBe(true);
+    expect(
+      templateFits(
+        meta,
+        shipped.map((m, i) => (i === 0 ? { ...m, when: m.when + 1 } : m)),
+      ),
+    ).toBe(false);
+    expect(
+      templateFits(
+        meta,
+        shipped.map((m, i) => (i === 1 ? { ...m, hash: "0".repeat(64) } : m)),
+      ),
+    ).toBe(false);
   });
 
   it("unpacks over what a killed unpack left (its staging dir too) and keeps Countersign's own files in the data dir", () => {

@@ -34,7 +34,7 @@ describe("audit verify's output", () => {
       { chain: "plan", kind: "deleted", planId: "p-1", eventId: 7, message: "event 7 links to …" },
       { chain: "seals", kind: "deleted", seal: 2, message: "seal 2: covers 5 event(s), but 4 remain: 1 were deleted" },
       { chain: "system", kind: "edited", eventId: 3, message: "event 3 does not match its hash" },
-      { chain: "legacy", kind: "deleted", message: "the legacy chain ends at event 1" },
+      { chain: "system", kind: "deleted", eventId: 4, message: "event 4 links to …" },
       ...Array.from({ length: 8 }, (_, i): AuditProblem => ({ chain: "seals", kind: "edited", seal: 10 + i, message: `seal ${10 + i}` })),
     ];
     const lines = auditVerdictLines({ ok: false, ...counts, problem: problems[0]!, problems });
@@ -42,7 +42,7 @@ describe("audit verify's output", () => {
     expect(lines.slice(1, 4)).toEqual([
       "  also at seal 2 (deleted): seal 2: covers 5 event(s), but 4 remain: 1 were deleted",
       "  also at the system chain, event 3 (edited): event 3 does not match its hash",
-      "  also at the legacy chain (deleted): the legacy chain ends at event 1",
+      "  also at the system chain, event 4 (deleted): event 4 links to …",
     ]);
     expect(lines).toHaveLength(1 + 9 + 2);
     expect(lines.at(-2)).toBe("  … and 2 more");
