@@ -122,7 +122,7 @@ async function run(out: (line: string) => void, signals: StopSignals, env: NodeJ
   if (executor)
     out(`  one process: 'start' ${startHolds(demo)}, so it could write too; run 'serve' and 'executor' apart to keep write credentials out of the server`);
   if (demo) {
-    const key = await demoAgentKey(server.ctx, config.dataDir);
+    const key = await demoAgentKey(server.ctx, config.dataDir, config.database);
     const rows = demo.rows?.ok ? demo.rows.demo : undefined;
     out(`  demo target: contacts at ${demo.target.url} (a JSON contacts API with ETags; kept in ${config.dataDir})`);
     if (rows)

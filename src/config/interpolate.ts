@@ -4,7 +4,12 @@ const REFERENCE = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 export interface InterpolationProblem {
   key: string;
   message: string;
+  /** The variable that is not set. */
+  variable: string;
 }
+
+/** Which keys a role never reads: the walk drops them without looking inside. */
+export type Skip = (path: readonly string[]) => boolean;
 
 /**
  * Resolves `${VAR}` references in every string of `raw`, except under keys `skip` says no to:
@@ -14,31 +19,45 @@ export interface InterpolationProblem {
 export function interpolate(
   raw: unknown,
   env: Record<string, string | undefined>,
-  skip: (path: readonly string[]) => boolean = () => false,
+  skip: Skip = () => false,
 ): { value: unknown; problems: InterpolationProblem[] } {
   const problems: InterpolationProblem[] = [];
-  const walk = (value: unknown, path: string[]): unknown => {
-    if (typeof value === "string") {
-      return value.replace(REFERENCE, (match, name: string | undefined) => {
-        if (name === undefined) return "${";
-        const resolved = env[name];
-        if (resolved === undefined || resolved === "") {
-          problems.push({ key: path.join("."), message: `uses \${${name}}, which is not set; export ${name} or change the value` });
-          return "";
-        }
-        return resolved;
-      });
-    }
-    if (Array.isArray(value)) return value.map((v, i) => walk(v, [...path, String(i)]));
-    if (typeof value === "object" && value !== null) {
-      const out: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(value)) {
-        if (skip([...path, k])) continue;
-        out[k] = walk(v, [...path, k]);
+  const value = walk(raw, [], skip, (text, path) =>
+    text.replace(REFERENCE, (_match, name: string | undefined) => {
+      if (name === undefined) return "${";
+      const resolved = env[name];
+      if (resolved === undefined || resolved === "") {
+        problems.push({ key: path.join("."), message: `uses \${${name}}, which is not set; export ${name} or change the value`, variable: name });
+        return "";
       }
-      return out;
+      return resolved;
+    }),
+  );
+  return { value, problems };
+}
+
+/** `raw` without the keys `skip` says no to, its strings as written: what a role's shape is checked on. */
+export function prune(raw: unknown, skip: Skip): unknown {
+  return walk(raw, [], skip, (text) => text);
+}
+
+/** Whether interpolation may change `raw`: some string in it holds `${` (a reference, or the escape). */
+export function mayInterpolate(raw: unknown): boolean {
+  if (typeof raw === "string") return raw.includes("${");
+  if (typeof raw === "object" && raw !== null) return Object.values(raw).some(mayInterpolate);
+  return false;
+}
+
+function walk(value: unknown, path: string[], skip: Skip, text: (value: string, path: string[]) => string): unknown {
+  if (typeof value === "string") return text(value, path);
+  if (Array.isArray(value)) return value.map((v, i) => walk(v, [...path, String(i)], skip, text));
+  if (typeof value === "object" && value !== null) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) {
+      if (skip([...path, k])) continue;
+      out[k] = walk(v, [...path, k], skip, text);
     }
-    return value;
-  };
-  return { value: walk(raw, []), problems };
+    return out;
+  }
+  return value;
 }

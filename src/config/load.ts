@@ -4,8 +4,9 @@ import { parse as parseYaml, YAMLParseError } from "yaml";
 import type { z } from "zod";
 import { isUserGroup } from "../policy/approvers.ts";
 import { effectivePolicy, type TargetPolicy } from "../policy/effective-policy.ts";
-import { interpolate } from "./interpolate.ts";
+import { interpolate, mayInterpolate, prune, type InterpolationProblem, type Skip } from "./interpolate.ts";
 import { EnvConfig, FileConfig, type AnyTargetConfig } from "./schema.ts";
+import { type ConfigProblem, zodProblems } from "./zod-problems.ts";
 
 /** Who is reading the config: each resolves only the credentials it uses. */
 export type Role = "server" | "executor" | "cli" | "check";
@@ -43,6 +44,8 @@ export interface ServerConfig extends SharedConfig {
   /** Slack settings; `enabled` is false when no bot token is set (browser-only). */
   slack: FileConfig["slack"] & SlackSecrets;
   executor: FileConfig["executor"];
+  /** How long a stop on SIGTERM may take (`shutdownSeconds`); configs built in code may leave it out, and the default applies. */
+  shutdownSeconds?: number;
   browser: FileConfig["browser"];
   /** People and user groups who may read every plan (and, later, pause and resume). */
   admins: FileConfig["admins"];
@@ -76,13 +79,18 @@ export interface ExecutorConfig extends SharedConfig {
   targets: Record<string, ExecutorTarget>;
 }
 
-/** One-shot commands (`agents`, `login-link`, `migrate`, `audit verify`) and `policy check`: no secret of any kind. */
+/**
+ * One-shot commands (`migrate`, `agents`, `audit`, `pause`, `login-link`) and `policy check`: no
+ * secret of any kind. Their targets carry policy only: no read or write credential is resolved.
+ */
 export type CliConfig = Omit<ServerConfig, "grantPrivateKeyPem" | "executorToken" | "slack"> & { slack: FileConfig["slack"] & { enabled: false } };
 
 export class ConfigError extends Error {
   readonly problems: { key: string; message: string }[];
   constructor(source: string, problems: { key: string; message: string }[]) {
-    super(`Invalid configuration (${source}):\n` + problems.map((p) => `  - ${p.key || "(top level)"}: ${p.message}`).join("\n"));
+    const named = problems.map((p) => `${p.key || "(top level)"}: ${p.message}`);
+    // One problem is one line, as every start-up problem is; several are listed below the source.
+    super(`Invalid configuration (${source}):` + (named.length === 1 ? ` ${named[0]}` : named.map((line) => `\n  - ${line}`).join("")));
     this.name = "ConfigError";
     this.problems = problems;
   }
@@ -117,7 +125,7 @@ export function loadConfig(options: LoadOptions): ServerConfig | ExecutorConfig 
 export function loadConfig({ env, role, cwd = process.cwd(), fallback, requireFile = false }: LoadOptions): ServerConfig | ExecutorConfig | CliConfig {
   // An empty variable means unset, as in most shells' and orchestrators' conventions.
   const envResult = EnvConfig.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== "")));
-  if (!envResult.success) throw new ConfigError("environment", zodProblems(envResult.error));
+  if (!envResult.success) throw new ConfigError("environment", zodProblems(envResult.error.issues));
   const e = envResult.data;
 
   const explicit = e.COUNTERSIGN_CONFIG !== undefined;
@@ -138,6 +146,8 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback, requireFi
     throw new ConfigError("environment", [{ key: "COUNTERSIGN_CONFIG", message: NO_CONFIG_FILE(configPath) }]);
   }
 
+  // What the environment alone lacks is named with the file's problems, all at once.
+  const envProblems: ConfigProblem[] = [];
   if (role === "executor") {
     const missing = (
       [
@@ -146,25 +156,32 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback, requireFi
         ["COUNTERSIGN_GRANT_PUBLIC_KEY", e.COUNTERSIGN_GRANT_PUBLIC_KEY, "the public key that verifies grants ('countersign keys generate' prints a pair)"],
       ] as const
     ).filter(([, value]) => !value);
-    if (missing.length > 0)
-      throw new ConfigError(
-        "environment",
-        missing.map(([key, , what]) => ({ key, message: `is not set: ${what}` })),
-      );
+    envProblems.push(...missing.map(([key, , what]) => ({ key, message: `is not set: ${what}` })));
+  }
+  if (role === "server" && e.DATABASE_URL && !e.COUNTERSIGN_GRANT_PRIVATE_KEY) envProblems.push({ ...GRANT_KEY_REQUIRED });
+
+  // Only the executor reads a target's write block; the others drop it unread.
+  // One-shot commands and `policy check` resolve no target credential, so they run without secrets.
+  // Only the server signs people in: nothing else reads the OIDC client secret.
+  const noCredentials = role === "check" || role === "cli";
+  const skip: Skip = (p) =>
+    (p.length === 3 && p[0] === "targets" && ((p[2] === "write" && role !== "executor") || (p[2] === "read" && noCredentials))) ||
+    (p.length === 2 && p[0] === "browser" && p[1] === "oidc" && role !== "server");
+  const pruned = prune(raw, skip);
+  if (noCredentials) standInForReadUrls(raw, pruned);
+
+  // The shape is checked before any variable is resolved: a misspelled key is named first, and a
+  // variable under it (a write credential under a misspelled `targets`, say) is never asked for.
+  const shape = shapeProblems(pruned);
+  const { value, problems: unset } = interpolate(pruned, env, shape.covers);
+  const fileProblems = [...shape.problems, ...unsetVariables(unset)];
+  if (fileProblems.length > 0 || envProblems.length > 0) {
+    const from = fileProblems.length === 0 ? "environment" : envProblems.length === 0 ? source : `${source} + environment`;
+    throw new ConfigError(from, [...fileProblems, ...envProblems]);
   }
 
-  // The server never resolves a target's write block; it drops it unread.
-  // `policy check` resolves no credential at all, so it runs anywhere without secrets.
-  // Only the server signs people in: nothing else reads the OIDC client secret.
-  const skip = (p: readonly string[]) =>
-    (p.length === 3 && p[0] === "targets" && ((p[2] === "write" && role !== "executor") || (p[2] === "read" && role === "check"))) ||
-    (p.length === 2 && p[0] === "browser" && p[1] === "oidc" && role !== "server");
-  const { value, problems } = interpolate(raw, env, skip);
-  if (problems.length > 0) throw new ConfigError(source, problems);
-  if (role === "check") standInForReadUrls(raw, value);
-
   const fileResult = FileConfig.safeParse(value);
-  if (!fileResult.success) throw new ConfigError(source, zodProblems(fileResult.error));
+  if (!fileResult.success) throw new ConfigError(source, zodProblems(fileResult.error.issues, FileConfig, value));
   const file = fileResult.data;
 
   const policyProblems = Object.entries(file.targets).flatMap(([name, target]) => policyProblemsOf(name, effectivePolicy(file.defaults, [target.policy])));
@@ -192,7 +209,6 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback, requireFi
     };
   }
 
-  if (role === "server" && e.DATABASE_URL && !e.COUNTERSIGN_GRANT_PRIVATE_KEY) throw new ConfigError("environment", [GRANT_KEY_REQUIRED]);
   if (role === "server") {
     const problems = auditSealProblems(file, e.COUNTERSIGN_AUDIT_SEAL_KEY, e.COUNTERSIGN_GRANT_PRIVATE_KEY);
     if (problems.length > 0) throw new ConfigError(`${source} + environment`, problems);
@@ -233,6 +249,7 @@ export function loadConfig({ env, role, cwd = process.cwd(), fallback, requireFi
     database: e.DATABASE_URL ? { kind: "postgres" as const, url: e.DATABASE_URL } : { kind: "pglite" as const, dataDir },
     dataDir,
     executor: file.executor,
+    shutdownSeconds: file.shutdownSeconds,
     browser: file.browser,
     admins: file.admins,
     webhooks: file.webhooks,
@@ -294,9 +311,9 @@ function withoutWriteMessage(adapter: string | undefined): string {
 }
 
 /**
- * `policy check` resolves no credential, so read blocks were dropped unread; a postgres.row
- * target needs its read URL to be valid config, so a stand-in that is never connected to takes
- * its place (a target whose raw config has no read block stays without one, and is refused).
+ * One-shot commands and `policy check` resolve no credential, so read blocks were dropped unread;
+ * a postgres.row target needs its read URL to be valid config, so a stand-in that is never
+ * connected to takes its place (a target whose raw config has no read block stays without one, and is refused).
  */
 function standInForReadUrls(raw: unknown, value: unknown): void {
   const rawTargets = (raw as { targets?: Record<string, unknown> } | null)?.targets;
@@ -305,7 +322,7 @@ function standInForReadUrls(raw: unknown, value: unknown): void {
   for (const [name, target] of Object.entries(targets)) {
     const rawTarget = rawTargets[name] as { adapter?: unknown; read?: unknown } | undefined;
     if (rawTarget?.adapter === "postgres.row" && rawTarget.read !== undefined && typeof target === "object" && target !== null) {
-      (target as { read?: unknown }).read = { url: "postgres://unresolved.invalid/not-connected-by-policy-check" };
+      (target as { read?: unknown }).read = { url: "postgres://unresolved.invalid/never-connected" };
     }
   }
 }
@@ -340,17 +357,45 @@ function policyProblemsOf(name: string, policy: TargetPolicy): { key: string; me
   return [];
 }
 
-function zodProblems(error: z.ZodError): { key: string; message: string }[] {
-  return error.issues.flatMap((issue) => {
-    const path = issue.path.map(String);
-    if (issue.code === "unrecognized_keys") {
-      return issue.keys.map((k) => ({
-        key: [...path, k].join("."),
-        message: `unknown key '${k}'; see countersign.example.yml for the keys Countersign reads`,
-      }));
-    }
-    // A bad record key (a table or target name): its own rule says what is wrong, not "Invalid key in record".
-    if (issue.code === "invalid_key") return [{ key: path.join("."), message: issue.issues.map((i) => i.message).join("; ") || issue.message }];
-    return [{ key: path.join("."), message: issue.message }];
+/** Every variable the file uses and the environment lacks, as one problem: one line to act on. */
+function unsetVariables(problems: InterpolationProblem[]): ConfigProblem[] {
+  if (problems.length === 0) return [];
+  const names = [...new Set(problems.map((p) => p.variable))];
+  const uses = problems.map((p) => `${p.key || "(top level)"} uses \${${p.variable}}`).join(", ");
+  const them = names.length === 1 ? "is not set; export it" : "are not set; export them";
+  return [{ key: names.join(", "), message: `${them} (${uses}), or change ${problems.length === 1 ? "that value" : "those values"}` }];
+}
+
+/**
+ * What is wrong with the file whatever the environment holds: unknown keys, a target whose
+ * adapter is missing or unknown, a mapping where a value belongs, and any value without a
+ * `${…}` in it. `covers` says which keys those problems are at, so none of their variables is
+ * resolved (or asked for).
+ */
+function shapeProblems(pruned: unknown): { problems: ConfigProblem[]; covers: Skip } {
+  const result = FileConfig.safeParse(pruned);
+  if (result.success) return { problems: [], covers: () => false };
+  const settled = result.error.issues.filter((issue) => {
+    if (issue.code === "unrecognized_keys") return true;
+    const at = valueAt(pruned, issue.path);
+    // Interpolation changes strings only: a mapping or a list stays what it is.
+    return !mayInterpolate(at) || (issue.code === "invalid_type" && typeof at !== "string");
   });
+  const unknownFirst = [...settled.filter((i) => i.code === "unrecognized_keys"), ...settled.filter((i) => i.code !== "unrecognized_keys")];
+  const paths = settled.flatMap((issue) => {
+    const path = issue.path.map(String);
+    if (issue.code === "unrecognized_keys") return issue.keys.map((k) => [...path, k]);
+    // A target without a known adapter is not a target: none of its keys is read.
+    return [issue.code === "invalid_union" && "discriminator" in issue ? path.slice(0, -1) : path];
+  });
+  return {
+    problems: zodProblems(unknownFirst, FileConfig, pruned),
+    covers: (p) => paths.some((settledPath) => settledPath.length <= p.length && settledPath.every((segment, i) => segment === p[i])),
+  };
+}
+
+function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
+  let at = value;
+  for (const segment of path) at = typeof at === "object" && at !== null ? (at as Record<PropertyKey, unknown>)[segment] : undefined;
+  return at;
 }

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { addAgent } from "../service/agents/index.ts";
@@ -89,22 +89,42 @@ export function demoConfig(targetUrl: string, options: { rows?: boolean } = {}):
 }
 
 /**
- * The demo agent's key, kept in the data dir so that every `npm start` can print a working
- * curl line. Only for the embedded demo: real agents' keys are shown once and never stored.
+ * The demo agent's key, kept in the data dir for each database `start` has run on (the embedded
+ * one, or a DATABASE_URL's), so that every `npm start` prints a working curl line whichever it
+ * runs on. Only for the embedded demo: real agents' keys are shown once and never stored.
  */
-export async function demoAgentKey(ctx: Pick<ServiceContext, "database" | "clock">, dataDir: string): Promise<string | undefined> {
-  const file = path.join(dataDir, "demo-agent.key");
+export async function demoAgentKey(
+  ctx: Pick<ServiceContext, "database" | "clock">,
+  dataDir: string,
+  database: { kind: "pglite" } | { kind: "postgres"; url: string },
+): Promise<string | undefined> {
+  const file = path.join(dataDir, demoAgentKeyFile(database));
   if (existsSync(file)) {
     const key = readFileSync(file, "utf8").trim();
     const valid = await authenticateAgent(ctx, { authorization: `Bearer ${key}` }).then(
       () => true,
       () => false,
     );
-    return valid ? key : undefined;
+    if (valid) return key;
   }
+  // A database without the demo agent (new, or emptied) gets one; where the agent is there and
+  // its key is not in this file, the key is lost.
   const { key } = await addAgent(ctx, { name: DEMO_AGENT }).catch(() => ({ key: undefined }));
   if (key) writeFileSync(file, key + "\n", { mode: 0o600 });
   return key;
+}
+
+/** The embedded database's file, or one per PostgreSQL database (its host, port and name: the same whatever user or password reaches it). */
+function demoAgentKeyFile(database: { kind: "pglite" } | { kind: "postgres"; url: string }): string {
+  if (database.kind === "pglite") return "demo-agent.key";
+  let where = database.url;
+  try {
+    const url = new URL(database.url);
+    where = `${url.hostname}:${url.port || "5432"}${url.pathname}`;
+  } catch {
+    // A URL postgres.js reads but URL does not (several hosts): the whole of it names the database.
+  }
+  return `demo-agent.${createHash("sha256").update(where).digest("hex").slice(0, 12)}.key`;
 }
 
 export function demoCurl(apiUrl: string, key: string): string {

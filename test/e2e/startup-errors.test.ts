@@ -2,11 +2,14 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, startCli, type CliResult } from "../support/cli.ts";
+import { waitFor } from "../support/wait-for.ts";
 
 const testDatabaseUrl = process.env.TEST_DATABASE_URL;
+const EXAMPLE = fileURLToPath(new URL("../../countersign.example.yml", import.meta.url));
 
 /**
  * Each misconfiguration a newcomer met ends the same way: exit 1, and one `countersign:` line
@@ -121,6 +124,66 @@ describe("startup failures name the variable and the fix", () => {
     expect(serverOnPostgres.code, serverOnPostgres.stdout).toBe(1); // serve would refuse to start the same way
     expect(serverOnPostgres.stderr).toContain("COUNTERSIGN_GRANT_PRIVATE_KEY: is not set");
   }, 60_000);
+
+  it("a misspelled top-level key is named first, and the server is never told to hold a write credential", async () => {
+    const cwd = mkdtempSync(path.join(dir, "typo-"));
+    writeFileSync(path.join(cwd, "countersign.yml"), readFileSync(EXAMPLE, "utf8").replace(/^targets:$/m, "targest:"));
+    const result = await runCli(["serve"], { cwd });
+    expectNamedFailure(result, "targest", /unknown key 'targest'; did you mean 'targets'\?/);
+    expect(result.stderr).not.toMatch(/WRITE/);
+  }, 60_000);
+
+  it("policy check --role server on countersign.example.yml lists every variable to export on one line, and passes once they are set", async () => {
+    const unset = await runCli(["policy", "check", "--role", "server", EXAMPLE], { cwd: dir });
+    expectNamedFailure(unset, "CRM_READ_TOKEN, CRMDB_READ_URL", /are not set; export them/);
+    expect(unset.stderr.trimEnd().split("\n")).toHaveLength(1);
+    expect(unset.stderr).not.toMatch(/WRITE/);
+    expect(unset.stdout).toBe("");
+
+    const set = await runCli(["policy", "check", "--role", "server", EXAMPLE], {
+      cwd: dir,
+      env: { CRM_READ_TOKEN: "r", CRMDB_READ_URL: "postgres://crm_read@db.example/crm" },
+    });
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stdout).toContain("countersign.example.yml: valid for the server, with this environment");
+  }, 60_000);
+
+  it("one-shot commands resolve no target credential: migrate and agents run on countersign.example.yml with no variable set", async () => {
+    const cwd = mkdtempSync(path.join(dir, "one-shot-"));
+    for (const args of [["migrate"], ["agents", "list"]]) {
+      const result = await runCli(args, { cwd, env: { COUNTERSIGN_CONFIG: EXAMPLE } });
+      expect(result.code, `${args.join(" ")}: ${result.stderr}`).toBe(0);
+    }
+  }, 120_000); // each boots the embedded database
+
+  it("an unreachable COUNTERSIGN_URL is one line naming it, then quiet retries", async () => {
+    const cwd = mkdtempSync(path.join(dir, "executor-unreachable-"));
+    writeFileSync(path.join(cwd, "countersign.yml"), "environment: startup-test\n");
+    const publicKey = /-----BEGIN PUBLIC KEY-----[\s\S]+?-----END PUBLIC KEY-----/.exec((await runCli(["keys", "generate"], { cwd })).stdout)![0];
+    // A server that is not there: every connection is cut at once, and counted.
+    let attempts = 0;
+    const gone = net.createServer((socket) => {
+      attempts++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => gone.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(gone.address() as net.AddressInfo).port}`;
+    try {
+      const executor = await startCli(["executor"], {
+        cwd,
+        env: { COUNTERSIGN_URL: url, COUNTERSIGN_EXECUTOR_TOKEN: "a-long-enough-executor-token", COUNTERSIGN_GRANT_PUBLIC_KEY: publicKey },
+        ready: /COUNTERSIGN_URL/,
+        timeoutMs: 60_000,
+      });
+      await waitFor("three retries after the first attempt", () => attempts >= 4);
+      expect(await executor.stop()).toBe(0);
+      const lines = executor.output().trimEnd().split("\n");
+      expect(lines, executor.output()).toHaveLength(1);
+      expect(lines[0]).toMatch(/COUNTERSIGN_URL: the server does not answer \(.*ECONNRESET\); start it or fix COUNTERSIGN_URL/);
+    } finally {
+      await new Promise<void>((resolve) => gone.close(() => resolve()));
+    }
+  }, 120_000);
 
   it("a port already in use names PORT", async () => {
     const holder = net.createServer();

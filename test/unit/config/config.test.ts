@@ -62,6 +62,13 @@ function problemAt(err: ConfigError, key: string): string {
   return problem!.message;
 }
 
+/** The one problem naming every unset variable (its key), and the keys that use each; returns its message. */
+function unsetAt(err: ConfigError, variables: string, ...keys: string[]): string {
+  const message = problemAt(err, variables);
+  for (const key of keys) expect(message).toContain(key);
+  return message;
+}
+
 const CRM_BASE = `
 defaults:
   approvers: [U0ALICE, U0BOB]
@@ -302,12 +309,14 @@ describe("loadConfig: ${VAR} interpolation and roles", () => {
   it("a missing ${VAR} names the key and the variable", () => {
     const err = configError(() => load(CRM_WITH_CREDENTIALS, { env: {} }));
     expect(err.problems).toHaveLength(1); // the server never looks at CRM_WRITE
-    expect(problemAt(err, "targets.crm.read.headers.Authorization")).toMatch(/\$\{CRM_READ\}.*not set.*export CRM_READ/);
+    expect(unsetAt(err, "CRM_READ", "targets.crm.read.headers.Authorization")).toMatch(
+      /not set; export it \(targets\.crm\.read\.headers\.Authorization uses \$\{CRM_READ\}\)/,
+    );
   });
 
   it("a ${VAR} set to the empty string counts as missing", () => {
     const err = configError(() => load(CRM_WITH_CREDENTIALS, { env: { CRM_READ: "" } }));
-    expect(problemAt(err, "targets.crm.read.headers.Authorization")).toContain("CRM_READ");
+    unsetAt(err, "CRM_READ", "targets.crm.read.headers.Authorization");
   });
 
   it.each<Role>(["server", "cli"])("role %s drops targets.*.write unread, even when its ${VAR} is unset", (role) => {
@@ -338,12 +347,13 @@ describe("loadConfig: ${VAR} interpolation and roles", () => {
   it("role executor errors when a write variable is missing, naming the write key", () => {
     const err = configError(() => loadExecutor(CRM_WITH_CREDENTIALS, { CRM_READ: "r-123" }));
     expect(err.problems).toHaveLength(1);
-    expect(problemAt(err, "targets.crm.write.headers.Authorization")).toContain("CRM_WRITE");
+    unsetAt(err, "CRM_WRITE", "targets.crm.write.headers.Authorization");
   });
 
-  it("role executor reports every missing variable", () => {
+  it("role executor reports every missing variable, in one problem", () => {
     const err = configError(() => loadExecutor(CRM_WITH_CREDENTIALS));
-    expect(err.problems.map((p) => p.key).sort()).toEqual(["targets.crm.read.headers.Authorization", "targets.crm.write.headers.Authorization"]);
+    expect(err.problems).toHaveLength(1);
+    unsetAt(err, "CRM_READ, CRM_WRITE", "targets.crm.read.headers.Authorization", "targets.crm.write.headers.Authorization");
   });
 
   it("role executor requires a write block for every target", () => {
@@ -366,7 +376,7 @@ describe("loadConfig: ${VAR} interpolation and roles", () => {
 
   it("a missing variable inside a list names the list index", () => {
     const err = configError(() => load('defaults:\n  approvers: [U0ALICE, "${APPROVER}"]\n', { env: {} }));
-    expect(problemAt(err, "defaults.approvers.1")).toContain("APPROVER");
+    unsetAt(err, "APPROVER", "defaults.approvers.1");
   });
 });
 
@@ -481,7 +491,7 @@ describe("loadConfig: browser.oidc (Sign in with Slack)", () => {
 
   it("names the unset variable of a ${VAR} clientSecret", () => {
     const err = configError(() => load(withOidc("    clientId: '1234.5678'\n    clientSecret: ${SLACK_CLIENT_SECRET}\n"), { env: SLACK_ENV }));
-    expect(problemAt(err, "browser.oidc.clientSecret")).toContain("SLACK_CLIENT_SECRET");
+    unsetAt(err, "SLACK_CLIENT_SECRET", "browser.oidc.clientSecret");
   });
 
   it("without Slack, teamId is required and its absence names browser.oidc.teamId", () => {

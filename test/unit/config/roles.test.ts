@@ -56,7 +56,7 @@ describe("loadConfig: one typed view per role", () => {
     expectTypeOf<CliConfig>().not.toHaveProperty("executorToken");
   });
 
-  it("the CLI's view carries no secret even when every secret is set", () => {
+  it("the CLI's view carries no secret, not even a read credential, when every secret is set", () => {
     const env = {
       CRM_READ: "r-1",
       CRM_WRITE: "w-1",
@@ -67,7 +67,7 @@ describe("loadConfig: one typed view per role", () => {
     };
     const config = loadConfig({ env, role: "cli", cwd: dirWith(TWO_TARGETS) });
     const text = JSON.stringify(config);
-    for (const secret of ["w-1", "secret-key", "executor-token-secret-xyz", "xoxb-bot-secret", "signing-secret"]) expect(text).not.toContain(secret);
+    for (const secret of ["r-1", "w-1", "secret-key", "executor-token-secret-xyz", "xoxb-bot-secret", "signing-secret"]) expect(text).not.toContain(secret);
     expect(config.slack.enabled).toBe(false);
   });
 
