@@ -101,7 +101,8 @@ export const COMMANDS: (Command | CommandGroup)[] = [
       const { startExecutor } = await import("./executor.ts");
       const { whenParentGone } = await import("./parent-watch.ts");
       const executor = await startExecutor((await loadConfig())({ env, role: "executor", requireFile: true }));
-      return signals.untilStopped(() => executor.stop(), whenParentGone(env));
+      const parentGone = whenParentGone(env);
+      return signals.untilStopped(() => executor.stop(), parentGone ? Promise.race([executor.refused, parentGone]) : executor.refused);
     },
   },
   {

@@ -4,8 +4,11 @@ import { executorServer } from "../executor/server-client.ts";
 import { loadVerifyingKeys } from "../grant/keys.ts";
 import { createLogger } from "../logging/logger.ts";
 
-/** `countersign executor`: the only process with write credentials. Runs until stopped. */
-export async function startExecutor(config: ExecutorConfig): Promise<{ stop(): Promise<void> }> {
+/**
+ * `countersign executor`: the only process with write credentials. Runs until stopped, or until
+ * `refused` says in one line why it cannot run (its grant public key is not the server's).
+ */
+export async function startExecutor(config: ExecutorConfig): Promise<{ stop(): Promise<void>; refused: Promise<string> }> {
   let keys: Awaited<ReturnType<typeof loadVerifyingKeys>>;
   try {
     keys = await loadVerifyingKeys(config.grantPublicKeyPem);

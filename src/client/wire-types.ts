@@ -26,7 +26,7 @@ export type PlanView = {
     /** Since when a re-read of one of its resources has failed (target down, 5xx, timeout); null while they answer. The plan stays open: the executor re-checks before writing */
     failingSince: string | null;
   };
-  /** Present while an approved plan waits because Countersign is paused; its grant keeps running out meanwhile */
+  /** Present while an approved plan waits because Countersign is paused, or because the executors asking for work cannot verify its grant (`grant_key_mismatch`); its grant keeps running out meanwhile */
   held?: Hold;
   /** When the approval stops being usable by an executor (set once approved) */
   grantExpiresAt?: string;
@@ -166,6 +166,14 @@ export type Hold = {
   by: "pause";
   reason: string;
   since: string;
+} | {
+  by: "grant_key_mismatch";
+  reason: string;
+  since: string;
+  /** The id of the key that signed this plan's grant (the server's COUNTERSIGN_GRANT_PRIVATE_KEY) */
+  grantKid: string;
+  /** The key ids the executors asking for work can verify (their COUNTERSIGN_GRANT_PUBLIC_KEY) */
+  executorKids: string[];
 };
 
 export type Outcome = {

@@ -88,12 +88,25 @@ export type Rejection = z.output<typeof Rejection>;
 export const Revocation = z.strictObject({ userId: z.string(), via: Via, reason: z.string(), at: IsoDateTime });
 export type Revocation = z.output<typeof Revocation>;
 
-/** Why an approved plan is not being applied now: Countersign is paused (its kill switch), since when and why. */
-export const Hold = z.strictObject({
-  by: z.literal("pause"),
-  reason: z.string(),
-  since: IsoDateTime,
-});
+/**
+ * Why an approved plan is not being applied now: Countersign is paused (its kill switch), or the
+ * executors asking for work cannot verify its grant (their public key is not the server's). Since
+ * when, and why.
+ */
+export const Hold = z.discriminatedUnion("by", [
+  z.strictObject({
+    by: z.literal("pause"),
+    reason: z.string(),
+    since: IsoDateTime,
+  }),
+  z.strictObject({
+    by: z.literal("grant_key_mismatch"),
+    reason: z.string(),
+    since: IsoDateTime,
+    grantKid: z.string().describe("The id of the key that signed this plan's grant (the server's COUNTERSIGN_GRANT_PRIVATE_KEY)"),
+    executorKids: z.array(z.string()).describe("The key ids the executors asking for work can verify (their COUNTERSIGN_GRANT_PUBLIC_KEY)"),
+  }),
+]);
 export type Hold = z.output<typeof Hold>;
 
 export const PlanStatus = z.enum(PLAN_STATUSES).describe("`pending` awaits approval; `approved` and `executing` await the executor; the rest are final");
@@ -130,7 +143,9 @@ export const PlanView = z.strictObject({
   rejection: Rejection.optional().describe("Present once the plan is rejected"),
   revocation: Revocation.optional().describe("Present once the plan is revoked: who withdrew the approval and why"),
   watch: Watch.optional().describe("Present while a pending or approved plan's targets are watched: when they were last re-read, and since when re-reads fail"),
-  held: Hold.optional().describe("Present while an approved plan waits because Countersign is paused; its grant keeps running out meanwhile"),
+  held: Hold.optional().describe(
+    "Present while an approved plan waits because Countersign is paused, or because the executors asking for work cannot verify its grant (`grant_key_mismatch`); its grant keeps running out meanwhile",
+  ),
   grantExpiresAt: IsoDateTime.optional().describe("When the approval stops being usable by an executor (set once approved)"),
   outcome: Outcome.optional().describe("What the executor reported, with per-action detail"),
   supersedes: VersionLink.optional().describe("The earlier version this plan replaces (it was submitted with `supersedes`)"),

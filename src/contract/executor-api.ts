@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SHA256_PATTERN } from "../plan/fingerprint.ts";
 import { Outcome } from "../plan/outcome.ts";
 import { PlanDocument } from "../plan/schema.ts";
 import { ActionPreview } from "./agent-api.ts";
@@ -26,3 +27,24 @@ export type Heartbeat = z.output<typeof Heartbeat>;
 /** What an executor reports once it has applied (or refused) a plan. */
 export const Report = Outcome;
 export type Report = z.output<typeof Report>;
+
+/** A grant key's id: the RFC 7638 SHA-256 thumbprint of its public key, in base64url. */
+export const KeyId = z.string().regex(/^[A-Za-z0-9_-]{43}$/, "a key id is the 43-character base64url RFC 7638 thumbprint of an Ed25519 public key");
+
+/** A key the server signs grants with: its id, and the SHA-256 of its SPKI DER for a person to compare. */
+export const GrantKey = z.strictObject({ kid: KeyId, fingerprint: z.string().regex(SHA256_PATTERN) });
+export type GrantKey = z.output<typeof GrantKey>;
+
+/** `GET /v1/executor/keys`: the keys the server signs grants with, so an executor can check its own before claiming. */
+export const GrantKeys = z.strictObject({ keys: z.array(GrantKey).min(1) });
+export type GrantKeys = z.output<typeof GrantKeys>;
+
+/**
+ * `POST /v1/executor/claim?kid=…&kid=…`: the key ids whose grants the executor can verify (every
+ * key in its COUNTERSIGN_GRANT_PUBLIC_KEY). Only a plan whose grant one of them signed is handed
+ * to it; the rest stay approved for an executor that can verify them. A claim naming none is
+ * handed any plan.
+ */
+export const CLAIM_KID_PARAM = "kid";
+export const MAX_CLAIM_KIDS = 16;
+export const ClaimKids = z.array(KeyId).max(MAX_CLAIM_KIDS);

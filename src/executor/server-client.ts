@@ -1,12 +1,15 @@
+import type { z } from "zod";
 import { nodeHttpClient, type HttpClient } from "../adapters/node-http-client.ts";
 import { nodeHttpPools } from "../adapters/read-only-http.ts";
 import type { Outcome } from "../plan/outcome.ts";
-import { Claim } from "../contract/executor-api.ts";
+import { Claim, CLAIM_KID_PARAM, GrantKeys } from "../contract/executor-api.ts";
 
-/** The executor's side of `/v1/executor`: claim, heartbeat, report. */
+/** The executor's side of `/v1/executor`: the grant keys, claim, heartbeat, report. */
 export interface ExecutorServer {
-  /** Long-polls for one approved plan; undefined when none came in time. */
-  claim(signal?: AbortSignal): Promise<Claim | undefined>;
+  /** The keys the server signs grants with; undefined when the server does not say (a version without `GET /v1/executor/keys`). */
+  keys(signal?: AbortSignal): Promise<GrantKeys | undefined>;
+  /** Long-polls for one approved plan whose grant one of `kids` signed; undefined when none came in time. */
+  claim(kids: readonly string[], signal?: AbortSignal): Promise<Claim | undefined>;
   /** Extends the lease; false when the lease was lost (someone else holds the plan now). */
   heartbeat(claimToken: string): Promise<boolean>;
   /** Closes the claim with the outcome; false when the lease was lost. Throws ReportRefused for a permanent 4xx. */
@@ -41,7 +44,7 @@ const CALL_TIMEOUT_MS = 300_000;
  */
 export function executorServer(baseUrl: string, token: string, fetchImpl: HttpClient = nodeHttpClient(nodeHttpPools())): ExecutorServer {
   /** One call, its answer read whole; the deadline covers the body too. */
-  const post = async (path: string, body?: unknown, signal?: AbortSignal): Promise<{ status: number; ok: boolean; text: string }> => {
+  const call = async (method: "GET" | "POST", path: string, body?: unknown, signal?: AbortSignal): Promise<{ status: number; ok: boolean; text: string }> => {
     // Its own controller, not AbortSignal.any over the executor's long-lived stop signal: one
     // listener per call, removed when the call ends.
     const call = new AbortController();
@@ -51,7 +54,7 @@ export function executorServer(baseUrl: string, token: string, fetchImpl: HttpCl
     else signal?.addEventListener("abort", stop, { once: true });
     try {
       const response = await fetchImpl(new URL(`${baseUrl.replace(/\/+$/, "")}/v1/executor${path}`), {
-        method: "POST",
+        method,
         headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
         redirect: "manual",
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
@@ -64,17 +67,25 @@ export function executorServer(baseUrl: string, token: string, fetchImpl: HttpCl
       signal?.removeEventListener("abort", stop);
     }
   };
+  const post = (path: string, body?: unknown, signal?: AbortSignal) => call("POST", path, body, signal);
   const leaseAnswer = (response: { status: number; ok: boolean; text: string }): boolean => {
     if (response.ok) return true;
     if (response.status === 409) return false;
     throw new Error(`server answered HTTP ${response.status}: ${response.text.slice(0, 300)}`);
   };
   return {
-    async claim(signal) {
-      const response = await post("/claim", undefined, signal);
+    async keys(signal) {
+      const response = await call("GET", "/keys", undefined, signal);
+      if (response.status === 404) return undefined;
+      if (!response.ok) throw new Error(`reading the server's grant keys failed with HTTP ${response.status}: ${response.text.slice(0, 300)}`);
+      return parsed(GrantKeys, response.text, "list of grant keys");
+    },
+    async claim(kids, signal) {
+      const query = new URLSearchParams(kids.map((kid): [string, string] => [CLAIM_KID_PARAM, kid]));
+      const response = await post(`/claim${kids.length > 0 ? `?${query}` : ""}`, undefined, signal);
       if (response.status === 204) return undefined;
       if (!response.ok) throw new Error(`claim failed with HTTP ${response.status}: ${response.text.slice(0, 300)}`);
-      return parseClaim(response.text);
+      return parsed(Claim, response.text, "claim");
     },
     heartbeat: async (claimToken) => leaseAnswer(await post(`/claims/${encodeURIComponent(claimToken)}/heartbeat`)),
     async report(claimToken, outcome) {
@@ -85,18 +96,18 @@ export function executorServer(baseUrl: string, token: string, fetchImpl: HttpCl
   };
 }
 
-/** A claim as the server sent it, checked against the executor API's schema: a body that is not one is refused by what is wrong. */
-function parseClaim(text: string): Claim {
+/** A body as the server sent it, checked against the executor API's schema: one that does not match is refused by what is wrong. */
+function parsed<S extends z.ZodType>(schema: S, text: string, what: string): z.output<S> {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
-    throw new Error(`the server's claim is not JSON: ${text.slice(0, 200)}`);
+    throw new Error(`the server's ${what} is not JSON: ${text.slice(0, 200)}`);
   }
-  const parsed = Claim.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new Error(`the server's claim does not match the executor API: /${issue.path.join("/")} ${issue.message}`);
+  const result = schema.safeParse(json);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    throw new Error(`the server's ${what} does not match the executor API: /${issue.path.join("/")} ${issue.message}`);
   }
-  return parsed.data;
+  return result.data;
 }

@@ -34,11 +34,32 @@ const GRANT_TYP = "countersign-grant+jwt";
 const HEADER_MEMBERS = new Set(["alg", "kid", "typ"]);
 const SEGMENTS = ["the protected header", "the payload", "the signature"];
 
+/** A grant's protected header, its members in the order they are serialized. */
+const grantHeader = (kid: string) => ({ alg: GRANT_ALG, kid, typ: GRANT_TYP });
+
+/**
+ * The first segment of every grant `kid` signs: jose serializes the header with JSON.stringify,
+ * so it is the same string each time, and the server finds the grants a key signed by it.
+ */
+export function grantHeaderSegment(kid: string): string {
+  return Buffer.from(JSON.stringify(grantHeader(kid))).toString("base64url");
+}
+
+/** The `kid` a token's header names, unverified: which key it claims to be signed with, if any. */
+export function unverifiedKidOf(token: string): string | undefined {
+  try {
+    const { kid } = decodeProtectedHeader(token);
+    return typeof kid === "string" ? kid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Signs a grant: a compact JWS (EdDSA/Ed25519) with `kid` and `typ` in its header. */
 export async function issueGrant(key: SigningKey, input: GrantInput): Promise<{ token: string; jti: string }> {
   const jti = randomUUID();
   const token = await new SignJWT({ planHash: input.planHash, approvers: input.approvers })
-    .setProtectedHeader({ alg: GRANT_ALG, kid: key.kid, typ: GRANT_TYP })
+    .setProtectedHeader(grantHeader(key.kid))
     .setSubject(input.planId)
     .setAudience(grantAudience(input.environment))
     .setIssuedAt(Math.floor(input.issuedAt.getTime() / 1000))
@@ -62,7 +83,7 @@ export async function verifyGrant(keys: VerifyingKeys, token: string, environmen
   const options = { algorithms: [GRANT_ALG], audience: grantAudience(environment), typ: GRANT_TYP, requiredClaims: ["sub", "exp", "iat", "jti"] };
   const keyFor = (header: JWTHeaderParameters) => {
     const key = typeof header.kid === "string" ? keys.byKid.get(header.kid) : undefined;
-    if (!key) throw new errors.JWKSNoMatchingKey(`grant signed with unknown key '${typeof header.kid === "string" ? header.kid : "(no kid)"}'`);
+    if (!key) throw new errors.JWKSNoMatchingKey(`grant signed with unknown key ${typeof header.kid === "string" ? `\`${header.kid}\`` : "'(no kid)'"}`);
     return key;
   };
   let payload: JWTPayload;

@@ -1,4 +1,4 @@
-import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from "node:crypto";
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from "node:crypto";
 import { calculateJwkThumbprint } from "jose";
 
 export const GRANT_ALG = "EdDSA";
@@ -22,6 +22,15 @@ export interface VerifyingKeys {
 async function kidOf(publicKey: KeyObject): Promise<string> {
   const { kty, crv, x } = publicKey.export({ format: "jwk" });
   return calculateJwkThumbprint({ kty: kty!, crv: crv!, x: x! });
+}
+
+/**
+ * What a person compares: "sha256:" and the hex SHA-256 of the public key's SPKI DER, as
+ * `openssl pkey -pubin -in key.pem -outform DER | sha256sum` prints it. Takes either half of a pair.
+ */
+export function publicKeyFingerprint(key: KeyObject): string {
+  const der = createPublicKey(key).export({ type: "spki", format: "der" });
+  return `sha256:${createHash("sha256").update(der).digest("hex")}`;
 }
 
 function ed25519(key: KeyObject, what: string): KeyObject {

@@ -127,7 +127,7 @@ function build(publicUrl: string): object {
           tags: ["plans"],
           summary: "Read a plan, with its approvals, rejection and outcome",
           description:
-            "Once applied, each `outcome.actions[]` says whether the target, re-read after the write, holds what was approved (`verified`, and `driftAfterApply` where it does not). An approved plan waiting while Countersign is paused carries `held` (reason, since); a revoked one carries `revocation` (who, why).",
+            "Once applied, each `outcome.actions[]` says whether the target, re-read after the write, holds what was approved (`verified`, and `driftAfterApply` where it does not). An approved plan waiting while Countersign is paused, or while the executors asking for work cannot verify its grant (`grant_key_mismatch`), carries `held` (reason, since); a revoked one carries `revocation` (who, why).",
           parameters: [planIdParameter],
           responses: { 200: planResponse("The plan"), ...ownPlan },
         },

@@ -141,6 +141,28 @@ export function mrkdwnText(text: string, max: number): string {
   return truncateEscaped(text, max, escapeMrkdwn);
 }
 
+/**
+ * Executor text for mrkdwn, at most `max` characters after escaping, where each pair of
+ * backticks is kept as an inline code span: the ids and values it quotes that way (a key id with
+ * `_` in it) are shown exactly, and everything else as escapeMrkdwn shows it.
+ */
+export function mrkdwnWithCode(text: string, max: number): string {
+  return truncateEscaped(text, max, escapeWithCodeSpans);
+}
+
+function escapeWithCodeSpans(text: string): string {
+  const parts = text.split("`");
+  // With an odd number of backticks the last one pairs with none, and is text.
+  const unpaired = parts.length % 2 === 0;
+  return parts
+    .map((part, i) => {
+      if (i % 2 === 0) return escapeMrkdwn(part);
+      if (unpaired && i === parts.length - 1) return escapeMrkdwn("`" + part);
+      return part === "" ? escapeMrkdwn("``") : "`" + escapeInCode(part) + "`";
+    })
+    .join("");
+}
+
 /** A `plain_text` object of at most `max` characters (Slack refuses empty ones). */
 export function plainText(text: string, max: number): PlainText {
   if (text.trim() === "") return { type: "plain_text", text: truncate("(empty)", max), emoji: false };

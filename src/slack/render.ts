@@ -14,7 +14,7 @@ import { shortHash } from "../plan/fingerprint.ts";
 import type { Json } from "../plan/json.ts";
 import type { ActionOutcome, Outcome } from "../plan/outcome.ts";
 import type { ActionPreview } from "../contract/agent-api.ts";
-import { inlineCode, mention, mrkdwn, mrkdwnText, plainText, singleLine, slackDate, truncate, type Mrkdwn, type PlainText } from "./escape.ts";
+import { inlineCode, mention, mrkdwn, mrkdwnText, mrkdwnWithCode, plainText, singleLine, slackDate, truncate, type Mrkdwn, type PlainText } from "./escape.ts";
 import type { Block, PlanMessage, SlackMessage, ThreadEvent } from "./plan-message.ts";
 
 /** Slack's Block Kit limits; past any of them `chat.postMessage` answers `invalid_blocks`. */
@@ -153,7 +153,7 @@ function statusLine(m: PlanMessage): string {
     case "rejected":
       return m.rejection ? `🚫 *Rejected* by ${mention(m.rejection.userId)}: ${mrkdwnText(singleLine(m.rejection.reason), SHOWN.rejection)}` : "🚫 *Rejected*";
     case "expired":
-      return `⌛ *Expired* — ${m.outcome?.reason ? mrkdwnText(singleLine(m.outcome.reason), SHOWN.reason) : "nobody decided in time"}`;
+      return `⌛ *Expired* — ${m.outcome?.reason ? mrkdwnWithCode(singleLine(m.outcome.reason), SHOWN.reason) : "nobody decided in time"}`;
     case "cancelled":
       return "✖️ *Cancelled* by the agent";
     case "executing":
@@ -449,7 +449,7 @@ export function renderThreadReply(e: ThreadEvent): SlackMessage {
     case "plan.rejected":
       return reply(`🚫 Rejected by ${mention(e.userId)}: ${mrkdwnText(singleLine(e.reason), SHOWN.replyReason)}`);
     case "plan.expired":
-      return reply(`⌛ Expired — ${e.reason ? mrkdwnText(singleLine(e.reason), SHOWN.replyReason) : "nobody decided in time"}`);
+      return reply(`⌛ Expired — ${e.reason ? mrkdwnWithCode(singleLine(e.reason), SHOWN.replyReason) : "nobody decided in time"}`);
     case "plan.cancelled":
       return reply(`✖️ Cancelled by the agent (${mrkdwnText(singleLine(e.agent), SHOWN.agent)})`);
     case "plan.executing":
@@ -558,12 +558,12 @@ const PARTIAL_NOTE = "⚠️ Partly applied: earlier actions were written, so th
 
 function failureReason(outcome: Outcome | undefined): string {
   const reason = outcome?.reason ?? outcome?.actions.find((a) => a.status === "failed")?.detail;
-  return reason ? mrkdwnText(singleLine(reason), SHOWN.detail) : "the executor reported a failure";
+  return reason ? mrkdwnWithCode(singleLine(reason), SHOWN.detail) : "the executor reported a failure";
 }
 
 function outcomeActionText(result: ActionOutcome): string {
   const where = `${inlineCode(singleLine(result.target), SHOWN.target)} ${inlineCode(result.path, SHOWN.path)}`;
-  const detail = result.detail ? `: ${mrkdwnText(singleLine(result.detail), SHOWN.detail)}` : "";
+  const detail = result.detail ? `: ${mrkdwnWithCode(singleLine(result.detail), SHOWN.detail)}` : "";
   return `*${result.index + 1}.* ${where} — ${result.reconciled ? "already held this change" : result.status}${detail}`;
 }
 

@@ -1,4 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
+import { GrantKeys, MAX_CLAIM_KIDS } from "../../src/contract/executor-api.ts";
+import { publicKeyFingerprint } from "../../src/grant/keys.ts";
 import { runServer } from "../../src/server/run-server.ts";
 import { pglite } from "../support/databases.ts";
 import { useServer } from "../support/use-harness.ts";
@@ -24,6 +26,28 @@ describe("executor API: authentication and refusals", () => {
       expect(res.status).toBe(401);
       expect(await code(res)).toBe("unauthorized");
     }
+  });
+
+  it("GET /keys answers the server's grant key (id and fingerprint) as the contract says, and only with the executor token", async () => {
+    for (const token of [null, "wrong-token-0123456789abcdef"]) {
+      const res = await fetch(`${s.server.url}/v1/executor/keys`, { headers: token === null ? {} : { authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(401);
+      expect(await code(res)).toBe("unauthorized");
+    }
+    const res = await fetch(`${s.server.url}/v1/executor/keys`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(res.status).toBe(200);
+    const keys = GrantKeys.parse(await res.json());
+    const { signing } = await testGrantKeys();
+    expect(keys).toEqual({ keys: [{ kid: signing.kid, fingerprint: publicKeyFingerprint(signing.key) }] });
+  });
+
+  it("refuses a claim naming a key id that is not one, or too many", async () => {
+    for (const query of ["kid=not-a-kid", Array.from({ length: MAX_CLAIM_KIDS + 1 }, () => `kid=${"a".repeat(43)}`).join("&")]) {
+      const res = await post(`/claim?wait=0&${query}`);
+      expect(res.status).toBe(400);
+      expect(await code(res)).toBe("invalid_request");
+    }
+    expect((await post(`/claim?wait=0&kid=${(await testGrantKeys()).signing.kid}`)).status).toBe(204);
   });
 
   it("answers 204 when there is nothing to claim", async () => {

@@ -247,7 +247,7 @@ describe.skipIf(!postgresKind)("executor crashes and concurrency on PostgreSQL",
   it("a plan document altered in the database after approval is not applied", async () => {
     const plan = await s.propose("/altered", { state: "new" });
     await s.approve(plan);
-    // The tamperer disables both guards: the row's (plans_immutable) and the document's (0029).
+    // The tamperer disables both guards: the row's (plans_immutable) and the document's (plans_document_fixed).
     await s.database.db.execute(sql`ALTER TABLE plans DISABLE TRIGGER plans_immutable`);
     await s.database.db.execute(sql`ALTER TABLE plans DISABLE TRIGGER plans_document_fixed`);
     try {

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { and, asc, eq, gt, lte, notExists, or, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, lte, notExists, or, sql } from "drizzle-orm";
+import { sleepUnlessAborted } from "../../abortable-sleep.ts";
 import type { Claim } from "../../contract/executor-api.ts";
 import type { ActionPreview } from "../../contract/agent-api.ts";
 import type { PlanDocument } from "../../plan/schema.ts";
@@ -7,6 +8,7 @@ import { pause, plans } from "../../store/schema.ts";
 import type { ServiceContext } from "../context.ts";
 import { planEventStatement } from "../lifecycle/transition.ts";
 import { statusIs } from "../../store/plan-status-sql.ts";
+import { executorPolling, grantHeadersOf } from "./executors-seen.ts";
 
 /** Re-check for claimable plans this often even without a signal: leases run out silently (nothing announces them). */
 const RECHECK_MS = 1000;
@@ -16,14 +18,16 @@ const RECHECK_MS = 1000;
  * plan whose lease ran out (its executor died or stalled; the new one may only reconcile if the
  * grant has expired meanwhile). Rows another executor is claiming are skipped, so no two get
  * the same plan. Every claim gets a fresh token; only the holder of the current token may
- * heartbeat or report (fencing).
+ * heartbeat or report (fencing). An executor that names its key ids (`kids`) is handed only plans
+ * whose grant one of them signed: the others stay approved for an executor that can verify them.
  *
  * The claim is one statement (find, lock and lease the row) plus its event, in one transaction:
  * an executor that finds nothing costs BEGIN, UPDATE, COMMIT. The event is a statement of its own
- * after the UPDATE (its chain's tail is read after the row lock is held, audit.ts) and is sent
- * with the COMMIT: three round trips, not four; a failed event rolls the claim back.
+ * after the UPDATE (its chain's tail is read after the row lock is held, audit.ts); a failed event
+ * rolls the claim back.
  */
-export async function claimApproved(ctx: ServiceContext): Promise<Claim | undefined> {
+export async function claimApproved(ctx: ServiceContext, input: { kids?: readonly string[] | undefined } = {}): Promise<Claim | undefined> {
+  const headers = grantHeadersOf(input.kids);
   return ctx.database.transactionEndingWith(async (tx) => {
     const now = ctx.clock();
     const claimToken = randomBytes(24).toString("base64url");
@@ -34,6 +38,9 @@ export async function claimApproved(ctx: ServiceContext): Promise<Claim | undefi
       .where(
         and(
           or(and(statusIs("approved"), gt(plans.grantExpiresAt, now)), and(statusIs("executing"), lte(plans.leaseExpiresAt, now))),
+          // Which key signed a grant is in its first segment, the same string for every grant one
+          // key signs (grantHeaderSegment): matched as stored, so no stored grant can fail the read.
+          headers ? inArray(sql`split_part(${plans.grant}, '.', 1)`, headers) : undefined,
           // The kill switch: read here, in the claim's own statement, so a pause holds
           // on every replica the moment it commits, whether or not the replica has heard of it.
           notExists(tx.select({ one: sql`1` }).from(pause)),
@@ -85,20 +92,35 @@ export async function claimApproved(ctx: ServiceContext): Promise<Claim | undefi
  * wait is elapsed time on the monotonic timer; whether a grant or lease is still valid is judged
  * by ctx.clock inside claimApproved.
  */
-export async function claimApprovedWaiting(ctx: ServiceContext, input: { waitMs: number; signal?: AbortSignal | undefined }): Promise<Claim | undefined> {
-  const { waitMs, signal } = input;
+export async function claimApprovedWaiting(
+  ctx: ServiceContext,
+  input: { waitMs: number; signal?: AbortSignal | undefined; kids?: readonly string[] | undefined },
+): Promise<Claim | undefined> {
+  const { waitMs, signal, kids } = input;
   const deadline = performance.now() + waitMs;
-  for (;;) {
-    const claim = await claimApproved(ctx);
-    const left = deadline - performance.now();
-    if (claim || left <= 0 || signal?.aborted) {
-      if (claim && signal?.aborted)
-        ctx.logger.warn({ planId: claim.plan.id }, "executor went away while claiming; the lease will run out and another executor takes over");
-      return claim;
+  // Every approval here is signed with this replica's key: an executor that cannot verify it is
+  // never queued for a hand-off (decide.ts), and looks again on the timer for what it can verify.
+  const handOffs = grantHeadersOf(kids) === undefined || kids!.includes(ctx.grantKey.kid);
+  const done = executorPolling(ctx, kids);
+  try {
+    for (;;) {
+      const claim = await claimApproved(ctx, { kids });
+      const left = deadline - performance.now();
+      if (claim || left <= 0 || signal?.aborted) {
+        if (claim && signal?.aborted)
+          ctx.logger.warn({ planId: claim.plan.id }, "executor went away while claiming; the lease will run out and another executor takes over");
+        return claim;
+      }
+      if (!handOffs) {
+        await sleepUnlessAborted(Math.min(left, RECHECK_MS), signal);
+        continue;
+      }
+      // An approval on this replica may hand its plan to this waiter, claimed in its own transaction
+      // (decide.ts). One heard since the read that woke nobody ends the wait at once (plan-signals.ts).
+      const handed = await ctx.signals.waitClaimable(Math.min(left, RECHECK_MS), signal);
+      if (handed) return handed;
     }
-    // An approval on this replica may hand its plan to this waiter, claimed in its own transaction
-    // (decide.ts). One heard since the read that woke nobody ends the wait at once (plan-signals.ts).
-    const handed = await ctx.signals.waitClaimable(Math.min(left, RECHECK_MS), signal);
-    if (handed) return handed;
+  } finally {
+    done();
   }
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { Claim } from "../../../src/contract/executor-api.ts";
 import type { Outcome } from "../../../src/plan/outcome.ts";
 import { runExecutor } from "../../../src/executor/run-executor.ts";
+import { publicKeyFingerprint } from "../../../src/grant/keys.ts";
 import { ReportRefused, type ExecutorServer } from "../../../src/executor/server-client.ts";
 import { silentLogger } from "../../support/harness.ts";
 import { waitFor } from "../../support/wait-for.ts";
@@ -15,7 +16,8 @@ describe("runExecutor: a report the server refuses for good is not resent foreve
     const reports: Outcome[] = [];
     let claims = 0;
     const server: ExecutorServer = {
-      async claim(signal) {
+      keys: async () => ({ keys: [{ kid: keys.signing.kid, fingerprint: publicKeyFingerprint(keys.signing.key) }] }),
+      async claim(_kids, signal) {
         claims++;
         if (claims === 1) return claim;
         await new Promise((resolve) => (signal?.aborted ? resolve(undefined) : signal?.addEventListener("abort", resolve, { once: true })));

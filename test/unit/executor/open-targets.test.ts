@@ -61,7 +61,8 @@ describe("the executor's targets", () => {
   it("runExecutor opens the targets at start and closes them when stopped", async () => {
     const log: string[] = [];
     const idle: ExecutorServer = {
-      claim: (signal) =>
+      keys: async () => undefined,
+      claim: (_kids, signal) =>
         new Promise((resolve) => (signal?.aborted ? resolve(undefined) : signal?.addEventListener("abort", () => resolve(undefined), { once: true }))),
       heartbeat: async () => true,
       report: async () => true,

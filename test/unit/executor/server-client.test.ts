@@ -54,6 +54,9 @@ const CLAIM = {
   leaseExpiresAt: "2030-01-01T00:00:00.000Z",
 };
 
+const KID_A = "a".repeat(40) + "_-A";
+const KID_B = "b".repeat(43);
+
 describe("executorServer on node:http", () => {
   it("claims (200 with the claim, 204 with none), heartbeats and reports with the bearer token, and tells refusals apart", async () => {
     const seen: string[] = [];
@@ -61,7 +64,7 @@ describe("executorServer on node:http", () => {
     const url = await server((req, res, body) => {
       seen.push(`${req.method} ${req.url} ${req.headers.authorization} ${body}`);
       if (req.headers.authorization !== "Bearer good") return void res.writeHead(401).end("{}");
-      if (req.url === "/v1/executor/claim") {
+      if (req.url === `/v1/executor/claim?kid=${KID_A}&kid=${KID_B}`) {
         if (claims++ === 0) return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(CLAIM));
         return void res.writeHead(204).end();
       }
@@ -71,8 +74,8 @@ describe("executorServer on node:http", () => {
       res.writeHead(404).end();
     });
     const client = executorServer(url, "good");
-    expect(await client.claim()).toEqual(CLAIM);
-    expect(await client.claim()).toBeUndefined();
+    expect(await client.claim([KID_A, KID_B])).toEqual(CLAIM);
+    expect(await client.claim([KID_A, KID_B])).toBeUndefined();
     expect(await client.heartbeat("t1")).toBe(false);
     const refused = await client.report("t1", { status: "applied", actions: [] }).then(
       () => undefined,
@@ -81,7 +84,7 @@ describe("executorServer on node:http", () => {
     expect(refused).toBeInstanceOf(ReportRefused);
     expect((refused as ReportRefused).message).toContain('HTTP 400: {"error":"invalid outcome"}');
     expect(seen.at(-1)).toBe('POST /v1/executor/claims/t1/report Bearer good {"status":"applied","actions":[]}');
-    await expect(executorServer(url, "bad").claim()).rejects.toBeInstanceOf(ServerRefused);
+    await expect(executorServer(url, "bad").claim([KID_A])).rejects.toBeInstanceOf(ServerRefused);
   });
 
   it("a stop ends a claim's long-poll at once, with the stop's reason", async () => {
@@ -90,10 +93,28 @@ describe("executorServer on node:http", () => {
     // A long-poll that is never answered.
     const url = await server(() => arrived());
     const stopping = new AbortController();
-    const claim = executorServer(url, "good").claim(stopping.signal);
+    const claim = executorServer(url, "good").claim([KID_A], stopping.signal);
     await polled;
     const reason = new Error("stopping");
     stopping.abort(reason);
     await expect(claim).rejects.toBe(reason);
+  });
+
+  it("reads the server's grant keys with GET, checks them against the contract, and says so when the server does not publish them", async () => {
+    const seen: string[] = [];
+    let answer: { status: number; body: string } = { status: 200, body: JSON.stringify({ keys: [{ kid: KID_A, fingerprint: DIGEST }] }) };
+    const url = await server((req, res) => {
+      seen.push(`${req.method} ${req.url} ${req.headers.authorization}`);
+      res.writeHead(answer.status, { "content-type": "application/json" }).end(answer.body);
+    });
+    const client = executorServer(url, "good");
+    expect(await client.keys()).toEqual({ keys: [{ kid: KID_A, fingerprint: DIGEST }] });
+    expect(seen).toEqual(["GET /v1/executor/keys Bearer good"]);
+    answer = { status: 200, body: JSON.stringify({ keys: [{ kid: "not a kid", fingerprint: DIGEST }] }) };
+    await expect(client.keys()).rejects.toThrow(/the server's list of grant keys does not match the executor API: \/keys\/0\/kid/);
+    answer = { status: 404, body: "{}" };
+    expect(await client.keys()).toBeUndefined();
+    answer = { status: 401, body: "{}" };
+    await expect(client.keys()).rejects.toBeInstanceOf(ServerRefused);
   });
 });

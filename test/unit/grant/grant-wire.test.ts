@@ -173,7 +173,7 @@ describe("verifyGrant refuses a tampered or foreign token, naming why", () => {
       withHeader((h) => {
         h.kid = "no-such-key";
       }),
-      /unknown key 'no-such-key'/,
+      /unknown key `no-such-key`/,
     ],
     [
       "no kid",

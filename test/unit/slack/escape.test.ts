@@ -6,6 +6,7 @@ import {
   isSlackUserId,
   mention,
   mrkdwnText,
+  mrkdwnWithCode,
   plainText,
   prefixWithin,
   singleLine,
@@ -61,6 +62,28 @@ describe("escapeInCode", () => {
     ["an emoji ZWJ sequence stays whole", "👩‍💻", "👩‍💻"],
   ])("%s", (_name, input, expected) => {
     expect(escapeInCode(input)).toBe(expected);
+  });
+});
+
+describe("mrkdwnWithCode", () => {
+  it.each<[string, string, string]>([
+    ["a key id in backticks is a code span, its _ kept", "unknown key `ab_cd_ef`", "unknown key `ab_cd_ef`"],
+    ["outside the span, formatting is defused", "_x_ `a_b` *y*", "\u02CDx\u02CD `a_b` \u2217y\u2217"],
+    ["inside the span, & < > are entities", "`<!channel>&`", "`&lt;!channel&gt;&amp;`"],
+    ["an unpaired backtick stays text", "a `b_c` d ` e_f", "a `b_c` d \u02CB e\u02CDf"],
+    ["an empty pair is text", "a `` b", "a \u02CB\u02CB b"],
+    ["a code block's fence is not a block", "```x_y```", "\u02CB\u02CB`x_y`\u02CB\u02CB"],
+  ])("%s", (_name, input, expected) => {
+    expect(mrkdwnWithCode(input, 3000)).toBe(expected);
+  });
+
+  it("is cut to the budget, never leaving a span open", () => {
+    const text = `grant signed with unknown key \`${"k_".repeat(40)}\` and more`;
+    for (const max of [10, 35, 60, 200]) {
+      const out = mrkdwnWithCode(text, max);
+      expect(out.length).toBeLessThanOrEqual(max);
+      expect((out.match(/`/g) ?? []).length % 2).toBe(0);
+    }
   });
 });
 

@@ -363,6 +363,11 @@ describe("renderPlanMessage: the status line", () => {
     ],
     ["failed", { status: "failed", outcome: outcome({ status: "failed", reason: "target answered 500" }) }, ["*Failed* — target answered 500"]],
     ["failed, partly applied", { status: "failed", outcome: outcome({ status: "failed", partial: true }) }, ["*Failed*", "Partly applied"]],
+    [
+      "failed, naming a key id: shown exactly, in a code span",
+      { status: "failed", outcome: outcome({ status: "failed", reason: "grant rejected: grant signed with unknown key `ab_cd_ef-Gh`" }) },
+      ["*Failed* — grant rejected: grant signed with unknown key `ab_cd_ef-Gh`"],
+    ],
     ["stale", { status: "stale", outcome: outcome({ status: "stale" }) }, ["*Stale* — target changed, resubmit"]],
   ])("%s", (_name, overrides, expected) => {
     const message = renderPlanMessage(plan(overrides));
@@ -643,6 +648,14 @@ describe("renderThreadReply", () => {
         outcome: outcome({ status: "failed", actions: [{ index: 0, target: "crm", path: "/c", status: "failed", detail: "connection refused" }] }),
       },
       ["Failed ❌ — connection refused"],
+    ],
+    [
+      "a failure naming a key id",
+      {
+        type: "plan.failed",
+        outcome: outcome({ status: "failed", reason: "grant rejected: grant signed with unknown key `x_y_z`", actions: [] }),
+      },
+      ["Failed ❌ — grant rejected: grant signed with unknown key `x_y_z`"],
     ],
     [
       "a stale target",
