@@ -17,9 +17,16 @@ export interface StopSignals {
   /**
    * Runs until SIGINT/SIGTERM (or one that already came during start-up), or until `failed`
    * settles (something the command depends on died), then calls `stop` once. Resolves to the exit
-   * code: 0 after a signal, 1 after a failure or a failed stop.
+   * code: 0 after a signal, 1 after a failure, a failed stop, or a stop still running after
+   * `bound.ms` (what a supervisor's grace period is sized by: the exit comes within it).
    */
-  untilStopped(stop: () => Promise<void>, failed?: Promise<string>): Promise<number>;
+  untilStopped(stop: () => Promise<void>, failed?: Promise<string>, bound?: StopBound): Promise<number>;
+}
+
+export interface StopBound {
+  ms: number;
+  /** The setting that gives `ms`, named when it runs out. */
+  setting: string;
 }
 
 const SIGNALS = ["SIGINT", "SIGTERM"] as const;
@@ -38,7 +45,7 @@ export function catchStopSignals(log: (line: string) => void = (line) => process
 
   let used = false;
   return {
-    untilStopped(stop, failed) {
+    untilStopped(stop, failed, bound) {
       if (used) throw new Error("untilStopped is called once per command");
       used = true;
       return new Promise((resolve) => {
@@ -47,13 +54,21 @@ export function catchStopSignals(log: (line: string) => void = (line) => process
           if (stopping) return;
           stopping = true;
           for (const signal of SIGNALS) process.off(signal, onSignal);
-          stop().then(
-            () => resolve(code),
-            (err: unknown) => {
-              log(`countersign: shutdown failed: ${(err as Error).message}`);
-              resolve(1);
-            },
-          );
+          const late = bound
+            ? setTimeout(() => {
+                log(`countersign: still stopping after ${bound.ms / 1000} s (${bound.setting}); exiting now`);
+                resolve(1);
+              }, bound.ms)
+            : undefined;
+          stop()
+            .then(
+              () => resolve(code),
+              (err: unknown) => {
+                log(`countersign: shutdown failed: ${(err as Error).message}`);
+                resolve(1);
+              },
+            )
+            .finally(() => clearTimeout(late));
         };
         onStop = () => finish(0);
         void failed?.then((why) => {

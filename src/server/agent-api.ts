@@ -12,6 +12,7 @@ import { MAX_WAIT_SECONDS, waitForPlan } from "../service/intake/index.ts";
 import { readJsonBody } from "../http/json-body.ts";
 import { openApiDocument } from "./openapi.ts";
 import { noteOnRequestLine } from "../http/request-id.ts";
+import { waitUnlessDraining } from "../http/drain.ts";
 
 type Env = { Variables: { agent: AgentIdentity; usage: ReadUsage | undefined } };
 
@@ -59,7 +60,8 @@ export function agentApi(ctx: ServiceContext): Hono<Env> {
         issues: [{ path: "/timeout", message: "out of range" }],
       });
     }
-    return c.json(await waitForPlan(ctx, { agent: c.get("agent"), planId: c.req.param("id"), timeoutMs: seconds * 1000, signal: c.req.raw.signal }));
+    const input = { agent: c.get("agent"), planId: c.req.param("id"), timeoutMs: seconds * 1000 };
+    return c.json(await waitUnlessDraining(c, (signal) => waitForPlan(ctx, { ...input, signal })));
   });
 
   api.post("/plans/:id/cancel", async (c) => c.json(await cancelPlan(ctx, { agent: c.get("agent"), planId: c.req.param("id") })));

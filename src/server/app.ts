@@ -16,6 +16,7 @@ import { migrationState } from "../store/migration-state.ts";
 import { countRefusal } from "../service/operations/index.ts";
 import { metricsRoutes } from "./metrics.ts";
 import { requestIds, requestLogger } from "../http/request-id.ts";
+import { drainAware, type Drain } from "../http/drain.ts";
 
 /** Countersign's one HTTP app: agent API, executor API, Slack's requests and the browser pages. */
 export function createApp(
@@ -27,13 +28,18 @@ export function createApp(
     loginLinks?: boolean;
     oidc?: SlackSignIn;
     metricsToken?: string | undefined;
+    /** The server's shutdown: long-polls and live streams heed it, and readiness turns false first. */
+    drain?: Drain;
   } = {},
 ): Hono {
   const app = new Hono();
   app.use(requestIds(ctx.logger));
+  if (options.drain) app.use(drainAware(options.drain));
   app.get("/healthz", (c) => c.json({ ok: true, environment: ctx.config.environment }));
-  // Liveness above (the process answers); readiness here: the database answers and is migrated.
+  // Liveness above (the process answers); readiness here: the database answers and is migrated,
+  // and the replica is not stopping (a load balancer sends it nothing new).
   app.get("/readyz", async (c) => {
+    if (options.drain?.draining) return c.json({ ok: false, reason: "shutting down" }, 503);
     const state = await migrationState(ctx.database);
     return state.ready ? c.json({ ok: true, migration: state.migration }) : c.json({ ok: false, reason: state.reason }, 503);
   });

@@ -1,10 +1,12 @@
 import { Hono } from "hono";
-import { claimApprovedWaiting } from "../service/execution/index.ts";
+import { CLAIM_KID_PARAM, ClaimKids } from "../contract/executor-api.ts";
+import { claimApprovedWaiting, grantKeys } from "../service/execution/index.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { ServiceError } from "../service/errors.ts";
 import { heartbeatClaim, leaseLost } from "../service/execution/index.ts";
 import { reportOutcome } from "../service/execution/index.ts";
 import { answerNow } from "../http/answer-now.ts";
+import { waitUnlessDraining } from "../http/drain.ts";
 import { bearerMatches } from "../util/bearer.ts";
 import { readJsonBody } from "../http/json-body.ts";
 
@@ -12,7 +14,7 @@ export const MAX_CLAIM_WAIT_SECONDS = 25;
 /** An outcome carries up to 200 changed fields per action, so it may be larger than a plan request. */
 const MAX_OUTCOME_BYTES = 8 * 1024 * 1024;
 
-/** `/v1/executor`: where executors claim approved plans, keep their lease, and report. */
+/** `/v1/executor`: where executors check the grant keys, claim approved plans, keep their lease, and report. */
 export function executorApi(ctx: ServiceContext, token: string | undefined): Hono {
   const api = new Hono();
   api.use("*", async (c, next) => {
@@ -34,10 +36,17 @@ export function executorApi(ctx: ServiceContext, token: string | undefined): Hon
     if (!Number.isFinite(seconds) || seconds < 0 || seconds > MAX_CLAIM_WAIT_SECONDS) {
       throw new ServiceError("invalid_request", `wait must be 0 to ${MAX_CLAIM_WAIT_SECONDS} seconds, got '${raw}'`);
     }
-    const claim = await claimApprovedWaiting(ctx, { waitMs: seconds * 1000, signal: c.req.raw.signal });
+    const kids = ClaimKids.safeParse(c.req.queries(CLAIM_KID_PARAM) ?? []);
+    if (!kids.success) {
+      const issue = kids.error.issues[0]!;
+      throw new ServiceError("invalid_request", `${CLAIM_KID_PARAM}${issue.path.length > 0 ? `[${issue.path.join(".")}]` : ""}: ${issue.message}`);
+    }
+    const claim = await waitUnlessDraining(c, (signal) => claimApprovedWaiting(ctx, { waitMs: seconds * 1000, signal, kids: kids.data }));
     // The claim is written at once: the approval's click waits on the executor's next step.
     return claim ? answerNow(c, claim) : c.body(null, 204);
   });
+
+  api.get("/keys", (c) => c.json(grantKeys(ctx)));
 
   api.post("/claims/:claimToken/heartbeat", async (c) => c.json(await heartbeatClaim(ctx, { claimToken: c.req.param("claimToken") })));
 

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { hostname as machineName } from "node:os";
 import { serve, type ServerType } from "@hono/node-server";
@@ -40,6 +41,12 @@ import { resolveGrantKey } from "./grant-key.ts";
 import { listenStartupError, StartupError } from "../util/startup-errors.ts";
 import { openMigrated } from "../store/open-migrated.ts";
 import type { SigningKey } from "../grant/keys.ts";
+import { closableServer, Drain } from "../http/drain.ts";
+
+/** `shutdownSeconds` when a config built in code leaves it out, as countersign.yml's default. */
+export const DEFAULT_SHUTDOWN_SECONDS = 10;
+/** Of `shutdownSeconds`, what requests may not use: the loops, the Slack decisions already acknowledged and the database stop after them. */
+const AFTER_REQUESTS_MS = 2000;
 
 export interface RunServerOptions {
   config: Config;
@@ -71,6 +78,12 @@ export interface RunningServer {
   url: string;
   port: number;
   ctx: ServiceContext;
+  /**
+   * Stops as a replica should on SIGTERM: `/readyz` turns false first, long-polls answer at once
+   * with what they have (a claim with 204), live streams end, no connection is accepted, and the
+   * other requests finish (those still running near the end of `shutdownSeconds` are cut); then
+   * the background loops and the database stop.
+   */
   close(): Promise<void>;
 }
 
@@ -139,7 +152,9 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
         "browser.oidc.teamId",
         "is not set, and Slack's auth.test named no team to default to; set the team id (T…) whose people may sign in",
       );
+    const drain = new Drain();
     const app = createApp(ctx, {
+      drain,
       ...(slack?.handle ? { slackHandler: slack.handle } : {}),
       ...(dataDirClaim ? { adminToken: dataDirClaim.adminToken } : {}),
       ...(config.executorToken ? { executorToken: config.executorToken } : {}),
@@ -149,6 +164,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     });
     const hostname = options.hostname ?? config.host;
     const server = await listen(app.fetch, config.port, hostname);
+    const answers = closableServer(server as Server);
     const port = (server.address() as AddressInfo).port;
     const url = `http://${localAddressOf(hostname)}:${port}`;
     dataDirClaim?.publish(url);
@@ -193,10 +209,11 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
       port,
       ctx,
       async close() {
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeAllConnections?.();
-        });
+        const shutdownMs = (config.shutdownSeconds ?? DEFAULT_SHUTDOWN_SECONDS) * 1000;
+        drain.begin();
+        logger.info("stopping: not ready, long-polls and live streams answered, letting requests finish");
+        const cut = await answers.close(Math.max(shutdownMs - AFTER_REQUESTS_MS, shutdownMs / 2));
+        if (cut > 0) logger.warn({ cut }, "requests still running near the end of shutdownSeconds were cut off");
         stopping.abort();
         await Promise.all([sweeper.stop(), delivery.stop(), reminders.stop(), sealer.stop(), watcher.stop(), retention.stop(), metricsRollup.stop()]);
         await slack?.stop();
@@ -216,11 +233,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
   }
 }
 
-function listen(
-  fetch: (req: Request) => Response | Promise<Response>,
-  port: number,
-  hostname: string,
-): Promise<ServerType & { closeAllConnections?: () => void }> {
+function listen(fetch: (req: Request) => Response | Promise<Response>, port: number, hostname: string): Promise<ServerType> {
   return new Promise((resolve, reject) => {
     const server = serve({ fetch, port, hostname }, () => resolve(server as never));
     server.once("error", (err) => reject(listenStartupError(err, port, hostname) ?? err));

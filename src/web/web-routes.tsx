@@ -12,6 +12,7 @@ import { retryDelivery } from "../service/delivery/index.ts";
 import { LANES_PATH, LanesPage } from "./lanes-page.tsx";
 import { sameSecret } from "../util/bearer.ts";
 import { declaresTooLargeForm, readForm, TOO_LARGE_FORM } from "../http/form-body.ts";
+import { onDrain } from "../http/drain.ts";
 import { HTTP_STATUS_OF } from "../contract/error-codes.ts";
 import { APP_SCRIPT } from "./app-script.ts";
 import { STYLESHEET } from "./layout.tsx";
@@ -288,21 +289,27 @@ function liveStream(c: Context, ctx: ServiceContext, planId: string | undefined,
   return streamSSE(c, async (stream) => {
     const closed = new AbortController();
     stream.onAbort(() => closed.abort());
+    // A stopping replica ends the stream; the browser reconnects, through the load balancer, to another.
+    const stopHeeding = onDrain(c, () => closed.abort());
     let seen = c.req.header("last-event-id") ?? c.req.query("v");
     let first = true;
-    while (!closed.signal.aborted) {
-      if (!first && !(await stillSignedIn())) break;
-      const woken = planId ? ctx.signals.wait(planId, LIVE_RECHECK_MS, closed.signal) : ctx.signals.waitAny(LIVE_RECHECK_MS, closed.signal);
-      const now = await ctx.signals.version(planId);
-      if (now !== seen) {
-        seen = now;
-        await stream.writeSSE({ event: "changed", id: now, data: now });
-      } else if (first) {
-        await stream.writeSSE({ event: "ready", id: now, data: now });
+    try {
+      while (!closed.signal.aborted) {
+        if (!first && !(await stillSignedIn())) break;
+        const woken = planId ? ctx.signals.wait(planId, LIVE_RECHECK_MS, closed.signal) : ctx.signals.waitAny(LIVE_RECHECK_MS, closed.signal);
+        const now = await ctx.signals.version(planId);
+        if (now !== seen) {
+          seen = now;
+          await stream.writeSSE({ event: "changed", id: now, data: now });
+        } else if (first) {
+          await stream.writeSSE({ event: "ready", id: now, data: now });
+        }
+        first = false;
+        // A timeout re-reads the version, so a lost notification costs seconds, never staleness.
+        await woken;
       }
-      first = false;
-      // A timeout re-reads the version, so a lost notification costs seconds, never staleness.
-      await woken;
+    } finally {
+      stopHeeding();
     }
   });
 }

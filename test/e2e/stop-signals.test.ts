@@ -122,4 +122,15 @@ describe("stop signals are caught from the first line of a long-running command"
     expect(failed.code).toBe(1);
     expect(failed.stderr).toContain("countersign: shutdown failed: the server would not close");
   });
+
+  it("a stop still running when its bound runs out is given up: exit 1, naming the setting", async () => {
+    const exit = await runChild(`
+      const signals = catchStopSignals();
+      setTimeout(() => process.kill(process.pid, "SIGTERM"), 50);
+      const bound = { ms: 300, setting: "shutdownSeconds" };
+      process.exit(await signals.untilStopped(() => new Promise((resolve) => setTimeout(resolve, 60_000)), undefined, bound));
+    `);
+    expect([exit.code, exit.signal]).toEqual([1, null]);
+    expect(exit.stderr).toContain("countersign: still stopping after 0.3 s (shutdownSeconds); exiting now");
+  });
 });

@@ -17,6 +17,8 @@ export interface DeliverDueInput {
   /** Lanes drained at once, at most. */
   lanes?: number;
   onDead?: (row: { id: number; planId: string | null; kind: string; error: string }) => void;
+  /** The server is stopping: a lane takes no more rows after the delivery in hand, and is given back for another replica. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -49,7 +51,7 @@ export async function drainLane(ctx: Pick<ServiceContext, "database" | "clock">,
   let delivered = 0;
   let holdUntil: Date | undefined;
   try {
-    for (let i = 0; i < batch && performance.now() - started < policy.leaseMs / 2; i++) {
+    for (let i = 0; i < batch && performance.now() - started < policy.leaseMs / 2 && !input.signal?.aborted; i++) {
       const kind = Object.keys(handlers).find((k) => laneIsOf(lane, k));
       const handler = kind === undefined ? undefined : handlers[kind];
       if (!handler) break;

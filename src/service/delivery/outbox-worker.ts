@@ -10,7 +10,7 @@ import { leaseLanes } from "./outbox-lease.ts";
  * drained at once, and drains each on its own. Unlike one deliverDue pass it never waits for
  * its slowest lane before taking others: a channel pacing its posts, a Retry-After or a webhook
  * that times out keeps only its own lane busy, and a lane that frees up is refilled at the next
- * tick. stop() stops leasing and waits for the lanes in hand.
+ * tick. stop() stops leasing and waits for the deliveries in hand; their lanes take no more rows.
  */
 export function startOutboxWorker(
   ctx: Pick<ServiceContext, "database" | "clock">,
@@ -20,6 +20,7 @@ export function startOutboxWorker(
   const kinds = Object.keys(handlers);
   const draining = new Set<Promise<unknown>>();
   let stopped = false;
+  const stopping = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   let ticking: Promise<void> = Promise.resolve();
 
@@ -32,7 +33,7 @@ export function startOutboxWorker(
     const leased = await leaseLanes(ctx.database, { kinds, at: ctx.clock(), leaseMs: policy.leaseMs, max: room, token });
     for (const lane of leased) {
       const startedAt = Date.now();
-      const drain: Promise<unknown> = drainLane(ctx, { ...input, lane, token })
+      const drain: Promise<unknown> = drainLane(ctx, { ...input, lane, token, signal: stopping.signal })
         .catch((err: unknown) => {
           if (!stopped) report.failed(err, startedAt);
         })
@@ -62,6 +63,7 @@ export function startOutboxWorker(
   return {
     async stop() {
       stopped = true;
+      stopping.abort();
       clearTimeout(timer);
       await ticking;
       await Promise.all(draining);

@@ -9,7 +9,7 @@ const RECHECK_MS = 1000;
 
 export interface WaitForPlanInput extends AgentPlanInput {
   timeoutMs: number;
-  /** The caller went away (its HTTP request was aborted): stop waiting. */
+  /** Stop waiting and answer with the plan as it stands: the caller went away, or the server is stopping. */
   signal?: AbortSignal | undefined;
 }
 
