@@ -25,7 +25,7 @@ const EXECUTOR_TOKEN = "executor-token-agent-doors-0123456789";
 const VERSION = "2026-12-03 09:00:00.000001+00";
 
 /**
- * The agent doors with a postgres.row target (issue 17): `countersign mcp` over real stdio, the
+ * The agent doors with a postgres.row target: `countersign mcp` over real stdio, the
  * OpenAI Agents tool as the SDK's runner invokes it, and the typed client, against a real server
  * that previews with a SELECT-only role and a real executor holding the write role. A database of
  * the file's own on TEST_DATABASE_URL's server; its trigger counts every row written.
@@ -221,7 +221,7 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row through MCP, the OpenA
       const proposed = (await call("propose_plan", proposal([row()]))).structuredContent as Proposed;
       await db.admin`UPDATE contacts SET name = 'Ada K.', updated_at = '2026-12-03 09:30:00+00' WHERE id = 42`;
       const writes = await db.writes();
-      // The Approve re-reads the row (issue 15): refused, and the plan is stale before any executor sees it.
+      // The Approve re-reads the row: refused, and the plan is stale before any executor sees it.
       await expect(approve(proposed)).rejects.toMatchObject({ code: "target_changed" });
       const result = await call("wait_for_outcome", { planId: proposed.id, timeoutSeconds: 30 }, 60_000);
       expect(result.structuredContent).toMatchObject({ planId: proposed.id, status: "stale", final: true });

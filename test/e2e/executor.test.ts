@@ -160,7 +160,7 @@ describe.skipIf(!postgresKind)("executor crashes and concurrency on PostgreSQL",
     const plan = await s.propose("/crash/before-apply", { state: "new" });
     let revalidating!: () => void;
     const reached = new Promise<void>((r) => (revalidating = r));
-    // The Approve re-reads the target first (issue 15); the hold below is for the executor's re-read.
+    // The Approve re-reads the target first; the hold below is for the executor's re-read.
     await s.approve(plan);
     // Hold the executor's re-read, so it dies having claimed but not written.
     s.target.beforeHandle = (req) => {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../support/cli.ts";
 
 /**
- * Issue 12: each command imports only what it uses, so `--help`, `keys generate`, `policy check`
+ * Each command imports only what it uses, so `--help`, `keys generate`, `policy check`
  * and `mcp` (started once per agent session) do not load Bolt, the database layer or the server.
  * The built CLI runs with a hook that records every module it resolves; `agents list`, which does
  * need the database, is the control that shows the record sees the database layer.

@@ -11,7 +11,7 @@ import { postgresKind } from "../support/databases.ts";
 import { READ_TOKEN, testGrantKeys } from "../support/harness.ts";
 
 /**
- * Issue 12: PGlite (~43 MB and a WASM instance) is imported only when no DATABASE_URL is set.
+ * PGlite (~43 MB and a WASM instance) is imported only when no DATABASE_URL is set.
  * The real built CLI runs with a module hook that records every module it resolves; the embedded
  * run is the control that shows the record would catch PGlite.
  */

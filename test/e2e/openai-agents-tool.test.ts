@@ -128,7 +128,7 @@ describe("countersignTool for the OpenAI Agents SDK", () => {
     const { result, proposed } = invoke(makeTool(), { contactId: 3, email: "x@new.example" });
     const plan = await proposed;
     s.target.set("/contacts/3", { id: 3, email: "someone-else@example.com" });
-    // The Approve re-reads the target (issue 15): refused, and the plan is stale before any executor sees it.
+    // The Approve re-reads the target: refused, and the plan is stale before any executor sees it.
     await expect(approve(plan)).rejects.toMatchObject({ code: "target_changed" });
     expect(await result).toBe("stale: target changed, re-plan");
     expect(s.target.get("/contacts/3")).toEqual({ id: 3, email: "someone-else@example.com" });

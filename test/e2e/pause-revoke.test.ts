@@ -30,7 +30,7 @@ const REVIEW = "C0REVIEW";
 const ADMIN = "U0ADMIN";
 
 /**
- * The kill switch and revoke (issue 16) through the doors people and agents use, over real HTTP:
+ * The kill switch and revoke through the doors people and agents use, over real HTTP:
  * the Slack emulator (Revoke button and its reason modal, the pause announcements), the browser
  * (pause/resume for admins with the session's CSRF token, the banner, the revoke form) and the
  * agent API (a held plan). No executor runs here, so approved plans stay approved.

@@ -25,7 +25,7 @@ const LEASE_SECONDS = 5;
 type Executor = Awaited<ReturnType<typeof startCli>>;
 
 /**
- * Issue 17, the whole way for a `postgres.row` target: an agent submits a row update over the
+ * The whole way for a `postgres.row` target: an agent submits a row update over the
  * agent API, a person approves it in Slack (the emulator, signed clicks), and `countersign
  * executor`, its own process holding the only write role, applies it through the adapter
  * registry. Real roles on a database of the file's own: the server previews and watches with

@@ -37,7 +37,7 @@ interface Answer {
 }
 
 /**
- * Submitting postgres.row plans through the agent API (issue 17): the server previews with the
+ * Submitting postgres.row plans through the agent API: the server previews with the
  * target's SELECT-only role (a database of its own on TEST_DATABASE_URL's server, with a trigger
  * that counts every row written), through the adapter registry, beside an http.json target.
  */

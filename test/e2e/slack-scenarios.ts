@@ -204,7 +204,7 @@ export function slackDoorScenarios(kind: TestDatabaseKind, door: Door): void {
       return texts.some((t) => /applied/i.test(t)) && texts;
     });
     // In order, whether each transition was a reply of its own or several queued ones were one
-    // reply listing them ("approved by … → executing → applied", issue 14's coalescing).
+    // reply listing them ("approved by … → executing → applied").
     const story = replies.join("\n");
     expect(story.search(/approv/i)).toBeGreaterThanOrEqual(0);
     expect(story.search(/approv/i)).toBeLessThan(story.search(/executing/i));

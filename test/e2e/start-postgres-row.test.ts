@@ -14,7 +14,7 @@ import { freePort } from "../support/free-port.ts";
 import { testGrantKeys } from "../support/harness.ts";
 
 /**
- * Issue 17: `countersign start` adds a postgres.row demo target (its own database, a read role
+ * `countersign start` adds a postgres.row demo target (its own database, a read role
  * and a write role) when DATABASE_URL is set, and says how to enable it otherwise. The real built
  * CLI, on the local PostgreSQL; each test's Countersign database has a random name, and the demo
  * database and roles are derived from it, so parallel runs never share them.

@@ -10,7 +10,7 @@ import { waitFor } from "../support/wait-for.ts";
 const PEM = (kind: "PRIVATE" | "PUBLIC") => new RegExp(`-----BEGIN ${kind} KEY-----[\\s\\S]+?-----END ${kind} KEY-----`);
 
 /**
- * Issue 16 through the built command: `keys generate --audit-seal`, `serve` signing and appending
+ * Signed audit seals through the built command: `keys generate --audit-seal`, `serve` signing and appending
  * seals to its file, `audit verify --seals` passing on the true log and naming the published seal
  * a cut-back log contradicts, `audit export`, and the refusals (grant key as seal key, publishing
  * configured without a key).

@@ -20,7 +20,7 @@ const EXECUTOR_TOKEN = "executor-token-pause-0123456789";
 const adminUrl = process.env.TEST_DATABASE_URL;
 
 /**
- * Issue 16, "pause with an executor running": the server, `countersign executor` as its own
+ * Pause with an executor running: the server, `countersign executor` as its own
  * process, and `countersign pause` / `resume` as operators run them, all on one PostgreSQL
  * database (the CLI acts on the database the server uses). A plan the executor is writing when
  * the pause comes finishes and reports; a plan approved during the pause is not applied however

@@ -29,7 +29,7 @@ const SECRET = "hunter2-never-shown";
 const BIO = `https://example.com/${"people/ana-lima/".repeat(12)}about`;
 
 /**
- * Issue 15, "a target that silently drops a field on write": the real server, the executor as
+ * A target that silently drops a field on write: the real server, the executor as
  * its own process, and a target that answers 200 to the PATCH but stores the contact without
  * two of the fields the plan set (one of them secret-named). The plan stays applied, and the
  * agent (MCP wait text and structured results, GET), its webhook, Slack and the browser page

@@ -22,7 +22,7 @@ const REVIEW = "C0REVIEW";
 const kind = databaseKinds.at(-1)!; // PostgreSQL when there is one
 
 /**
- * Issue 15, "a target edited while a plan is pending": the whole server over real HTTP (agent
+ * A target edited while a plan is pending: the whole server over real HTTP (agent
  * API, webhook receiver, Slack emulator, target), watching its target every 2 s. Someone edits
  * the resource behind Countersign's back: within two intervals the plan is stale with nothing
  * written, the agent's wait, GET and webhook say so with what changed, and the Slack message

@@ -5,7 +5,7 @@ import { AdapterError, type Adapter, type AdapterAction, type AdapterPlanned, ty
 import { waitFor } from "./wait-for.ts";
 
 /**
- * What every adapter must prove on a real target of its kind (issue 17). A fixture gives a
+ * What every adapter must prove on a real target of its kind. A fixture gives a
  * target whose read credential cannot write, an action that changes an existing resource, a way
  * to write behind Countersign's back, and a count of the writes the target has taken.
  */

@@ -3,10 +3,10 @@ import { createServer } from "node:net";
 
 /**
  * Ports are picked below the kernel's ephemeral range. A port the kernel hands out for `listen(0)`
- * comes from that range, and so does every outgoing connection's local port: once such a port was
+ * comes from that range, and so does every outgoing connection's local port: once such a port is
  * closed again, a client socket anywhere on the machine (a parallel test's fetch, a driver's
- * connection) could take it before the child process bound it, and `countersign start` then
- * refused its PORT as in use (seen in CI, 2026-12-05). Below the range only another listener can
+ * connection) can take it before the child process binds it, and `countersign start` then
+ * refuses its PORT as in use. Below the range only another listener can
  * hold it, and the bind below checks that.
  */
 const LOWEST = 20_000;

@@ -45,7 +45,7 @@ export function testGrantKeys(): Promise<{ signing: SigningKey; verifying: Verif
 
 export function targetConfig(baseUrl: string, overrides: Partial<Record<keyof TargetConfig, unknown>> = {}): TargetConfig {
   // Tests allow everything unless they say otherwise; the allowlist has tests of its own. Nor do
-  // their servers watch targets (issue 15) unless they say so: a watcher's read at a random point
+  // their servers watch targets unless they say so: a watcher's read at a random point
   // of its interval would land among the reads a test holds or counts (watch-targets.test.ts and
   // test/slow/watch-drift.test.ts watch on purpose).
   return TargetConfig.parse({

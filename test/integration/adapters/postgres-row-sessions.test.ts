@@ -16,7 +16,7 @@ const TIMEOUT_MS = 2000;
 const COMMIT_LOCK = 4242;
 
 /**
- * postgres.row's sessions (issue 17 review): a URL's query cannot set what the adapter's
+ * postgres.row's sessions: a URL's query cannot set what the adapter's
  * sessions rely on; a write given a deadline sends nothing, or a write bounded by the time left,
  * once a slow connection used up the time; a write whose answer is lost is settled only once its
  * session has ended, its commit included.

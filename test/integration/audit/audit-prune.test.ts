@@ -29,7 +29,7 @@ const DAY = 86_400;
 const RETENTION = { days: 1, plans: true };
 
 /**
- * Issue 16: retention deletes purged plans' audit events, leaving a checkpoint (audit_pruned) from
+ * Retention deletes purged plans' audit events, leaving a checkpoint (audit_pruned) from
  * which every seal is still recomputed, so the log verifies, also against seals published before
  * the purge, while deletions, edits and forged checkpoints are still named.
  */

@@ -28,7 +28,7 @@ import { useSealingPostgres } from "../../support/sealing-postgres.ts";
 const sealingPostgres = useSealingPostgres();
 const databaseKinds = sealingPostgres ? [pglite, sealingPostgres] : [pglite];
 
-/** Issue 16: signed seals published outside the database, and the attacks plain `audit verify` cannot see. */
+/** Signed seals published outside the database, and the attacks plain `audit verify` cannot see. */
 describe.each(databaseKinds)("signed audit seals on $name", (kind) => {
   let fixture: SignedSeals | undefined;
   let database: Database;

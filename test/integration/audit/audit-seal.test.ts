@@ -60,7 +60,7 @@ describe.skipIf(!sealingPostgres)("audit chains and seals under concurrency on p
         return;
       }
       // Two people and the agent's cancel at once, on one plan: its chain must not fork. An
-      // Approve reads the target before its transaction (issue 15), so it usually reaches the row
+      // Approve reads the target before its transaction, so it usually reaches the row
       // after the reject and the cancel, which read nothing; usually, not always: under load both
       // approvals can win, and two of two approvals end the plan before either of the others.
       const { plan } = await submitPlan(h2.ctx, { agent: h2.agent, request: mergeRequest({ title: `contended ${i}` }) });

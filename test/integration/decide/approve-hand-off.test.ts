@@ -21,11 +21,11 @@ import { waitFor } from "../../support/wait-for.ts";
 const EXECUTOR_TOKEN = "executor-token-hand-off-0123456789";
 
 /**
- * Issue 13: an approval reaching quorum on a replica where an executor is long-polling for work
+ * An approval reaching quorum on a replica where an executor is long-polling for work
  * claims the plan for that executor in the approval's own transaction, and answers its request
  * after the commit. The claim's rules hold (not while paused, the grant just issued, a fresh
  * token, one executor per plan); without a waiter, or with one that went away, the plan takes
- * today's path (NOTIFY, claim). The server runs on PostgreSQL and the executor API over HTTP.
+ * the usual path (NOTIFY, claim). The server runs on PostgreSQL and the executor API over HTTP.
  */
 describe.skipIf(!postgresKind)("an approval hands its plan to a waiting executor (postgres)", () => {
   const s = useServer(postgresKind!, {

@@ -215,7 +215,7 @@ describe.each(databaseKinds)("App Home publishing on $name", (kind) => {
     await submit("solo");
     await drainWith();
     const plan = await submit("solo");
-    // While its row's delivery waits out the spacing, a row as versions before session 14 queued
+    // While its row's delivery waits out the spacing, a row as an earlier version queued
     // for every event (here the hand-off's) arrives, and covers U0SOLO.
     duringWait = async () => {
       duringWait = undefined;

@@ -18,7 +18,7 @@ import { privatePostgresAvailable, startPrivatePostgres, type PrivatePostgres } 
 import { waitFor } from "../../support/wait-for.ts";
 
 /**
- * Issue 17 review of `start`'s postgres.row demo: it changes only a database and roles it marked
+ * `start`'s postgres.row demo: it changes only a database and roles it marked
  * as its own, refuses demo roles that reach further than `contacts`, turns off (never crashes)
  * on a DATABASE_URL it cannot read, and sets role passwords as SCRAM verifiers. On the local
  * PostgreSQL, each test with a Countersign database of its own (so demo names of their own),

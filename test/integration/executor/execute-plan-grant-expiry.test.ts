@@ -84,8 +84,8 @@ describe("executePlan starts a write only while the grant outlasts the target's 
   // A slow target: its timeout is long, and the test holds answers until given moments around the grant's expiry.
   const TIMEOUT_MS = 5000;
   // How long the executor has, from the grant's making, to send its first write (grant check and
-  // the revalidating GETs first): 1 s was not always enough under CI's own load (a stop on
-  // 2026-12-04 saw the first write refused too). A held answer waits about this long plus 300 ms,
+  // the revalidating GETs first): 1 s is not always enough under CI's own load, where a stall
+  // can see the first write refused too. A held answer waits about this long plus 300 ms,
   // which must stay well inside the target's timeout, or the held write fails instead.
   const START_BUDGET_MS = 2500;
   const slow = (): Record<string, TargetConfig> => ({

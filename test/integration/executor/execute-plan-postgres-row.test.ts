@@ -21,7 +21,7 @@ const adminUrl = process.env.TEST_DATABASE_URL;
 const TIMEOUT_MS = 1500;
 
 /**
- * `executePlan` on a `postgres.row` target with real roles (issue 17): the executor acts on how
+ * `executePlan` on a `postgres.row` target with real roles: the executor acts on how
  * the adapter classes an error. A statement timeout or a lost connection is transient (retried
  * within the lease, a write only after revalidating); a permission the write role lacks is
  * permanent (reported at once).

@@ -19,7 +19,7 @@ import { executionPorts } from "../../support/execution-ports.ts";
 import { READ_TOKEN, targetConfig, testGrantKeys, WRITE_TOKEN } from "../../support/harness.ts";
 
 /**
- * Verify after apply (issue 15): after each write the executor re-reads the target and compares
+ * Verify after apply: after each write the executor re-reads the target and compares
  * it with the previewed after-state, and settles writes whose answer it cannot trust (no answer
  * within the timeout, a 2xx that breaks off or is not JSON) by that re-read. All against real
  * HTTP: the JSON resource server, and a front for it that answers writes the way a proxy or a

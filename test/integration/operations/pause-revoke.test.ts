@@ -24,7 +24,7 @@ import { waitFor } from "../../support/wait-for.ts";
 const ADMIN = "U0ADMIN";
 const cli = { via: "cli", name: "ops-oncall" } as const;
 
-/** The kill switch and revoke (issue 16) at the service door, as the server and CLI call them. */
+/** The kill switch and revoke at the service door, as the server and CLI call them. */
 describe.each(databaseKinds)("pause and revoke on $name", (kind) => {
   const h = useHarness(kind);
   let seq = 0;

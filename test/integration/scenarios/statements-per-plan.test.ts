@@ -16,9 +16,8 @@ const isAudit = (statement: string) => /audit_events|audit_head|pg_advisory_xact
 
 /**
  * What one plan costs the database, statement by statement, from submit to the executor's
- * report: the per-statement overhead is much of the server's CPU at load (issue 13). The
- * bounds are what each verb needs today; a verb that grows a statement fails here, with the
- * statements it sent. Before issue 13 one plan cost 10 + 19 + 10 + 10 = 49 statements.
+ * report: the per-statement overhead is much of the server's CPU at load. The bounds are
+ * what each verb needs; a verb that grows a statement fails here, with the statements it sent.
  * (Submits with an idempotency key keep a transaction: BEGIN, INSERT … ON CONFLICT, event, COMMIT.)
  */
 describe.skipIf(!testDatabaseUrl)("statements per plan on postgres", () => {
@@ -62,7 +61,7 @@ describe.skipIf(!testDatabaseUrl)("statements per plan on postgres", () => {
     // statement), COMMIT. Submit only reads the agent's
     // usage against its limits before any target read: a plan without an idempotency key is
     // stored in its event's statement, a transaction of its own (the INSERT's guard costs no
-    // statement). Before its transaction an Approve reads only its targets (issue 15): the plan's
+    // statement). Before its transaction an Approve reads only its targets: the plan's
     // fixed terms are remembered from the submit (a process that did not store the plan reads
     // them once, decision-terms.ts). Its transaction also sends `SET LOCAL plan_cache_mode` with
     // its first reads (db.ts, GENERIC_PLANS): no round trip, and its statements take generic plans

@@ -58,7 +58,7 @@ describe.each(databaseKinds)("guard functions pin their search_path on $name", (
 });
 
 /**
- * The two attacks a reviewer reproduced (issue 16, doors), by a role with the app's table and
+ * Two attacks on the guards through the search path, by a role with the app's table and
  * function grants that may create objects in public (every role, before PostgreSQL 15) and in a
  * schema of its own. It connects as itself on a connection of its own, so no plan cached by
  * another session hides what it does.

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { demoDatabaseNames } from "../../../src/demo/postgres-row-demo.ts";
 import { scramKeys, scramSha256Verifier } from "../../../src/demo/scram-verifier.ts";
 
-/** Issue 17 review: the demo's names cannot collide, and role passwords travel as SCRAM verifiers. */
+/** The demo's names cannot collide, and role passwords travel as SCRAM verifiers. */
 describe("postgres.row demo names", () => {
   const at = (database: string) => demoDatabaseNames(`postgres://u@127.0.0.1:5432/${database}`);
 
