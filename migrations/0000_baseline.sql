@@ -73,6 +73,12 @@ CREATE TABLE "decisions" (
 	"expires_at" timestamp with time zone NOT NULL
 );
 --> statement-breakpoint
+CREATE TABLE "executor_presence" (
+	"executor" text PRIMARY KEY NOT NULL,
+	"last_seen_at" timestamp with time zone,
+	"absence_noticed_at" timestamp with time zone
+);
+--> statement-breakpoint
 CREATE TABLE "login_links" (
 	"token_hash" text PRIMARY KEY NOT NULL,
 	"user_id" text NOT NULL,

@@ -28,7 +28,7 @@ const VARIABLES: Record<Variable, { readers: EnvReader[]; says: string }> = {
   },
   COUNTERSIGN_EXECUTOR_TOKEN: {
     readers: ["server", "executor", "start"],
-    says: "the executor API's shared secret (16+ characters); the same on server and executor",
+    says: "the executor API's shared secret (16+ characters); the same on server and executor. Without it `serve` refuses to start, unless `executor.expected` is false",
   },
   COUNTERSIGN_METRICS_TOKEN: { readers: ["server", "start"], says: "when set, GET /metrics requires it as a bearer token (16+ characters)" },
   SLACK_BOT_TOKEN: { readers: ["server", "start"], says: "the Slack app's bot token (xoxb-…); absent: browser only" },

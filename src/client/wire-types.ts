@@ -26,7 +26,7 @@ export type PlanView = {
     /** Since when a re-read of one of its resources has failed (target down, 5xx, timeout); null while they answer. The plan stays open: the executor re-checks before writing */
     failingSince: string | null;
   };
-  /** Present while an approved plan waits because Countersign is paused, or because the executors asking for work cannot verify its grant (`grant_key_mismatch`); its grant keeps running out meanwhile */
+  /** Present while an approved plan waits because Countersign is paused, because the executors asking for work cannot verify its grant (`grant_key_mismatch`), or because no executor is connected (`no_executor`); its grant keeps running out meanwhile */
   held?: Hold;
   /** When the approval stops being usable by an executor (set once approved) */
   grantExpiresAt?: string;
@@ -174,6 +174,13 @@ export type Hold = {
   grantKid: string;
   /** The key ids the executors asking for work can verify (their COUNTERSIGN_GRANT_PUBLIC_KEY) */
   executorKids: string[];
+} | {
+  by: "no_executor";
+  reason: string;
+  /** The later of the approval and the last time an executor was seen */
+  since: string;
+  /** When an executor last asked for work, kept a lease or reported; null when none has yet. None has for longer than `executor.missingAfterSeconds` */
+  lastSeenAt: string | null;
 };
 
 export type Outcome = {

@@ -43,7 +43,8 @@ export interface ServerConfig extends SharedConfig {
   dataDir: string;
   /** Slack settings; `enabled` is false when no bot token is set (browser-only). */
   slack: FileConfig["slack"] & SlackSecrets;
-  executor: FileConfig["executor"];
+  /** `executor`; configs built in code may leave out `missingAfterSeconds` and `expected`, and the defaults apply. */
+  executor: Pick<FileConfig["executor"], "leaseSeconds"> & Partial<Omit<FileConfig["executor"], "leaseSeconds">>;
   /** How long a stop on SIGTERM may take (`shutdownSeconds`); configs built in code may leave it out, and the default applies. */
   shutdownSeconds?: number;
   browser: FileConfig["browser"];

@@ -5,6 +5,7 @@ import { HttpJsonTargetConfig, TargetWatch } from "../adapters/http-json-target.
 import { parseAllowedHost } from "../policy/callback-url.ts";
 import { ChannelId, LimitsConfig, PolicyDefaults, PolicyOverride, policyOverride } from "../policy/policy-config.ts";
 import { ApproverId } from "../plan/schema.ts";
+import { MAX_CLAIM_WAIT_SECONDS } from "../contract/executor-api.ts";
 
 export { LimitsConfig, PolicyDefaults, PolicyOverride };
 /** The http.json target's block, named as every config reader knows it. */
@@ -40,6 +41,10 @@ export const AnyTargetConfig = z.discriminatedUnion("adapter", [TargetConfig, Po
   },
 });
 export type AnyTargetConfig = z.infer<typeof AnyTargetConfig>;
+
+/** Default of `executor.missingAfterSeconds`, also for configs built in code that leave it out. */
+export const DEFAULT_MISSING_AFTER_SECONDS = 60;
+const MIN_MISSING_AFTER_SECONDS = 2 * MAX_CLAIM_WAIT_SECONDS;
 
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]"]);
 
@@ -247,9 +252,30 @@ export const FileConfig = z
               "Seconds an executor holds a claimed plan before another may take it over; its heartbeats extend it. A plan taken over after its grant expired is only reconciled.",
             examples: [60],
           }),
+        missingAfterSeconds: z
+          .int("must be a whole number of seconds")
+          .min(
+            MIN_MISSING_AFTER_SECONDS,
+            `must be at least ${MIN_MISSING_AFTER_SECONDS}: twice the longest claim wait (${MAX_CLAIM_WAIT_SECONDS} s), so an executor between two claims never counts as missing`,
+          )
+          .max(86_400)
+          .default(DEFAULT_MISSING_AFTER_SECONDS)
+          .meta({
+            description:
+              "Seconds after an executor's last claim, heartbeat or report (one waiting on a claim always counts) that it no longer counts as connected. While none is, approved plans show `held: no_executor`, each plan's Slack thread is told once and the review channels once per outage.",
+            examples: [60],
+          }),
+        expected: z
+          .boolean()
+          .default(true)
+          .meta({
+            description:
+              "false: this server runs without an executor on purpose. `serve` then starts without `COUNTERSIGN_EXECUTOR_TOKEN`, and Slack is not told when no executor is connected; approved plans still show that nobody applies them.",
+            examples: [false],
+          }),
       })
-      .default({ leaseSeconds: 60 })
-      .describe("How executors share the approved plans."),
+      .default({ leaseSeconds: 60, missingAfterSeconds: DEFAULT_MISSING_AFTER_SECONDS, expected: true })
+      .describe("How executors share the approved plans, and when their absence is told."),
     shutdownSeconds: z
       .int("must be a whole number of seconds")
       .min(1, "must be at least 1")

@@ -89,9 +89,9 @@ export const Revocation = z.strictObject({ userId: z.string(), via: Via, reason:
 export type Revocation = z.output<typeof Revocation>;
 
 /**
- * Why an approved plan is not being applied now: Countersign is paused (its kill switch), or the
- * executors asking for work cannot verify its grant (their public key is not the server's). Since
- * when, and why.
+ * Why an approved plan is not being applied now: Countersign is paused (its kill switch), the
+ * executors asking for work cannot verify its grant (their public key is not the server's), or no
+ * executor is connected at all. Since when, and why.
  */
 export const Hold = z.discriminatedUnion("by", [
   z.strictObject({
@@ -105,6 +105,14 @@ export const Hold = z.discriminatedUnion("by", [
     since: IsoDateTime,
     grantKid: z.string().describe("The id of the key that signed this plan's grant (the server's COUNTERSIGN_GRANT_PRIVATE_KEY)"),
     executorKids: z.array(z.string()).describe("The key ids the executors asking for work can verify (their COUNTERSIGN_GRANT_PUBLIC_KEY)"),
+  }),
+  z.strictObject({
+    by: z.literal("no_executor"),
+    reason: z.string(),
+    since: IsoDateTime.describe("The later of the approval and the last time an executor was seen"),
+    lastSeenAt: IsoDateTime.nullable().describe(
+      "When an executor last asked for work, kept a lease or reported; null when none has yet. None has for longer than `executor.missingAfterSeconds`",
+    ),
   }),
 ]);
 export type Hold = z.output<typeof Hold>;
@@ -144,7 +152,7 @@ export const PlanView = z.strictObject({
   revocation: Revocation.optional().describe("Present once the plan is revoked: who withdrew the approval and why"),
   watch: Watch.optional().describe("Present while a pending or approved plan's targets are watched: when they were last re-read, and since when re-reads fail"),
   held: Hold.optional().describe(
-    "Present while an approved plan waits because Countersign is paused, or because the executors asking for work cannot verify its grant (`grant_key_mismatch`); its grant keeps running out meanwhile",
+    "Present while an approved plan waits because Countersign is paused, because the executors asking for work cannot verify its grant (`grant_key_mismatch`), or because no executor is connected (`no_executor`); its grant keeps running out meanwhile",
   ),
   grantExpiresAt: IsoDateTime.optional().describe("When the approval stops being usable by an executor (set once approved)"),
   outcome: Outcome.optional().describe("What the executor reported, with per-action detail"),

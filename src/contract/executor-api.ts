@@ -48,3 +48,14 @@ export type GrantKeys = z.output<typeof GrantKeys>;
 export const CLAIM_KID_PARAM = "kid";
 export const MAX_CLAIM_KIDS = 16;
 export const ClaimKids = z.array(KeyId).max(MAX_CLAIM_KIDS);
+
+/** The longest a claim's long-poll waits for work (`POST /v1/executor/claim?wait=`, and its default). */
+export const MAX_CLAIM_WAIT_SECONDS = 25;
+
+/**
+ * Names the executor process on every claim, heartbeat and report: a random id it makes at start,
+ * so the server can count the executors connected (`countersign_executors_connected`) and tell
+ * when none is. A request without it counts as one unnamed executor.
+ */
+export const EXECUTOR_ID_HEADER = "countersign-executor-id";
+export const ExecutorId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1 to 64 letters, digits, '-' or '_'");

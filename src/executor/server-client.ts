@@ -2,7 +2,8 @@ import type { z } from "zod";
 import { nodeHttpClient, type HttpClient } from "../adapters/node-http-client.ts";
 import { nodeHttpPools } from "../adapters/read-only-http.ts";
 import type { Outcome } from "../plan/outcome.ts";
-import { Claim, CLAIM_KID_PARAM, GrantKeys } from "../contract/executor-api.ts";
+import { randomBytes } from "node:crypto";
+import { Claim, CLAIM_KID_PARAM, EXECUTOR_ID_HEADER, GrantKeys } from "../contract/executor-api.ts";
 
 /** The executor's side of `/v1/executor`: the grant keys, claim, heartbeat, report. */
 export interface ExecutorServer {
@@ -43,6 +44,8 @@ const CALL_TIMEOUT_MS = 300_000;
  * answer starts the click's last leg, and reading it took 0.5–1 ms through fetch, 0.13 through this.
  */
 export function executorServer(baseUrl: string, token: string, fetchImpl: HttpClient = nodeHttpClient(nodeHttpPools())): ExecutorServer {
+  // Names this process on every call, so the server counts the executors connected.
+  const executorId = randomBytes(12).toString("base64url");
   /** One call, its answer read whole; the deadline covers the body too. */
   const call = async (method: "GET" | "POST", path: string, body?: unknown, signal?: AbortSignal): Promise<{ status: number; ok: boolean; text: string }> => {
     // Its own controller, not AbortSignal.any over the executor's long-lived stop signal: one
@@ -55,7 +58,7 @@ export function executorServer(baseUrl: string, token: string, fetchImpl: HttpCl
     try {
       const response = await fetchImpl(new URL(`${baseUrl.replace(/\/+$/, "")}/v1/executor${path}`), {
         method,
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", [EXECUTOR_ID_HEADER]: executorId },
         redirect: "manual",
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
         signal: call.signal,

@@ -169,7 +169,7 @@ export function createMcpServer(client: Countersign, version = packageVersion())
         "the reason (rejected, stale, failed, expired) and per-action results. applied: done; each written action says whether the target, re-read after the write, holds what was approved (verified), and if not which fields differ: read the target again before relying on it. rejected: read the reason before proposing anything else. " +
         "stale: the target changed after the preview and nothing was written (Countersign watches targets while a plan waits, and re-reads them when someone approves); re-read and propose again with supersedes set to this plan's id. " +
         "superseded: you replaced it with a newer version; wait for that one. revoked: someone withdrew the approval before it was applied; read the reason. expired/cancelled: nothing was applied. " +
-        "An approved plan may wait while Countersign is paused, or while no executor can verify its grant (held: the reason is given); keep waiting. " +
+        "An approved plan may wait while Countersign is paused, while no executor can verify its grant, or while no executor is connected (held: the reason is given); keep waiting. " +
         `If the plan is still open after timeoutSeconds (default ${DEFAULT_WAIT_SECONDS}, at most ${MAX_WAIT_SECONDS}) it says so; call again to keep waiting.`,
       inputSchema: z.strictObject({
         planId: PlanId,
@@ -479,6 +479,8 @@ function structuredOutcome(outcome: FinalOutcome): Record<string, unknown> {
 function heldText(held: NonNullable<PlanView["held"]>): string {
   if (held.by === "grant_key_mismatch")
     return `Held: the executors asking for work cannot verify this plan's grant (since ${held.since}: ${held.reason}); an operator must give an executor the server's public key. Keep waiting, or tell a person.`;
+  if (held.by === "no_executor")
+    return `Held: no executor is connected (since ${held.since}: ${held.reason}); an operator must start one. Keep waiting, or tell a person.`;
   return `Held: Countersign is paused (since ${held.since}: ${held.reason}); no executor takes a plan until it resumes, so keep waiting.`;
 }
 

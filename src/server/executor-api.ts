@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import { CLAIM_KID_PARAM, ClaimKids } from "../contract/executor-api.ts";
+import { CLAIM_KID_PARAM, ClaimKids, EXECUTOR_ID_HEADER, ExecutorId, MAX_CLAIM_WAIT_SECONDS } from "../contract/executor-api.ts";
 import { claimApprovedWaiting, grantKeys } from "../service/execution/index.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { ServiceError } from "../service/errors.ts";
@@ -10,16 +10,19 @@ import { waitUnlessDraining } from "../http/drain.ts";
 import { bearerMatches } from "../util/bearer.ts";
 import { readJsonBody } from "../http/json-body.ts";
 
-export const MAX_CLAIM_WAIT_SECONDS = 25;
 /** An outcome carries up to 200 changed fields per action, so it may be larger than a plan request. */
 const MAX_OUTCOME_BYTES = 8 * 1024 * 1024;
 
 /** `/v1/executor`: where executors check the grant keys, claim approved plans, keep their lease, and report. */
-export function executorApi(ctx: ServiceContext, token: string | undefined): Hono {
-  const api = new Hono();
+export function executorApi(ctx: ServiceContext, token: string | undefined): Hono<{ Variables: { executor: string | undefined } }> {
+  const api = new Hono<{ Variables: { executor: string | undefined } }>();
   api.use("*", async (c, next) => {
     if (!token) throw new ServiceError("unauthorized", "the executor API is off: set COUNTERSIGN_EXECUTOR_TOKEN on the server and the executor");
     if (!bearerMatches(c.req.header("authorization"), token)) throw new ServiceError("unauthorized", "wrong executor token (COUNTERSIGN_EXECUTOR_TOKEN)");
+    const id = c.req.header(EXECUTOR_ID_HEADER);
+    const executor = id === undefined ? undefined : ExecutorId.safeParse(id);
+    if (executor && !executor.success) throw new ServiceError("invalid_request", `${EXECUTOR_ID_HEADER}: ${executor.error.issues[0]!.message}`);
+    c.set("executor", executor?.data);
     await next();
   });
 
@@ -41,18 +44,22 @@ export function executorApi(ctx: ServiceContext, token: string | undefined): Hon
       const issue = kids.error.issues[0]!;
       throw new ServiceError("invalid_request", `${CLAIM_KID_PARAM}${issue.path.length > 0 ? `[${issue.path.join(".")}]` : ""}: ${issue.message}`);
     }
-    const claim = await waitUnlessDraining(c, (signal) => claimApprovedWaiting(ctx, { waitMs: seconds * 1000, signal, kids: kids.data }));
+    const claim = await waitUnlessDraining(c, (signal) =>
+      claimApprovedWaiting(ctx, { waitMs: seconds * 1000, signal, kids: kids.data, executor: c.get("executor") }),
+    );
     // The claim is written at once: the approval's click waits on the executor's next step.
     return claim ? answerNow(c, claim) : c.body(null, 204);
   });
 
   api.get("/keys", (c) => c.json(grantKeys(ctx)));
 
-  api.post("/claims/:claimToken/heartbeat", async (c) => c.json(await heartbeatClaim(ctx, { claimToken: c.req.param("claimToken") })));
+  api.post("/claims/:claimToken/heartbeat", async (c) =>
+    c.json(await heartbeatClaim(ctx, { claimToken: c.req.param("claimToken"), executor: c.get("executor") })),
+  );
 
   api.post("/claims/:claimToken/report", async (c) => {
     const body = await readJsonBody(c.req.raw, { what: "the outcome", maxBytes: MAX_OUTCOME_BYTES });
-    return c.json(await reportOutcome(ctx, { claimToken: c.req.param("claimToken"), outcome: body }));
+    return c.json(await reportOutcome(ctx, { claimToken: c.req.param("claimToken"), outcome: body, executor: c.get("executor") }));
   });
   return api;
 }

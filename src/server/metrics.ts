@@ -9,7 +9,7 @@ import { bearerMatches } from "../util/bearer.ts";
  * present it as a bearer (compared in constant time); without one the endpoint is open, like
  * /healthz, for a scraper on a private network.
  */
-export function metricsRoutes(ctx: Pick<ServiceContext, "database" | "clock">, token: string | undefined): Hono {
+export function metricsRoutes(ctx: Pick<ServiceContext, "database" | "clock" | "config">, token: string | undefined): Hono {
   const app = new Hono();
   app.get("/metrics", async (c) => {
     if (token !== undefined && !bearerMatches(c.req.header("authorization"), token)) {
@@ -35,6 +35,11 @@ export function registryOf(m: MetricsSnapshot): Registry {
   });
   for (const p of m.plansTotal) plans.inc({ status: p.status }, p.count);
   new Gauge({ name: "countersign_pending_plans", help: "Plans waiting for a decision now", registers }).set(m.pendingPlans);
+  new Gauge({
+    name: "countersign_executors_connected",
+    help: "Executors waiting for work or seen within executor.missingAfterSeconds; at 0 approved plans are not applied",
+    registers,
+  }).set(m.executorsConnected);
   histogram(registry, "countersign_time_to_decision_seconds", "Seconds from submission to the approval or rejection that ended the review", m.timeToDecision);
   const decisions = new Counter({
     name: "countersign_decisions_total",

@@ -28,6 +28,7 @@ import { HOME_SINK } from "../service/records/index.ts";
 import { createLoginLink } from "../service/sign-in/index.ts";
 import { ListeningPlanSignals } from "../service/records/index.ts";
 import { PauseWatch } from "../service/operations/index.ts";
+import { watchExecutors } from "../service/execution/index.ts";
 import { NOTICE_SINK } from "../service/records/index.ts";
 import { noticeSink } from "../slack/notice-sink.ts";
 import type { Database } from "../store/db.ts";
@@ -66,6 +67,8 @@ export interface RunServerOptions {
   sealMs?: number;
   /** How often the target watcher looks for due reads (watch-targets.ts); each resource is still read once per its interval. */
   watchMs?: number;
+  /** How often this replica looks whether any executor is connected (missing-executors.ts; default 2 s). */
+  executorWatchMs?: number;
   /** How often the retention sweep runs (retention.ts; default a minute). */
   retentionMs?: number;
   /** Retry policy of the outbox (tests shorten it). */
@@ -127,7 +130,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     const slack = config.slack.enabled ? await openSlackDoor(ctx, config.slack, config, logger, loginLink ? { loginLink } : {}) : undefined;
     ctx.directory = slack?.directory;
     if (!slack) logger.info("Slack is not configured (no SLACK_BOT_TOKEN): running browser-only");
-    if (!config.executorToken)
+    if (!config.executorToken && config.executor.expected !== false)
       logger.warn(
         "COUNTERSIGN_EXECUTOR_TOKEN is not set: the executor API refuses every executor, so approved plans are never applied; set the same long secret here and on each executor",
       );
@@ -184,6 +187,8 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     // Open plans' targets re-read while they wait; replicas share the reads through the database.
     const replica = `${machineName()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     const watcher = every(options.watchMs ?? 1000, () => watchTargets(ctx, { replica }), report("target watch"));
+    // While no executor is connected: the review channels are told once per outage, each approved plan's thread once.
+    const executorWatch = every(options.executorWatchMs ?? 2000, watchExecutors(ctx), report("executor watch"));
     // Sums sealed audit events into metrics_rollup in short steps, so a scrape reads only the newest.
     const metricsRollup = every(options.sealMs ?? 2000, () => rollUpMetrics(ctx, { maxSteps: 20 }), report("metrics rollup"));
     const retention = every(
@@ -215,7 +220,16 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
         const cut = await answers.close(Math.max(shutdownMs - AFTER_REQUESTS_MS, shutdownMs / 2));
         if (cut > 0) logger.warn({ cut }, "requests still running near the end of shutdownSeconds were cut off");
         stopping.abort();
-        await Promise.all([sweeper.stop(), delivery.stop(), reminders.stop(), sealer.stop(), watcher.stop(), retention.stop(), metricsRollup.stop()]);
+        await Promise.all([
+          sweeper.stop(),
+          delivery.stop(),
+          reminders.stop(),
+          sealer.stop(),
+          watcher.stop(),
+          retention.stop(),
+          metricsRollup.stop(),
+          executorWatch.stop(),
+        ]);
         await slack?.stop();
         await signals.stop();
         await pause.stop();

@@ -75,5 +75,7 @@ export function stepOf(e: ThreadEvent): string {
       return "stale";
     case "plan.revoked":
       return `revoked by ${mention(e.userId)}`;
+    case "plan.no_executor":
+      return "waiting for an executor";
   }
 }

@@ -7,6 +7,7 @@ import { type PlanEvent } from "../service/records/index.ts";
 import type { PlanView } from "../service/lifecycle/index.ts";
 import { bookChannelSlot, postedPreviewOf, recordPostedPreview, slackViewOf, threadOf } from "../service/delivery/index.ts";
 import { changedSinceOf } from "../service/review/index.ts";
+import { NO_EXECUTOR_EVENT } from "../service/execution/index.ts";
 import type { PlanDiff } from "../policy/plan-diff.ts";
 import type { PlanMessage, SlackMessage, ThreadEvent } from "./plan-message.ts";
 import { escapeMrkdwn, slackDate } from "./escape.ts";
@@ -199,6 +200,8 @@ export function threadEventOf(event: PlanEvent, view: PlanView): ThreadEvent | u
       return { type: "plan.stale", outcome: view.outcome as Outcome };
     case "plan.revoked":
       return { type: "plan.revoked", userId, reason: String(data.reason ?? view.revocation?.reason ?? "") };
+    case NO_EXECUTOR_EVENT:
+      return { type: "plan.no_executor", lastSeenAt: typeof data.lastSeenAt === "string" ? data.lastSeenAt : null, grantExpiresAt: view.grantExpiresAt };
     default:
       return undefined;
   }

@@ -51,6 +51,8 @@ export type ThreadEvent =
   | { type: "plan.failed"; outcome: Outcome }
   | { type: "plan.stale"; outcome: Outcome }
   | { type: "plan.revoked"; userId: string; reason: string }
+  /** Approved, and no executor is connected to apply it: when one was last seen (null: never), and when the approval lapses. */
+  | { type: "plan.no_executor"; lastSeenAt: string | null; grantExpiresAt: string | undefined }
   /** Still undecided close to expiry: mentions who could still decide. */
   | { type: "plan.reminder"; expiresAt: string; missing: string[]; approvals: number; requiredApprovals: number };
 

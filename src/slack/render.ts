@@ -469,6 +469,11 @@ export function renderThreadReply(e: ThreadEvent): SlackMessage {
       return staleReply(e.outcome);
     case "plan.revoked":
       return reply(`⛔ Revoked by ${mention(e.userId)}: ${mrkdwnText(singleLine(e.reason), SHOWN.replyReason)}`);
+    case "plan.no_executor": {
+      const seen = e.lastSeenAt ? `none has asked for work since ${slackDate(e.lastSeenAt)}` : "none has asked for work yet";
+      const lapses = e.grantExpiresAt ? `; the approval lapses ${slackDate(e.grantExpiresAt)}` : "";
+      return reply(`⏸️ Waiting for an executor: no executor is connected (${seen}), so nobody applies this plan until one does${lapses}`);
+    }
   }
 }
 

@@ -399,6 +399,20 @@ export const pause = pgTable(
 );
 
 /**
+ * When each executor last asked for work, kept a heartbeat or reported
+ * (src/service/execution/executor-presence.ts), so every replica agrees whether one is connected.
+ * One row per executor id it sends; the row with the empty id stands for "none seen yet" and
+ * exists only to record that this was announced. `absence_noticed_at` is set on the newest row
+ * once the review channels are told no executor is connected, and cleared when that executor is
+ * seen again: a later outage is told again.
+ */
+export const executorPresence = pgTable("executor_presence", {
+  executor: text("executor").primaryKey(),
+  lastSeenAt: at("last_seen_at"),
+  absenceNoticedAt: at("absence_noticed_at"),
+});
+
+/**
  * Refusals answered, per error code (`countersign_refusals_total{code}`): a refusal
  * records nothing else, so this count is the only trace a scrape can read. One upsert each.
  */

@@ -3,7 +3,7 @@ import { RevocationLine, RevokeForm } from "./revoke-form.tsx";
 import { weakPrecondition } from "../plan/weak-precondition.ts";
 import { shortHash } from "../plan/fingerprint.ts";
 import type { Json } from "../plan/json.ts";
-import type { ActionPreview } from "../contract/agent-api.ts";
+import type { ActionPreview, Hold } from "../contract/agent-api.ts";
 import type { PlanDiff } from "../policy/plan-diff.ts";
 import type { WebSession } from "../service/sign-in/index.ts";
 import { MAX_STATED_REASON_CHARS } from "../service/access/index.ts";
@@ -79,6 +79,7 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
           writing.
         </div>
       ) : null}
+      {plan.status === "approved" && plan.held ? <HeldNotice held={plan.held} grantExpiresAt={plan.grantExpiresAt} /> : null}
       {plan.outcome ? (
         <section class="card" aria-labelledby="outcome">
           <h2 id="outcome">
@@ -419,6 +420,39 @@ function DecisionForms(props: { planId: string; hash: string; csrf: string }) {
       </form>
     </div>
   );
+}
+
+/** Why nobody applies this approved plan now (the pause has its own banner on every page). */
+function HeldNotice(props: { held: Hold; grantExpiresAt: string | undefined }) {
+  const { held } = props;
+  const lapses = props.grantExpiresAt ? (
+    <>
+      ; the approval lapses at <time datetime={props.grantExpiresAt}>{when(props.grantExpiresAt)}</time>
+    </>
+  ) : null;
+  if (held.by === "no_executor")
+    return (
+      <div class="notice bad" data-held="no_executor">
+        <strong>Waiting for an executor:</strong> none is connected
+        {held.lastSeenAt ? (
+          <>
+            {" "}
+            (the last one asked for work at <time datetime={held.lastSeenAt}>{when(held.lastSeenAt)}</time>)
+          </>
+        ) : (
+          " (none has asked for work yet)"
+        )}
+        , so nobody applies this plan until one does{lapses}.
+      </div>
+    );
+  if (held.by === "grant_key_mismatch")
+    return (
+      <div class="notice bad" data-held="grant_key_mismatch">
+        <strong>Waiting for an executor with the server's key:</strong> the executors asking for work cannot verify this plan's grant (signed with key{" "}
+        <code>{held.grantKid}</code>){lapses}.
+      </div>
+    );
+  return null;
 }
 
 /** Why this reader has no buttons, in the page's words. */

@@ -40,6 +40,7 @@ describe.each(["http", "socket"] as const)("the built serve's Slack door over %s
       path.join(dir, "countersign.yml"),
       [
         `slack: { reviewChannel: ${REVIEW} }`,
+        "executor: { expected: false }",
         "defaults: { approvers: [U0ALICE] }",
         "targets:",
         "  contacts:",

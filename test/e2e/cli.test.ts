@@ -150,7 +150,10 @@ describe("countersign CLI", () => {
         expect(resumed.code, resumed.stderr).toBe(0);
         expect(resumed.stdout).toMatch(/^Resumed by \S+ \(paused since \S+ by tester: demo freeze\)/);
         writeFileSync(path.join(cwd, "countersign.yml"), "# serve needs a config file\n");
-        const second = await runCli(["serve"], { cwd, env: { PORT: String(Number(port) + 1) } });
+        const second = await runCli(["serve"], {
+          cwd,
+          env: { PORT: String(Number(port) + 1), COUNTERSIGN_EXECUTOR_TOKEN: "an-executor-token-of-some-length" },
+        });
         expect(second.code).toBe(1);
         expect(second.stderr).toMatch(/COUNTERSIGN_DATA_DIR: another Countersign \(pid \d+.*\) is using/);
         expect(second.stderr).not.toMatch(/^\s+at /m);

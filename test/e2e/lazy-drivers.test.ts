@@ -79,6 +79,7 @@ describe("database drivers load lazily", () => {
           DATABASE_URL: databaseUrl.toString(),
           COUNTERSIGN_CONFIG: path.join(cwd, "countersign.yml"),
           COUNTERSIGN_GRANT_PRIVATE_KEY: (await testGrantKeys()).privatePem,
+          COUNTERSIGN_EXECUTOR_TOKEN: "an-executor-token-of-some-length",
           CRM_READ: READ_TOKEN,
           PORT: "0",
           LOG_LEVEL: "info",

@@ -87,7 +87,8 @@ describe("countersign start: the postgres.row demo", () => {
       await admin.unsafe(`CREATE ROLE ${plainUser} LOGIN NOCREATEDB NOCREATEROLE`);
       await admin.unsafe(`CREATE DATABASE cs_start_${suffix}_plain OWNER ${plainUser}`);
       const keys = await testGrantKeys();
-      grantEnv = { COUNTERSIGN_GRANT_PRIVATE_KEY: keys.privatePem, COUNTERSIGN_GRANT_PUBLIC_KEY: keys.publicPem };
+      // The private key alone: `start` gives its executor the public half of the key it holds.
+      grantEnv = { COUNTERSIGN_GRANT_PRIVATE_KEY: keys.privatePem };
     });
     afterAll(async () => {
       for (const url of [full, flow, plain]) {

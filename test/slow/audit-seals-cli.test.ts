@@ -46,7 +46,10 @@ describe("audit seals from the command line", () => {
   it("serve signs seals into the file; verify --seals passes and export writes JSON Lines (through the running server and directly), and a cut-back log is named by the published seal it contradicts", async () => {
     const cwd = mkdtempSync(path.join(dir, "serve-"));
     const sealsFile = path.join(cwd, "seals.jsonl");
-    writeFileSync(path.join(cwd, "countersign.yml"), `audit: { seal: { everyEvents: 1, everySeconds: 1, file: ${JSON.stringify(sealsFile)} } }\n`);
+    writeFileSync(
+      path.join(cwd, "countersign.yml"),
+      `executor: { expected: false }\naudit: { seal: { everyEvents: 1, everySeconds: 1, file: ${JSON.stringify(sealsFile)} } }\n`,
+    );
     const serve = await startCli(["serve"], {
       cwd,
       env: { COUNTERSIGN_AUDIT_SEAL_KEY: sealKey, PORT: "0", LOG_LEVEL: "info" },

@@ -69,7 +69,8 @@ export function testConfig(targets: Record<string, AnyTargetConfig>, defaults: P
     logLevel: "silent",
     slack: { enabled: false },
     defaults: { approvers: APPROVERS, requiredApprovals: 1, ttl: { default: 900, max: 86_400 }, grantTtl: 600, reminders: [], risk: "low", ...defaults },
-    executor: { leaseSeconds: 60 },
+    // No executor runs in most tests: their absence is announced only where a test asks for it.
+    executor: { leaseSeconds: 60, expected: false },
     browser: { loginLinks: true },
     admins: [],
     // Port 9 (discard): the callbacks of tests that queue webhooks and never see them answered.

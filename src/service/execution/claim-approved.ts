@@ -9,6 +9,7 @@ import type { ServiceContext } from "../context.ts";
 import { planEventStatement } from "../lifecycle/transition.ts";
 import { statusIs } from "../../store/plan-status-sql.ts";
 import { executorPolling, grantHeadersOf } from "./executors-seen.ts";
+import { executorSeen } from "./executor-presence.ts";
 
 /** Re-check for claimable plans this often even without a signal: leases run out silently (nothing announces them). */
 const RECHECK_MS = 1000;
@@ -88,15 +89,16 @@ export async function claimApproved(ctx: ServiceContext, input: { kids?: readonl
 
 /**
  * Long-poll: claims at once if it can, else waits for an approval (or a lease to run out), or for
- * an approval on this replica to hand it a plan claimed already (PlanSignals.takeClaimer). The
+ * an approval on this replica to hand it a plan claimed already (PlanSignals.takeClaimer). While
+ * it waits, `executor` counts as connected (executor-presence.ts). The
  * wait is elapsed time on the monotonic timer; whether a grant or lease is still valid is judged
  * by ctx.clock inside claimApproved.
  */
 export async function claimApprovedWaiting(
   ctx: ServiceContext,
-  input: { waitMs: number; signal?: AbortSignal | undefined; kids?: readonly string[] | undefined },
+  input: { waitMs: number; signal?: AbortSignal | undefined; kids?: readonly string[] | undefined; executor?: string | undefined },
 ): Promise<Claim | undefined> {
-  const { waitMs, signal, kids } = input;
+  const { waitMs, signal, kids, executor } = input;
   const deadline = performance.now() + waitMs;
   // Every approval here is signed with this replica's key: an executor that cannot verify it is
   // never queued for a hand-off (decide.ts), and looks again on the timer for what it can verify.
@@ -104,6 +106,8 @@ export async function claimApprovedWaiting(
   const done = executorPolling(ctx, kids);
   try {
     for (;;) {
+      // Every turn of the wait, so an executor waiting here stays connected for every replica.
+      await executorSeen(ctx, executor);
       const claim = await claimApproved(ctx, { kids });
       const left = deadline - performance.now();
       if (claim || left <= 0 || signal?.aborted) {

@@ -57,6 +57,13 @@ export function executorPolling(ctx: Pick<ServiceContext, "database" | "clock" |
   };
 }
 
+/** How many executors' claim requests wait on this replica now: each is a connected executor, whatever the database says yet. */
+export function claimsWaitingHere(database: Database): number {
+  let waiting = 0;
+  for (const s of seenBy.get(database)?.values() ?? []) waiting += s.polling;
+  return waiting;
+}
+
 /**
  * Why an approved plan waits though executors ask for work: none of those asking this replica
  * now can verify its grant (they would never be handed it). Undefined when one can, or when no

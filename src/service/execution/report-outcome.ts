@@ -5,6 +5,7 @@ import { redactText } from "../../policy/redact.ts";
 import { plans } from "../../store/schema.ts";
 import type { ServiceContext } from "../context.ts";
 import { leaseLost } from "./heartbeat-claim.ts";
+import { executorSeen } from "./executor-presence.ts";
 import { transition } from "../lifecycle/transition.ts";
 import { validate } from "../validate.ts";
 
@@ -19,6 +20,8 @@ export interface ReportOutcomeInput {
   claimToken: string;
   /** The outcome as received: validated here. */
   outcome: unknown;
+  /** The executor's id (EXECUTOR_ID_HEADER), if it sent one. */
+  executor?: string | undefined;
 }
 
 /**
@@ -29,6 +32,7 @@ export interface ReportOutcomeInput {
  */
 export async function reportOutcome(ctx: ServiceContext, input: ReportOutcomeInput): Promise<{ status: Outcome["status"] }> {
   const { claimToken } = input;
+  await executorSeen(ctx, input.executor);
   const outcome = validate(Outcome, input.outcome, "outcome");
   const row = await ctx.database.db.transaction((tx) =>
     transition(ctx, tx, {

@@ -4,16 +4,16 @@ import { plans } from "../../store/schema.ts";
 import type { AgentIdentity } from "../agents/authenticate-agent.ts";
 import type { ServiceContext } from "../context.ts";
 import { ServiceError } from "../errors.ts";
-import { grantKeyHold } from "../execution/executors-seen.ts";
+import { executorHold } from "../execution/executor-hold.ts";
 import { pauseNow } from "../operations/pause.ts";
 import { planView, type PlanView } from "../lifecycle/plan-view.ts";
 import type { PlanRow } from "../lifecycle/transition.ts";
 
 /**
  * A plan as its own agent sees it. Another agent's plan is indistinguishable from none. An
- * approved plan waiting while Countersign is paused, or while the executors asking for work
- * cannot verify its grant, says so (`held`), so an agent polling or waiting knows why nothing
- * happens.
+ * approved plan waiting while Countersign is paused, while the executors asking for work cannot
+ * verify its grant, or while no executor is connected, says so (`held`), so an agent polling or
+ * waiting knows why nothing happens.
  */
 export async function getPlan(ctx: ServiceContext, input: AgentPlanInput): Promise<PlanView> {
   const row = await ownPlanRow(ctx, input);
@@ -21,8 +21,8 @@ export async function getPlan(ctx: ServiceContext, input: AgentPlanInput): Promi
   if (view.status !== "approved") return view;
   const paused = await pauseNow(ctx);
   if (paused) return { ...view, held: { by: "pause", reason: paused.reason, since: paused.since } };
-  const mismatch = grantKeyHold(ctx, row);
-  return mismatch ? { ...view, held: mismatch } : view;
+  const held = await executorHold(ctx, row);
+  return held ? { ...view, held } : view;
 }
 
 /** Which plan an agent asks about, for every verb an agent runs on one of its own plans. */

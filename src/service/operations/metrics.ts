@@ -2,6 +2,7 @@ import { sql, type SQL } from "drizzle-orm";
 import { PLAN_STATUSES } from "../../plan/status.ts";
 import type { ServiceContext } from "../context.ts";
 import { laneHealth } from "../delivery/lane-health.ts";
+import { connectedSince } from "../execution/executor-presence.ts";
 import { ServiceError } from "../errors.ts";
 
 /**
@@ -29,6 +30,8 @@ export interface MetricsSnapshot {
   /** Plans that reached each status (a takeover enters `executing` again; `pending` counts submissions). */
   plansTotal: { status: string; count: number }[];
   pendingPlans: number;
+  /** Executors connected now (executor-presence.ts): by the database, so every replica says the same. */
+  executorsConnected: number;
   decisionsTotal: { verdict: string; via: string; count: number }[];
   refusalsTotal: { code: string; count: number }[];
   /** Expiries by the status the plan expired from: `pending` is a plan nobody decided in time. */
@@ -146,13 +149,15 @@ async function rollUpStep(ctx: Pick<ServiceContext, "database">): Promise<"done"
  * either whole or not at all), the pending count from plans_pending_expiry, and the outbox lanes
  * as the visibility page reads them.
  */
-export async function readMetrics(ctx: Pick<ServiceContext, "database" | "clock">): Promise<MetricsSnapshot> {
+export async function readMetrics(
+  ctx: Pick<ServiceContext, "database" | "clock"> & { config?: Pick<ServiceContext["config"], "executor"> },
+): Promise<MetricsSnapshot> {
   await rollUpMetrics(ctx);
   // JIT off: the statement's plan for "no rollup yet" estimates a scan of the whole log, which
   // made PostgreSQL spend 3.4 s compiling a read that then ran in 20 ms.
   const facts = await ctx.database.db.transaction(async (tx) => {
     await tx.execute(sql`SET LOCAL jit = off`);
-    return ctx.database.rows<FactRow>(metricsStatement(), tx);
+    return ctx.database.rows<FactRow>(metricsStatement(connectedSince(ctx)), tx);
   });
   const lanes = await laneHealth(ctx);
   return snapshotOf(
@@ -161,8 +166,8 @@ export async function readMetrics(ctx: Pick<ServiceContext, "database" | "clock"
   );
 }
 
-/** readMetrics' one statement (bench/metrics-scrape.ts EXPLAINs it). */
-export function metricsStatement(): SQL {
+/** readMetrics' one statement (bench/metrics-scrape.ts EXPLAINs it); executors seen after `executorsSince` are connected. */
+export function metricsStatement(executorsSince: Date = new Date(Date.now() - 60_000)): SQL {
   return sql`
     WITH state AS (SELECT through_xid FROM metrics_rollup_state WHERE id = 1 AND buckets = ${BUCKETS_SPEC}),
     since AS (
@@ -173,7 +178,8 @@ export function metricsStatement(): SQL {
     SELECT metric, label, bucket, sum(count) AS count, sum(sum) AS sum
     FROM (SELECT * FROM since UNION ALL SELECT * FROM rolled
           UNION ALL SELECT 'refusals', code, -1, count, 0 FROM refusal_counts
-          UNION ALL SELECT 'pending', '', -1, (SELECT count(*) FROM plans WHERE status = 'pending'), 0) AS every
+          UNION ALL SELECT 'pending', '', -1, (SELECT count(*) FROM plans WHERE status = 'pending'), 0
+          UNION ALL SELECT 'executors', '', -1, (SELECT count(*) FROM executor_presence WHERE last_seen_at > ${executorsSince.toISOString()}::timestamptz), 0) AS every
     GROUP BY 1, 2, 3`;
 }
 
@@ -197,6 +203,7 @@ export function snapshotOf(rows: FactRow[], lanes: MetricsSnapshot["lanes"]): Me
       .sort(byLabel)
       .map((r) => ({ status: r.label, count: r.count })),
     pendingPlans: counter("pending")[0]?.count ?? 0,
+    executorsConnected: counter("executors")[0]?.count ?? 0,
     decisionsTotal: counter("decisions")
       .sort(byLabel)
       .map((r) => {

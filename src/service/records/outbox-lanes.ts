@@ -6,11 +6,11 @@ import type { PlanDocument } from "../../plan/schema.ts";
  * a slow or rate-limited sink (a flooded Slack channel, an agent's webhook that times out) never
  * delays another. The lane is fixed when the row is written, from the plan and the config:
  * `slack:<review channel>`, `webhook:<agent name>`, `slack_notice:<channel>` (noticeLaneOf, for
- * pause.ts), or the sink's kind for any other sink (sinkLane).
+ * announcements), or the sink's kind for any other sink (sinkLane).
  */
 export type LaneConfig = Pick<Config, "targets" | "slack">;
 
-/** The outbox sink that posts the pause and resume announcements to the review channels (pause.ts): a lane per channel. */
+/** The outbox sink that posts announcements to the review channels (pause.ts, execution/missing-executors.ts): a lane per channel. */
 export const NOTICE_SINK = "slack_notice";
 
 /** The lane of the notices to one channel. */

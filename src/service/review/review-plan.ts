@@ -10,6 +10,7 @@ import type { PlanDiff } from "../../policy/plan-diff.ts";
 import { refusalError } from "../access/refusal-error.ts";
 import { rightsOf, type DecisionRefusal, type Reader } from "../access/reader-rights.ts";
 import { statusIn, statusIs } from "../../store/plan-status-sql.ts";
+import { executorHold } from "../execution/executor-hold.ts";
 
 export type { DecisionRefusal, Reader } from "../access/reader-rights.ts";
 
@@ -57,8 +58,10 @@ export async function reviewPlan(ctx: ServiceContext, { planId, reader }: Review
     .orderBy(asc(outbox.id));
   const view = await planView(ctx.database.db, ctx.config.publicUrl, row, "reviewer", ctx.redaction);
   const changedSince = await changedSinceOf(ctx, view);
+  // The pause is on every page already (its banner); what holds this plan alone is said here.
+  const held = view.status === "approved" ? await executorHold(ctx, row) : undefined;
   return {
-    plan: { ...view, whyNotDecide: rights.whyMayNotDecide(view) },
+    plan: { ...view, ...(held ? { held } : {}), whyNotDecide: rights.whyMayNotDecide(view) },
     ...(changedSince ? { changedSince } : {}),
     mayRevoke: view.status === "approved" && rights.whyMayNotRevoke(view) === undefined,
     events: events.map((e) => ({ id: e.id, type: e.type, actor: e.actor, data: e.data, at: e.at.toISOString() })),

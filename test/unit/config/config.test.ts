@@ -255,6 +255,15 @@ describe("loadConfig: the config file", () => {
     expect(withFile.defaults.approvers).toEqual([]);
   });
 
+  it("executor: missingAfterSeconds is 60 and an executor is expected unless set; 50 is the least accepted", () => {
+    expect(load("").executor).toStrictEqual({ leaseSeconds: 60, missingAfterSeconds: 60, expected: true });
+    expect(load("executor: { missingAfterSeconds: 50, expected: false }\n").executor).toStrictEqual({
+      leaseSeconds: 60,
+      missingAfterSeconds: 50,
+      expected: false,
+    });
+  });
+
   it("invalid YAML is an error at the top level with the line", () => {
     const err = configError(() => load("targets:\n  crm: [\n"));
     expect(problemAt(err, "")).toMatch(/is not valid YAML at line \d+/);
@@ -281,6 +290,13 @@ describe("loadConfig: the config file", () => {
     ["target timeoutMs above a minute", CRM_BASE + "    timeoutMs: 60001\n", "targets.crm.timeoutMs"],
     ["target name with upper case", CRM_BASE.replace("crm:", "CRM:"), "targets.CRM"],
     ["header value not a string", CRM_BASE + "    read:\n      headers:\n        X-Retry: [1]\n", "targets.crm.read.headers.X-Retry"],
+    [
+      "executor.missingAfterSeconds under twice the claim wait",
+      "executor: { missingAfterSeconds: 49 }\n",
+      "executor.missingAfterSeconds",
+      /must be at least 50: twice the longest claim wait \(25 s\)/,
+    ],
+    ["executor.expected not a boolean", "executor: { expected: maybe }\n", "executor.expected"],
   ])("refuses %s, naming the key", (_name, yaml, key, message) => {
     const err = configError(() => load(yaml));
     const text = problemAt(err, key);

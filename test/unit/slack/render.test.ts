@@ -599,6 +599,18 @@ describe("renderThreadReply", () => {
     ["a cancellation", { type: "plan.cancelled", agent: "crm-bot" }, ["Cancelled by the agent (crm-bot)"]],
     ["execution", { type: "plan.executing" }, ["Executing…"]],
     ["a takeover", { type: "plan.reclaimed", claim: 3 }, ["Taken over by another executor (claim 3)"]],
+    [
+      "no executor connected",
+      { type: "plan.no_executor", lastSeenAt: "2026-12-02T12:00:00.000Z", grantExpiresAt: "2026-12-02T12:10:00.000Z" },
+      [
+        "⏸️ Waiting for an executor: no executor is connected (none has asked for work since <!date^1796212800^{date_short_pretty} at {time}|2026-12-02T12:00:00Z>), so nobody applies this plan until one does; the approval lapses <!date^1796213400^{date_short_pretty} at {time}|2026-12-02T12:10:00Z>",
+      ],
+    ],
+    [
+      "no executor ever connected",
+      { type: "plan.no_executor", lastSeenAt: null, grantExpiresAt: undefined },
+      ["⏸️ Waiting for an executor: no executor is connected (none has asked for work yet), so nobody applies this plan until one does"],
+    ],
     ["an approval with nobody named", { type: "plan.approved", approvers: [] }, ["Approved — handed to the executor"]],
     [
       "an application",
