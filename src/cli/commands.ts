@@ -66,6 +66,10 @@ async function longRunning() {
 const string = (value: string, says: string): OptionSpec => ({ type: "string", value, says });
 const text = (v: string | boolean | undefined) => (typeof v === "string" ? v : undefined);
 
+/** `doctor`, and `policy check --role`: one code path, so both print the same lines. */
+const doctor = async ({ values, positionals, env, out }: CommandInput) =>
+  (await import("./doctor.ts")).doctor({ role: text(values.role), file: positionals[0], env, out });
+
 const agentsDatabase = "On DATABASE_URL, or the embedded database in COUNTERSIGN_DATA_DIR (through the server holding it, when one runs).";
 
 export const COMMANDS: (Command | CommandGroup)[] = [
@@ -106,6 +110,23 @@ export const COMMANDS: (Command | CommandGroup)[] = [
     },
   },
   {
+    name: "doctor",
+    summary: "check what serve or the executor needs before it starts: one line each, ✓, or ✗ with the fix",
+    about:
+      "Loads the config exactly as that process would, with this environment, and checks its variables (and that it holds none it must not), " +
+      "then as the server: the database reachable and migrated, Slack's token and channels, each target readable and a postgres.row read role that writes nothing; " +
+      "as the executor: the server at COUNTERSIGN_URL, its executor token and grant key, each target readable and a postgres.row write role holding exactly what allow names. " +
+      "It only reads: nothing is migrated, claimed or written. A check over the network gives up after 5 s. Exit 1 on any ✗.",
+    synopsis: ["--role server|executor [CONFIG]"],
+    arguments: [{ name: "CONFIG", optional: true, says: "the config file (default: COUNTERSIGN_CONFIG, else ./countersign.yml)" }],
+    options: { role: string("server|executor", "check as this process (required)") },
+    examples: [
+      ["doctor", "--role", "server"],
+      ["doctor", "--role", "executor", "countersign.yml"],
+    ],
+    run: doctor,
+  },
+  {
     name: "keys",
     summary: "signing keys",
     subcommands: [
@@ -142,14 +163,15 @@ export const COMMANDS: (Command | CommandGroup)[] = [
         summary: "validate a config and print each target's effective policy",
         about:
           "Without --role no credential is resolved, so it runs anywhere. The file is FILE, else COUNTERSIGN_CONFIG, else ./countersign.yml. " +
-          "Exit 1 naming every bad key.",
+          "Exit 1 naming every bad key. With --role it is 'countersign doctor --role': the same checks, the same lines.",
         arguments: [{ name: "FILE", optional: true, says: "the config to check" }],
-        options: { role: string("server|executor", "load the config as that process would, with this environment (credentials and all)") },
+        options: { role: string("server|executor", "run 'countersign doctor' as that process instead, with this environment (credentials and all)") },
         examples: [
           ["policy", "check", "countersign.yml"],
           ["policy", "check", "countersign.yml", "--role", "executor"],
         ],
-        run: async ({ args, env, out }) => (await import("./policy-check.ts")).policyCheck(args, env, out),
+        run: async (input) =>
+          input.values.role !== undefined ? doctor(input) : (await import("./policy-check.ts")).policyCheck(input.args, input.env, input.out),
       },
     ],
   },

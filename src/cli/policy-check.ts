@@ -10,40 +10,37 @@ import { ServiceError } from "../service/errors.ts";
 const USAGE = "usage: countersign policy check [FILE] [--role server|executor]";
 
 /**
- * `countersign policy check [FILE] [--role server|executor]`: validates a config (throwing
- * ConfigError naming every bad key) and prints the policy each target lives under, as plans
- * will record it. Without --role no credential is resolved, so it runs anywhere; with a role it
- * loads the config exactly as that process would, with this environment, and fails where it would.
+ * `countersign policy check [FILE]`: validates a config (throwing ConfigError naming every bad
+ * key) and prints the policy each target lives under, as plans will record it. No credential is
+ * resolved, so it runs anywhere. With --role it is `countersign doctor` (src/cli/commands.ts
+ * sends it there): the config loaded as that process would, and what it needs checked.
  */
 export function policyCheck(args: string[], env: NodeJS.ProcessEnv, out: (line: string) => void): number {
-  let parsed: { values: { role?: string }; positionals: string[] };
+  let parsed: { positionals: string[] };
   try {
-    parsed = parseArgs({ args, options: { role: { type: "string" } }, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args, allowPositionals: true, strict: true });
   } catch (err) {
     throw new ServiceError("invalid_request", `${(err as Error).message}; ${USAGE}`);
   }
-  const role = parsed.values.role;
-  if (role !== undefined && role !== "server" && role !== "executor")
-    throw new ServiceError("invalid_request", `--role must be server or executor, not '${role}'; ${USAGE}`);
   if (parsed.positionals.length > 1) throw new ServiceError("invalid_request", USAGE);
-  const file = resolveFile(parsed.positionals[0], env);
-  const fileEnv = { ...env, COUNTERSIGN_CONFIG: file };
-
-  if (role !== undefined) loadConfig({ env: fileEnv, role, requireFile: true });
-  const config = loadConfig({ env: fileEnv, role: "check" });
-  out(`${config.configPath}: valid${role ? ` for the ${role}, with this environment` : ""}. Environment '${config.environment}'.`);
+  const file = resolveConfigFile(parsed.positionals[0], env, "countersign policy check FILE");
+  const config = loadConfig({ env: { ...env, COUNTERSIGN_CONFIG: file }, role: "check" });
+  out(`${config.configPath}: valid. Environment '${config.environment}'.`);
   printPolicy(config, out);
-  if (role === undefined && config.targetsWithoutWrite.length > 0) {
+  if (config.targetsWithoutWrite.length > 0) {
     out("");
     out(
-      `An executor would refuse to start: no write block for ${config.targetsWithoutWrite.map((t) => `targets.${t}.write`).join(", ")} (it needs a write credential for every target). 'policy check --role executor' checks it with this environment.`,
+      `An executor would refuse to start: no write block for ${config.targetsWithoutWrite.map((t) => `targets.${t}.write`).join(", ")} (it needs a write credential for every target). 'countersign doctor --role executor' checks it with this environment.`,
     );
   }
   return 0;
 }
 
-/** The file to check: the argument, else COUNTERSIGN_CONFIG, else ./countersign.yml; named by whichever the person used. */
-function resolveFile(argument: string | undefined, env: NodeJS.ProcessEnv): string {
+/**
+ * The file to check: the argument, else COUNTERSIGN_CONFIG, else ./countersign.yml; named by
+ * whichever the person used. `usage` is how to name one on the command line.
+ */
+export function resolveConfigFile(argument: string | undefined, env: NodeJS.ProcessEnv, usage: string): string {
   if (argument !== undefined) {
     const file = path.resolve(argument);
     if (!existsSync(file)) throw new ConfigError("command line", [{ key: argument, message: `no such file (${file})` }]);
@@ -55,7 +52,7 @@ function resolveFile(argument: string | undefined, env: NodeJS.ProcessEnv): stri
     throw new ConfigError("command line", [
       {
         key: "COUNTERSIGN_CONFIG",
-        message: `is not set and ${file} does not exist; name the file to check (countersign policy check FILE), set COUNTERSIGN_CONFIG, or copy countersign.example.yml to ./countersign.yml`,
+        message: `is not set and ${file} does not exist; name the file to check (${usage}), set COUNTERSIGN_CONFIG, or copy countersign.example.yml to ./countersign.yml`,
       },
     ]);
   }

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createPublicKey, randomBytes } from "node:crypto";
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { stringify as stringifyYaml } from "yaml";
 import { ConfigError, loadConfig, type ServerConfig } from "../config/load.ts";
@@ -84,43 +84,36 @@ async function run(out: (line: string) => void, signals: StopSignals, env: NodeJ
   const childLogLevel = config.logLevel === "info" ? "warn" : config.logLevel;
   const logger = createLogger(childLogLevel);
   const grant = await resolveGrantKey(config);
-  const publicKey = process.env.COUNTERSIGN_GRANT_PUBLIC_KEY || (grant.publicPemFile ? readFileSync(grant.publicPemFile, "utf8") : undefined);
-  const executorEnv = publicKey
-    ? {
-        ...env,
-        ...(demo ? { COUNTERSIGN_DEMO_WRITE_TOKEN: demo.writeToken } : {}),
-        ...(demo?.rows?.ok ? { [PG_DEMO_ENV.write]: demo.rows.demo.writeUrl } : {}),
-        COUNTERSIGN_EXECUTOR_TOKEN: executorToken,
-        COUNTERSIGN_GRANT_PUBLIC_KEY: publicKey,
-        LOG_LEVEL: childLogLevel,
-      }
-    : undefined;
+  // The public half of the key this process signs with, unless given (during a rotation, the old and the new one).
+  const publicKey = process.env.COUNTERSIGN_GRANT_PUBLIC_KEY || (createPublicKey(grant.key.key).export({ type: "spki", format: "pem" }) as string);
+  const executorEnv = {
+    ...env,
+    ...(demo ? { COUNTERSIGN_DEMO_WRITE_TOKEN: demo.writeToken } : {}),
+    ...(demo?.rows?.ok ? { [PG_DEMO_ENV.write]: demo.rows.demo.writeUrl } : {}),
+    COUNTERSIGN_EXECUTOR_TOKEN: executorToken,
+    COUNTERSIGN_GRANT_PUBLIC_KEY: publicKey,
+    LOG_LEVEL: childLogLevel,
+  };
   // The executor's config is checked here, before anything starts, so a target without a write
   // block is one clear error now rather than a child that dies after the banner. The view is
   // dropped at once: the server keeps no resolved write credential (the child resolves its own).
-  if (executorEnv) {
-    try {
-      loadConfig({ env: { ...executorEnv, COUNTERSIGN_URL: config.publicUrl }, role: "executor" });
-    } catch (err) {
-      if (err instanceof ConfigError) throw new ConfigError(`the executor that 'start' runs, ${config.configPath ?? "built-in defaults"}`, err.problems);
-      throw err;
-    }
+  try {
+    loadConfig({ env: { ...executorEnv, COUNTERSIGN_URL: config.publicUrl }, role: "executor" });
+  } catch (err) {
+    if (err instanceof ConfigError) throw new ConfigError(`the executor that 'start' runs, ${config.configPath ?? "built-in defaults"}`, err.problems);
+    throw err;
   }
 
   // The embedded default is for one person on one machine: loopback only, whatever HOST says.
   const server = await runServer({ config, logger, grantKey: grant.key, hostname: "127.0.0.1" });
-  const executor = executorEnv ? spawnExecutor({ ...executorEnv, COUNTERSIGN_URL: server.url }) : undefined;
+  const executor = spawnExecutor({ ...executorEnv, COUNTERSIGN_URL: server.url });
 
   out("");
   out(`Countersign is running — ${config.publicUrl}  (${config.database.kind === "pglite" ? `embedded PGlite in ${config.database.dataDir}` : "PostgreSQL"})`);
   out(`  environment: ${config.environment}   targets: ${Object.keys(config.targets).join(", ") || "(none)"}`);
-  out(
-    executor
-      ? `  executor: pid ${executor.child.pid} (applies approved plans; the server's config resolves no write credential, the executor's does)`
-      : "  executor: not started — set COUNTERSIGN_GRANT_PUBLIC_KEY to the public half of COUNTERSIGN_GRANT_PRIVATE_KEY",
-  );
-  if (executor)
-    out(`  one process: 'start' ${startHolds(demo)}, so it could write too; run 'serve' and 'executor' apart to keep write credentials out of the server`);
+  out(`  executor: pid ${executor.child.pid} (applies approved plans; the server's config resolves no write credential, the executor's does)`);
+  out(`  one process: 'start' ${startHolds(demo)}, so it could write too; run 'serve' and 'executor' apart to keep write credentials out of the server`);
+  out("  run apart: 'countersign doctor --role server' (or --role executor) checks each one's config, credentials and connections first");
   if (demo) {
     const key = await demoAgentKey(server.ctx, config.dataDir, config.database);
     const rows = demo.rows?.ok ? demo.rows.demo : undefined;
@@ -161,10 +154,10 @@ async function run(out: (line: string) => void, signals: StopSignals, env: NodeJ
   out("");
   out("Ctrl-C stops everything.");
   return signals.untilStopped(async () => {
-    await executor?.stop();
+    await executor.stop();
     await server.close();
     await demo?.target.stop();
-  }, executor?.died);
+  }, executor.died);
 }
 
 /** What this process holds besides the server's config: the executor's environment, and with the demo its targets. */

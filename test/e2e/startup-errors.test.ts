@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -46,13 +46,13 @@ function databaseUrl(change: (url: URL) => void): string {
 describe("startup failures name the variable and the fix", () => {
   let dir: string;
   let grantKey: string;
-  /** A directory with an (empty, valid) countersign.yml, so serve gets as far as the database. */
+  /** A directory with a valid countersign.yml needing no variable, so serve gets as far as the database. */
   let configured: string;
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "countersign-startup-"));
     configured = mkdtempSync(path.join(dir, "configured-"));
-    writeFileSync(path.join(configured, "countersign.yml"), "environment: startup-test\n");
+    writeFileSync(path.join(configured, "countersign.yml"), "environment: startup-test\nexecutor: { expected: false }\n");
     const keys = await runCli(["keys", "generate"], { cwd: dir });
     expect(keys.code, keys.stderr).toBe(0);
     grantKey = /-----BEGIN PRIVATE KEY-----[\s\S]+?-----END PRIVATE KEY-----/.exec(keys.stdout)![0];
@@ -82,7 +82,7 @@ describe("startup failures name the variable and the fix", () => {
     expect(result.stderr).not.toMatch(/^\s+at /m);
   }, 60_000);
 
-  it("policy check --role executor names the target that has no write block; without --role it warns and passes", async () => {
+  it("policy check --role executor (the doctor) names the target that has no write block; without --role it warns and passes", async () => {
     const cwd = mkdtempSync(path.join(dir, "roles-"));
     writeFileSync(
       path.join(cwd, "cs.yml"),
@@ -107,9 +107,9 @@ describe("startup failures name the variable and the fix", () => {
 
     const asExecutor = await runCli(["policy", "check", "cs.yml", "--role", "executor"], { cwd, env: executorEnv });
     expect(asExecutor.code, asExecutor.stdout).toBe(1);
-    expect(asExecutor.stderr).toContain("targets.billing.write: is missing");
-    expect(asExecutor.stderr).not.toContain("targets.crm.write");
-    expect(asExecutor.stderr).not.toMatch(/^\s+at /m);
+    expect(asExecutor.stdout).toMatch(/^✗ config .*cs\.yml: the executor would refuse to start — .*targets\.billing\.write: is missing/m);
+    expect(asExecutor.stdout).not.toContain("targets.crm.write");
+    expect(asExecutor.stderr).toBe("");
 
     const plain = await runCli(["policy", "check", "cs.yml"], { cwd });
     expect(plain.code, plain.stderr).toBe(0);
@@ -118,11 +118,10 @@ describe("startup failures name the variable and the fix", () => {
     expect(plain.stdout).toContain("An executor would refuse to start: no write block for targets.billing.write");
 
     const asServer = await runCli(["policy", "check", "cs.yml", "--role", "server"], { cwd });
-    expect(asServer.code, asServer.stderr).toBe(0); // the server never reads a write block
-    expect(asServer.stdout).toContain("valid for the server");
+    expect(asServer.stdout).toMatch(/^✓ config .*cs\.yml: loads as the server loads it/m); // the server never reads a write block
     const serverOnPostgres = await runCli(["policy", "check", "cs.yml", "--role", "server"], { cwd, env: { DATABASE_URL: "postgres://db.example/cs" } });
     expect(serverOnPostgres.code, serverOnPostgres.stdout).toBe(1); // serve would refuse to start the same way
-    expect(serverOnPostgres.stderr).toContain("COUNTERSIGN_GRANT_PRIVATE_KEY: is not set");
+    expect(serverOnPostgres.stdout).toMatch(/^✗ config .* — COUNTERSIGN_GRANT_PRIVATE_KEY: is not set/m);
   }, 60_000);
 
   it("a misspelled top-level key is named first, and the server is never told to hold a write credential", async () => {
@@ -133,19 +132,22 @@ describe("startup failures name the variable and the fix", () => {
     expect(result.stderr).not.toMatch(/WRITE/);
   }, 60_000);
 
-  it("policy check --role server on countersign.example.yml lists every variable to export on one line, and passes once they are set", async () => {
+  it("policy check --role server (the doctor) on countersign.example.yml lists every variable to export on one line, and loads once they are set", async () => {
     const unset = await runCli(["policy", "check", "--role", "server", EXAMPLE], { cwd: dir });
-    expectNamedFailure(unset, "CRM_READ_TOKEN, CRMDB_READ_URL", /are not set; export them/);
-    expect(unset.stderr.trimEnd().split("\n")).toHaveLength(1);
-    expect(unset.stderr).not.toMatch(/WRITE/);
-    expect(unset.stdout).toBe("");
+    expect(unset.code).toBe(1);
+    expect(unset.stdout.trimEnd().split("\n")).toEqual([
+      expect.stringMatching(
+        /^✗ config .*countersign\.example\.yml: the server would refuse to start — CRM_READ_TOKEN, CRMDB_READ_URL: are not set; export them/,
+      ),
+    ]);
+    expect(unset.stdout).not.toMatch(/WRITE/);
+    expect(unset.stderr).toBe("");
 
     const set = await runCli(["policy", "check", "--role", "server", EXAMPLE], {
       cwd: dir,
       env: { CRM_READ_TOKEN: "r", CRMDB_READ_URL: "postgres://crm_read@db.example/crm" },
     });
-    expect(set.code, set.stderr).toBe(0);
-    expect(set.stdout).toContain("countersign.example.yml: valid for the server, with this environment");
+    expect(set.stdout).toMatch(/^✓ config .*countersign\.example\.yml: loads as the server loads it/m);
   }, 60_000);
 
   it("one-shot commands resolve no target credential: migrate and agents run on countersign.example.yml with no variable set", async () => {
@@ -184,6 +186,25 @@ describe("startup failures name the variable and the fix", () => {
       await new Promise<void>((resolve) => gone.close(() => resolve()));
     }
   }, 120_000);
+
+  it("serve without COUNTERSIGN_EXECUTOR_TOKEN refuses in one line naming it, before anything starts; with executor.expected: false it starts", async () => {
+    const expecting = mkdtempSync(path.join(dir, "no-token-"));
+    writeFileSync(path.join(expecting, "countersign.yml"), "environment: startup-test\n");
+    const data = path.join(expecting, "data");
+    const refused = await runCli(["serve"], { cwd: expecting, env: { PORT: "0", COUNTERSIGN_DATA_DIR: data } });
+    expectNamedFailure(refused, "COUNTERSIGN_EXECUTOR_TOKEN", /is not set, so no executor could claim an approved plan.*executor: \{ expected: false \}/);
+    expect(refused.stdout).toBe("");
+    expect(existsSync(data)).toBe(false); // no database was made
+
+    const server = await startCli(["serve"], {
+      cwd: configured,
+      env: { PORT: "0", HOST: "127.0.0.1", COUNTERSIGN_DATA_DIR: path.join(dir, "not-expected-data"), LOG_LEVEL: "info" },
+      ready: /countersign serving/,
+      timeoutMs: 120_000,
+    });
+    expect(await server.stop()).toBe(0);
+    expect(server.output()).not.toContain("COUNTERSIGN_EXECUTOR_TOKEN");
+  }, 180_000);
 
   it("a port already in use names PORT", async () => {
     const holder = net.createServer();

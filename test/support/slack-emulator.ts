@@ -331,6 +331,8 @@ export class SlackEmulator {
   /** Every Home tab published (`views.publish`), in order; the last one per user is what they see. */
   readonly published: PublishedView[] = [];
   readonly responseUrlPosts: ResponseUrlPost[] = [];
+  /** Channels the bot is not a member of (`conversations.info`); it is in every other known channel. */
+  readonly botOutside = new Set<string>();
   /** The bearer token accepted now; change it to simulate a revoked or rotated token. */
   botToken: string;
   readonly teamId: string;
@@ -397,6 +399,7 @@ export class SlackEmulator {
       "usergroups.users.list": (args) => this.usergroupsUsersList(args),
       "users.info": (args) => this.usersInfo(args),
       "views.publish": (args) => this.viewsPublish(args),
+      "conversations.info": (args) => this.conversationsInfo(args),
     };
   }
 
@@ -829,6 +832,25 @@ export class SlackEmulator {
     };
     this.published.push({ user, view: published, at: new Date() });
     return { view: published };
+  }
+
+  /** Slack hides a private channel (`G…`) from a bot outside it: `channel_not_found`, as for one that does not exist. */
+  private conversationsInfo(args: JsonObject): JsonObject {
+    const channel = this.requireChannel(args);
+    const isPrivate = channel.startsWith("G");
+    const isMember = !this.botOutside.has(channel);
+    if (isPrivate && !isMember) throw new SlackApiError("channel_not_found");
+    return {
+      channel: {
+        id: channel,
+        name: channel.toLowerCase(),
+        is_channel: !isPrivate,
+        is_group: isPrivate,
+        is_private: isPrivate,
+        is_archived: this.archived.has(channel),
+        is_member: isMember,
+      },
+    };
   }
 
   private usergroupsUsersList(args: JsonObject): JsonObject {
