@@ -14,8 +14,8 @@ describe("the published package.json", () => {
     expect(atInstall).toEqual([]);
   });
 
-  it("ships the docs, the examples and the license beside dist/", () => {
-    expect(pkg.files).toEqual(expect.arrayContaining(["dist", "docs", "examples", "README.md", "CHANGELOG.md", "LICENSE"]));
+  it("ships the docs, the examples, the systemd units and the license beside dist/", () => {
+    expect(pkg.files).toEqual(expect.arrayContaining(["dist", "docs", "examples", "deploy", "README.md", "CHANGELOG.md", "LICENSE"]));
   });
 
   it("LICENSE is the license package.json names", () => {
