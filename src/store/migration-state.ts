@@ -21,7 +21,11 @@ export function latestMigration(): { tag: string; when: number } {
 export async function migrationState(database: Pick<Database, "rows">, latest = latestMigration()): Promise<MigrationState> {
   try {
     const applied = await appliedMigrations((text) => database.rows(sql.raw(text)));
-    if (applied.mismatch) return { ready: false, reason: `the database ${mismatchText(applied.mismatch)}: create a new database and start again` };
+    if (applied.mismatch)
+      return {
+        ready: false,
+        reason: `the database ${mismatchText(applied.mismatch)}: ${applied.mismatch === "newer-build" ? "run the newer version on it" : "create a new database and start again"}`,
+      };
     if (applied.newest === undefined)
       return { ready: false, reason: `the database is not migrated (no migration applied; this build's newest is ${latest.tag}): run countersign migrate` };
     if (applied.newest < latest.when)

@@ -32,7 +32,7 @@ export function shippedMigrations(folder = MIGRATIONS_FOLDER): ShippedMigration[
 const PRE_BASELINE_NEWEST = 1_796_406_429_554;
 
 /** Why this build cannot migrate a database, said so that the operator can act on it. */
-export type MigrationMismatch = "pre-baseline" | "other-migrations";
+export type MigrationMismatch = "pre-baseline" | "other-migrations" | "newer-build";
 
 /** What `drizzle.__drizzle_migrations` holds: how many migrations, the newest one's `when`, and whether this build can go on from them. */
 export interface AppliedMigrations {
@@ -46,8 +46,9 @@ export interface AppliedMigrations {
  * migrations before the baseline made it, or when a migration it holds is one this build ships
  * in another form (an unreleased checkout that regenerated the baseline or changed the guards
  * since): drizzle would apply the baseline over the tables already there and fail on the first,
- * or never apply the changed file. Rows newer than every shipped migration are a newer build's,
- * as drizzle allows. `rows` runs a statement without parameters.
+ * or never apply the changed file. It rules out, too, a database a newer build migrated (a row
+ * newer than every shipped migration): before 1.0 mixed versions are not supported, and this
+ * build would run against a schema it does not know. `rows` runs a statement without parameters.
  */
 export async function appliedMigrations(
   rows: (text: string) => Promise<Record<string, unknown>[]>,
@@ -62,19 +63,21 @@ export async function appliedMigrations(
   const [applied] = await rows(`
     SELECT count(*)::int AS n, max(created_at)::text AS newest,
            coalesce(bool_or(created_at <= ${PRE_BASELINE_NEWEST}), false) AS pre,
-           coalesce(bool_or(created_at <= ${last} AND (created_at, hash) NOT IN (VALUES ${known})), false) AS differs
+           coalesce(bool_or(created_at <= ${last} AND (created_at, hash) NOT IN (VALUES ${known})), false) AS differs,
+           coalesce(bool_or(created_at > ${last}), false) AS newer
       FROM drizzle.__drizzle_migrations`);
   const count = Number(applied?.n ?? 0);
   if (count === 0) return { count, newest: undefined, mismatch: undefined };
-  const mismatch = applied!.pre ? "pre-baseline" : applied!.differs ? "other-migrations" : undefined;
+  const mismatch = applied!.pre ? "pre-baseline" : applied!.differs ? "other-migrations" : applied!.newer ? "newer-build" : undefined;
   return { count, newest: Number(applied!.newest), mismatch };
 }
 
 /** What a mismatch means and what to do, in one line (the caller names the database). */
 export function mismatchText(mismatch: MigrationMismatch): string {
-  return mismatch === "pre-baseline"
-    ? "was created by a Countersign from before 0.2's migration baseline, and cannot be upgraded"
-    : "was created by a Countersign build whose migrations differ from this one's (an unreleased build), and cannot be upgraded";
+  if (mismatch === "pre-baseline") return "was created by a Countersign from before 0.2's migration baseline, and cannot be upgraded";
+  if (mismatch === "newer-build")
+    return "was migrated by a newer Countersign than this one, and this version cannot run on it (mixed versions are not supported)";
+  return "was created by a Countersign build whose migrations differ from this one's (an unreleased build), and cannot be upgraded";
 }
 
 /** Thrown by Database.migrate() before it changes anything; openMigrated turns it into a StartupError naming the database. */

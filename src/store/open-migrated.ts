@@ -21,6 +21,11 @@ export async function openMigrated(target: Target): Promise<Database> {
 /** A database this build cannot migrate is started afresh: nothing in it can be carried over. */
 function unmigratableError(err: UnmigratableDatabase, target: Target): StartupError {
   const what = mismatchText(err.mismatch);
+  // A newer build's database is not this build's to replace: the newer version runs on it.
+  if (err.mismatch === "newer-build") {
+    const where = target.kind === "pglite" ? `the embedded database in ${target.dataDir}` : `the database ${databaseOf(target.url)}`;
+    return new StartupError(target.kind === "pglite" ? "COUNTERSIGN_DATA_DIR" : "DATABASE_URL", `${where} ${what}; run the newer version on it`);
+  }
   if (target.kind === "pglite")
     return new StartupError(
       "COUNTERSIGN_DATA_DIR",

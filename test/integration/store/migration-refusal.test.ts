@@ -56,8 +56,16 @@ describe.each(databaseKinds)("databases the migrations cannot bring up to date, 
     await database.migrate();
   });
 
-  it("a migration newer than every shipped one is a newer build's: migrate goes on, as drizzle does", async () => {
-    await addRow(database, { hash: "f".repeat(64), when: shippedMigrations().at(-1)!.when + 1 });
+  it("one a newer build migrated (a migration newer than every shipped one) is refused: mixed versions are not supported", async () => {
+    const newer = { hash: "f".repeat(64), when: shippedMigrations().at(-1)!.when + 1 };
+    await addRow(database, newer);
+    await expect(database.migrate()).rejects.toMatchObject({
+      name: "UnmigratableDatabase",
+      mismatch: "newer-build",
+      message: expect.stringContaining("was migrated by a newer Countersign than this one"),
+    });
+    expect(await migrationState(database)).toMatchObject({ ready: false, reason: expect.stringContaining("mixed versions are not supported") });
+    await database.rows(sql`DELETE FROM drizzle.__drizzle_migrations WHERE created_at = ${newer.when}`);
     await database.migrate();
     expect(await migrationState(database)).toMatchObject({ ready: true });
   });
