@@ -1,8 +1,9 @@
 /**
  * Which test files each script runs. `npm test` (vitest.config.ts) runs everything but
  * test/slow/; `npm run test:slow` (vitest.slow.config.ts) runs test/slow/ only, and `.ci/run`
- * runs both. test/slow/ holds real-process scenarios that repeat what `npm test` already covers
- * at a smaller scale or through the other door, and that together cost more time than the rest
+ * runs both. test/slow/ holds the scenarios of several real processes (servers, executors,
+ * restarts, browsers) and those that repeat what `npm test` covers at a larger scale or through
+ * the other door, so that `npm test` stays under five minutes on a quiet machine
  * (see docs/notes/test-harness.md). test/unit/build/test-suites.test.ts checks that every *.test.ts is
  * in exactly one of the two.
  */
@@ -34,7 +35,6 @@ export const LONGEST_FIRST = [
   "test/integration/audit/audit-seal-signatures.test.ts", // 46–55 s run alone at load 14–19 (not yet timed in a whole run)
   "test/integration/audit/audit-prune.test.ts", // 58–63 s run alone at load 14–16 (PGlite 42 s of it: a fresh database per test)
   "test/e2e/executor.test.ts", // 30 s (90 s)
-  "test/e2e/postgres-row-executor.test.ts", // 21 s run alone at load ~8 (three executor processes, a 5 s lease waited out)
   "test/e2e/slack-socket-mode.test.ts", // 29 s (12 s)
   "test/e2e/client-package.test.ts", // 25 s (97 s)
   "test/e2e/lazy-commands.test.ts", // 25 s (36 s)
