@@ -59,6 +59,15 @@ export type PlanDocument = {
   policy: AppliedPolicy;
   expiresAt: string;
   supersedes?: string;
+  editedBy?: {
+    userId: string;
+    via: "slack" | "web";
+  };
+  undoes?: string;
+  askedBy?: {
+    userId: string;
+    via: "slack" | "web";
+  };
 };
 
 export type PlannedAction = HttpJsonPlanned | PostgresRowPlanned;

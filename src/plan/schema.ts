@@ -156,6 +156,10 @@ export type HttpJsonPlanned = z.infer<typeof HttpJsonPlanned>;
 export const PlannedAction = z.discriminatedUnion("kind", [HttpJsonPlanned, PostgresRowPlanned]);
 export type PlannedAction = z.infer<typeof PlannedAction>;
 
+/** A person and the door they acted through, as a plan document records them. */
+export const PersonAct = z.strictObject({ userId: z.string().min(1), via: z.enum(["slack", "web"]) });
+export type PersonAct = z.infer<typeof PersonAct>;
+
 export const AppliedPolicy = z.strictObject({
   approvers: z.array(ApproverId),
   requiredApprovals: z.int().positive(),
@@ -189,6 +193,12 @@ export const PlanDocument = z.strictObject({
    * grant or an audit export proves, not a column beside the document anyone could re-point.
    */
   supersedes: z.uuid().optional(),
+  /** The reviewer whose edit made this version from the one it supersedes: a requester of it. */
+  editedBy: PersonAct.optional(),
+  /** The applied plan this one takes back (an undo); hashed, so approvers sign "undo that plan". */
+  undoes: z.uuid().optional(),
+  /** The person who asked for this undo: a requester of it. */
+  askedBy: PersonAct.optional(),
 });
 export type PlanDocument = z.infer<typeof PlanDocument>;
 

@@ -9,8 +9,8 @@ export interface PlanFacts {
   status: PlanStatus;
   expiresAt: Date;
   hash: string;
-  /** The person the agent acts for: never their own approver. */
-  onBehalfOf?: string | undefined;
+  /** The people the plan asks for (plan/requesters.ts): never their own approvers. */
+  requesters: readonly string[];
   policy: Pick<AppliedPolicy, "approvers" | "requiredApprovals">;
   /** People who have approved so far. */
   approvals: readonly string[];
@@ -72,8 +72,7 @@ export function whyMayNot(person: Person, plan: PlanFacts, act: Act, now: Date):
 function whyMayNotRevoke(person: Person, plan: PlanFacts, admins: readonly string[]): Refusal | undefined {
   if (plan.status !== "approved") return { code: "not_revocable", status: plan.status };
   if (names(admins, person)) return undefined;
-  const requester = plan.onBehalfOf !== undefined && plan.onBehalfOf === person.userId;
-  if (requester || !isApprover(person, plan)) return { code: "not_a_revoker", approvers: plan.policy.approvers };
+  if (plan.requesters.includes(person.userId) || !isApprover(person, plan)) return { code: "not_a_revoker", approvers: plan.policy.approvers };
   return undefined;
 }
 
@@ -81,8 +80,8 @@ function whyMayNotDecide(person: Person, plan: PlanFacts, act: Extract<Act, { ve
   if (hasExpired(plan, now)) return { code: "plan_expired", expiresAt: plan.expiresAt };
   if (plan.status !== "pending") return { code: "already_decided", status: plan.status };
   if (act.hash !== undefined && act.hash !== plan.hash) return { code: "hash_mismatch", expected: plan.hash, got: act.hash };
-  // The person the agent acts for never decides their own request, whatever the approver list says.
-  if (plan.onBehalfOf !== undefined && plan.onBehalfOf === person.userId) return { code: "self_approval" };
+  // A requester never decides their own request, whatever the approver list says.
+  if (plan.requesters.includes(person.userId)) return { code: "self_approval" };
   if (!isApprover(person, plan)) return { code: "not_an_approver", approvers: plan.policy.approvers, requiredApprovals: plan.policy.requiredApprovals };
   // Rejecting after approving is allowed (a change of mind ends the plan); approving twice counts once, so it is refused.
   if (act.verdict !== "reject" && plan.approvals.includes(person.userId)) {

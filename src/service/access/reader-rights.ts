@@ -1,5 +1,6 @@
 import { approverGroups, names, userGroupsIn, type Person } from "../../policy/approvers.ts";
 import { whyMayNot, type PlanFacts, type Refusal } from "../../policy/may-act.ts";
+import { requestersOf } from "../../plan/requesters.ts";
 import type { PlanDocument } from "../../plan/schema.ts";
 import { membershipOf } from "./approver-groups.ts";
 import type { ServiceContext } from "../context.ts";
@@ -36,7 +37,7 @@ export async function rightsOf(ctx: ServiceContext, reader: Reader, documents: r
     isAdmin: names(rights.admins, person),
     /** Why not read (documents' approvals do not matter to reading). */
     whyMayNotRead(doc: PlanDocument, plan: Pick<PlanFacts, "status" | "expiresAt" | "hash">): Refusal | undefined {
-      return whyMayNot(person, { ...plan, onBehalfOf: doc.onBehalfOf, policy: doc.policy, approvals: [] }, { verb: "read", rights }, now);
+      return whyMayNot(person, { ...plan, requesters: requestersOf(doc), policy: doc.policy, approvals: [] }, { verb: "read", rights }, now);
     },
     /** Why not revoke now, for showing the revoke form: admins may, and those who may decide it. */
     whyMayNotRevoke(view: PlanView): Refusal | undefined {
@@ -57,7 +58,7 @@ export function factsOf(view: PlanView): PlanFacts {
     status: view.status,
     expiresAt: new Date(view.expiresAt),
     hash: view.hash,
-    onBehalfOf: view.plan.onBehalfOf,
+    requesters: requestersOf(view.plan),
     policy: view.plan.policy,
     approvals: view.approvals.map((a) => a.userId),
   };

@@ -39,7 +39,7 @@ export async function recheckBeforeApprove(
     status: "pending" as const,
     expiresAt: terms.expiresAt,
     hash: terms.hash,
-    onBehalfOf: terms.onBehalfOf,
+    requesters: terms.requesters,
     policy: terms.policy,
     approvals: [],
   };

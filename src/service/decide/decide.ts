@@ -99,7 +99,7 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
 
         const refusal = whyMayNot(
           { userId: input.actor.userId, memberOf: membership.memberOf },
-          { status: plan.status, expiresAt: plan.expiresAt, hash: plan.hash, onBehalfOf: terms.onBehalfOf, policy, approvals: approvers },
+          { status: plan.status, expiresAt: plan.expiresAt, hash: plan.hash, requesters: terms.requesters, policy, approvals: approvers },
           { verb: "decide", verdict: input.verdict, hash: input.hash },
           now,
         );

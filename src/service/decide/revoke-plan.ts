@@ -44,7 +44,7 @@ export async function revokePlan(ctx: ServiceContext, input: RevokePlanInput): P
     if (!plan) throw new ServiceError("not_found", `there is no plan ${input.planId}`);
     const refusal = whyMayNot(
       { userId: input.person.userId, memberOf: membership.memberOf },
-      { ...plan, onBehalfOf: terms.onBehalfOf, policy: terms.policy, approvals: [] },
+      { ...plan, requesters: terms.requesters, policy: terms.policy, approvals: [] },
       { verb: "revoke", admins },
       ctx.clock(),
     );

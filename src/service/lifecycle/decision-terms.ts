@@ -1,4 +1,5 @@
 import { eq, inArray } from "drizzle-orm";
+import { requestersOf } from "../../plan/requesters.ts";
 import type { PlanDocument } from "../../plan/schema.ts";
 import type { Database } from "../../store/db.ts";
 import { plans } from "../../store/schema.ts";
@@ -7,7 +8,7 @@ import { plans } from "../../store/schema.ts";
  * What a decision on a plan is judged by, apart from its status and votes: who may approve, for
  * whom, where, the exact hash and the expiry. All fixed when the plan is stored.
  */
-export type DecisionTerms = Pick<PlanDocument, "policy" | "onBehalfOf" | "environment"> & { hash: string; expiresAt: Date };
+export type DecisionTerms = Pick<PlanDocument, "policy" | "environment"> & { requesters: string[]; hash: string; expiresAt: Date };
 
 /** A plan's actions, as the Approve re-check reads their targets. */
 export type PlannedActions = PlanDocument["actions"];
@@ -47,7 +48,7 @@ export function rememberDecisionTerms(database: Database, planId: string, plan: 
   const found = rememberedIn(database);
   const terms: DecisionTerms = {
     policy: document.policy,
-    onBehalfOf: document.onBehalfOf,
+    requesters: requestersOf(document),
     environment: document.environment,
     hash: plan.hash,
     expiresAt: plan.expiresAt,

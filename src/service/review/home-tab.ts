@@ -74,7 +74,7 @@ export async function decidersOfPlans(
         if (!unchecked.some((u) => u.group === group)) unchecked.push({ group, error: (err as Error).message });
       }
     }
-    if (doc.onBehalfOf !== undefined) own.delete(doc.onBehalfOf);
+    for (const requester of doc.requesters) own.delete(requester);
     for (const [id, d] of own) if (!deciders.has(id)) deciders.set(id, d);
   }
   return { deciders: [...deciders.values()], unchecked };
@@ -106,7 +106,7 @@ export async function coveredLater(ctx: Pick<ServiceContext, "database">, rowId:
       SELECT 1 FROM ${outbox} o JOIN ${plans} p ON p.id = o.plan_id
       WHERE o.lane = ${lane} AND o.priority = ${priority} AND o.id > ${rowId} AND o.attempts = 0
         AND o.delivered_at IS NULL AND o.dead_at IS NULL
-        AND (p.document::json ->> 'onBehalfOf') IS DISTINCT FROM n.name
+        AND n.name NOT IN (SELECT r FROM (VALUES (p.document::json ->> 'onBehalfOf'), (p.document::json -> 'editedBy' ->> 'userId'), (p.document::json -> 'askedBy' ->> 'userId')) AS q(r) WHERE r IS NOT NULL)
         AND EXISTS (SELECT 1 FROM json_array_elements_text(p.document::json -> 'policy' -> 'approvers') AS a(name) WHERE a.name = n.name))`);
   const later = new Set(named.map((r) => r.name));
   return new Set(deciders.filter((d) => later.has(d.userId) || later.has(d.via)).map((d) => d.userId));

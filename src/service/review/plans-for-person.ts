@@ -1,6 +1,7 @@
 import { and, asc, desc, eq, gt, inArray } from "drizzle-orm";
 import { approverGroups } from "../../policy/approvers.ts";
 import { whyMayNot } from "../../policy/may-act.ts";
+import { requestersOf } from "../../plan/requesters.ts";
 import type { PlanDocument } from "../../plan/schema.ts";
 import { decisions, plans } from "../../store/schema.ts";
 import { membershipOf } from "../access/approver-groups.ts";
@@ -81,7 +82,7 @@ export async function plansWaitingFor(
   const waiting = rows.filter((r, i) => {
     const doc = docs[i]!;
     const approvals = votes.filter((v) => v.planId === r.id).map((v) => v.userId);
-    const facts = { status: r.status, expiresAt: r.expiresAt, hash: r.hash, onBehalfOf: doc.onBehalfOf, policy: doc.policy, approvals };
+    const facts = { status: r.status, expiresAt: r.expiresAt, hash: r.hash, requesters: requestersOf(doc), policy: doc.policy, approvals };
     return whyMayNot({ userId, memberOf }, facts, { verb: "decide" }, now) === undefined;
   });
   return {

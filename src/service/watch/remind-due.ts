@@ -1,6 +1,7 @@
 import { and, eq, gt, lte, sql } from "drizzle-orm";
 import { approverGroups, isUserGroup } from "../../policy/approvers.ts";
 import { whyMayNot } from "../../policy/may-act.ts";
+import { requestersOf } from "../../plan/requesters.ts";
 import type { PlanDocument } from "../../plan/schema.ts";
 import { decisions, planReminders, plans } from "../../store/schema.ts";
 import type { ServiceContext } from "../context.ts";
@@ -97,7 +98,7 @@ export async function remindDue(ctx: ServiceContext): Promise<number> {
         ).map((d) => d.userId);
         // Who could still decide, by the same rule as their buttons; a group's members are not
         // listed (Slack would be asked for every reminder), the group is named instead.
-        const facts = { status: row.status, expiresAt: row.expiresAt, hash: row.hash, onBehalfOf: doc.onBehalfOf, policy: doc.policy, approvals: approved };
+        const facts = { status: row.status, expiresAt: row.expiresAt, hash: row.hash, requesters: requestersOf(doc), policy: doc.policy, approvals: approved };
         const missing = [
           ...doc.policy.approvers.filter((a) => !isUserGroup(a) && whyMayNot({ userId: a, memberOf: [] }, facts, { verb: "decide" }, now) === undefined),
           ...approverGroups(doc.policy),

@@ -12,7 +12,7 @@ function plan(overrides: Partial<PlanFacts> = {}): PlanFacts {
     status: "pending",
     expiresAt: new Date(NOW.getTime() + 60_000),
     hash: HASH,
-    onBehalfOf: "U0RITA",
+    requesters: ["U0RITA"],
     policy: { approvers: ["U0ALICE", "U0BOB", "S0REVIEWERS"], requiredApprovals: 2 },
     approvals: [],
     ...overrides,
@@ -45,7 +45,8 @@ describe("decide", () => {
       "self_approval",
     ],
     ["the requester through a group", person("U0RITA", ["S0REVIEWERS"]), plan(), buttons, "self_approval"],
-    ["no requester recorded", person("U0ALICE"), plan({ onBehalfOf: undefined }), buttons, undefined],
+    ["no requester recorded", person("U0ALICE"), plan({ requesters: [] }), buttons, undefined],
+    ["the reviewer whose edit made this version", person("U0ALICE"), plan({ requesters: ["U0RITA", "U0ALICE"] }), buttons, "self_approval"],
     ["already approved: no buttons", person("U0ALICE"), plan({ approvals: ["U0ALICE"] }), buttons, "already_voted"],
     [
       "already approved, approving again",
