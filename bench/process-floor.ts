@@ -9,7 +9,7 @@
  * the write credential), so it always pays an HTTP hop in, a database hand-off between processes
  * and its own connections. This floor pays exactly those and nothing more: the bench POSTs
  * (unsigned) to a bare node:http process that GETs the target and, in one statement, UPDATEs the
- * plan (approved and handed over, as the product's hand-off) and NOTIFYs; a second bare process
+ * plan (approved and claimed at once, the least the work needs) and NOTIFYs; a second bare process
  * LISTENing GETs and PATCHes with If-Match (bench/process-floor-child.ts). Timed like the product:
  * from the POST to the PATCH's arrival at the target. Its rows are `bench_floor.plans`, as the single-process floor's.
  */

@@ -23,8 +23,8 @@ const SEEN_BY_AGENT_QUICK = 10;
  *   arrival like the product; then the UPDATE recording the outcome, untimed.
  * - `approve_to_patch_p50_vs_process_floor` (≤ 3× its floor): the same product blocks against the
  *   same work across the product's process boundaries and no more (bench/process-floor.ts): an
- *   HTTP POST to a bare server that GETs, then UPDATEs (approved and handed over, as the product's
- *   hand-off) and NOTIFYs in one statement; a bare LISTENing process that GETs and PATCHes. Both
+ *   HTTP POST to a bare server that GETs, then UPDATEs (approved and claimed at once, the least
+ *   the work needs) and NOTIFYs in one statement; a bare LISTENing process that GETs and PATCHes. Both
  *   floors run in each floor block, one plan of each in turn.
  * - `approve_to_applied_seen_by_agent` (p99 ≤ 3× its own p50): after the blocks, 100 more clicks
  *   (10 with --quick), each timed until the agent's client, waiting on the plan since it submitted

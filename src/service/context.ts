@@ -1,5 +1,4 @@
 import type { Logger } from "pino";
-import type { Claim } from "../contract/executor-api.ts";
 import type { ReadOnlyHttp } from "../adapters/read-only-http.ts";
 import type { TargetReaders } from "../adapters/target-readers.ts";
 import type { Config } from "../config/load.ts";
@@ -13,6 +12,8 @@ export interface ServiceContext {
   config: Pick<Config, "environment" | "publicUrl" | "defaults" | "targets" | "executor" | "webhooks" | "browser" | "admins" | "limits" | "slack">;
   /** User group membership, when Slack is connected; approver groups cannot be checked without it. */
   directory?: ApproverDirectory | undefined;
+  /** People's display names, when Slack is connected; pages show ids without it. */
+  people?: PeopleDirectory | undefined;
   /** What counts as a secret, for every view of a plan but the executor's. */
   redaction: RedactionRules;
   /** Signs the grant an approved plan carries to the executor. */
@@ -41,6 +42,17 @@ export interface ApproverDirectory {
   membersOf(groupId: string): Promise<readonly string[]>;
 }
 
+/** People's display names (Slack's users.info), behind a small port. */
+export interface PeopleDirectory {
+  displayNameOf(userId: string): Promise<DisplayNameAnswer>;
+}
+
+/**
+ * `name` undefined: Slack has no name for this id. `failed`: Slack's reason it could not answer;
+ * `lasting` when asking again soon cannot help (a missing scope, a revoked token).
+ */
+export type DisplayNameAnswer = { name: string | undefined } | { failed: string; lasting: boolean };
+
 /** Wakes waiters when a plan changes: agents' long-polls, live pages, executors waiting for work. */
 export interface PlanSignals {
   /** Where one plan (or, without an id, every plan) stands now; changes whenever it does. */
@@ -49,22 +61,10 @@ export interface PlanSignals {
   wait(planId: string, ms: number, signal?: AbortSignal): Promise<void>;
   /** Resolves when any plan changes, `ms` pass, or `signal` aborts. */
   waitAny(ms: number, signal?: AbortSignal): Promise<void>;
-  /** Waits, as an executor, to be handed a claim or woken to look for one. */
-  waitClaimable(ms: number, signal?: AbortSignal): Promise<Claim | undefined>;
+  /** Waits, as an executor, to be woken to look for work (an approval), or for `ms`. */
+  waitClaimable(ms: number, signal?: AbortSignal): Promise<void>;
   /** Executors of this replica waiting for work. */
   readonly claimersWaiting: number;
-  /** Takes the longest-waiting executor out of the queue, for an approval to hand its plan to. */
-  takeClaimer(): ClaimerTaken | undefined;
-}
-
-/** A waiting executor taken out of the queue by an approval (PlanSignals.takeClaimer). */
-export interface ClaimerTaken {
-  /** Its request's signal: aborted, it is not handed anything. */
-  signal: AbortSignal | undefined;
-  /** Answers the waiting request with a claim committed for it; false if the request has gone meanwhile. */
-  give(claim: Claim): boolean;
-  /** Returns it to the front of the queue, unused. */
-  putBack(): void;
 }
 
 /** Countersign is paused: since when, by whom, why. */

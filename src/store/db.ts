@@ -2,7 +2,7 @@
 // opened, never up front: PGlite alone adds ~43 MB and its WASM to a process on PostgreSQL.
 import { mkdirSync } from "node:fs";
 import type { PGliteOptions } from "@electric-sql/pglite";
-import { is, SQL, sql, type ExtractTablesWithRelations } from "drizzle-orm";
+import { SQL, sql, type ExtractTablesWithRelations } from "drizzle-orm";
 import { DrizzleQueryError } from "drizzle-orm/errors";
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from "drizzle-orm/pg-core";
 import { MIGRATIONS_FOLDER, refuseUnmigratable } from "./migrations.ts";
@@ -15,7 +15,7 @@ export type Tx = PgTransaction<PgQueryResultHKT, Schema, ExtractTablesWithRelati
 /** Either the database or an open transaction: store functions take whichever the caller holds. */
 export type Queryable = Db | Tx;
 
-/** A statement as text with `$n` parameters, made without the query builder (store-new-plan.ts, locked-writes.ts). */
+/** A statement as text with `$n` parameters, made without the query builder (store-new-plan.ts). */
 export interface TextStatement {
   text: string;
   params: readonly (string | number | null)[];
@@ -36,18 +36,6 @@ export interface Database {
    * Named on PostgreSQL like every statement. Errors are the driver's own (not wrapped by drizzle).
    */
   query<T = Record<string, unknown>>(text: string, params: readonly (string | number | null)[]): Promise<T[]>;
-  /**
-   * A transaction: `first` (reads) run in it, in order, and their rows are handed to `body`; then
-   * `last` (made by `body` from what it read; drizzle SQL or a TextStatement) runs in it, in order,
-   * before the COMMIT. A failed statement or a `body` that throws rolls back, and its error is
-   * thrown. `plans: "generic"` gives the transaction's statements generic plans from their first
-   * execution on a connection (GENERIC_PLANS): only for a transaction that reads and writes by key
-   * alone.
-   */
-  transactionEndingWith<T>(
-    body: (tx: Tx, first: Record<string, unknown>[][]) => Promise<{ result: T; last?: Statement | readonly Statement[] | undefined }>,
-    options?: { first?: readonly SQL[]; plans?: "generic" },
-  ): Promise<T>;
   /** NOTIFY on a channel, as a statement of its own (outside any transaction). */
   notify(channel: string, payload: string): Promise<void>;
   /** LISTEN on a channel; the returned function stops listening. postgres.js re-listens after reconnects. */
@@ -93,7 +81,6 @@ async function openPglite(target: Exclude<DatabaseTarget, { kind: "postgres" }>)
     rows: async <T>(query: SQL, on: Queryable = db) => ((await on.execute(query)) as unknown as { rows: T[] }).rows,
     query: async <T>(text: string, params: readonly (string | number | null)[]) =>
       (await failedQueryNamed(text, params, () => client.query<T>(text, [...params]))).rows,
-    transactionEndingWith: plainTransaction(db, (result) => (result as { rows: Record<string, unknown>[] }).rows),
     notify: async (channel, payload) => {
       await client.query("SELECT pg_notify($1, $2)", [channel, payload]);
     },
@@ -138,7 +125,6 @@ async function openPostgres(url: string): Promise<Database> {
     rows: async <T>(query: SQL, on: Queryable = db) => (await on.execute(query)) as unknown as T[],
     query: async <T>(text: string, params: readonly (string | number | null)[]) =>
       (await failedQueryNamed(text, params, () => named.unsafe(text, [...params]))) as unknown as T[],
-    transactionEndingWith: plainTransaction(db, (result) => [...(result as Record<string, unknown>[])]),
     notify: async (channel, payload) => {
       await client.notify(channel, payload);
     },
@@ -160,48 +146,6 @@ async function openPostgres(url: string): Promise<Database> {
     },
     close: () => client.end({ timeout: 5 }),
   };
-}
-
-/**
- * Database.transactionEndingWith as a plain drizzle transaction (the driver's `sql.begin` on
- * PostgreSQL): `first`, then `body`, then `last`, each statement awaited in turn. `rowsOf` turns
- * what the driver's execute() returns into rows (PGlite gives `{rows}`, postgres.js an array).
- * Exported for test databases built on a client of their own (test/support/counting-postgres.ts).
- */
-export function plainTransaction(db: Db, rowsOf: (result: unknown) => Record<string, unknown>[]): Database["transactionEndingWith"] {
-  return (body, options) =>
-    db.transaction(async (tx) => {
-      if (options?.plans === "generic") await tx.execute(GENERIC_PLANS);
-      const first: Record<string, unknown>[][] = [];
-      for (const statement of options?.first ?? []) first.push(rowsOf(await tx.execute(statement)));
-      const { result, last } = await body(tx, first);
-      for (const statement of statementsOf(last)) await tx.execute(is(statement, SQL) ? statement : sqlOfText(statement));
-      return result;
-    });
-}
-
-/**
- * A transaction that only reads and writes rows by key has no statement whose plan depends on a
- * parameter's value, so its statements take generic plans from their first execution on a
- * connection, not after five custom ones (PLAN_CACHE's `auto`): planning its CTEs costs PostgreSQL
- * 0.15–0.5 ms per statement on an approval's path (five statements, when every execution is
- * planned). SET LOCAL ends with the transaction.
- */
-const GENERIC_PLANS = sql`SET LOCAL plan_cache_mode = force_generic_plan`;
-
-export type Statement = SQL | TextStatement;
-
-/**
- * A text statement as drizzle SQL (PGlite runs statements through drizzle): its `$n` become
- * parameters again. Only for texts whose every `$` starts a parameter (no `$` in literals).
- */
-export function sqlOfText(statement: TextStatement): SQL {
-  const chunks = statement.text.split(/\$(\d+)/);
-  return sql.join(chunks.map((chunk, i) => (i % 2 === 0 ? sql.raw(chunk) : sql`${statement.params[Number(chunk) - 1]}`)));
-}
-
-function statementsOf(last: Statement | readonly Statement[] | undefined): readonly Statement[] {
-  return last === undefined ? [] : Array.isArray(last) ? last : [last as Statement];
 }
 
 /**

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
-import { openDatabase, plainTransaction, type Database, type Db } from "../../src/store/db.ts";
+import { openDatabase, type Database, type Db } from "../../src/store/db.ts";
 import { namedStatements, PLAN_CACHE } from "../../src/store/named-statements.ts";
 import * as schema from "../../src/store/schema.ts";
 
@@ -40,7 +40,6 @@ export async function openCountingPostgres(adminUrl: string): Promise<CountingPo
     kind: "postgres",
     rows: async <T>(query: Parameters<Database["rows"]>[0], on: Parameters<Database["rows"]>[1] = db) => (await on.execute(query)) as unknown as T[],
     query: async <T>(text: string, params: Parameters<Database["query"]>[1]) => (await named.unsafe(text, [...params])) as unknown as T[],
-    transactionEndingWith: plainTransaction(db, (result) => [...(result as Record<string, unknown>[])]),
     // Not a verb's statement: a new plan's announcement is sent after its commit, coalesced with
     // others into at most one per ANNOUNCE_MS (store-new-plan.ts), on a connection not counted.
     notify: (channel, payload) => listening.notify(channel, payload),

@@ -1,12 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { and, asc, eq, gt, inArray, lte, notExists, or, sql } from "drizzle-orm";
-import { sleepUnlessAborted } from "../../abortable-sleep.ts";
 import type { Claim } from "../../contract/executor-api.ts";
 import type { ActionPreview } from "../../contract/agent-api.ts";
 import type { PlanDocument } from "../../plan/schema.ts";
 import { pause, plans } from "../../store/schema.ts";
 import type { ServiceContext } from "../context.ts";
-import { planEventStatement } from "../lifecycle/transition.ts";
+import { recordPlanEvent } from "../lifecycle/transition.ts";
 import { statusIs } from "../../store/plan-status-sql.ts";
 import { executorPolling, grantHeadersOf } from "./executors-seen.ts";
 import { executorSeen } from "./executor-presence.ts";
@@ -29,7 +28,7 @@ const RECHECK_MS = 1000;
  */
 export async function claimApproved(ctx: ServiceContext, input: { kids?: readonly string[] | undefined } = {}): Promise<Claim | undefined> {
   const headers = grantHeadersOf(input.kids);
-  return ctx.database.transactionEndingWith(async (tx) => {
+  return ctx.database.db.transaction(async (tx) => {
     const now = ctx.clock();
     const claimToken = randomBytes(24).toString("base64url");
     const leaseExpiresAt = new Date(now.getTime() + ctx.config.executor.leaseSeconds * 1000);
@@ -67,29 +66,23 @@ export async function claimApproved(ctx: ServiceContext, input: { kids?: readonl
         claims: plans.claims,
         was: candidate.was,
       });
-    if (!row) return { result: undefined };
+    if (!row) return undefined;
     const takeover = row.was === "executing";
-    const event = planEventStatement(ctx, tx, {
-      plan: row,
-      type: takeover ? "plan.reclaimed" : "plan.executing",
-      actor: { type: "system", process: "executor" },
-      at: now,
-      data: { claim: row.claims, leaseExpiresAt: leaseExpiresAt.toISOString() },
+    await recordPlanEvent(ctx, tx, row, takeover ? "plan.reclaimed" : "plan.executing", { type: "system", process: "executor" }, now, {
+      claim: row.claims,
+      leaseExpiresAt: leaseExpiresAt.toISOString(),
     });
-    const claim: Claim = {
+    return {
       plan: row.document as PlanDocument,
       preview: row.preview as { actions: ActionPreview[] },
       grant: row.grant!,
       claimToken,
       leaseExpiresAt: leaseExpiresAt.toISOString(),
     };
-    return { result: claim, last: event };
   });
 }
-
 /**
- * Long-poll: claims at once if it can, else waits for an approval (or a lease to run out), or for
- * an approval on this replica to hand it a plan claimed already (PlanSignals.takeClaimer). While
+ * Long-poll: claims at once if it can, else waits for an approval (or a lease to run out). While
  * it waits, `executor` counts as connected (executor-presence.ts). The
  * wait is elapsed time on the monotonic timer; whether a grant or lease is still valid is judged
  * by ctx.clock inside claimApproved.
@@ -100,9 +93,6 @@ export async function claimApprovedWaiting(
 ): Promise<Claim | undefined> {
   const { waitMs, signal, kids, executor } = input;
   const deadline = performance.now() + waitMs;
-  // Every approval here is signed with this replica's key: an executor that cannot verify it is
-  // never queued for a hand-off (decide.ts), and looks again on the timer for what it can verify.
-  const handOffs = grantHeadersOf(kids) === undefined || kids!.includes(ctx.grantKey.kid);
   const done = executorPolling(ctx, kids);
   try {
     for (;;) {
@@ -115,14 +105,8 @@ export async function claimApprovedWaiting(
           ctx.logger.warn({ planId: claim.plan.id }, "executor went away while claiming; the lease will run out and another executor takes over");
         return claim;
       }
-      if (!handOffs) {
-        await sleepUnlessAborted(Math.min(left, RECHECK_MS), signal);
-        continue;
-      }
-      // An approval on this replica may hand its plan to this waiter, claimed in its own transaction
-      // (decide.ts). One heard since the read that woke nobody ends the wait at once (plan-signals.ts).
-      const handed = await ctx.signals.waitClaimable(Math.min(left, RECHECK_MS), signal);
-      if (handed) return handed;
+      // Woken by an approval, or at the re-check; one heard since the read that woke nobody ends the wait at once (plan-signals.ts).
+      await ctx.signals.waitClaimable(Math.min(left, RECHECK_MS), signal);
     }
   } finally {
     done();

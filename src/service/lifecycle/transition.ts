@@ -1,13 +1,11 @@
 import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
 import { TRANSITIONS, type Transition } from "../../plan/lifecycle.ts";
-import { causeChain } from "../../util/cause-chain.ts";
 import { plans } from "../../store/schema.ts";
 import type { Queryable, Tx } from "../../store/db.ts";
 import { auditInsert } from "../records/audit.ts";
 import { type Actor } from "../../contract/agent-api.ts";
 import type { ServiceContext } from "../context.ts";
 import { effectsInsert, outboxRowsOf } from "../records/outbox.ts";
-import type { LockedEvent, LockedSet, LockedUpdate } from "./locked-writes.ts";
 import { ListeningPlanSignals } from "../records/plan-signals.ts";
 
 export type PlanRow = typeof plans.$inferSelect;
@@ -44,65 +42,6 @@ export async function transition(
   return row;
 }
 
-/** One transition of a locked plan, as transitionsLocked takes it. */
-export interface LockedStep {
-  transition: Transition;
-  actor: Actor;
-  data?: Record<string, unknown>;
-  set?: LockedSet;
-  /** A claim: the plan's claim count goes up by one. */
-  countsClaim?: boolean;
-  /** Not while the kill switch is on: unmet, the UPDATE misses. */
-  unlessPaused?: boolean;
-}
-
-/**
- * Transitions of a plan whose row lock the caller holds and whose status it read under it (decide:
- * an approval at quorum, a rejection; an approval handed straight to a waiting executor is approve,
- * then claim), one after the other, as one UPDATE: from the first's `from` to the last's `to`, with
- * every step's columns and conditions, and each step's own `plan.<to>` event, in order, so the
- * record is the same as for transitions made one at a time. Pure: the caller writes them with its
- * own (lockedWritesStatement), and nothing waits for the UPDATE's answer, as it cannot miss; if it
- * does after all, the statement fails naming every step's transition (isTransitionMissed), and the
- * transaction rolls back.
- */
-export function transitionsLocked(
-  plan: Pick<PlanRow, "id" | "status">,
-  steps: readonly LockedStep[],
-  at: Date,
-): { to: PlanRow["status"]; update: LockedUpdate; events: LockedEvent[] } {
-  if (steps.length === 0) throw new Error("transitionsLocked needs at least one step");
-  const { from } = TRANSITIONS[steps[0]!.transition];
-  let to: PlanRow["status"] = plan.status;
-  const events: LockedEvent[] = [];
-  for (const [i, step] of steps.entries()) {
-    const next = TRANSITIONS[step.transition];
-    if (i > 0 && !(next.from as readonly string[]).includes(to)) throw new Error(`transitionsLocked: ${step.transition} cannot follow a transition to ${to}`);
-    to = next.to;
-    events.push({ type: `plan.${to}`, status: to, actor: step.actor, at, data: step.data ?? {} });
-  }
-  const unlessPaused = steps.some((s) => s.unlessPaused);
-  const missed = `plan ${plan.id} was not ${from.join(" or ")}${unlessPaused ? " (or did not meet its guard)" : ""} under its row lock: ${steps.map((s) => missedMark(s.transition)).join("; ")}`;
-  const update: LockedUpdate = {
-    from,
-    to,
-    at,
-    set: Object.assign({}, ...steps.map((s) => s.set ?? {})) as LockedSet,
-    countsClaim: steps.some((s) => s.countsClaim),
-    unlessPaused,
-    missed,
-  };
-  return { to, update, events };
-}
-
-/** What a missed guarded transition's failure says, made and recognised here only. */
-const missedMark = (transition: Transition) => `the ${transition} transition missed`;
-
-/** Whether an error is a guarded transition's miss (transitionsLocked), e.g. a claim while paused. */
-export function isTransitionMissed(err: unknown, transition: Transition): boolean {
-  return causeChain(err).some((e) => String((e as { message?: unknown }).message ?? "").includes(missedMark(transition)));
-}
-
 /** Audit event + outbox rows + wake-up for something that happened to a plan. */
 export async function recordPlanEvent(
   ctx: Pick<ServiceContext, "sinks" | "config">,
@@ -122,7 +61,7 @@ export async function recordPlanEvent(
  * previous one, which is safe because the caller holds the plan's row lock (see audit.ts).
  * `first` is a write of the caller's that goes in the same statement, before the event: a new
  * plan (submit's keyed path), whose chain nobody else can append to before it commits, so it
- * needs no lock. (A decision writes its own statement: locked-writes.ts.)
+ * needs no lock.
  */
 export function planEventStatement(
   ctx: Pick<ServiceContext, "sinks" | "config">,

@@ -77,11 +77,10 @@ export function auditInsert(e: AuditInput): SQL {
 }
 
 /**
- * A plan chain's newest hash (no row: the chain is empty, and starts at planGenesis). Read it as a
- * statement of its own once the plan's row lock is held (see auditInsert), as decide does before
- * it chains its events (locked-writes.ts).
+ * A plan chain's newest hash (no row: the chain is empty, and starts at planGenesis), read once
+ * the plan's row lock is held (see auditInsert).
  */
-export function planChainTail(planId: string): SQL {
+function planChainTail(planId: string): SQL {
   return sql`SELECT hash FROM audit_events WHERE plan_id = ${planId}::uuid ORDER BY id DESC LIMIT 1`;
 }
 

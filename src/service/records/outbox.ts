@@ -35,9 +35,8 @@ type OutboxEvent = Omit<PlanEvent, "planId" | "hash">;
  * A plan event's outbox rows, one per sink (`sinks`, by default every configured one) that takes
  * it: webhooks only where the agent asked for them, the App Home only for events that change
  * what a Home shows (HOME_EVENTS). Each names its lane (outbox-lanes.ts) and its order in it. The
- * one place an event's side effects are decided: transition.ts's planEventStatement,
- * store-new-plan.ts and locked-writes.ts (through outboxRowsOfEvents) write exactly what this
- * returns, each in the transaction that caused the event.
+ * one place an event's side effects are decided: transition.ts's planEventStatement and
+ * store-new-plan.ts write exactly what this returns, each in the transaction that caused the event.
  */
 export function outboxRowsOf(
   ctx: Pick<ServiceContext, "sinks" | "config">,
@@ -64,18 +63,6 @@ export function outboxRowsOf(
       payload,
       at: event.at,
     }));
-}
-
-/**
- * The outbox rows of several events of one plan written by one statement (a decision's vote, its
- * approval and hand-off), per event as outboxRowsOf, except that only the last event with a Home
- * row keeps it: a Home delivery rebuilds the tab from the database as it is then, so one row per
- * plan and transaction stands for every change the transaction made.
- */
-export function outboxRowsOfEvents(ctx: Pick<ServiceContext, "sinks" | "config">, plan: OutboxPlan, events: readonly OutboxEvent[]): OutboxRow[][] {
-  const rows = events.map((event) => outboxRowsOf(ctx, plan, event));
-  const last = rows.findLastIndex((r) => r.some((row) => row.kind === HOME_SINK));
-  return rows.map((r, i) => (i < last ? r.filter((row) => row.kind !== HOME_SINK) : r));
 }
 
 /**

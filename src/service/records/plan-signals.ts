@@ -1,7 +1,6 @@
 import { EventEmitter } from "node:events";
 import { sql, type SQL } from "drizzle-orm";
-import type { Claim } from "../../contract/executor-api.ts";
-import type { ClaimerTaken, PlanSignals } from "../context.ts";
+import type { PlanSignals } from "../context.ts";
 import type { Database } from "../../store/db.ts";
 
 export const PLAN_CHANNEL = "countersign_plans";
@@ -23,23 +22,17 @@ const UNHEEDED_MS = 1000;
  * short of the quorum, a claim, an outcome) sent each into a claim transaction that found
  * nothing, three statements apiece. An executor woken for a plan another replica's took finds
  * nothing and waits again; one that is not woken finds remaining work at its re-check.
- *
- * An approval decided on this replica may hand its plan to the longest waiting executor directly,
- * claimed in the approval's own transaction (decide.ts): `takeClaimer` takes that waiter out of
- * the queue before the transaction, so two approvals cannot hand to the same one; out of it, the
- * waiter does not time out to re-check, and is either given the claim after the commit or put back.
+
  *
  * An executor reads (claimApproved) before it waits, and an approval heard in between, with no
  * other executor queued, would wake nobody. Such an approval is kept for UNHEEDED_MS, and the
- * next executor to wait or be put back looks at once. Executors cannot arm their wait before the
- * read instead: queued while it claims one plan, an executor could be handed another.
+ * next executor to wait looks at once. Executors do not arm their wait before the read instead:
+ * queued while it claims one plan, an executor would take the wake-up meant for another.
  */
 export class ListeningPlanSignals implements PlanSignals {
   private readonly emitter = new EventEmitter().setMaxListeners(0);
   /** Executors waiting for work, longest waiting first (a Set iterates in insertion order). */
-  private claimers = new Set<Claimer>();
-  /** Claimers taken out by an approval and not yet given a claim, put back or gone. */
-  private readonly taken = new Set<Claimer>();
+  private readonly claimers = new Set<Claimer>();
   /** When approvals that woke no executor were heard (performance.now()), oldest first. */
   private unheeded: number[] = [];
   private stopListening: (() => Promise<void>) | undefined;
@@ -53,7 +46,7 @@ export class ListeningPlanSignals implements PlanSignals {
       this.emitter.emit(ANY_PLAN);
       if (claimable) {
         const first = this.claimers.values().next().value;
-        if (first) first.settle(undefined);
+        if (first) first.settle();
         else this.unheeded.push(performance.now());
         this.dropStale();
       }
@@ -109,65 +102,32 @@ export class ListeningPlanSignals implements PlanSignals {
     return this.wait(ANY_PLAN, ms, signal);
   }
 
-  /**
-   * Resolves when a plan may have become approved (an executor waiting for work), or after `ms`,
-   * with undefined; or with the claim of a plan an approval handed to this waiter (takeClaimer).
-   */
-  waitClaimable(ms: number, signal?: AbortSignal): Promise<Claim | undefined> {
-    if (!signal?.aborted && this.heedApproval()) return Promise.resolve(undefined);
+  /** Resolves when a plan may have become approved (an executor waiting for work), or after `ms`. */
+  waitClaimable(ms: number, signal?: AbortSignal): Promise<void> {
+    // An aborted waiter leaves an unheeded approval for the next.
+    if (signal?.aborted || this.heedApproval()) return Promise.resolve();
     return new Promise((resolve) => {
       const claimer: Claimer = {
-        signal,
         settled: false,
-        deadline: performance.now() + ms,
-        timer: undefined,
-        settle: (claim) => {
+        settle: () => {
           if (claimer.settled) return;
           claimer.settled = true;
-          clearTimeout(claimer.timer);
+          clearTimeout(timer);
           this.claimers.delete(claimer);
-          this.taken.delete(claimer);
-          signal?.removeEventListener("abort", onAbort);
-          resolve(claim);
+          signal?.removeEventListener("abort", settle);
+          resolve();
         },
       };
-      const onAbort = () => claimer.settle(undefined);
-      claimer.timer = setTimeout(onAbort, ms);
+      const settle = () => claimer.settle();
+      const timer = setTimeout(settle, ms);
       this.claimers.add(claimer);
-      signal?.addEventListener("abort", onAbort);
+      signal?.addEventListener("abort", settle);
     });
   }
 
-  /** Executors waiting on this replica for work: queued, or taken out by an approval deciding now. */
+  /** Executors waiting on this replica for work. */
   get claimersWaiting(): number {
-    return this.claimers.size + this.taken.size;
-  }
-
-  /**
-   * Takes this replica's longest waiting executor out of the queue, for an approval to hand its
-   * plan to: it waits, without its timer, until `give` (after the commit) or `putBack` (the
-   * approval did not hand off, or failed). A request aborted meanwhile is not given anything.
-   */
-  takeClaimer(): ClaimerTaken | undefined {
-    const claimer = [...this.claimers].find((c) => !c.signal?.aborted);
-    if (!claimer) return undefined;
-    this.claimers.delete(claimer);
-    this.taken.add(claimer);
-    clearTimeout(claimer.timer);
-    return {
-      signal: claimer.signal,
-      give: (claim) => {
-        if (claimer.settled || claimer.signal?.aborted) return false;
-        claimer.settle(claim);
-        return true;
-      },
-      putBack: () => {
-        if (claimer.settled || !this.taken.delete(claimer)) return;
-        if (this.heedApproval()) return claimer.settle(undefined);
-        this.claimers = new Set([claimer, ...this.claimers]);
-        claimer.timer = setTimeout(() => claimer.settle(undefined), Math.max(0, claimer.deadline - performance.now()));
-      },
-    };
+    return this.claimers.size;
   }
 
   /** Whether an approval that woke no executor is still waiting for one; if so, this caller takes it. */
@@ -198,11 +158,8 @@ export class ListeningPlanSignals implements PlanSignals {
 }
 
 interface Claimer {
-  signal: AbortSignal | undefined;
   settled: boolean;
-  deadline: number;
-  timer: ReturnType<typeof setTimeout> | undefined;
-  settle(claim: Claim | undefined): void;
+  settle(): void;
 }
 
 /** What a plan's announcement on PLAN_CHANNEL says: its id and the status it was left in (parseAnnouncement reads it). */

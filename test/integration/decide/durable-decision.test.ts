@@ -132,14 +132,16 @@ describe.skipIf(!available)("decideDurably against a database that goes away", (
     const plan = await propose();
     const told: string[] = [];
     let lostOnce = false;
-    const database = {
+    const db = h.ctx.database.db;
+    const losing: Database["db"]["transaction"] = async (body, config) => {
+      const result = await db.transaction(body, config);
+      if (lostOnce) return result;
+      lostOnce = true;
+      throw Object.assign(new Error("write CONNECTION_CLOSED (the COMMIT's answer was lost)"), { code: "CONNECTION_CLOSED" });
+    };
+    const database: Database = {
       ...h.ctx.database,
-      transactionEndingWith: (async (body, options) => {
-        const result = await h.ctx.database.transactionEndingWith(body, options);
-        if (lostOnce) return result;
-        lostOnce = true;
-        throw Object.assign(new Error("write CONNECTION_CLOSED (the COMMIT's answer was lost)"), { code: "CONNECTION_CLOSED" });
-      }) as Database["transactionEndingWith"],
+      db: new Proxy(db, { get: (target, prop) => (prop === "transaction" ? losing : Reflect.get(target, prop)) }),
     };
     expect(await decideDurably({ ...h.ctx, database }, approval(plan), holding(told))).toBeUndefined();
     expect(lostOnce).toBe(true);

@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, it } from "vitest";
-import type { Claim } from "../../../src/contract/executor-api.ts";
 import type { Outcome } from "../../../src/plan/outcome.ts";
 import { claimApproved, claimApprovedWaiting } from "../../../src/service/execution/claim-approved.ts";
 import { decide } from "../../../src/service/decide/decide.ts";
@@ -26,19 +25,17 @@ describe.each(databaseKinds)("plan signals on $name", (kind) => {
     cleanup = [];
   });
 
-  /** Executors waiting for work; `woken` counts those a signal or a hand-off (not a timeout or abort) ended, `handed` the claims handed. */
-  function claimers(n: number): { woken: () => number; handed: Claim[] } {
+  /** Executors waiting for work; `woken` counts those a signal (not a timeout or abort) ended. */
+  function claimers(n: number): { woken: () => number } {
     let woken = 0;
-    const handed: Claim[] = [];
     for (let i = 0; i < n; i++) {
       const aborted = new AbortController();
       cleanup.push(aborted);
-      void h.ctx.signals.waitClaimable(LONG_MS, aborted.signal).then((claim) => {
+      void h.ctx.signals.waitClaimable(LONG_MS, aborted.signal).then(() => {
         if (!aborted.signal.aborted) woken++;
-        if (claim) handed.push(claim);
       });
     }
-    return { woken: () => woken, handed };
+    return { woken: () => woken };
   }
 
   /** Runs `change` and resolves once this process has heard its announcement (and handled it in full). */
@@ -55,7 +52,7 @@ describe.each(databaseKinds)("plan signals on $name", (kind) => {
 
   const applied: Outcome = { status: "applied", actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied" }] };
 
-  it("a submit, a vote short of the quorum, a claim and an outcome wake no executor; the approval hands its plan to one of three", async () => {
+  it("a submit, a vote short of the quorum, a claim and an outcome wake no executor; the approval wakes one of three", async () => {
     const executors = claimers(3);
     let planId = "";
     let hash = "";
@@ -69,16 +66,15 @@ describe.each(databaseKinds)("plan signals on $name", (kind) => {
     await heard(planId, () => decide(h.ctx, { planId, hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" }));
     expect(executors.woken()).toBe(0);
 
-    // The approval hands the plan to the longest waiting executor, claimed in its own transaction.
+    // The approval wakes the longest waiting executor, and only it.
     await heard(planId, async () => {
-      expect((await decide(h.ctx, { planId, hash, actor: { userId: "U0BOB", via: "web" }, verdict: "approve" })).status).toBe("executing");
+      expect((await decide(h.ctx, { planId, hash, actor: { userId: "U0BOB", via: "web" }, verdict: "approve" })).status).toBe("approved");
     });
     expect(executors.woken()).toBe(1);
-    expect(executors.handed.map((c) => c.plan.id)).toEqual([planId]);
-    expect(await claimApproved(h.ctx)).toBeUndefined();
 
-    const token = executors.handed[0]!.claimToken;
-    await heard(planId, () => reportOutcome(h.ctx, { claimToken: token, outcome: applied }));
+    const claim = await claimApproved(h.ctx);
+    expect(claim?.plan.id).toBe(planId);
+    await heard(planId, () => reportOutcome(h.ctx, { claimToken: claim!.claimToken, outcome: applied }));
     expect(executors.woken()).toBe(1);
   });
 

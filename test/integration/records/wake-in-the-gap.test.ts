@@ -59,14 +59,13 @@ describe.each(databaseKinds)("a change heard between a waiter's read and its wai
     );
 
   /** The waiter's context: `change` runs inside its first read, and its waits never time out. */
-  function waiterContext(overrides: { db?: (db: Db) => Db; transactionEndingWith?: ServiceContext["database"]["transactionEndingWith"] }): ServiceContext {
+  function waiterContext(overrides: { db?: (db: Db) => Db }): ServiceContext {
     const { database, signals } = h.ctx;
     return {
       ...h.ctx,
       database: new Proxy(database, {
         get: (target, prop) => {
           if (prop === "db" && overrides.db) return overrides.db(target.db);
-          if (prop === "transactionEndingWith" && overrides.transactionEndingWith) return overrides.transactionEndingWith;
           const value: unknown = Reflect.get(target, prop, target);
           return typeof value === "function" ? value.bind(target) : value;
         },
@@ -132,21 +131,26 @@ describe.each(databaseKinds)("a change heard between a waiter's read and its wai
     const { plan } = await submitted("approved in the gap");
     let changed = false;
     // The first claim transaction (finding nothing) answers only once the approval is heard.
-    const transactionEndingWith: ServiceContext["database"]["transactionEndingWith"] = async (body, options) => {
-      const result = await h.ctx.database.transactionEndingWith(body, options);
-      if (!changed) {
-        changed = true;
-        await heardAfter(
-          () => decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" }),
-          (p) => p === announcementPayload(plan.id, "approved"),
-        );
-      }
-      return result;
-    };
+    const db = (real: Db) =>
+      new Proxy(real, {
+        get: (target, prop) => {
+          if (prop !== "transaction") return Reflect.get(target, prop, target);
+          const transaction: Db["transaction"] = async (body, config) => {
+            const result = await target.transaction(body, config);
+            if (!changed) {
+              changed = true;
+              await heardAfter(
+                () => decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" }),
+                (p) => p === announcementPayload(plan.id, "approved"),
+              );
+            }
+            return result;
+          };
+          return transaction;
+        },
+      });
 
-    const claim: Claim | undefined | "still waiting" = await promptly(
-      claimApprovedWaiting(waiterContext({ transactionEndingWith }), { waitMs: LONG_MS, signal: stop.signal }),
-    );
+    const claim: Claim | undefined | "still waiting" = await promptly(claimApprovedWaiting(waiterContext({ db }), { waitMs: LONG_MS, signal: stop.signal }));
     expect(changed).toBe(true);
     expect(claim === "still waiting" ? claim : claim?.plan.id).toBe(plan.id);
     if (claim !== "still waiting" && claim) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { HOME_EVENTS, HOME_SINK } from "../../../src/service/records/home-events.ts";
-import { outboxRowsOf, outboxRowsOfEvents } from "../../../src/service/records/outbox.ts";
+import { outboxRowsOf } from "../../../src/service/records/outbox.ts";
 import type { ServiceContext } from "../../../src/service/context.ts";
 
 const ctx = {
@@ -37,19 +37,5 @@ describe("an event's outbox rows", () => {
       expect(HOME_EVENTS.has(type)).toBe(false);
       expect(kinds(type, "executing")).toEqual(["slack", "webhook"]);
     }
-  });
-
-  it("of one statement keep one Home row for the plan, on the last event that has one, and every other sink's row of each", () => {
-    const rows = outboxRowsOfEvents(ctx, plan, [event("decision.approve"), event("plan.approved", "approved"), event("plan.executing", "executing")]);
-    expect(rows.map((r) => r.map((row) => `${row.kind} ${JSON.parse(row.payload).type}`))).toEqual([
-      ["slack decision.approve", "webhook decision.approve"],
-      ["slack plan.approved", `${HOME_SINK} plan.approved`, "webhook plan.approved"],
-      ["slack plan.executing", "webhook plan.executing"],
-    ]);
-  });
-
-  it("of one statement with no Home event queue no Home row", () => {
-    const rows = outboxRowsOfEvents(ctx, plan, [event("plan.applied", "applied")]);
-    expect(rows.flat().map((r) => r.kind)).toEqual(["slack", "webhook"]);
   });
 });
