@@ -1,5 +1,5 @@
 /**
- * What one action costs through the adapter interface (issue 17), preview → apply → verify,
+ * What one action costs through the adapter interface, preview → apply → verify,
  * in alternating rounds so load hits all three alike:
  *   - http.json called directly (the functions submit and the executor call today): the baseline,
  *   - http.json through its adapter (the wrapper should add nothing measurable),

@@ -1,5 +1,5 @@
 /**
- * What signed audit seals cost (issue 16). Makes a database on TEST_DATABASE_URL's server (or
+ * What signed audit seals cost. Makes a database on TEST_DATABASE_URL's server (or
  * BENCH_DATABASE_URL's), appends EVENTS system-chain audit events (in transactions of 500, so
  * the sealer cuts them into several seals), seals them, then prints in ms:
  *   - signSeals (read, sign, store, queue one publication row), median of 20;

@@ -1,9 +1,9 @@
 /**
  * The floors' HTTP client for target reads and writes: node:http with a keep-alive agent, as the
  * product's own target reads (read-only-http.ts) and the executor's writes (node-http-client.ts)
- * use. The floors ran node's fetch until 2026-12-04, after the product had moved off it (fetch
- * cost 2.5 ms from call to a cold PATCH's first byte against node:http's 0.4), so they were
- * slower than the product's drivers allow and every ratio against them read too well.
+ * use. Not fetch: it costs 2.5 ms from call to a cold PATCH's first byte against node:http's 0.4,
+ * so a floor on fetch would be slower than the product's drivers allow and every ratio against it
+ * would read too well.
  */
 import { Agent, request } from "node:http";
 

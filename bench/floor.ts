@@ -83,10 +83,10 @@ function childRow(row: Row, planId: string): Row {
 
 /**
  * The intake floor's write: three inserts (plan, audit event, outbox row) in one statement, a
- * transaction of its own, as the product stores a new plan (store-new-plan.ts). Until 2026-12-04
- * it was the issue's BEGIN, three inserts, COMMIT: five round trips, which ran at 0.48 of this
- * statement's rate (1 623 against 3 363 plans/s, 8 in flight, database only, load 1–2.5), so the
- * floor was slower than PostgreSQL needs to be for the same rows.
+ * transaction of its own, as the product stores a new plan (store-new-plan.ts). One statement, not
+ * BEGIN, three inserts, COMMIT: those five round trips run at about half this statement's rate
+ * (1 623 against 3 363 plans/s, 8 in flight, database only, load 1–2.5), which would make the
+ * floor slower than PostgreSQL needs to be for the same rows.
  */
 export async function floorInsertPlan(sql: postgres.Sql, t: Templates, status = "pending"): Promise<string> {
   const id = randomUUID();
@@ -102,7 +102,7 @@ export function floorGet(stack: Stack, contact: number): Promise<{ etag: string;
 }
 
 /**
- * The approve → PATCH floor: GET (the approval's re-check of the target, issue 15, 16e9e87), UPDATE
+ * The approve → PATCH floor: GET (the approval's re-check of the target), UPDATE
  * (the decision), GET (the executor's re-read), PATCH with If-Match; resolves with milliseconds
  * from the start to the target receiving the PATCH (the product's figure ends there too), after
  * the closing UPDATE (recording the outcome), which is not timed.

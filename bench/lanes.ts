@@ -1,6 +1,6 @@
 /**
- * Webhook latency while a Slack channel has a backlog (issue 14's goal: p99 under 2 s with 5 000
- * rows queued): BACKLOG rows wait in one channel lane, drained at Slack's pace (one post a
+ * Webhook latency while a Slack channel has a backlog (the goal: p99 under 2 s with 5 000 rows
+ * queued): BACKLOG rows wait in one channel lane, drained at Slack's pace (one post a
  * second, a handler that takes 1 s), while PLANS plans with a callback URL are submitted one
  * every 200 ms to the same channel through the real outbox worker; each plan's `pending`
  * webhook arrives over real HTTP at a local receiver. Prints the latency from submit to arrival.

@@ -1,5 +1,5 @@
 /**
- * What a /metrics scrape costs at volume (issue 16). Makes a database on TEST_DATABASE_URL's
+ * What a /metrics scrape costs at volume. Makes a database on TEST_DATABASE_URL's
  * server (or BENCH_DATABASE_URL's), migrates it, seeds PLANS plans with bench/scans/seed.sql
  * (4 M delivered outbox rows at 1 M, 1 000 undelivered in 10 lanes) and their audit events with
  * bench/scans/metrics-seed.sql (~5 M at 1 M), and seals them (one seal row written here: the

@@ -1,17 +1,20 @@
 /**
- * What pruning purged plans' audit events costs the purge (issue 16). Makes a database on
+ * What pruning purged plans' audit events costs the purge. Makes a database on
  * TEST_DATABASE_URL's server (or BENCH_DATABASE_URL's), ends PLANS plans through the service (a
  * second apart on the test clock; each one submitted and cancelled, every fourth one rejected by a
  * person instead), seals and rolls up, then purges them in batches of BATCH plans, alternating
- * countersign_purge_plans() (deletes the events behind the checkpoint) with KEEPING_EVENTS (a
- * purge that keeps them), and prints per batch in ms: the median of each and their ratio; then
- * plain verifyAudit over the half-pruned log. Seals stop below the server's xmin: run it where no
- * long transaction is open.
+ * countersign_purge_plans() (deletes the events behind the checkpoint) with the same purge minus
+ * its event-pruning statement, and prints per batch in ms: the median of each and their ratio;
+ * then plain verifyAudit over the half-pruned log. Seals stop below the server's xmin: run it
+ * where no long transaction is open.
  * Run: node --import tsx bench/retention-prune.ts [PLANS] [BATCH]   (1000, 50)
  */
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { sql } from "drizzle-orm";
 import { cancelPlan } from "../src/service/intake/cancel-plan.ts";
 import { decide } from "../src/service/decide/decide.ts";
+import { MIGRATIONS_FOLDER } from "../src/store/db.ts";
 import { rollUpMetrics } from "../src/service/operations/metrics.ts";
 import { submitPlan } from "../src/service/intake/submit-plan.ts";
 import { verifyAudit } from "../src/service/audit/verify-audit.ts";
@@ -25,45 +28,33 @@ const [plans = 1000, batch = 50] = process.argv
   .slice(2)
   .filter((a) => /^\d+$/.test(a))
   .map(Number);
-/** The purge without pruning: final plans with their decisions, Slack refs, reminders and outbox rows; audit events kept. */
-const KEEPING_EVENTS = `
-CREATE FUNCTION bench_purge_keeping_events(purge_before timestamptz, purge_reason text) RETURNS integer
-  SECURITY DEFINER SET search_path = public, pg_temp AS $$
-DECLARE
-  doomed uuid[];
-  n_plans integer;
-  n_decisions integer;
-  n_outbox integer;
-BEGIN
-  IF purge_before IS NULL OR purge_before > now() THEN
-    RAISE EXCEPTION 'countersign_purge_plans: the cutoff must be a moment in the past, got %', coalesce(purge_before::text, 'NULL')
-      USING ERRCODE = 'invalid_parameter_value';
-  END IF;
-  IF purge_reason IS NULL OR btrim(purge_reason) = '' THEN
-    RAISE EXCEPTION 'countersign_purge_plans: a reason is required (it is kept in purges)' USING ERRCODE = 'invalid_parameter_value';
-  END IF;
-  -- Final statuses named, not "not open": a status added later is kept until it is listed here.
-  SELECT coalesce(array_agg(id), '{}') INTO doomed FROM (
-    SELECT id FROM plans
-     WHERE status IN ('rejected', 'expired', 'cancelled', 'applied', 'failed', 'stale', 'superseded', 'revoked')
-       AND status NOT IN ('pending', 'approved', 'executing') AND updated_at < purge_before
-       FOR UPDATE
-  ) AS final_plans;
-  PERFORM set_config('countersign.purge', 'on', true);
-  DELETE FROM decisions WHERE plan_id = ANY (doomed);
-  GET DIAGNOSTICS n_decisions = ROW_COUNT;
-  DELETE FROM slack_messages WHERE plan_id = ANY (doomed);
-  DELETE FROM plan_reminders WHERE plan_id = ANY (doomed);
-  DELETE FROM outbox WHERE plan_id = ANY (doomed);
-  GET DIAGNOSTICS n_outbox = ROW_COUNT;
-  DELETE FROM plans WHERE id = ANY (doomed);
-  GET DIAGNOSTICS n_plans = ROW_COUNT;
-  PERFORM set_config('countersign.purge', 'off', true);
-  INSERT INTO purges (by_role, reason, before, plans, decisions, outbox)
-  VALUES (session_user, purge_reason, purge_before, n_plans, n_decisions, n_outbox);
-  RETURN n_plans;
-END;
-$$ LANGUAGE plpgsql;`;
+const GUARDS = path.join(MIGRATIONS_FOLDER, "0001_guards.sql");
+/**
+ * The purge that keeps audit events: countersign_purge_plans() as migrations/0001_guards.sql
+ * defines it, renamed, with the statement that moves the doomed plans' events into audit_pruned
+ * replaced by a zero count. Taken from the file, so the two purges differ only in that statement;
+ * throws when the file lacks the text this cuts.
+ */
+function purgeKeepingEvents(guards: string): string {
+  const create = "CREATE FUNCTION countersign_purge_plans(";
+  const start = guards.indexOf(create);
+  const bodyOpen = start < 0 ? -1 : guards.indexOf("$$", start);
+  const bodyClose = bodyOpen < 0 ? -1 : guards.indexOf("$$", bodyOpen + 2);
+  const end = bodyClose < 0 ? -1 : guards.indexOf(";", bodyClose);
+  if (end < 0) throw new Error(`${GUARDS}: no ${create}… $$ … $$ …; block found`);
+  const purge = guards.slice(start, end + 1);
+  const pruning = /WITH gone AS \(\s*DELETE FROM public\.audit_events\b[\s\S]*?GET DIAGNOSTICS n_events = ROW_COUNT;/g;
+  const found = purge.match(pruning) ?? [];
+  if (found.length !== 1)
+    throw new Error(
+      `${GUARDS}: countersign_purge_plans has ${found.length} event-pruning statements (WITH gone AS (DELETE FROM public.audit_events … GET DIAGNOSTICS n_events), expected 1`,
+    );
+  const keeping = purge.replace(create, "CREATE FUNCTION bench_purge_keeping_events(").replace(pruning, "n_events := 0;");
+  if (/audit_pruned|DELETE FROM public\.audit_events/.test(keeping))
+    throw new Error(`${GUARDS}: countersign_purge_plans still prunes events once its event-pruning statement is cut`);
+  return keeping;
+}
+const KEEPING_EVENTS = purgeKeepingEvents(readFileSync(GUARDS, "utf8"));
 
 const database = await openThrowawayPostgres(adminUrl, { prefix: "countersign_bench_prune" }); // dropped at close
 const ms = (t: bigint) => Number(process.hrtime.bigint() - t) / 1e6;

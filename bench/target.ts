@@ -19,7 +19,7 @@ for (let i = 1; i <= Number(contacts); i++) seed[`/contacts/${i}`] = { name: `Co
  * Idle connections are kept 65 s (announced as `Keep-Alive: timeout=65`, which fetch honours, less
  * a second), as production HTTP servers and load balancers keep them (nginx 75 s, AWS ALB 60 s),
  * not node's 5 s: the approve figure's clicks come ~5 s apart, and with 5 s each of the product's
- * GETs opened a connection while the floor's back-to-back requests never did. Now neither does.
+ * GETs would open a connection while the floor's back-to-back requests never do.
  */
 const KEEP_ALIVE_MS = 65_000;
 const target = new JsonResourceServer({ seed, readTokens: [readToken], writeToken, keepAliveTimeoutMs: KEEP_ALIVE_MS });

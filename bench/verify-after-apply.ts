@@ -1,5 +1,5 @@
 /**
- * What verifying after apply costs the executor (issue 15): one GET per written action, after
+ * What verifying after apply costs the executor: one GET per written action, after
  * its write and before the report (never on the path from claim to the write). For PLANS one-merge
  * plans, `executePlan` runs against a loopback JSON resource server with the real adapters; the
  * figure is the verify GET's median, against the PATCH before it (same run, same target).

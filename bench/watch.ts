@@ -1,5 +1,5 @@
 /**
- * What the target watcher (issue 15) costs as open plans grow: PLANS pending plans over PATHS
+ * What the target watcher costs as open plans grow: PLANS pending plans over PATHS
  * resources of one watched target, on PostgreSQL. Prints the time of a pass that lists new plans
  * (100 a pass), of a pass with nothing due (the anti-join over every open plan, the steady
  * state between reads), and of the passes that read every resource once an interval, with the

@@ -63,7 +63,7 @@ EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT * FROM outbox WHERE plan_id = md
 \echo '== plan page live stream: version and dead count (src/service/records/plan-signals.ts)'
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT (SELECT max(id) FROM audit_events WHERE plan_id = md5('plan1')::uuid) AS v,
   (SELECT count(*) FROM outbox WHERE plan_id = md5('plan1')::uuid AND dead_at IS NOT NULL) AS dead;
-\echo '== browser list, before issue 13: newest 100 of every status'
+\echo '== browser list, unpaged: newest 100 of every status (for comparison with the pending-first pages below)'
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT * FROM plans ORDER BY created_at DESC LIMIT 100;
 \echo '== browser list: every pending plan, soonest expiry first, first page (listPendingForReview)'
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT * FROM plans WHERE status = 'pending' ORDER BY expires_at, id LIMIT 101;
@@ -75,7 +75,7 @@ EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT * FROM plans WHERE status IN ('a
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT * FROM plans WHERE status IN ('failed') ORDER BY created_at DESC LIMIT 100;
 \echo '== Slack home / login: pending plans waiting for a person (src/service/review/plans-for-person.ts)'
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT id, status, hash, document, expires_at FROM plans WHERE status = 'pending' ORDER BY created_at DESC LIMIT 200;
-\echo '== reminders, before issue 13: every pending plan document (src/service/watch/remind-due.ts)'
+\echo '== reminders, unfiltered: every pending plan document (for comparison with the due points below)'
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT id, document, expires_at FROM plans WHERE status = 'pending' AND expires_at > now();
 \echo '== reminders: only plans whose own point has come and is not recorded (points 7200 and 600 s on crm)'
 EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) SELECT id, document, expires_at FROM plans

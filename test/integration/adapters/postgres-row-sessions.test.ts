@@ -248,7 +248,7 @@ describe.skipIf(!postgresKind || !adminUrl)("postgres.row sessions: the URL's qu
       const answered = await whileLocked(commitLock, applyAndLook("held", planned), async () => {
         await writeWaits("advisory");
         relay.cut();
-        // Longer than the statement_timeout + 1 s the apply used to wait before the re-read.
+        // Longer than statement_timeout + 1 s: the re-read must not wait on a timeout of the apply.
         await new Promise((resolve) => setTimeout(resolve, TIMEOUT_MS + 1500));
         released = performance.now();
       });

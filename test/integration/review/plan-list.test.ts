@@ -10,7 +10,7 @@ import { databaseKinds } from "../../support/databases.ts";
 import { mergeRequest, targetConfig } from "../../support/harness.ts";
 import { useHarness } from "../../support/use-harness.ts";
 
-/** More than the 100 newest plans the list used to look through for pending ones. */
+/** More than a page of 100 newest plans: pending ones past it must still be listed. */
 const NEWER = 105;
 
 describe.each(databaseKinds)("the browser list keeps every pending plan, however old, on $name", (kind) => {

@@ -136,6 +136,43 @@ function markdownLines(source: string): { line: number; text: string }[] {
   });
 }
 
+/**
+ * The prose of a shell script by line: its `#` comments (shebang aside), from a `#` that starts
+ * the line or follows a blank outside quotes, so `$#` and `${#a[@]}` are code.
+ */
+function shellCommentLines(source: string): { line: number; text: string }[] {
+  return source.split("\n").flatMap((text, k) => {
+    if (k === 0 && text.startsWith("#!")) return [];
+    let quote = "";
+    for (let i = 0; i < text.length; i++) {
+      const c = text[i]!;
+      if (quote) {
+        if (c === "\\" && quote === '"') i++;
+        else if (c === quote) quote = "";
+      } else if (c === "'" || c === '"') quote = c;
+      else if (c === "\\") i++;
+      else if (c === "#" && (i === 0 || /\s/.test(text[i - 1]!))) return [{ line: k + 1, text: text.slice(i) }];
+    }
+    return [];
+  });
+}
+
+/**
+ * The prose of a psql script by line: its `--` comments outside string literals, and its `\echo`
+ * labels whole. String literals (seed data, a timestamp in a JSON payload) are data, not prose.
+ */
+function sqlProseLines(source: string): { line: number; text: string }[] {
+  return source.split("\n").flatMap((text, k) => {
+    if (/^\s*\\echo\b/.test(text)) return [{ line: k + 1, text }];
+    let quoted = false;
+    for (let i = 0; i < text.length; i++) {
+      if (text[i] === "'") quoted = !quoted;
+      else if (!quoted && text.startsWith("--", i)) return [{ line: k + 1, text: text.slice(i) }];
+    }
+    return [];
+  });
+}
+
 /** `file:line: text` for each line that carries a work-log reference. */
 function offenders(file: string, lines: { line: number; text: string }[]): string[] {
   return lines.flatMap(({ line, text }) => {
@@ -200,6 +237,34 @@ describe("prose carries no work-log history (sessions, issue numbers, dates)", (
     expect(files).toContain("test/unit/build/history.test.ts");
     expect(files.length).toBeGreaterThan(200);
     expect(files.flatMap((file) => sourceOffenders(file))).toEqual([]);
+  });
+
+  it("in the comments of bench/ and scripts/, their shell scripts' comments and their SQL's comments and labels", () => {
+    const sources = [...filesUnder("bench", (name) => /\.[cm]?[jt]sx?$/.test(name)), ...filesUnder("scripts", (name) => /\.[cm]?[jt]sx?$/.test(name))];
+    const shell = [...filesUnder("bench", (name) => name.endsWith(".sh")), ...filesUnder("scripts", (name) => name.endsWith(".sh"))];
+    const psql = [...filesUnder("bench", (name) => name.endsWith(".sql")), ...filesUnder("scripts", (name) => name.endsWith(".sql"))];
+    expect(sources).toEqual(
+      expect.arrayContaining(["bench/run.ts", "bench/figures/intake.ts", "bench/socket-trace.mjs", "scripts/layers.mjs", "scripts/build.d.mts"]),
+    );
+    expect(shell).toEqual(expect.arrayContaining(["bench/load.sh", "bench/scans/compare.sh"]));
+    expect(psql).toEqual(expect.arrayContaining(["bench/scans/explain.sql", "bench/scans/seed.sql"]));
+    const read = (rel: string) => readFileSync(path.join(ROOT, rel), "utf8");
+    expect([
+      ...sources.flatMap((file) => sourceOffenders(file)),
+      ...shell.flatMap((file) => offenders(file, shellCommentLines(read(file)))),
+      ...psql.flatMap((file) => offenders(file, sqlProseLines(read(file)))),
+    ]).toEqual([]);
+  });
+
+  it("reads shell comments and SQL comments and labels as prose, and their code and string literals as not", () => {
+    const shell = ["#!/usr/bin/env bash", "# from issue 16", 'if [[ $# -gt 0 ]]; then echo "# issue 17"; fi  # session 3', "n=${#pids[@]} # fine"].join("\n");
+    expect(offenders("x.sh", shellCommentLines(shell))).toEqual(['x.sh:2: issue 16 in "# from issue 16"', 'x.sh:3: session 3 in "# session 3"']);
+    const psql = ["-- seeded 2026-01-01", "SELECT '{\"at\":\"2026-01-01T00:00:00Z\"}', 'a--issue 4' -- issue 5", "\\echo '== before issue 13'"].join("\n");
+    expect(offenders("x.sql", sqlProseLines(psql))).toEqual([
+      'x.sql:1: 2026-01-01 in "-- seeded 2026-01-01"',
+      'x.sql:2: issue 5 in "-- issue 5"',
+      "x.sql:3: issue 13 in \"\\echo '== before issue 13'\"",
+    ]);
   });
 
   it("in the docs: README, CONTRIBUTING, SECURITY, bench/README and every page under docs/", () => {
