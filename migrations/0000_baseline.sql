@@ -60,6 +60,17 @@ CREATE TABLE "audit_seals" (
 	"sealed_at" timestamp with time zone NOT NULL
 );
 --> statement-breakpoint
+CREATE TABLE "batches" (
+	"id" uuid PRIMARY KEY NOT NULL,
+	"reviewer" text NOT NULL,
+	"via" text NOT NULL,
+	"likeness" text NOT NULL,
+	"plans" text NOT NULL,
+	"more" integer NOT NULL,
+	"created_at" timestamp with time zone NOT NULL,
+	"expires_at" timestamp with time zone NOT NULL
+);
+--> statement-breakpoint
 CREATE TABLE "decisions" (
 	"id" bigserial PRIMARY KEY NOT NULL,
 	"plan_id" uuid NOT NULL,
@@ -70,7 +81,20 @@ CREATE TABLE "decisions" (
 	"reason" text,
 	"recheck_failed" text,
 	"decided_at" timestamp with time zone DEFAULT now() NOT NULL,
-	"expires_at" timestamp with time zone NOT NULL
+	"expires_at" timestamp with time zone NOT NULL,
+	"for_user" text
+);
+--> statement-breakpoint
+CREATE TABLE "delegations" (
+	"id" uuid PRIMARY KEY NOT NULL,
+	"delegator" text NOT NULL,
+	"delegate" text NOT NULL,
+	"until" timestamp with time zone NOT NULL,
+	"targets" text,
+	"created_by" text NOT NULL,
+	"created_at" timestamp with time zone NOT NULL,
+	"ended_at" timestamp with time zone,
+	"ended_by" text
 );
 --> statement-breakpoint
 CREATE TABLE "executor_presence" (
@@ -135,6 +159,13 @@ CREATE TABLE "pause" (
 	CONSTRAINT "pause_one_row" CHECK ("pause"."id" = 1)
 );
 --> statement-breakpoint
+CREATE TABLE "people" (
+	"user_id" text PRIMARY KEY NOT NULL,
+	"display_name" text,
+	"fetched_at" timestamp with time zone,
+	"next_at" timestamp with time zone NOT NULL
+);
+--> statement-breakpoint
 CREATE TABLE "plan_reminders" (
 	"plan_id" uuid NOT NULL,
 	"seconds_before" integer NOT NULL,
@@ -161,6 +192,8 @@ CREATE TABLE "plans" (
 	"outcome" text,
 	"supersedes" uuid,
 	"superseded_by" uuid,
+	"undoes" uuid,
+	"undone_by" uuid,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
 	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
 );
@@ -235,11 +268,15 @@ CREATE INDEX "audit_events_xid" ON "audit_events" USING btree ("xid");--> statem
 CREATE UNIQUE INDEX "audit_events_one_successor" ON "audit_events" USING btree ("prev_hash") WHERE xid IS NOT NULL;--> statement-breakpoint
 CREATE INDEX "audit_pruned_xid" ON "audit_pruned" USING btree ("xid");--> statement-breakpoint
 CREATE INDEX "audit_pruned_plan" ON "audit_pruned" USING btree ("plan_id","id");--> statement-breakpoint
+CREATE INDEX "batches_expires_at" ON "batches" USING btree ("expires_at");--> statement-breakpoint
 CREATE UNIQUE INDEX "decisions_one_vote_per_person" ON "decisions" USING btree ("plan_id","user_id","verdict");--> statement-breakpoint
+CREATE INDEX "delegations_delegate_open" ON "delegations" USING btree ("delegate","until") WHERE ended_at IS NULL;--> statement-breakpoint
+CREATE INDEX "delegations_delegator_open" ON "delegations" USING btree ("delegator","until") WHERE ended_at IS NULL;--> statement-breakpoint
 CREATE INDEX "outbox_lane_order" ON "outbox" USING btree ("lane","priority","id","available_at") WHERE delivered_at IS NULL AND dead_at IS NULL;--> statement-breakpoint
 CREATE INDEX "outbox_undelivered_plan_kind" ON "outbox" USING btree ("plan_id","kind","id") WHERE delivered_at IS NULL AND dead_at IS NULL;--> statement-breakpoint
 CREATE INDEX "outbox_dead_plan" ON "outbox" USING btree ("plan_id","id") WHERE dead_at IS NOT NULL;--> statement-breakpoint
 CREATE INDEX "outbox_delivered_at" ON "outbox" USING btree ("delivered_at") WHERE delivered_at IS NOT NULL;--> statement-breakpoint
+CREATE INDEX "people_display_name" ON "people" USING btree (lower("display_name"));--> statement-breakpoint
 CREATE UNIQUE INDEX "plan_reminders_once" ON "plan_reminders" USING btree ("plan_id","seconds_before");--> statement-breakpoint
 CREATE UNIQUE INDEX "plans_agent_idempotency_key" ON "plans" USING btree ("agent_id","idempotency_key");--> statement-breakpoint
 CREATE INDEX "plans_status_expires_at" ON "plans" USING btree ("status","expires_at");--> statement-breakpoint
@@ -250,6 +287,7 @@ CREATE INDEX "plans_status_created_at" ON "plans" USING btree ("status","created
 CREATE INDEX "plans_pending_expiry" ON "plans" USING btree ("expires_at","id") WHERE status = 'pending';--> statement-breakpoint
 CREATE INDEX "plans_agent_open" ON "plans" USING btree ("agent_id","status","expires_at") WHERE status IN ('pending', 'approved');--> statement-breakpoint
 CREATE INDEX "plans_final_updated_at" ON "plans" USING btree ("updated_at") WHERE status NOT IN ('pending', 'approved', 'executing');--> statement-breakpoint
+CREATE INDEX "plans_undoes" ON "plans" USING btree ("undoes") WHERE undoes IS NOT NULL;--> statement-breakpoint
 CREATE INDEX "slack_messages_digest" ON "slack_messages" USING btree ("channel","ts") WHERE digest;--> statement-breakpoint
 CREATE INDEX "target_watches_next_at" ON "target_watches" USING btree ("next_at");--> statement-breakpoint
 CREATE INDEX "watched_actions_target_path" ON "watched_actions" USING btree ("target","path");

@@ -60,7 +60,8 @@ $$ LANGUAGE plpgsql;
 -- A stored plan never changes: what was hashed, previewed and decided on is fixed. `mutable` names
 -- the lifecycle columns that may move (every UPDATE of plans in src/service sets only these); any
 -- other column, one added later included, is fixed until it is added to the list (here and in
--- countersign_plans_document_fixed). A grant, once issued, is fixed, and so is a superseding plan.
+-- countersign_plans_document_fixed). A grant, once issued, is fixed, and so are a superseding plan and
+-- the undo that took a plan back.
 -- Plans leave only through countersign_purge_plans(). (The executor still recomputes the hash, in
 -- case all of this is bypassed.) It runs under the row lock at every decision, claim and report,
 -- so each row is made jsonb once, and without the document and the preview, which may be large
@@ -68,7 +69,7 @@ $$ LANGUAGE plpgsql;
 CREATE FUNCTION countersign_plans_immutable() RETURNS trigger
   SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-  mutable CONSTANT text[] := ARRAY['status', 'updated_at', 'reject_reason', 'grant', 'grant_expires_at', 'claim_token', 'lease_expires_at', 'claims', 'outcome', 'superseded_by'];
+  mutable CONSTANT text[] := ARRAY['status', 'updated_at', 'reject_reason', 'grant', 'grant_expires_at', 'claim_token', 'lease_expires_at', 'claims', 'outcome', 'superseded_by', 'undone_by'];
   n public.plans;
   o public.plans;
   fixed_new jsonb;
@@ -110,6 +111,9 @@ BEGIN
   IF OLD.superseded_by IS NOT NULL AND NEW.superseded_by IS DISTINCT FROM OLD.superseded_by THEN
     RAISE EXCEPTION 'plan %: it was superseded by %, which is fixed', OLD.id, OLD.superseded_by USING ERRCODE = 'integrity_constraint_violation';
   END IF;
+  IF OLD.undone_by IS NOT NULL AND NEW.undone_by IS DISTINCT FROM OLD.undone_by THEN
+    RAISE EXCEPTION 'plan %: it was undone by %, which is fixed', OLD.id, OLD.undone_by USING ERRCODE = 'integrity_constraint_violation';
+  END IF;
   RETURN NEW;
 END;
 $$ LANGUAGE plpgsql;
@@ -123,7 +127,7 @@ CREATE FUNCTION countersign_plans_document_fixed() RETURNS trigger
   SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   -- As countersign_plans_immutable's, for the message.
-  mutable CONSTANT text[] := ARRAY['status', 'updated_at', 'reject_reason', 'grant', 'grant_expires_at', 'claim_token', 'lease_expires_at', 'claims', 'outcome', 'superseded_by'];
+  mutable CONSTANT text[] := ARRAY['status', 'updated_at', 'reject_reason', 'grant', 'grant_expires_at', 'claim_token', 'lease_expires_at', 'claims', 'outcome', 'superseded_by', 'undone_by'];
   changed text[] := ARRAY[]::text[];
 BEGIN
   IF NEW.document IS DISTINCT FROM OLD.document THEN

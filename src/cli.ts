@@ -55,10 +55,13 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const seeHelp = `'countersign ${leaf.name} --help' shows its usage`;
-  let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] };
+  let parsed: { values: Record<string, string | boolean | string[] | undefined>; positionals: string[] };
   try {
-    const options = Object.fromEntries(Object.entries(leaf.options ?? {}).map(([key, o]) => [key, { type: o.type }]));
-    parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
+    const options = Object.fromEntries(
+      Object.entries(leaf.options ?? {}).map(([key, o]) => [key, { type: o.type, ...(o.multiple ? { multiple: true } : {}) }]),
+    );
+    // Only string options are ever given `multiple` (OptionSpec), so a list holds strings.
+    parsed = parseArgs({ args, options, allowPositionals: true, strict: true }) as typeof parsed;
   } catch (err) {
     return usageError(`countersign ${leaf.name}: ${parseProblem(err)}; ${seeHelp}`);
   }

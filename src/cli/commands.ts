@@ -5,6 +5,8 @@ import type { EnvReader } from "./env-help.ts";
 /** An option as parseArgs takes it, with what its usage says about it. */
 export interface OptionSpec {
   type: "string" | "boolean";
+  /** May be given more than once; its values come as a list. */
+  multiple?: boolean;
   /** The value's placeholder in the usage (FILE, NAME …). */
   value?: string;
   says: string;
@@ -18,7 +20,7 @@ export interface ArgumentSpec {
 
 /** What a command runs with: its options and arguments as the dispatcher parsed and checked them. */
 export interface CommandInput {
-  values: Record<string, string | boolean | undefined>;
+  values: Record<string, string | boolean | string[] | undefined>;
   positionals: string[];
   /** The arguments after the command's name, as given. */
   args: string[];
@@ -64,7 +66,7 @@ async function longRunning() {
 }
 
 const string = (value: string, says: string): OptionSpec => ({ type: "string", value, says });
-const text = (v: string | boolean | undefined) => (typeof v === "string" ? v : undefined);
+const text = (v: string | boolean | string[] | undefined) => (typeof v === "string" ? v : undefined);
 
 /** `doctor`, and `policy check --role`: one code path, so both print the same lines. */
 const doctor = async ({ values, positionals, env, out }: CommandInput) =>
@@ -290,6 +292,50 @@ export const COMMANDS: (Command | CommandGroup)[] = [
     examples: [["login-link", "--user", "U024BE7LH", "--name", "Ana Lima"]],
     run: async ({ values, env, out }) =>
       (await import("./agents.ts")).loginLinkCommand(await cliConfig(env), { user: text(values.user), name: text(values.name) }, out),
+  },
+  {
+    name: "delegate",
+    summary: "someone decides in another's place while they are away, until the end of a day; or list and end delegations",
+    about:
+      "The delegate may approve, reject, revoke and edit wherever the delegator may, and gets their reminders; a target whose policy says delegation: false is left to its approvers. " +
+      "The day ends at midnight in the delegator's Slack time zone when a running server holding the data dir is asked (and it checks the delegate is a person); otherwise in UTC. At most 90 days ahead. " +
+      "Who did it is the operating-system user unless --by names someone; it is on the audit log. " +
+      agentsDatabase,
+    synopsis: ["--from U… --to U… --until YYYY-MM-DD [--target NAME]…", "list [--all]", "end ID"],
+    arguments: [
+      { name: "list|end", optional: true, says: "list the delegations in force, or end one (none: make one)" },
+      { name: "ID", optional: true, says: "the delegation to end, as 'delegate list' shows it" },
+    ],
+    options: {
+      from: string("U…", "the Slack user id of the person away"),
+      to: string("U…", "the Slack user id of the person who decides in their place"),
+      until: string("YYYY-MM-DD", "the last day the delegation holds"),
+      target: { type: "string", multiple: true, value: "NAME", says: "only plans on this target (repeat it for more; none: every target)" },
+      all: { type: "boolean", says: "with list: those that ended or ran out too" },
+      by: string("NAME", "who does it (default: the operating-system user)"),
+    },
+    env: "database",
+    examples: [
+      ["delegate", "--from", "U024BE7LH", "--to", "U0G9QF9C6", "--until", "2026-12-20"],
+      ["delegate", "--from", "U024BE7LH", "--to", "U0G9QF9C6", "--until", "2026-12-20", "--target", "crm"],
+      ["delegate", "list"],
+      ["delegate", "end", "6f1c7f1e-4a1b-4c1d-8e1f-0a1b2c3d4e5f"],
+    ],
+    run: async ({ values, positionals, env, out }) =>
+      (await import("./delegate.ts")).delegateCommand(
+        await cliConfig(env),
+        {
+          verb: positionals[0],
+          id: positionals[1],
+          from: text(values.from),
+          to: text(values.to),
+          until: text(values.until),
+          targets: Array.isArray(values.target) ? values.target : [],
+          all: values.all === true,
+          by: text(values.by),
+        },
+        out,
+      ),
   },
   {
     name: "mcp",

@@ -4,7 +4,7 @@
  * ./wire-types.ts, and it needs only the standard `fetch` and Web Crypto (Node 20, Bun, Deno).
  * Its relative imports say `.js` so the emitted .d.ts resolves for any TypeScript a consumer has.
  */
-import type { AuditEvent, ErrorBody, ErrorCode, Issue, Outcome, PlanRequest, PlanStatus, PlanView } from "./wire-types.js";
+import type { AuditEvent, ErrorBody, ErrorCode, Issue, Outcome, PlanRequest, PlanStatus, PlanView, UndoRequest } from "./wire-types.js";
 
 export type * from "./wire-types.js";
 /** What `submitPlan` takes: the plan request as sent, before the server trims and fills in defaults. */
@@ -80,6 +80,11 @@ export interface FinalOutcome {
   reason?: string;
   /** Per-action results from the executor (applied, stale, failed). */
   outcome?: Outcome;
+  /**
+   * The reviewer whose edit made this version, when waitForOutcome followed an edit of the plan
+   * you submitted (its `id` is then the edited version's): what was applied is their values.
+   */
+  editedBy?: NonNullable<PlanView["plan"]["editedBy"]>;
   plan: PlanView;
 }
 
@@ -123,23 +128,40 @@ export class Countersign {
     return this.call("POST", `/v1/plans/${encodeURIComponent(id)}/cancel`, undefined, options.signal);
   }
 
+  /**
+   * Asks for one of your applied plans to be taken back: resolves with the undo, a new plan
+   * (`plan.undoes` is the id) pending review like any other; wait for it with waitForOutcome.
+   * Refused with `not_undoable`, `undo_open` (`details.planId`), `undo_target_changed` or `undo_refused`.
+   */
+  proposeUndo(id: string, request: UndoRequest = {}, options: { signal?: AbortSignal } = {}): Promise<PlanView> {
+    return this.call("POST", `/v1/plans/${encodeURIComponent(id)}/undo`, request, options.signal);
+  }
+
   async events(id: string, options: { signal?: AbortSignal } = {}): Promise<AuditEvent[]> {
     return (await this.call<{ events: AuditEvent[] }>("GET", `/v1/plans/${encodeURIComponent(id)}/events`, undefined, options.signal)).events;
   }
 
   /**
    * Waits until the plan reaches a final status (applied, rejected, expired, cancelled,
-   * stale, failed) and returns it. Throws CountersignError("timeout") after `timeoutMs`, and
-   * the signal's reason when aborted.
+   * stale, failed, superseded, revoked) and returns it. A plan a reviewer edited before approving
+   * is superseded by the edited version: that version is followed (and any later edit of it), and
+   * its outcome returned with `editedBy`, unless `followEdits` is false. Throws
+   * CountersignError("timeout") after `timeoutMs`, and the signal's reason when aborted.
    */
-  async waitForOutcome(id: string, options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<FinalOutcome> {
+  async waitForOutcome(id: string, options: { signal?: AbortSignal; timeoutMs?: number; followEdits?: boolean } = {}): Promise<FinalOutcome> {
     const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
+    let waitingOn = id;
     for (;;) {
       options.signal?.throwIfAborted();
       const left = deadline - Date.now();
-      if (left <= 0) throw new CountersignError("timeout", `plan ${id} was still open after ${options.timeoutMs} ms`);
+      if (left <= 0) throw new CountersignError("timeout", `plan ${waitingOn} was still open after ${options.timeoutMs} ms`);
       const seconds = Math.max(0, Math.min(LONG_POLL_SECONDS, Math.floor(left / 1000)));
-      const plan = await this.call<PlanView>("GET", `/v1/plans/${encodeURIComponent(id)}/wait?timeout=${seconds}`, undefined, options.signal);
+      const plan = await this.call<PlanView>("GET", `/v1/plans/${encodeURIComponent(waitingOn)}/wait?timeout=${seconds}`, undefined, options.signal);
+      const edited = plan.status === "superseded" && options.followEdits !== false ? plan.supersededBy?.editedBy && plan.supersededBy : undefined;
+      if (edited) {
+        waitingOn = edited.id;
+        continue;
+      }
       if ((FINAL_STATUSES as readonly string[]).includes(plan.status)) return finalOutcome(plan);
       if (seconds === 0) await new Promise((r) => setTimeout(r, Math.min(250, Math.max(0, deadline - Date.now()))));
     }
@@ -204,6 +226,7 @@ function finalOutcome(plan: PlanView): FinalOutcome {
     approvals: plan.approvals,
     ...(reason !== undefined ? { reason } : {}),
     ...(plan.outcome ? { outcome: plan.outcome } : {}),
+    ...(plan.plan.editedBy ? { editedBy: plan.plan.editedBy } : {}),
     plan,
   };
 }

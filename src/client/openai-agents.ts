@@ -40,6 +40,7 @@ export interface CountersignToolOptions<P extends z.ZodObject> {
 export type CountersignToolResult =
   | "applied"
   | `applied, not as approved: ${string}`
+  | `applied as edited by ${string}: ${string}`
   | `rejected: ${string}`
   | "stale: target changed, re-plan"
   | "expired"
@@ -53,7 +54,8 @@ export type CountersignToolResult =
 
 const RESULTS_NOTE =
   "Calling this does not make the change: it proposes it to people for approval and waits. " +
-  'It returns "applied" (done), "applied, not as approved: <fields>" (written, but the target differs from what was approved: read it again), "rejected: <reason>", "stale: target changed, re-plan", "expired", "cancelled", ' +
+  'It returns "applied" (done), "applied, not as approved: <fields>" (written, but the target differs from what was approved: read it again), ' +
+  '"applied as edited by <reviewer>: <fields>" (a reviewer changed values before approving; what was written is theirs), "rejected: <reason>", "stale: target changed, re-plan", "expired", "cancelled", ' +
   '"superseded: a newer version replaced it", "revoked: <reason>" (an approval withdrawn before it was applied), ' +
   '"failed: <reason>", or "refused: <code>: <message>" when Countersign refuses the proposal itself.';
 
@@ -109,9 +111,11 @@ export function outcomeResult(outcome: FinalOutcome): CountersignToolResult {
             ? a.driftAfterApply.map((d) => `${a.path}${d.path} is ${shown(d.actual)} (approved ${shown(d.expected)})`)
             : [`${a.path} differs`],
       );
-      return drift.length === 0
-        ? "applied"
-        : `applied, not as approved: ${drift.slice(0, 5).join("; ")}${drift.length > 5 ? `; and ${drift.length - 5} more` : ""}; read the target again before relying on it`;
+      if (drift.length > 0)
+        return `applied, not as approved: ${drift.slice(0, 5).join("; ")}${drift.length > 5 ? `; and ${drift.length - 5} more` : ""}; read the target again before relying on it`;
+      // A reviewer's values went in, not the model's: said, so it does not assume its own.
+      if (outcome.editedBy) return `applied as edited by ${outcome.editedBy.userId}: ${editedText(outcome)}; read the target for the values written`;
+      return "applied";
     }
     case "rejected":
       return `rejected: ${outcome.reason || "no reason given"}`;
@@ -130,6 +134,14 @@ export function outcomeResult(outcome: FinalOutcome): CountersignToolResult {
       return `failed: ${outcome.reason ?? failedAction?.detail ?? "the executor could not apply it"}`;
     }
   }
+}
+
+/** The values the edited version writes, action by action, as far as a line allows. */
+function editedText(outcome: FinalOutcome): string {
+  const written = outcome.plan.plan.actions.map((a) =>
+    a.kind === "http.json" ? `${a.path} ${shown(a.body)}` : `${a.table} ${shown(a.key)} ${shown(a.values)}`,
+  );
+  return written.slice(0, 5).join("; ") + (written.length > 5 ? `; and ${written.length - 5} more` : "");
 }
 
 function shown(value: unknown): string {

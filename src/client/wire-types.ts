@@ -36,6 +36,10 @@ export type PlanView = {
   supersedes?: VersionLink;
   /** The newer version that replaced this plan: it is `superseded`, or stays `stale` and points at it */
   supersededBy?: VersionLink;
+  /** An undo: the applied plan it takes back (its document's `undoes`) */
+  undoes?: VersionLink;
+  /** The undo that took this plan back, once that undo is applied */
+  undoneBy?: VersionLink;
 };
 
 /** `pending` awaits approval; `approved` and `executing` await the executor; the rest are final */
@@ -45,6 +49,8 @@ export type VersionLink = {
   id: string;
   hash: string;
   reviewUrl: string;
+  /** On `supersededBy`: the reviewer whose edit of this plan's values made that version (it is still your plan: `GET /v1/plans/{id}` answers you, and its outcome is the one that counts) */
+  editedBy?: PersonAct;
 };
 
 export type PlanDocument = {
@@ -59,15 +65,14 @@ export type PlanDocument = {
   policy: AppliedPolicy;
   expiresAt: string;
   supersedes?: string;
-  editedBy?: {
-    userId: string;
-    via: "slack" | "web";
-  };
+  editedBy?: PersonAct;
   undoes?: string;
-  askedBy?: {
-    userId: string;
-    via: "slack" | "web";
-  };
+  askedBy?: PersonAct;
+};
+
+export type PersonAct = {
+  userId: string;
+  via: "slack" | "web";
 };
 
 export type PlannedAction = HttpJsonPlanned | PostgresRowPlanned;
@@ -121,6 +126,9 @@ export type AppliedPolicy = {
     level: "low" | "medium" | "high";
     rule: string;
   };
+  batch?: false;
+  edits?: false;
+  delegation?: false;
 };
 
 export type ActionPreview = {
@@ -153,6 +161,8 @@ export type Approval = {
   userId: string;
   via: "slack" | "web";
   at: string;
+  /** Present when the person acted for someone away who delegated their approvals to them: that person's Slack user id */
+  for?: string;
   /** Present when the targets could not be re-read at this Approve: recorded anyway, "could not re-check", and why; the executor's revalidation remains the final gate */
   recheckFailed?: string;
 };
@@ -162,6 +172,8 @@ export type Rejection = {
   via: "slack" | "web";
   reason: string;
   at: string;
+  /** Present when the person acted for someone away who delegated their approvals to them: that person's Slack user id */
+  for?: string;
 };
 
 export type Revocation = {
@@ -169,6 +181,8 @@ export type Revocation = {
   via: "slack" | "web";
   reason: string;
   at: string;
+  /** Present when the person acted for someone away who delegated their approvals to them: that person's Slack user id */
+  for?: string;
 };
 
 export type Hold = {
@@ -250,6 +264,8 @@ export type Actor = {
   type: "user";
   userId: string;
   via: "slack" | "web";
+  /** Present when the person acted for someone away who delegated their approvals to them: that person's Slack user id */
+  for?: string;
 } | {
   type: "system";
   process: string;
@@ -269,7 +285,7 @@ export type ErrorBody = {
   };
 };
 
-export type ErrorCode = "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "idempotency_conflict" | "conflict" | "lease_lost" | "approver_check_failed" | "already_decided" | "already_voted" | "hash_mismatch" | "plan_expired" | "not_supersedable" | "target_changed" | "self_approval" | "not_an_approver" | "not_a_reader" | "not_a_revoker" | "not_an_admin" | "not_revocable" | "payload_too_large" | "unsupported_media_type" | "unknown_target" | "unknown_kind" | "preview_failed" | "policy_denied" | "rate_limited" | "database_unavailable" | "internal";
+export type ErrorCode = "invalid_json" | "invalid_request" | "unauthorized" | "not_found" | "idempotency_conflict" | "conflict" | "lease_lost" | "approver_check_failed" | "already_decided" | "already_voted" | "hash_mismatch" | "plan_expired" | "not_supersedable" | "target_changed" | "not_undoable" | "undo_open" | "undo_target_changed" | "delegation_ended" | "batch_expired" | "self_approval" | "not_an_approver" | "not_a_reader" | "not_a_revoker" | "not_an_admin" | "not_editable" | "not_revocable" | "payload_too_large" | "unsupported_media_type" | "unknown_target" | "unknown_kind" | "preview_failed" | "policy_denied" | "undo_refused" | "rate_limited" | "database_unavailable" | "internal";
 
 export type Issue = {
   /** JSON Pointer into the request; "" for the whole of it */
@@ -287,6 +303,8 @@ export type WebhookPayload = {
   reason?: string;
   /** The executor's report, once the plan is applied, stale, failed or expired after approval */
   outcome?: Outcome;
+  /** Once the plan is superseded: the version that replaced it, with `editedBy` when a reviewer's edit made it (that version's own status changes follow to the same callback URL) */
+  supersededBy?: VersionLink;
 };
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | {
@@ -308,6 +326,13 @@ export type PlanRequest = {
   idempotencyKey?: string;
   callbackUrl?: string;
   supersedes?: string;
+};
+
+export type UndoRequest = {
+  /** A retry with the same key answers with the undo made the first time (200) instead of asking again */
+  idempotencyKey?: string;
+  /** Seconds reviewers have to decide the undo; omit for its targets' default */
+  ttlSeconds?: number;
 };
 
 /** One write to a JSON-over-HTTP target. `merge` (RFC 7396) and `replace` and `create` need a `body` (an object or array for `replace` and `create`); `delete` takes none. */

@@ -168,6 +168,9 @@ export const FileConfig = z
       grantTtl: 600,
       reminders: [],
       risk: "low",
+      batch: true,
+      edits: true,
+      delegation: true,
     }).describe("The policy of every target, unless the target's own `policy` overrides a key."),
     webhooks: z
       .strictObject({

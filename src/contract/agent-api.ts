@@ -9,7 +9,17 @@ import type { Change as DomainChange } from "../plan/changes.ts";
 import { SHA256_PATTERN } from "../plan/fingerprint.ts";
 import { ActionOutcome, Outcome } from "../plan/outcome.ts";
 import { PostgresRowAction, PostgresRowPlanned } from "../plan/postgres-row-schema.ts";
-import { AppliedPolicy, HttpJsonAction, HttpJsonPlanned, PLAN_STATUSES, PlanDocument, PlannedAction, PlanRequest, Precondition } from "../plan/schema.ts";
+import {
+  AppliedPolicy,
+  HttpJsonAction,
+  HttpJsonPlanned,
+  PersonAct,
+  PLAN_STATUSES,
+  PlanDocument,
+  PlannedAction,
+  PlanRequest,
+  Precondition,
+} from "../plan/schema.ts";
 import { HTTP_STATUS_OF } from "./error-codes.ts";
 import type { ErrorCode as ServiceErrorCode } from "./error-codes.ts";
 import { DATABASE_UNAVAILABLE } from "./error-codes.ts";
@@ -68,10 +78,17 @@ export const ActionPreview = z.strictObject({
 });
 export type ActionPreview = z.output<typeof ActionPreview>;
 
+/** The person a decider acted for through a delegation, when not for themselves. */
+const ActedFor = z
+  .string()
+  .optional()
+  .describe("Present when the person acted for someone away who delegated their approvals to them: that person's Slack user id");
+
 export const Approval = z.strictObject({
   userId: z.string(),
   via: Via,
   at: IsoDateTime,
+  for: ActedFor,
   recheckFailed: z
     .string()
     .optional()
@@ -81,11 +98,11 @@ export const Approval = z.strictObject({
 });
 export type Approval = z.output<typeof Approval>;
 
-export const Rejection = z.strictObject({ userId: z.string(), via: Via, reason: z.string(), at: IsoDateTime });
+export const Rejection = z.strictObject({ userId: z.string(), via: Via, reason: z.string(), at: IsoDateTime, for: ActedFor });
 export type Rejection = z.output<typeof Rejection>;
 
 /** Who withdrew the approval of a plan no executor had taken yet, and why. */
-export const Revocation = z.strictObject({ userId: z.string(), via: Via, reason: z.string(), at: IsoDateTime });
+export const Revocation = z.strictObject({ userId: z.string(), via: Via, reason: z.string(), at: IsoDateTime, for: ActedFor });
 export type Revocation = z.output<typeof Revocation>;
 
 /**
@@ -134,6 +151,9 @@ export const VersionLink = z.strictObject({
   id: z.uuid(),
   hash: z.string().regex(SHA256_PATTERN),
   reviewUrl: z.url(),
+  editedBy: PersonAct.optional().describe(
+    "On `supersededBy`: the reviewer whose edit of this plan's values made that version (it is still your plan: `GET /v1/plans/{id}` answers you, and its outcome is the one that counts)",
+  ),
 });
 export type VersionLink = z.output<typeof VersionLink>;
 
@@ -158,12 +178,23 @@ export const PlanView = z.strictObject({
   outcome: Outcome.optional().describe("What the executor reported, with per-action detail"),
   supersedes: VersionLink.optional().describe("The earlier version this plan replaces (it was submitted with `supersedes`)"),
   supersededBy: VersionLink.optional().describe("The newer version that replaced this plan: it is `superseded`, or stays `stale` and points at it"),
+  undoes: VersionLink.optional().describe("An undo: the applied plan it takes back (its document's `undoes`)"),
+  undoneBy: VersionLink.optional().describe("The undo that took this plan back, once that undo is applied"),
 });
 export type PlanView = z.output<typeof PlanView>;
 
+/** What an agent sends to `POST /v1/plans/{id}/undo`; every field may be left out. */
+export const UndoRequest = z.strictObject({
+  idempotencyKey: PlanRequest.shape.idempotencyKey.describe(
+    "A retry with the same key answers with the undo made the first time (200) instead of asking again",
+  ),
+  ttlSeconds: PlanRequest.shape.ttlSeconds.describe("Seconds reviewers have to decide the undo; omit for its targets' default"),
+});
+export type UndoRequest = z.output<typeof UndoRequest>;
+
 export const Actor = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("agent"), agentId: z.string(), name: z.string() }),
-  z.strictObject({ type: z.literal("user"), userId: z.string(), via: Via }),
+  z.strictObject({ type: z.literal("user"), userId: z.string(), via: Via, for: ActedFor }),
   z.strictObject({ type: z.literal("system"), process: z.string() }),
 ]);
 export type Actor = z.output<typeof Actor>;
@@ -220,16 +251,20 @@ export const WebhookPayload = z.strictObject({
   approvals: z.array(Approval),
   reason: z.string().optional().describe("Why it was rejected or revoked, or why it did not apply"),
   outcome: Outcome.optional().describe("The executor's report, once the plan is applied, stale, failed or expired after approval"),
+  supersededBy: VersionLink.optional().describe(
+    "Once the plan is superseded: the version that replaced it, with `editedBy` when a reviewer's edit made it (that version's own status changes follow to the same callback URL)",
+  ),
 });
 export type WebhookPayload = z.output<typeof WebhookPayload>;
 
 /** Named components of the contract, in the order they are listed. Request bodies are described as input. */
-export const REQUEST_COMPONENTS = { PlanRequest, HttpJsonAction, PostgresRowAction, JsonValue } as const;
+export const REQUEST_COMPONENTS = { PlanRequest, UndoRequest, HttpJsonAction, PostgresRowAction, JsonValue } as const;
 export const RESPONSE_COMPONENTS = {
   PlanView,
   PlanStatus,
   VersionLink,
   PlanDocument,
+  PersonAct,
   PlannedAction,
   HttpJsonPlanned,
   PostgresRowPlanned,

@@ -34,7 +34,21 @@ export type ErrorCode =
   /** A re-plan named a plan that can no longer be replaced (final, claimed, or already superseded). */
   | "not_supersedable"
   /** An Approve re-read the plan's targets and found them changed since the preview: nothing recorded, the plan is stale. */
-  | "target_changed";
+  | "target_changed"
+  /** The plan's recorded policy (`edits: false`) keeps reviewers from editing its values. */
+  | "not_editable"
+  /** A batch of alike plans was decided on more than ten minutes after it was opened: nothing decided. */
+  | "batch_expired"
+  /** An undo was asked of a plan that wrote nothing to take back, or was taken back already (`details.status`). */
+  | "not_undoable"
+  /** An undo of this plan is waiting for a decision or the executor already (`details.planId`). */
+  | "undo_open"
+  /** An action of the undo cannot be proposed: its targets' `allow` rules or its preview refuse it (`issues` per action). */
+  | "undo_refused"
+  /** Someone changed the target since the plan was applied, over the fields it changed: undoing it would overwrite that. */
+  | "undo_target_changed"
+  /** The delegation a person acted through ended (its day passed, or it was ended early) before their click was recorded. */
+  | "delegation_ended";
 
 /** The agent API's one mapping from a refusal to an HTTP status (the OpenAPI document reads it too). */
 export const HTTP_STATUS_OF: Record<ErrorCode, ContentfulStatusCode> = {
@@ -52,11 +66,17 @@ export const HTTP_STATUS_OF: Record<ErrorCode, ContentfulStatusCode> = {
   plan_expired: 409,
   not_supersedable: 409,
   target_changed: 409,
+  not_undoable: 409,
+  undo_open: 409,
+  undo_target_changed: 409,
+  delegation_ended: 409,
+  batch_expired: 410,
   self_approval: 403,
   not_an_approver: 403,
   not_a_reader: 403,
   not_a_revoker: 403,
   not_an_admin: 403,
+  not_editable: 403,
   not_revocable: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
@@ -64,6 +84,7 @@ export const HTTP_STATUS_OF: Record<ErrorCode, ContentfulStatusCode> = {
   unknown_kind: 422,
   preview_failed: 422,
   policy_denied: 422,
+  undo_refused: 422,
   rate_limited: 429,
 };
 

@@ -6,7 +6,8 @@ import { GRANT_ALG, type SigningKey, type VerifyingKeys } from "./keys.ts";
 
 export const grantAudience = (environment: string) => `countersign-executor:${environment}`;
 
-export const GrantApprover = z.strictObject({ user: z.string(), via: z.enum(["slack", "web"]), at: z.iso.datetime() });
+/** One approval the grant rests on; `for`: the person the approver acted for through a delegation, when not themselves. */
+export const GrantApprover = z.strictObject({ user: z.string(), via: z.enum(["slack", "web"]), at: z.iso.datetime(), for: z.string().optional() });
 export type GrantApprover = z.infer<typeof GrantApprover>;
 
 /** The claims of a grant: which plan, which exact hash, who approved it, for which executor, until when. */

@@ -143,6 +143,41 @@ export function createMcpServer(client: Countersign, version = packageVersion())
   );
 
   server.registerTool(
+    "propose_undo",
+    {
+      title: "Ask for an applied plan to be taken back",
+      description:
+        "Ask for one of your applied plans (or a failed one that was partly applied) to be undone. Nothing is changed by this call: Countersign " +
+        "proposes a new plan that restores what each written action found before it (last written first), previews it read-only and posts it " +
+        "for people to approve like any plan. Returns the undo's plan id (its undoes is the plan taken back); call wait_for_outcome with it. " +
+        "Refused with undo_open when an undo of that plan is already waiting (details.planId: wait for that one), not_undoable when it wrote " +
+        "nothing or was taken back already, undo_target_changed when someone changed the same fields since (nothing is proposed: re-read the " +
+        "target and propose a plan of your own instead), undo_refused when the target's rules refuse an action of the undo.",
+      inputSchema: z.strictObject({
+        planId: PlanId,
+        idempotencyKey: PlanRequest.shape.idempotencyKey.describe(
+          "A unique string for this request: a retry with the same key returns the same undo instead of asking again.",
+        ),
+      }),
+      // Like propose_plan: it makes a plan, and changes no target.
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    },
+    ({ planId, idempotencyKey }, extra) =>
+      refusalsAsToolErrors(async () => {
+        const plan = await client.proposeUndo(planId, idempotencyKey !== undefined ? { idempotencyKey } : {}, { signal: extra.signal });
+        return result(proposedText(plan), {
+          id: plan.id,
+          hash: plan.hash,
+          status: plan.status,
+          undoes: plan.plan.undoes,
+          expiresAt: plan.expiresAt,
+          reviewUrl: plan.reviewUrl,
+          preview: structuredActions(plan),
+        });
+      }),
+  );
+
+  server.registerTool(
     "get_plan",
     {
       title: "Read a plan",
@@ -168,6 +203,7 @@ export function createMcpServer(client: Countersign, version = packageVersion())
         "Wait until people decide on a plan and, if approved, the executor has applied it. Returns the final status with approvals, " +
         "the reason (rejected, stale, failed, expired) and per-action results. applied: done; each written action says whether the target, re-read after the write, holds what was approved (verified), and if not which fields differ: read the target again before relying on it. rejected: read the reason before proposing anything else. " +
         "stale: the target changed after the preview and nothing was written (Countersign watches targets while a plan waits, and re-reads them when someone approves); re-read and propose again with supersedes set to this plan's id. " +
+        "A reviewer may edit a plan's values before approving it: the edited version replaces yours, and this waits for it and says editedBy (the values applied are the reviewer's; planId is then the edited version's). " +
         "superseded: you replaced it with a newer version; wait for that one. revoked: someone withdrew the approval before it was applied; read the reason. expired/cancelled: nothing was applied. " +
         "An approved plan may wait while Countersign is paused, while no executor can verify its grant, or while no executor is connected (held: the reason is given); keep waiting. " +
         `If the plan is still open after timeoutSeconds (default ${DEFAULT_WAIT_SECONDS}, at most ${MAX_WAIT_SECONDS}) it says so; call again to keep waiting.`,
@@ -305,7 +341,10 @@ async function refusalsAsToolErrors(run: () => Promise<CallToolResult>): Promise
     return {
       isError: true,
       content: [{ type: "text", text: `${err.code}: ${err.message}${issues}` }],
-      structuredContent: { error: { code: err.code, message: err.message, ...(err.issues ? { issues: err.issues } : {}) } },
+      // details carry what an answer names, e.g. the open undo's planId (undo_open).
+      structuredContent: {
+        error: { code: err.code, message: err.message, ...(err.issues ? { issues: err.issues } : {}), ...(err.details ? { details: err.details } : {}) },
+      },
     };
   }
 }
@@ -454,6 +493,13 @@ function outcomeText(outcome: FinalOutcome): string {
   const drifted = outcome.outcome?.actions.filter((a) => a.verified === false).length ?? 0;
   return [
     `Plan ${outcome.id}: ${outcome.status}${outcome.reason ? `: ${outcome.reason}` : ""}`,
+    ...(outcome.editedBy
+      ? [
+          `Edited by ${outcome.editedBy.userId} via ${outcome.editedBy.via} before approval: this is the edited version of the plan you proposed, and its values are the reviewer's (see changes).`,
+          "changes:",
+          changesText(outcome.plan),
+        ]
+      : []),
     NEXT_STEP[outcome.status] +
       (outcome.status === "applied" && drifted > 0
         ? ` But ${drifted} write(s) did not land as approved (see the results): read the target again before relying on it, and propose a correction if needed.`
@@ -470,6 +516,7 @@ function structuredOutcome(outcome: FinalOutcome): Record<string, unknown> {
     status: outcome.status,
     final: true,
     approvals: outcome.approvals,
+    ...(outcome.editedBy ? { editedBy: outcome.editedBy } : {}),
     ...(outcome.reason !== undefined ? { reason: outcome.reason } : {}),
     ...(outcome.outcome ? { results: outcome.outcome.actions, partial: outcome.outcome.partial ?? false } : {}),
   };
@@ -495,6 +542,16 @@ function planText(plan: PlanView): string {
     `approvals: ${approvalsText(plan.approvals)} (${plan.plan.policy.requiredApprovals} required)`,
     ...(plan.rejection ? [`rejected by ${plan.rejection.userId} via ${plan.rejection.via}`] : []),
     ...(plan.revocation ? [`revoked by ${plan.revocation.userId} via ${plan.revocation.via}`] : []),
+    ...(plan.plan.editedBy
+      ? [`values edited by ${plan.plan.editedBy.userId} via ${plan.plan.editedBy.via} (this version replaces ${plan.plan.supersedes})`]
+      : []),
+    ...(plan.supersededBy
+      ? [
+          `superseded by plan ${plan.supersededBy.id}${plan.supersededBy.editedBy ? `, a reviewer's edit (${plan.supersededBy.editedBy.userId}): read or wait for that one, it is yours too` : ""}`,
+        ]
+      : []),
+    ...(plan.undoes ? [`this plan undoes plan ${plan.undoes.id}: approved and applied, it restores what that plan changed`] : []),
+    ...(plan.undoneBy ? [`taken back by plan ${plan.undoneBy.id}, an undo that was applied`] : []),
     ...(plan.held ? [heldText(plan.held)] : []),
     "changes:",
     changesText(plan),
@@ -515,6 +572,10 @@ function structuredPlan(plan: PlanView): Record<string, unknown> {
     requiredApprovals: plan.plan.policy.requiredApprovals,
     approvals: plan.approvals,
     ...(reason !== undefined ? { reason } : {}),
+    ...(plan.plan.editedBy ? { editedBy: plan.plan.editedBy } : {}),
+    ...(plan.supersededBy ? { supersededBy: plan.supersededBy } : {}),
+    ...(plan.undoes ? { undoes: plan.undoes } : {}),
+    ...(plan.undoneBy ? { undoneBy: plan.undoneBy } : {}),
     ...(plan.held ? { held: plan.held } : {}),
     actions: structuredActions(plan),
     ...(plan.outcome ? { results: plan.outcome.actions } : {}),

@@ -169,6 +169,12 @@ export const AppliedPolicy = z.strictObject({
   rule: z.string().optional(),
   /** How risky the plan is and which config rule says so (its riskiest action decides). */
   risk: z.strictObject({ level: z.enum(["low", "medium", "high"]), rule: z.string() }).optional(),
+  /** Present when a target's policy (`batch: false`) keeps this plan out of batches: it is reviewed on its own. */
+  batch: z.literal(false).optional(),
+  /** Present when a target's policy (`edits: false`) keeps reviewers from editing the plan's values. */
+  edits: z.literal(false).optional(),
+  /** Present when a target's policy (`delegation: false`) lets no delegate act for an approver on this plan. */
+  delegation: z.literal(false).optional(),
 });
 export type AppliedPolicy = z.infer<typeof AppliedPolicy>;
 

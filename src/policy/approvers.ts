@@ -25,6 +25,19 @@ export function approverGroups(policy: Pick<AppliedPolicy, "approvers">): string
 export interface Person {
   userId: string;
   memberOf: readonly string[];
+  /** The people who delegated their approvals to this person, for the plan in question (src/policy/may-act.ts). */
+  actsFor?: readonly Delegator[] | undefined;
+}
+
+/**
+ * Someone away who delegated their approvals: who, the user groups they were found in just now
+ * (they act with the delegator's rights, not the delegate's), and when the delegation stops (its
+ * last day's end, or the moment it was ended early).
+ */
+export interface Delegator {
+  userId: string;
+  memberOf: readonly string[];
+  endsAt: Date;
 }
 
 /** Whether a list of people and groups names this person, by id or through a group they are in. */

@@ -30,6 +30,12 @@ const APPROVERS =
   "The person a plan is on behalf of (`onBehalfOf`) never approves their own request.";
 const GRANT_TTL =
   "seconds an approved plan's grant stays valid: an executor must claim it within this time, or it expires unapplied. Part of the plan approvers sign.";
+const BATCH =
+  "whether plans alike to others (same agent, targets, ops and fields) may be offered to a reviewer together, to approve or reject as one batch; each plan is still decided by itself. `false` keeps them to one review each; a plan touching several targets is batched only if all of them allow it.";
+const EDITS =
+  "whether a reviewer who may decide a pending plan may edit its values (the fields, body members and row columns it already writes) before approving; the edit is a new version that someone else approves. `false` keeps the agent's values; a plan touching several targets may be edited only if all of them allow it.";
+const DELEGATION =
+  "whether a person away may have a delegate decide, revoke and edit plans on this target in their place (`countersign delegate`, `/countersign delegate`); `false` leaves this target's plans to the approvers themselves. A plan touching several targets allows delegates only if all of them do.";
 const REMINDERS = "seconds before expiry at which an undecided plan gets a reminder in its thread, naming who is still needed (at most 5).";
 
 export const PolicyDefaults = z.strictObject({
@@ -54,6 +60,18 @@ export const PolicyDefaults = z.strictObject({
     examples: ["medium"],
   }),
   riskByOp: riskByOp(ALL_OPS).optional().describe("A risk level per op, over `risk`, for targets of every kind (a target's `policy.riskByOp` wins over it)."),
+  batch: z
+    .boolean()
+    .default(true)
+    .meta({ description: sentence(BATCH), examples: [false] }),
+  edits: z
+    .boolean()
+    .default(true)
+    .meta({ description: sentence(EDITS), examples: [false] }),
+  delegation: z
+    .boolean()
+    .default(true)
+    .meta({ description: sentence(DELEGATION), examples: [false] }),
   highRisk: z
     .strictObject({
       requiredApprovals: z
@@ -97,6 +115,18 @@ export const policyOverride = (ops: readonly string[]) =>
       .meta({ description: `Instead of \`defaults.reminders\`: ${REMINDERS}`, examples: [[300]] }),
     risk: Risk.optional().meta({ description: "Instead of `defaults.risk`: how risky changes to this target are.", examples: ["high"] }),
     riskByOp: riskByOp(ops).optional().describe("A risk level per op of this target's adapter, over `risk` and `defaults.riskByOp`."),
+    batch: z
+      .boolean()
+      .optional()
+      .meta({ description: `Instead of \`defaults.batch\`: ${BATCH}`, examples: [false] }),
+    edits: z
+      .boolean()
+      .optional()
+      .meta({ description: `Instead of \`defaults.edits\`: ${EDITS}`, examples: [false] }),
+    delegation: z
+      .boolean()
+      .optional()
+      .meta({ description: `Instead of \`defaults.delegation\`: ${DELEGATION}`, examples: [false] }),
   });
 export const PolicyOverride = policyOverride(OPS);
 

@@ -101,3 +101,15 @@ export const redactPlanned =
     if (action.kind === "http.json") return action.body === undefined ? action : { ...action, body: redactJson(action.body, rules) };
     return action.values === undefined ? action : { ...action, values: redactJson(action.values, rules) as Record<string, Json> };
   };
+
+/**
+ * Whether reviewers see the value at this JSON Pointer masked: a secret field anywhere on its
+ * path (whatever it holds, null included), or a value that looks like a credential.
+ */
+export function isMaskedValue(pointer: string, value: Json, rules: RedactionRules): boolean {
+  const secret = pointer
+    .split("/")
+    .slice(1)
+    .some((segment) => isSecretField(segment.replaceAll("~1", "/").replaceAll("~0", "~"), rules));
+  return secret || JSON.stringify(redactJson(value, rules)) !== JSON.stringify(value);
+}

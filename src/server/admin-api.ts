@@ -9,6 +9,7 @@ import { pauseCountersign, readPause, resumeCountersign } from "../service/opera
 import { revokeAgent } from "../service/agents/index.ts";
 import { validate } from "../service/validate.ts";
 import { verifyAudit } from "../service/audit/index.ts";
+import { createDelegation, endDelegation, listDelegations } from "../service/delegation/index.ts";
 import { exportAudit } from "../service/audit/index.ts";
 import { loadSealPublicKeys } from "../service/audit/index.ts";
 import { parseSealsFile, verifySeals } from "../service/audit/index.ts";
@@ -22,6 +23,15 @@ const NewLoginLink = z.strictObject({ userId: SlackUserId, name: z.string().max(
 /** `by` is the operating-system user at the CLI (or its --by), recorded in the audit log. */
 const PauseRequest = z.strictObject({ reason: z.string().max(4000), by: z.string().min(1).max(200) });
 const ResumeRequest = z.strictObject({ by: z.string().min(1).max(200) });
+/** `countersign delegate` against a server holding the data dir: the service checks each field and says what is wrong. */
+const NewDelegation = z.strictObject({
+  delegator: z.string().max(40),
+  delegate: z.string().max(40),
+  until: z.string().max(40),
+  targets: z.array(z.string().max(200)).max(100).optional(),
+  by: z.string().min(1).max(200),
+});
+const EndDelegation = z.strictObject({ by: z.string().min(1).max(200) });
 /** `audit verify --seals` against a server holding the data dir: the seals file's text and the public key PEM. */
 const VerifySealsRequest = z.strictObject({ seals: z.string().min(1), publicKey: z.string().min(1) });
 /** A seals file gains a few hundred bytes per signature: years of them fit. */
@@ -33,7 +43,7 @@ const SEALS_BODY_BYTES = 256 * 1024 * 1024;
  * only by its owner, into the data dir.
  */
 export function adminApi(
-  ctx: Pick<ServiceContext, "database" | "clock" | "config" | "directory">,
+  ctx: Pick<ServiceContext, "database" | "clock" | "config" | "directory" | "profiles">,
   adminToken: string,
   loginLink?: (userId: string, name: string | undefined) => Promise<{ url: string; expiresAt: string }>,
 ): Hono {
@@ -96,6 +106,19 @@ export function adminApi(
   admin.post("/resume", async (c) => {
     const { by } = validate(ResumeRequest, await readJsonBody(c.req.raw, { what: "the resume", maxBytes: ADMIN_BODY_BYTES }), "the resume");
     return c.json(await resumeCountersign(ctx, { operator: { via: "cli", name: by } }));
+  });
+  admin.get("/delegations", async (c) => c.json({ delegations: await listDelegations(ctx, { ended: c.req.query("ended") === "1" }) }));
+  admin.post("/delegations", async (c) => {
+    const { by, ...input } = validate(NewDelegation, await readJsonBody(c.req.raw, { what: "the delegation", maxBytes: ADMIN_BODY_BYTES }), "the delegation");
+    return c.json(await createDelegation(ctx, { ...input, by: { cli: by } }), 201);
+  });
+  admin.post("/delegations/:id/end", async (c) => {
+    const { by } = validate(
+      EndDelegation,
+      await readJsonBody(c.req.raw, { what: "the end of a delegation", maxBytes: ADMIN_BODY_BYTES }),
+      "the end of a delegation",
+    );
+    return c.json(await endDelegation(ctx, { id: c.req.param("id"), by: { cli: by } }));
   });
   admin.post("/login-links", async (c) => {
     if (!loginLink) throw new ServiceError("invalid_request", "sign-in links are switched off in this Countersign's config (browser.loginLinks)");

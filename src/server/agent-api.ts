@@ -13,6 +13,10 @@ import { readJsonBody } from "../http/json-body.ts";
 import { openApiDocument } from "./openapi.ts";
 import { noteOnRequestLine } from "../http/request-id.ts";
 import { waitUnlessDraining } from "../http/drain.ts";
+import { proposeUndo } from "../service/undo/index.ts";
+
+/** An undo request is two optional fields: a few hundred bytes at most. */
+const UNDO_REQUEST_MAX_BYTES = 4096;
 
 type Env = { Variables: { agent: AgentIdentity; usage: ReadUsage | undefined } };
 
@@ -65,6 +69,15 @@ export function agentApi(ctx: ServiceContext): Hono<Env> {
   });
 
   api.post("/plans/:id/cancel", async (c) => c.json(await cancelPlan(ctx, { agent: c.get("agent"), planId: c.req.param("id") })));
+
+  // An undo of one of this agent's applied plans: a new plan, `undoes` set, pending review. The body may be left out.
+  api.post("/plans/:id/undo", async (c) => {
+    const empty = c.req.header("content-length") === "0" || (c.req.header("content-length") === undefined && c.req.header("transfer-encoding") === undefined);
+    const request = empty ? {} : await readJsonBody(c.req.raw, { what: "the undo request", requireJsonType: true, maxBytes: UNDO_REQUEST_MAX_BYTES });
+    const { created, plan } = await proposeUndo(ctx, { planId: c.req.param("id"), asker: { agent: c.get("agent") }, request });
+    noteOnRequestLine(c, { planId: plan.id, undoes: c.req.param("id"), created });
+    return c.json(plan, created ? 201 : 200);
+  });
 
   api.get("/plans/:id/events", async (c) => c.json({ events: await listPlanEvents(ctx, { agent: c.get("agent"), planId: c.req.param("id") }) }));
 

@@ -159,6 +159,37 @@ function build(publicUrl: string): object {
           },
         },
       },
+      "/v1/plans/{id}/undo": {
+        post: {
+          operationId: "proposeUndo",
+          tags: ["plans"],
+          summary: "Ask for an applied plan to be taken back",
+          description:
+            "Makes a new plan whose actions restore what each written action of this one found, last written first (http.json: `merge` back with `null` for members the plan added, or `replace` with the document before where a merge patch cannot say it; `replace` back; `create` → `delete`; `delete` → `create`; postgres.row: `update` back, `insert` → `delete`, `delete` → `insert` of the row before). " +
+            "It is previewed, checked against the targets' `allow` rules and approved by their policy like any plan, with `undoes` set in its hashed document; this plan gains `undoneBy` once it is applied. " +
+            "For an `applied` plan, or a `failed` one with `outcome.partial` (its `applied` actions only). The body may be left out.",
+          parameters: [planIdParameter],
+          requestBody: { required: false, content: json(ref("UndoRequest")) },
+          responses: {
+            201: planResponse("The undo, pending review (`undoes` links this plan)"),
+            200: planResponse("A retry with the same `idempotencyKey`: the undo made earlier"),
+            ...errors(400, ["invalid_json", "invalid_request"], "The body is not JSON, or not a valid undo request"),
+            ...ownPlan,
+            ...errors(
+              409,
+              ["not_undoable", "undo_open", "undo_target_changed", "idempotency_conflict"],
+              "The plan wrote nothing to take back or was taken back already (`details.status`, `details.undoneBy`); an undo of it is open (`details.planId`: decide or wait for that one); someone changed the target since, over fields the plan changed (`details.actions[].fields`: nothing was proposed); or the `idempotencyKey` was used for something else",
+            ),
+            ...errors(413, ["payload_too_large"], "The body is over 4 KiB"),
+            ...errors(415, ["unsupported_media_type"], "A body not sent as `Content-Type: application/json`"),
+            ...errors(
+              422,
+              ["undo_refused"],
+              "An action of the undo cannot be proposed: its target's `allow` rules refuse it (e.g. `delete` not in `allow.ops` for an undone create), its preview fails (e.g. a column the database sets), or its quorum cannot be met; `issues` name each action",
+            ),
+          },
+        },
+      },
       "/v1/plans/{id}/events": {
         get: {
           operationId: "listPlanEvents",

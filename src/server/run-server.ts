@@ -29,6 +29,7 @@ import { createLoginLink } from "../service/sign-in/index.ts";
 import { ListeningPlanSignals } from "../service/records/index.ts";
 import { PauseWatch } from "../service/operations/index.ts";
 import { watchExecutors } from "../service/execution/index.ts";
+import { refreshNames } from "../service/people/index.ts";
 import { NOTICE_SINK } from "../service/records/index.ts";
 import { noticeSink } from "../slack/notice-sink.ts";
 import type { Database } from "../store/db.ts";
@@ -69,6 +70,8 @@ export interface RunServerOptions {
   watchMs?: number;
   /** How often this replica looks whether any executor is connected (missing-executors.ts; default 2 s). */
   executorWatchMs?: number;
+  /** How often people's display names that pages asked for are fetched from Slack (refresh-names.ts; default 1 s). */
+  namesMs?: number;
   /** How often the retention sweep runs (retention.ts; default a minute). */
   retentionMs?: number;
   /** Retry policy of the outbox (tests shorten it). */
@@ -129,6 +132,8 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     const loginLink = config.browser.loginLinks ? (userId: string) => createLoginLink(ctx, { userId, via: "slack" }).then((l) => l.url) : undefined;
     const slack = config.slack.enabled ? await openSlackDoor(ctx, config.slack, config, logger, loginLink ? { loginLink } : {}) : undefined;
     ctx.directory = slack?.directory;
+    ctx.people = slack?.people;
+    ctx.profiles = slack?.profiles;
     if (!slack) logger.info("Slack is not configured (no SLACK_BOT_TOKEN): running browser-only");
     if (!config.executorToken && config.executor.expected !== false)
       logger.warn(
@@ -189,6 +194,8 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
     const watcher = every(options.watchMs ?? 1000, () => watchTargets(ctx, { replica }), report("target watch"));
     // While no executor is connected: the review channels are told once per outage, each approved plan's thread once.
     const executorWatch = every(options.executorWatchMs ?? 2000, watchExecutors(ctx), report("executor watch"));
+    // Names the pages asked for, fetched from Slack here and never while a page waits.
+    const names = every(options.namesMs ?? 1000, () => refreshNames(ctx), report("names refresh"));
     // Sums sealed audit events into metrics_rollup in short steps, so a scrape reads only the newest.
     const metricsRollup = every(options.sealMs ?? 2000, () => rollUpMetrics(ctx, { maxSteps: 20 }), report("metrics rollup"));
     const retention = every(
@@ -229,6 +236,7 @@ export async function runServer(options: RunServerOptions): Promise<RunningServe
           retention.stop(),
           metricsRollup.stop(),
           executorWatch.stop(),
+          names.stop(),
         ]);
         await slack?.stop();
         await signals.stop();

@@ -14,6 +14,8 @@ export interface ServiceContext {
   directory?: ApproverDirectory | undefined;
   /** People's display names, when Slack is connected; pages show ids without it. */
   people?: PeopleDirectory | undefined;
+  /** Whether someone is a person or a bot, and their time zone, when Slack is connected: a delegation asks it. */
+  profiles?: ProfileDirectory | undefined;
   /** What counts as a secret, for every view of a plan but the executor's. */
   redaction: RedactionRules;
   /** Signs the grant an approved plan carries to the executor. */
@@ -45,6 +47,19 @@ export interface ApproverDirectory {
 /** People's display names (Slack's users.info), behind a small port. */
 export interface PeopleDirectory {
   displayNameOf(userId: string): Promise<DisplayNameAnswer>;
+}
+
+/** A person's profile as far as delegating needs it (Slack's users.info), behind a small port. */
+export interface ProfileDirectory {
+  /** Undefined when Slack knows no such user; throws when Slack could not answer. */
+  profileOf(userId: string): Promise<Profile | undefined>;
+}
+
+/** `timeZone`: an IANA name (Slack's `tz`), undefined when Slack gives none. `inactive`: deactivated. */
+export interface Profile {
+  isBot: boolean;
+  inactive: boolean;
+  timeZone: string | undefined;
 }
 
 /**

@@ -49,13 +49,13 @@ function jsonSize(value: unknown): number {
 export function stepOf(e: ThreadEvent): string {
   switch (e.type) {
     case "decision.approve":
-      return `approval ${e.approvals} of ${e.requiredApprovals} by ${mention(e.userId)}`;
+      return `approval ${e.approvals} of ${e.requiredApprovals} by ${mention(e.userId)}${e.for ? ` for ${mention(e.for)}` : ""}`;
     case "plan.approved":
       return e.approvers.length > 0
         ? `approved by ${e.approvers.slice(0, 3).map(mention).join(" ")}${e.approvers.length > 3 ? ` and ${e.approvers.length - 3} more` : ""}`
         : "approved";
     case "plan.rejected":
-      return `rejected by ${mention(e.userId)}`;
+      return `rejected by ${mention(e.userId)}${e.for ? ` for ${mention(e.for)}` : ""}`;
     case "plan.expired":
       return "expired";
     case "plan.cancelled":
@@ -74,8 +74,14 @@ export function stepOf(e: ThreadEvent): string {
     case "plan.stale":
       return "stale";
     case "plan.revoked":
-      return `revoked by ${mention(e.userId)}`;
+      return `revoked by ${mention(e.userId)}${e.for ? ` for ${mention(e.for)}` : ""}`;
     case "plan.no_executor":
       return "waiting for an executor";
+    case "plan.superseded":
+      return e.editedBy ? `edited by ${mention(e.editedBy)}` : "replaced by a new version";
+    case "undo.proposed":
+      return "undo proposed";
+    case "undo.applied":
+      return "taken back";
   }
 }

@@ -8,9 +8,10 @@ import type { PlanView } from "../service/lifecycle/index.ts";
 import { bookChannelSlot, postedPreviewOf, recordPostedPreview, slackViewOf, threadOf } from "../service/delivery/index.ts";
 import { changedSinceOf } from "../service/review/index.ts";
 import { NO_EXECUTOR_EVENT } from "../service/execution/index.ts";
+import { UNDO_APPLIED_EVENT, UNDO_PROPOSED_EVENT } from "../service/undo/index.ts";
 import type { PlanDiff } from "../policy/plan-diff.ts";
 import type { PlanMessage, SlackMessage, ThreadEvent } from "./plan-message.ts";
-import { escapeMrkdwn, slackDate } from "./escape.ts";
+import { escapeMrkdwn, mention, slackDate } from "./escape.ts";
 import { renderPlanMessage } from "./render.ts";
 import { renderCoalescedReply } from "./coalesced-reply.ts";
 import { deliveryErrorOf } from "./slack-errors.ts";
@@ -117,10 +118,14 @@ export function slackSink(ctx: ServiceContext, slack: SlackDelivery): OutboxHand
           () => undefined,
         );
         const where = permalink ? `<${permalink}|the review thread>` : "the review channel";
+        // Someone away is escalated to through whoever decides in their place.
+        const delegated = (event.data.delegated as { userId: string; for: string }[] | undefined) ?? [];
+        const standingIn =
+          delegated.length > 0 ? ` (deciding for approvers away: ${delegated.map((d) => `${mention(d.userId)} for ${mention(d.for)}`).join(", ")})` : "";
         await call("escalating", () =>
           slack.client.chat.postMessage({
             channel: slack.escalationChannel!,
-            text: `🚨 A high-risk plan has no approvals yet and expires ${slackDate(view.expiresAt)}: ${escapeMrkdwn(view.plan.title)} — see ${where} or ${view.reviewUrl}`,
+            text: `🚨 A high-risk plan has no approvals yet and expires ${slackDate(view.expiresAt)}: ${escapeMrkdwn(view.plan.title)} — see ${where} or ${view.reviewUrl}${standingIn}`,
             unfurl_links: false,
             unfurl_media: false,
           }),
@@ -156,26 +161,43 @@ export function planMessageOf(view: PlanView, changedSince?: PlanDiff): PlanMess
     policy: view.plan.policy,
     risk: view.plan.policy.risk,
     approvals: view.approvals,
-    rejection: view.rejection && { userId: view.rejection.userId, reason: view.rejection.reason },
-    revocation: view.revocation && { userId: view.revocation.userId, reason: view.revocation.reason },
+    rejection: view.rejection && { userId: view.rejection.userId, reason: view.rejection.reason, for: view.rejection.for },
+    revocation: view.revocation && { userId: view.revocation.userId, reason: view.revocation.reason, for: view.revocation.for },
     outcome: view.outcome,
     changedSince,
     supersededBy: view.supersededBy,
+    editedBy: view.plan.editedBy?.userId,
+    editable: view.status === "pending" && view.plan.policy.edits !== false && view.plan.actions.some(writesValues),
+    undoes: view.undoes,
+    askedBy: view.plan.askedBy?.userId,
+    undoneBy: view.undoneBy,
+    undoable: view.undoneBy === undefined && (view.status === "applied" || (view.status === "failed" && view.outcome?.partial === true)),
     watch: view.watch,
   };
 }
+
+/** Whether an action writes values a reviewer could edit: an http.json body, a postgres.row row's columns. */
+const writesValues = (action: PlanView["plan"]["actions"][number]) =>
+  action.kind === "http.json" ? action.body !== undefined : Object.keys(action.values ?? {}).length > 0;
 
 /** The thread reply for an event, from what the event recorded. */
 export function threadEventOf(event: PlanEvent, view: PlanView): ThreadEvent | undefined {
   const data = event.data ?? {};
   const userId = event.actor?.userId ?? "";
+  // The person the actor acted for, through a delegation.
+  const actedFor = typeof event.actor?.for === "string" ? { for: event.actor.for } : {};
   switch (event.type) {
     case "decision.approve":
-      return { type: "decision.approve", userId: userId, approvals: Number(data.approvals), requiredApprovals: Number(data.requiredApprovals) };
+      return { type: "decision.approve", userId: userId, approvals: Number(data.approvals), requiredApprovals: Number(data.requiredApprovals), ...actedFor };
     case "plan.approved":
-      return { type: "plan.approved", approvers: (data.approvers as string[] | undefined) ?? view.approvals.map((a) => a.userId) };
+      return {
+        type: "plan.approved",
+        approvers: (data.approvers as string[] | undefined) ?? view.approvals.map((a) => a.userId),
+        actedFor:
+          (data.actedFor as Record<string, string> | undefined) ?? Object.fromEntries(view.approvals.flatMap((a) => (a.for ? [[a.userId, a.for]] : []))),
+      };
     case "plan.rejected":
-      return { type: "plan.rejected", userId, reason: String(data.reason ?? view.rejection?.reason ?? "") };
+      return { type: "plan.rejected", userId, reason: String(data.reason ?? view.rejection?.reason ?? ""), ...actedFor };
     case "plan.expired":
       return { type: "plan.expired", ...(typeof data.reason === "string" ? { reason: data.reason } : {}) };
     case "plan.cancelled":
@@ -189,6 +211,7 @@ export function threadEventOf(event: PlanEvent, view: PlanView): ThreadEvent | u
         type: "plan.reminder",
         expiresAt: view.expiresAt,
         missing: (data.missing as string[] | undefined) ?? [],
+        delegated: (data.delegated as { userId: string; for: string }[] | undefined) ?? [],
         approvals: Number(data.approvals ?? 0),
         requiredApprovals: Number(data.requiredApprovals ?? 1),
       };
@@ -199,7 +222,27 @@ export function threadEventOf(event: PlanEvent, view: PlanView): ThreadEvent | u
     case "plan.stale":
       return { type: "plan.stale", outcome: view.outcome as Outcome };
     case "plan.revoked":
-      return { type: "plan.revoked", userId, reason: String(data.reason ?? view.revocation?.reason ?? "") };
+      return { type: "plan.revoked", userId, reason: String(data.reason ?? view.revocation?.reason ?? ""), ...actedFor };
+    case "plan.superseded": {
+      // Said in the thread only when someone needs to hear it: an edit, or approvers whose approval is gone.
+      const editedBy = (data.editedBy as { userId?: unknown } | undefined)?.userId;
+      const approvers = view.approvals.map((a) => a.userId);
+      if (typeof editedBy !== "string" && approvers.length === 0) return undefined;
+      return {
+        type: "plan.superseded",
+        ...(typeof editedBy === "string" ? { editedBy } : {}),
+        newer: view.supersededBy ?? { hash: String(data.hash ?? ""), reviewUrl: view.reviewUrl },
+        approvers,
+      };
+    }
+    case UNDO_PROPOSED_EVENT:
+    case UNDO_APPLIED_EVENT: {
+      // The undo is another plan: its page is beside this one's.
+      const undo = { hash: String(data.hash ?? ""), reviewUrl: view.reviewUrl.replace(/[^/]*$/, String(data.undo ?? "")) };
+      if (event.type === UNDO_APPLIED_EVENT) return { type: "undo.applied", undo };
+      const askedBy = (data.askedBy as { userId?: unknown } | undefined)?.userId;
+      return { type: "undo.proposed", undo, ...(typeof askedBy === "string" ? { askedBy } : { agent: event.actor?.name ?? view.plan.agent }) };
+    }
     case NO_EXECUTOR_EVENT:
       return { type: "plan.no_executor", lastSeenAt: typeof data.lastSeenAt === "string" ? data.lastSeenAt : null, grantExpiresAt: view.grantExpiresAt };
     default:

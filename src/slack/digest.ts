@@ -16,6 +16,8 @@ import type { PlanStatus } from "../plan/status.ts";
 import { inlineCode, mrkdwn, mrkdwnText, singleLine, slackDate, truncate } from "./escape.ts";
 import type { Block, SlackMessage } from "./plan-message.ts";
 import { BLOCKS_JSON_BUDGET, SLACK_LIMITS } from "./render.ts";
+import { alikeButtons } from "./batch-modal.ts";
+import { alikeOffers } from "../plan/alike.ts";
 
 export interface DigestDecisionInput {
   /** Now, ms since the epoch. */
@@ -84,9 +86,13 @@ export type { DigestLine, WaitingPreview };
 
 export function digestCapacity(lines: readonly DigestLine[]): number {
   const widest = lines.slice(0, DIGEST_MAX_LINES).map((l) => ({ ...l, status: WIDEST_STATUS }));
+  // Room is kept for the alike plans' buttons these lines bring now: a later update has fewer (a
+  // plan is pending only once), never more.
   const fits = (n: number) => {
     const { blocks } = renderDigest(widest.slice(0, n));
-    return blocks.length <= SLACK_LIMITS.blocks && jsonSize(blocks) <= BLOCKS_JSON_BUDGET - PACKING_ROOM;
+    const buttons = alikeBlock(lines.slice(0, n));
+    const room = buttons ? jsonSize(buttons) + 1 : 0;
+    return blocks.length + (buttons ? 1 : 0) <= SLACK_LIMITS.blocks && jsonSize(blocks) + room <= BLOCKS_JSON_BUDGET - PACKING_ROOM;
   };
   // A line more never makes a digest smaller, so the lines that fit are a prefix: bisect for its
   // end (6 renders for 40 lines, where trying 1, 2, … 40 rendered 820 lines a post).
@@ -119,6 +125,8 @@ export function renderDigest(lines: readonly DigestLine[]): SlackMessage {
     section.push(line);
   }
   flush();
+  const buttons = alikeBlock(lines);
+  if (buttons) blocks.push(buttons);
   blocks.push({
     type: "context",
     elements: [
@@ -129,6 +137,12 @@ export function renderDigest(lines: readonly DigestLine[]): SlackMessage {
     ],
   });
   return { text: truncate(`${lines.length} plans posted together for review (${open} waiting for a decision)`, SLACK_LIMITS.messageText), blocks };
+}
+
+/** "Review N like plans" for the alike pending lines; the batch holds those the clicker may decide. */
+function alikeBlock(lines: readonly DigestLine[]): Block | undefined {
+  const offers = alikeOffers(lines.filter((l) => l.status === "pending").map((l) => ({ id: l.planId, likeness: l.likeness })));
+  return offers.length > 0 ? { type: "actions", elements: alikeButtons(offers) } : undefined;
 }
 
 function lineOf(l: DigestLine): string {

@@ -4,6 +4,7 @@ import { sleepUnlessAborted } from "../abortable-sleep.ts";
 import type { ServiceContext } from "../service/context.ts";
 import { coveredLater, decidersOfPlans, homeTabFor } from "../service/review/index.ts";
 import { DeliveryError, type OutboxHandler } from "../service/delivery/index.ts";
+import { listDelegations } from "../service/delegation/index.ts";
 import { type PlanEvent } from "../service/records/index.ts";
 import { HOME_SHOWN, renderHome } from "./home-view.ts";
 import { slackDirectory } from "./directory.ts";
@@ -17,8 +18,9 @@ import { deliveryErrorOf } from "./slack-errors.ts";
  */
 export async function publishHome(ctx: ServiceContext, client: WebClient, userId: string, notice?: string): Promise<void> {
   const tab = await homeTabFor(ctx, { userId, shown: HOME_SHOWN });
+  const delegations = await listDelegations(ctx, { person: userId });
   // Our blocks are loosely typed on purpose (plan-message.ts Block); the renderer's tests and the emulator pin their shapes.
-  await client.views.publish({ user_id: userId, view: renderHome({ ...tab, notice }) as unknown as View });
+  await client.views.publish({ user_id: userId, view: renderHome({ ...tab, notice, viewer: userId, delegations }) as unknown as View });
 }
 
 /**

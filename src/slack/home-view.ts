@@ -5,32 +5,40 @@
  */
 import { shortHash } from "../plan/fingerprint.ts";
 import type { WaitingPlan } from "../service/review/index.ts";
-import { mrkdwn, mrkdwnText, plainText, singleLine, slackDate } from "./escape.ts";
+import { mention, mrkdwn, mrkdwnText, plainText, singleLine, slackDate } from "./escape.ts";
+import type { DelegationView } from "../service/delegation/index.ts";
 import type { Block } from "./plan-message.ts";
 import { decisionButtons, SLACK_LIMITS, viewButton } from "./render.ts";
+import { alikeButtons } from "./batch-modal.ts";
+import type { AlikeOffer } from "../plan/alike.ts";
 
 /** Slack refuses a Home view of more than 100 blocks. */
 export const HOME_MAX_BLOCKS = 100;
 /** Blocks each plan takes: its summary, its buttons and a divider. */
 const BLOCKS_PER_PLAN = 3;
-/** Blocks around the plans: header, notice, count line, unchecked-groups caveat, "and K more". */
-const FRAME_BLOCKS = 5;
+/** Blocks around the plans: header, notice, delegations, count line, unchecked-groups caveat, the alike plans' line and buttons, "and K more". */
+const FRAME_BLOCKS = 8;
 /** How many plans the tab shows at most; the rest are counted and linked to the browser list. */
 export const HOME_SHOWN = Math.floor((HOME_MAX_BLOCKS - FRAME_BLOCKS) / BLOCKS_PER_PLAN);
 
-const SHOWN = { title: 150, agent: 80, target: 60, targets: 3, notice: 1000, groups: 10 } as const;
+const SHOWN = { title: 150, agent: 80, target: 60, targets: 3, notice: 1000, groups: 10, delegations: 10 } as const;
 
 export interface HomeContent {
   /** Soonest expiry first; only the first HOME_SHOWN are shown. */
   plans: readonly WaitingPlan[];
   /** How many plans wait for this person in all (≥ plans.length). */
   total: number;
+  /** Groups of alike plans among them, offered to review together ("Review N like plans"). */
+  alike?: readonly AlikeOffer[] | undefined;
   /** Approver groups Slack could not answer for just now: their plans may be missing. */
   uncheckedGroups: readonly string[];
   /** The browser's list of pending plans. */
   listUrl: string;
   /** What happened to this person's last click, when it came from this tab (there is no channel to answer in). */
   notice?: string | undefined;
+  /** Whose tab it is, and the delegations in force they gave or hold. */
+  viewer?: string | undefined;
+  delegations?: readonly DelegationView[] | undefined;
 }
 
 /** The `view` for `views.publish`. */
@@ -44,6 +52,7 @@ export function renderHome(home: HomeContent): HomeView {
   const blocks: Block[] = [{ type: "header", text: plainText("Waiting for your decision", SLACK_LIMITS.headerText) }];
   // The notice is Countersign's own text (refusal-text.ts), mrkdwn already.
   if (home.notice) blocks.push(section(`:information_source: ${home.notice}`, SHOWN.notice));
+  if (home.viewer && home.delegations && home.delegations.length > 0) blocks.push(delegationsLine(home.viewer, home.delegations));
   blocks.push(countLine(home.total, shown.length));
   if (home.uncheckedGroups.length > 0) {
     const groups = home.uncheckedGroups
@@ -51,6 +60,16 @@ export function renderHome(home: HomeContent): HomeView {
       .map((g) => mrkdwnText(singleLine(g), 40))
       .join(", ");
     blocks.push(context(`Slack could not say just now whether you are in ${groups}; plans for those groups may be missing here.`));
+  }
+  if (home.alike && home.alike.length > 0) {
+    const what = home.alike
+      .slice(0, 5)
+      .map((o) => `${o.count} × ${mrkdwnText(singleLine(o.summary), 200)}`)
+      .join("; ");
+    blocks.push(context(`Alike plans you may decide together, each still by itself at the version shown: ${what}.`), {
+      type: "actions",
+      elements: alikeButtons(home.alike),
+    });
   }
   for (const plan of shown)
     blocks.push(
@@ -61,6 +80,20 @@ export function renderHome(home: HomeContent): HomeView {
   const more = home.total - shown.length;
   if (more > 0) blocks.push(section(`…and ${more} more — <${home.listUrl}|open the list>`, SLACK_LIMITS.sectionText));
   return { type: "home", blocks };
+}
+
+/** Who decides for this person while they are away, and for whom they decide: one line each, the newest first. */
+function delegationsLine(viewer: string, delegations: readonly DelegationView[]): Block {
+  const where = (d: DelegationView) => (d.targets ? ` on ${d.targets.map((t) => mrkdwnText(singleLine(t), SHOWN.target)).join(", ")}` : "");
+  const lines = delegations
+    .slice(0, SHOWN.delegations)
+    .map((d) =>
+      d.delegator === viewer
+        ? `:palm_tree: ${mention(d.delegate)} decides for you${where(d)} until ${slackDate(d.until)}`
+        : `:handshake: You decide for ${mention(d.delegator)}${where(d)} until ${slackDate(d.until)}`,
+    );
+  const more = delegations.length > SHOWN.delegations ? `\n…and ${delegations.length - SHOWN.delegations} more (\`/countersign delegate list\`)` : "";
+  return section(lines.join("\n") + more, SLACK_LIMITS.sectionText);
 }
 
 function countLine(total: number, shown: number): Block {

@@ -11,7 +11,11 @@ import { publishHome } from "./home-publish.ts";
 import { refusalText } from "./refusal-text.ts";
 import { countIfRefusal } from "../service/operations/index.ts";
 import { rejectModal, revokeModal } from "./reason-modal.ts";
+import { registerBatchListeners } from "./batch-listeners.ts";
 import { revokePlan } from "../service/decide/index.ts";
+import { registerEditListeners } from "./edit-listeners.ts";
+import { registerUndoListeners } from "./undo-listeners.ts";
+import { answerDelegateCommand, DELEGATE_USAGE } from "./delegate-command.ts";
 
 /** The plan and exact hash a button was rendered for; the click decides on exactly this. */
 interface ButtonValue {
@@ -135,9 +139,16 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
     });
   });
 
+  registerEditListeners(app, { ...deps, foreign, tellClicker, clickedPlan });
+  // "Propose undo" on an applied plan (undo-listeners.ts).
+  registerUndoListeners(app, { ctx, logger, decisions: deps.decisions, tellClicker, clickedPlan });
+
   app.action("view_full_plan", async ({ ack }) => {
     await ack(); // a link button; Slack still tells us about the click
   });
+
+  // "Review N like plans" and what its modal submits (batch-listeners.ts).
+  registerBatchListeners(app, { ctx, logger, teamId: deps.teamId, decisions: deps.decisions });
 
   app.view<ViewSubmitAction>("reject", async ({ ack, body, view, client }) => {
     const submitted = await reasonSubmitted(ack, view, "Say why, so the agent and the requester know what to change.");
@@ -162,7 +173,7 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
     await publishHome(ctx, client, event.user).catch((err: unknown) => logger.warn({ err }, "could not publish the Home tab"));
   });
 
-  app.command("/countersign", async ({ ack, command }) => {
+  app.command("/countersign", async ({ ack, command, respond }) => {
     const [verb] = command.text.trim().split(/\s+/);
     if (foreign(command.team_id)) {
       await ack({ response_type: "ephemeral", text: "Countersign answers only members of its own workspace." });
@@ -179,10 +190,17 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
         }
         await ack({ response_type: "ephemeral", text: `Your one-time sign-in link (valid 5 minutes, usable once): ${await deps.loginLink(command.user_id)}` });
         return;
+      case "delegate":
+        // Slack is asked who the delegate is: answered through response_url, after the ack.
+        await ack();
+        await respond({ response_type: "ephemeral", text: await answerDelegateCommand(ctx, command.user_id, command.text) }).catch((err: unknown) =>
+          logger.warn({ err }, "could not answer /countersign delegate"),
+        );
+        return;
       default:
         await ack({
           response_type: "ephemeral",
-          text: "*/countersign list* — pending plans you may decide\n*/countersign login* — a one-time link that signs you into the browser as yourself\n*/countersign help* — this",
+          text: `*/countersign list* — pending plans you may decide\n*/countersign login* — a one-time link that signs you into the browser as yourself\n${DELEGATE_USAGE}\n*/countersign help* — this`,
         });
     }
   });

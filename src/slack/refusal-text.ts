@@ -18,11 +18,20 @@ export function refusalText(err: unknown): string {
     case "already_decided":
       return `This plan is already ${String(details.status ?? "decided")}; your click changed nothing.`;
     case "already_voted":
+      if (typeof details.counted === "string")
+        return `${mention(details.counted)} already counts toward this plan (they approved, or someone approved for them); one person counts once, so nothing was recorded.`;
       return "You already approved this plan; one person counts once.";
+    case "delegation_ended":
+      return `Your delegation from ${mention(String(details.delegator ?? ""))} ended before your click was recorded; nothing was recorded.`;
     case "hash_mismatch":
+      // An edit of a version that an edit or a re-plan replaced meanwhile.
+      if (details.supersededBy)
+        return "This plan was replaced by a newer version since you opened it, so nothing was edited. Review the newer version in the thread.";
       return "The plan changed since this message was rendered, so your click was not counted. Open the plan page and review the current version.";
     case "self_approval":
-      return "This plan was requested on your behalf, so someone else has to decide it.";
+      if (typeof details.for === "string")
+        return `This plan was requested on behalf of ${mention(details.for)}, for whom you act, so someone else has to decide it.`;
+      return "This plan was requested on your behalf, or you edited it or asked for it, so someone else has to decide it.";
     case "not_an_approver": {
       const approvers = Array.isArray(details.approvers) ? (details.approvers as string[]) : [];
       // Groups are named, never mentioned: a <!subteam^…> would page the whole group.
@@ -38,11 +47,21 @@ export function refusalText(err: unknown): string {
       return `⚠️ ${escapeMrkdwn(err.message)}`;
     case "approver_check_failed":
       return "Countersign could not check your user group membership with Slack just now, so nothing was recorded. Try again shortly.";
+    case "undo_open": {
+      const link = typeof details.reviewUrl === "string" ? `<${details.reviewUrl}|that undo>` : "that undo";
+      return `An undo of this plan is already ${escapeMrkdwn(String(details.status ?? "open"))}: review ${link} instead. Nothing new was proposed.`;
+    }
+    case "not_undoable":
+    case "undo_target_changed":
+    case "undo_refused":
+      return `No undo was proposed: ${escapeMrkdwn(err.message)}`;
     case "not_found":
       return "Countersign has no such plan (it may belong to another environment).";
+    case "not_editable":
+      return `You cannot edit this plan: ${escapeMrkdwn(err.message)}.`;
     case "invalid_request":
-      return `That decision was not valid: ${escapeMrkdwn(err.message)}`;
+      return `That was not valid: ${escapeMrkdwn(err.message)}`;
     default:
-      return `Countersign refused that decision (${err.code}): ${escapeMrkdwn(err.message)}`;
+      return `Countersign refused that (${err.code}): ${escapeMrkdwn(err.message)}`;
   }
 }

@@ -120,6 +120,9 @@ function titleBlock(m: PlanMessage): Block {
 function aboutBlock(m: PlanMessage): Block {
   const elements: (PlainText | Mrkdwn)[] = [plainText(`Agent: ${singleLine(m.agent)}`, SHOWN.agent)];
   if (m.onBehalfOf !== undefined) elements.push(contextMrkdwn(`on behalf of ${mention(m.onBehalfOf)}`));
+  if (m.editedBy !== undefined) elements.push(contextMrkdwn(`✏️ values edited by ${mention(m.editedBy)}`));
+  if (m.undoes !== undefined)
+    elements.push(contextMrkdwn(`↩️ Undoes ${versionLink(m.undoes)}${m.askedBy !== undefined ? `, asked by ${mention(m.askedBy)}` : ""}`));
   elements.push(plainText(`Environment: ${singleLine(m.environment)}`, SHOWN.environment));
   if (m.risk) elements.push(plainText(`Risk: ${m.risk.level.toUpperCase()} (${singleLine(m.risk.rule)})`, 150));
   if (m.status === "pending" || m.status === "expired") {
@@ -139,19 +142,22 @@ function reasonBlocks(m: PlanMessage): Block[] {
 }
 
 function statusBlock(m: PlanMessage): Block {
-  return section(statusLine(m) + uncheckedLine(m));
+  return section(statusLine(m) + uncheckedLine(m) + (m.undoneBy ? `\n↩️ Taken back by ${versionLink(m.undoneBy)}` : ""));
 }
 
 function statusLine(m: PlanMessage): string {
   const approvers = m.approvals.map((a) => a.userId);
-  const approvedBy = approvers.length > 0 ? ` — approved${byWhom(approvers)}` : "";
+  const actedFor = actedForOf(m.approvals);
+  const approvedBy = approvers.length > 0 ? ` — approved${byWhom(approvers, actedFor)}` : "";
   switch (m.status) {
     case "pending":
-      return pendingLine(m, approvers);
+      return pendingLine(m, approvers, actedFor);
     case "approved":
-      return `✅ *Approved*${byWhom(approvers)} — handed to the executor`;
+      return `✅ *Approved*${byWhom(approvers, actedFor)} — handed to the executor`;
     case "rejected":
-      return m.rejection ? `🚫 *Rejected* by ${mention(m.rejection.userId)}: ${mrkdwnText(singleLine(m.rejection.reason), SHOWN.rejection)}` : "🚫 *Rejected*";
+      return m.rejection
+        ? `🚫 *Rejected* by ${personFor(m.rejection.userId, m.rejection.for)}: ${mrkdwnText(singleLine(m.rejection.reason), SHOWN.rejection)}`
+        : "🚫 *Rejected*";
     case "expired":
       return `⌛ *Expired* — ${m.outcome?.reason ? mrkdwnWithCode(singleLine(m.outcome.reason), SHOWN.reason) : "nobody decided in time"}`;
     case "cancelled":
@@ -167,10 +173,12 @@ function statusLine(m: PlanMessage): string {
     case "stale":
       return `⚠️ *Stale* — target changed, resubmit${staleChange(m.outcome)}${m.supersededBy ? `\n↪️ Replaced by ${versionLink(m.supersededBy)}` : ""}`;
     case "superseded":
-      return m.supersededBy ? `↪️ *Superseded* by ${versionLink(m.supersededBy)} — decide on that one` : "↪️ *Superseded* — the agent sent a new version";
+      return m.supersededBy
+        ? `↪️ *Superseded* by ${versionLink(m.supersededBy)}${m.supersededBy.editedBy ? `, edited by ${mention(m.supersededBy.editedBy.userId)}` : ""} — decide on that one`
+        : "↪️ *Superseded* — the agent sent a new version";
     case "revoked":
       return m.revocation
-        ? `⛔ *Revoked* by ${mention(m.revocation.userId)}: ${mrkdwnText(singleLine(m.revocation.reason), SHOWN.rejection)} — the approval was withdrawn before any executor took it`
+        ? `⛔ *Revoked* by ${personFor(m.revocation.userId, m.revocation.for)}: ${mrkdwnText(singleLine(m.revocation.reason), SHOWN.rejection)} — the approval was withdrawn before any executor took it`
         : "⛔ *Revoked* — the approval was withdrawn before any executor took it";
   }
 }
@@ -197,21 +205,34 @@ function uncheckedLine(m: PlanMessage): string {
   return `\n⚠️ Approved without a re-check by ${mentions(unchecked)}: the target could not be read at the click (could not re-check); the executor re-checks before writing`;
 }
 
-function pendingLine(m: PlanMessage, approvers: string[]): string {
+function pendingLine(m: PlanMessage, approvers: string[], actedFor: Record<string, string>): string {
   const { requiredApprovals, approvers: eligible } = m.policy;
   const rule = m.policy.rule ? ` (rule ${inlineCode(m.policy.rule, 80)})` : "";
   const needs = `⏳ *Pending* — needs ${requiredApprovals} of: ${eligible.length > 0 ? mentions(eligible) : "_no approver configured_"}${rule}`;
   if (approvers.length === 0) return needs;
-  return `${needs}\nApproved so far (${approvers.length} of ${requiredApprovals}): ${mentions(approvers)}`;
+  return `${needs}\nApproved so far (${approvers.length} of ${requiredApprovals}): ${mentions(approvers, actedFor)}`;
 }
 
-function byWhom(userIds: string[]): string {
-  return userIds.length > 0 ? ` by ${mentions(userIds)}` : "";
+function byWhom(userIds: string[], actedFor: Record<string, string> = {}): string {
+  return userIds.length > 0 ? ` by ${mentions(userIds, actedFor)}` : "";
 }
 
-/** Mentions of people the policy names, capped so a long list cannot crowd out the plan. */
-function mentions(userIds: string[]): string {
-  const shown = userIds.slice(0, SHOWN.mentions).map(mention).join(" ");
+/** Approver → the person they acted for, where one did. */
+function actedForOf(approvals: readonly { userId: string; for?: string | undefined }[]): Record<string, string> {
+  return Object.fromEntries(approvals.flatMap((a) => (a.for ? [[a.userId, a.for]] : [])));
+}
+
+/** A person, and whom they acted for through a delegation: "@bob for @alice". */
+function personFor(userId: string, forUser: string | undefined): string {
+  return forUser ? `${mention(userId)} for ${mention(forUser)}` : mention(userId);
+}
+
+/** Mentions of people the policy names (each with whom they acted for), capped so a long list cannot crowd out the plan. */
+function mentions(userIds: string[], actedFor: Record<string, string> = {}): string {
+  const shown = userIds
+    .slice(0, SHOWN.mentions)
+    .map((id) => personFor(id, Object.hasOwn(actedFor, id) ? actedFor[id] : undefined))
+    .join(" ");
   const hidden = userIds.length - SHOWN.mentions;
   return hidden > 0 ? `${shown} and ${hidden} more` : shown;
 }
@@ -221,13 +242,44 @@ function mentions(userIds: string[]): string {
  * the full plan. Built before the action sections and placed last, so it always fits.
  */
 function decisionBlock(m: PlanMessage): Block {
-  const buttons = m.status === "pending" ? decisionButtons(m) : m.status === "approved" ? [revokeButton(m)] : [];
+  const buttons =
+    m.status === "pending"
+      ? [...decisionButtons(m), ...(m.editable ? [editButton(m)] : [])]
+      : m.status === "approved"
+        ? [revokeButton(m)]
+        : m.undoable
+          ? [undoButton(m)]
+          : [];
   return { type: "actions", elements: [...buttons, viewButton(m)] };
 }
 
 /** While an approved plan waits for an executor, its approval can be withdrawn; the modal asks why (its confirmation). */
 function revokeButton(m: ButtonPlan): Block {
   return { type: "button", action_id: "revoke", style: "danger", text: plainText("Revoke", SLACK_LIMITS.buttonText), value: buttonValue(m) };
+}
+
+/** Propose undo asks for a new plan that takes this one back; its confirm dialog says it goes to review. */
+function undoButton(m: ButtonPlan): Block {
+  return {
+    type: "button",
+    action_id: "propose_undo",
+    text: plainText("Propose undo", SLACK_LIMITS.buttonText),
+    value: buttonValue(m),
+    confirm: {
+      title: plainText("Propose an undo?", SLACK_LIMITS.confirmTitle),
+      text: plainText(
+        `A new plan that restores what plan ${shortHash(m.hash)} changed goes to review. Someone else approves it: you will be its requester.`,
+        SLACK_LIMITS.confirmText,
+      ),
+      confirm: plainText("Propose undo", SLACK_LIMITS.confirmButton),
+      deny: plainText("Cancel", SLACK_LIMITS.confirmButton),
+    },
+  };
+}
+
+/** Edit opens a dialog of the plan's values; what it saves is a new version, so it binds to this hash like Approve. */
+function editButton(m: ButtonPlan): Block {
+  return { type: "button", action_id: "edit", text: plainText("Edit", SLACK_LIMITS.buttonText), value: buttonValue(m) };
 }
 
 /** What the decision buttons need of a plan: which one, its exact hash, and the targets its confirm dialog names. */
@@ -443,11 +495,11 @@ function changedSinceBlocks(m: PlanMessage): Block[] {
 export function renderThreadReply(e: ThreadEvent): SlackMessage {
   switch (e.type) {
     case "decision.approve":
-      return reply(`👍 Approval ${e.approvals} of ${e.requiredApprovals} by ${mention(e.userId)}`);
+      return reply(`👍 Approval ${e.approvals} of ${e.requiredApprovals} by ${personFor(e.userId, e.for)}`);
     case "plan.approved":
-      return reply(`✅ Approved${byWhom(e.approvers)} — handed to the executor`);
+      return reply(`✅ Approved${byWhom(e.approvers, e.actedFor)} — handed to the executor`);
     case "plan.rejected":
-      return reply(`🚫 Rejected by ${mention(e.userId)}: ${mrkdwnText(singleLine(e.reason), SHOWN.replyReason)}`);
+      return reply(`🚫 Rejected by ${personFor(e.userId, e.for)}: ${mrkdwnText(singleLine(e.reason), SHOWN.replyReason)}`);
     case "plan.expired":
       return reply(`⌛ Expired — ${e.reason ? mrkdwnWithCode(singleLine(e.reason), SHOWN.replyReason) : "nobody decided in time"}`);
     case "plan.cancelled":
@@ -457,8 +509,14 @@ export function renderThreadReply(e: ThreadEvent): SlackMessage {
     case "plan.reclaimed":
       return reply(`🔁 Taken over by another executor (claim ${e.claim})`);
     case "plan.reminder": {
-      // A reminder exists to reach people: approvers are mentioned, groups too (that is the point).
-      const who = e.missing.map((a) => (/^S[A-Z0-9]{2,}$/.test(a) ? `<!subteam^${a}>` : mention(a))).join(" ");
+      // A reminder exists to reach people: approvers are mentioned, groups too (that is the point),
+      // and in place of someone away, whoever decides for them.
+      const standsIn = (a: string) => e.delegated?.filter((d) => d.userId === a).map((d) => d.for) ?? [];
+      const who = e.missing
+        .map((a) =>
+          /^S[A-Z0-9]{2,}$/.test(a) ? `<!subteam^${a}>` : standsIn(a).length > 0 ? `${mention(a)} (for ${standsIn(a).map(mention).join(", ")})` : mention(a),
+        )
+        .join(" ");
       return reply(`⏰ Still waiting: ${e.approvals} of ${e.requiredApprovals} approval(s); expires ${slackDate(e.expiresAt)}. ${who}`.trim());
     }
     case "plan.applied":
@@ -468,7 +526,23 @@ export function renderThreadReply(e: ThreadEvent): SlackMessage {
     case "plan.stale":
       return staleReply(e.outcome);
     case "plan.revoked":
-      return reply(`⛔ Revoked by ${mention(e.userId)}: ${mrkdwnText(singleLine(e.reason), SHOWN.replyReason)}`);
+      return reply(`⛔ Revoked by ${personFor(e.userId, e.for)}: ${mrkdwnText(singleLine(e.reason), SHOWN.replyReason)}`);
+    case "plan.superseded": {
+      const lead = e.editedBy
+        ? `✏️ Values edited by ${mention(e.editedBy)}: ${versionLink(e.newer)} replaces this version`
+        : `↪️ Replaced by ${versionLink(e.newer)}`;
+      const again =
+        e.approvers.length > 0
+          ? `\n${mentions(e.approvers)}: your approval was for this version and does not carry over; approve the new one if it still has your agreement.`
+          : "";
+      return reply(lead + again);
+    }
+    case "undo.proposed": {
+      const who = e.askedBy !== undefined ? mention(e.askedBy) : `the agent (${mrkdwnText(singleLine(e.agent ?? ""), SHOWN.agent)})`;
+      return reply(`↩️ Undo proposed by ${who}: ${versionLink(e.undo)} restores what this plan changed, once approved`);
+    }
+    case "undo.applied":
+      return reply(`↩️ Taken back: ${versionLink(e.undo)} was applied, and the target holds what it held before this plan`);
     case "plan.no_executor": {
       const seen = e.lastSeenAt ? `none has asked for work since ${slackDate(e.lastSeenAt)}` : "none has asked for work yet";
       const lapses = e.grantExpiresAt ? `; the approval lapses ${slackDate(e.grantExpiresAt)}` : "";

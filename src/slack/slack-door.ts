@@ -6,8 +6,10 @@ import type { PlanDocument } from "../plan/schema.ts";
 import type { ServiceContext } from "../service/context.ts";
 import type { OutboxHandler } from "../service/delivery/index.ts";
 import { deliveryClient, slackSink } from "./deliver.ts";
-import type { ApproverDirectory } from "../service/context.ts";
+import type { ApproverDirectory, PeopleDirectory, ProfileDirectory } from "../service/context.ts";
 import { slackDirectory } from "./directory.ts";
+import { slackPeople } from "./people.ts";
+import { slackProfiles } from "./profiles.ts";
 import { HonoReceiver } from "./hono-receiver.ts";
 import { DecisionQueue } from "./decision-queue.ts";
 import { boltLogger } from "./bolt-logger.ts";
@@ -25,6 +27,10 @@ export interface SlackDoor {
   mode: "http" | "socket";
   /** User group membership for approver groups. */
   directory: ApproverDirectory;
+  /** People's display names, for the browser's pages. */
+  people: PeopleDirectory;
+  /** Who is a bot, and people's time zones, for delegations. */
+  profiles: ProfileDirectory;
   /** Stops taking clicks (Socket Mode) and waits for every acknowledged decision; one still waiting for the database gives up and tells its clicker. */
   stop(): Promise<void>;
 }
@@ -93,6 +99,8 @@ export async function openSlackDoor(
     teamId,
     mode: socket ? "socket" : "http",
     directory: slackDirectory(app.client),
+    people: slackPeople(app.client),
+    profiles: slackProfiles(app.client),
     stop: async () => {
       if (socket) await app.stop();
       stopping.abort();

@@ -94,6 +94,12 @@ export const plans = pgTable(
     /** The earlier version this plan replaces (`supersedes`), and the later one that replaced this. */
     supersedes: uuid("supersedes"),
     supersededBy: uuid("superseded_by"),
+    /**
+     * An undo: the applied plan it takes back (`undoes` in its document). And on that plan, the
+     * undo that took it back, set once when the undo is applied.
+     */
+    undoes: uuid("undoes"),
+    undoneBy: uuid("undone_by"),
     createdAt: at("created_at").notNull().defaultNow(),
     updatedAt: at("updated_at").notNull().defaultNow(),
   },
@@ -118,6 +124,8 @@ export const plans = pgTable(
     // named: a migration run in one transaction with the one that adds a status may not name
     // it, and an index predicate may not cast the enum to text (not immutable).
     index("plans_final_updated_at").on(t.updatedAt).where(sql`status NOT IN ('pending', 'approved', 'executing')`),
+    // A plan's undos, for "is one open already": read under the plan's row lock when one is asked for.
+    index("plans_undoes").on(t.undoes).where(sql`undoes IS NOT NULL`),
   ],
 );
 
@@ -142,6 +150,8 @@ export const decisions = pgTable(
     decidedAt: at("decided_at").notNull().defaultNow(),
     /** The plan's expiry when the decision was made: a decision never outlives the plan it binds to. */
     expiresAt: at("expires_at").notNull(),
+    /** The person the decider acted for through a delegation (src/service/delegation/); null when they acted as themselves. */
+    forUser: text("for_user"),
   },
   (t) => [uniqueIndex("decisions_one_vote_per_person").on(t.planId, t.userId, t.verdict)],
 );
@@ -486,4 +496,79 @@ export const watchedActions = pgTable(
     path: text("path").notNull(),
   },
   (t) => [primaryKey({ columns: [t.planId, t.actionIndex] }), index("watched_actions_target_path").on(t.target, t.path)],
+);
+
+/**
+ * Batches of alike plans opened by a reviewer (src/service/batch/): the exact plans and hashes
+ * they were shown, so Approve-all and Reject-all decide on those versions and no others, for ten
+ * minutes. Each plan is still decided on its own; this row only says what was on the screen.
+ */
+export const batches = pgTable(
+  "batches",
+  {
+    id: uuid("id").primaryKey(),
+    /** The Slack user id of the person who opened it: nobody else may decide through it. */
+    reviewer: text("reviewer").notNull(),
+    /** Where it was opened: "slack" (a modal) or "web" (the batch page). */
+    via: text("via").notNull(),
+    /** The likeness its plans share (src/plan/alike.ts). */
+    likeness: text("likeness").notNull(),
+    /** The (plan id, hash) pairs shown, oldest plan first. */
+    plans: jsonText<{ planId: string; hash: string }[]>("plans").notNull(),
+    /** How many more alike plans waited for this reviewer than the batch holds. */
+    more: integer("more").notNull(),
+    createdAt: at("created_at").notNull(),
+    expiresAt: at("expires_at").notNull(),
+  },
+  (t) => [index("batches_expires_at").on(t.expiresAt)],
+);
+
+/**
+ * People's Slack display names, one row per person, for the browser to name them. Filled by a
+ * background refresh (src/service/people/), never on a request's path: a replica claims a row by
+ * pushing next_at ahead, then asks Slack's users.info, so a person is asked about at most once a day.
+ */
+export const people = pgTable(
+  "people",
+  {
+    userId: text("user_id").primaryKey(),
+    /** Null until Slack has answered for this person. */
+    displayName: text("display_name"),
+    /** When Slack last answered with the name. */
+    fetchedAt: at("fetched_at"),
+    /** When the name may be asked for again. */
+    nextAt: at("next_at").notNull(),
+  },
+  (t) => [index("people_display_name").on(sql`lower(${t.displayName})`)],
+);
+
+/**
+ * People deciding in another's place while they are away (src/service/delegation/): the delegate
+ * may decide, revoke and edit wherever the delegator may, until `until` or until it is ended
+ * early. Not transitive: a delegate's own delegations do not pass on what they hold.
+ */
+export const delegations = pgTable(
+  "delegations",
+  {
+    id: uuid("id").primaryKey(),
+    /** The Slack user id of the person who is away. */
+    delegator: text("delegator").notNull(),
+    /** The Slack user id of the person deciding in their place. */
+    delegate: text("delegate").notNull(),
+    /** The end of the last day, in the delegator's time zone. */
+    until: at("until").notNull(),
+    /** The targets it covers; null for every target. */
+    targets: jsonText<string[]>("targets"),
+    /** Who made it: a Slack user id, or `cli:<name>` for an admin at the command line. */
+    createdBy: text("created_by").notNull(),
+    createdAt: at("created_at").notNull(),
+    /** Set once when it is ended early; a delegation past `until` is over without it. */
+    endedAt: at("ended_at"),
+    endedBy: text("ended_by"),
+  },
+  (t) => [
+    // What a click asks: the delegations this person holds now (few per person, read by key).
+    index("delegations_delegate_open").on(t.delegate, t.until).where(sql`ended_at IS NULL`),
+    index("delegations_delegator_open").on(t.delegator, t.until).where(sql`ended_at IS NULL`),
+  ],
 );

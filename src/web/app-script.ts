@@ -1,7 +1,7 @@
 /**
  * The pages' only script, served from our own origin (the CSP allows nothing else): live
- * countdowns, and live updates over server-sent events that swap in a fresh copy of the part
- * of the page that changed, without a reload.
+ * countdowns, live updates over server-sent events that swap in a fresh copy of the part
+ * of the page that changed, without a reload, and an edit form that sends only what was changed.
  */
 export const APP_SCRIPT = `
 (function () {
@@ -28,6 +28,14 @@ export const APP_SCRIPT = `
     }
     source.addEventListener('changed', refresh);
   }
+  // An edit posts only the values changed, so a plan with many values stays within the form cap.
+  document.addEventListener('submit', function (e) {
+    var form = e.target;
+    if (!form.hasAttribute || !form.hasAttribute('data-edit-values')) return;
+    form.querySelectorAll('textarea[data-original]').forEach(function (t) {
+      if (t.value === t.getAttribute('data-original')) t.disabled = true;
+    });
+  });
   document.addEventListener('DOMContentLoaded', function () { tick(); setInterval(tick, 1000); live(); });
 })();
 `;

@@ -12,7 +12,7 @@ const REFUSAL_TEXT: Partial<Record<string, string>> = {
   already_decided: "This plan was already decided; your decision changed nothing.",
   already_voted: "You already approved this plan; one person counts once.",
   hash_mismatch: "The plan changed since this page was loaded, so your decision was not counted. Review the current version below.",
-  self_approval: "This plan was requested on your behalf, so someone else must decide it.",
+  self_approval: "This plan was requested on your behalf, or you edited it or asked for it, so someone else must decide it.",
   not_an_approver: "You are not an approver for this plan; nothing was recorded.",
   approver_check_failed: "Countersign could not check your user group membership with Slack just now, so nothing was recorded. Try again shortly.",
 };
@@ -25,6 +25,8 @@ const REFUSAL_TEXT: Partial<Record<string, string>> = {
  */
 export function refusalOf(err: unknown): { status: ContentfulStatusCode; notice: Notice } | undefined {
   if (!(err instanceof ServiceError)) return undefined;
-  const text = REFUSAL_TEXT[err.code] ?? (err.code === "not_found" ? undefined : err.message);
+  // A refusal about someone acted for (a delegation) says whom, in the service's words.
+  const aboutAnother = err.details?.for !== undefined || err.details?.counted !== undefined;
+  const text = (aboutAnother ? undefined : REFUSAL_TEXT[err.code]) ?? (err.code === "not_found" ? undefined : err.message);
   return text === undefined ? undefined : { status: HTTP_STATUS_OF[err.code] ?? 400, notice: { kind: "bad", text } };
 }

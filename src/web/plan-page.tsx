@@ -1,19 +1,21 @@
 /** @jsxRuntime automatic @jsxImportSource hono/jsx */
 import { RevocationLine, RevokeForm } from "./revoke-form.tsx";
+import { UndoForm, UndoLinks } from "./undo-form.tsx";
 import { weakPrecondition } from "../plan/weak-precondition.ts";
 import { shortHash } from "../plan/fingerprint.ts";
-import type { Json } from "../plan/json.ts";
 import type { ActionPreview, Hold } from "../contract/agent-api.ts";
 import type { PlanDiff } from "../policy/plan-diff.ts";
 import type { WebSession } from "../service/sign-in/index.ts";
-import { MAX_STATED_REASON_CHARS } from "../service/access/index.ts";
 import type { DecisionRefusal, ReviewedPlan } from "../service/review/index.ts";
+import { ActionChanges, ChangeRows, show } from "./change-rows.tsx";
 import { Layout, StatusBadge } from "./layout.tsx";
 import { DriftAfterApply, driftHeading, VerifiedNote } from "./verification.tsx";
 import type { Notice } from "./notices.ts";
-import { Wrappable } from "./wrap-points.tsx";
+import type { PeopleNames } from "../service/people/index.ts";
+import { People, Person } from "./person.tsx";
+import { DecisionBar, RejectReason } from "./decision-bar.tsx";
+import { EditValuesForm, type EditPanel } from "./edit-form.tsx";
 
-const show = (value: Json | undefined) => (value === undefined ? "(absent)" : JSON.stringify(value, null, 2));
 const when = (iso: string) => iso.replace("T", " ").replace(/\.\d+Z$/, " UTC");
 const clockTime = (iso: string) => `${iso.slice(11, 16)} UTC`;
 
@@ -21,7 +23,15 @@ const clockTime = (iso: string) => `${iso.slice(11, 16)} UTC`;
  * `version` is where the plan stood when this page was read (PlanSignals.version); the live
  * stream starts from it. `notice` is a refusal, rendered only in the response to the refused POST.
  */
-export function PlanPage(props: { reviewed: ReviewedPlan; session: WebSession | undefined; version: string; notice?: Notice | undefined }) {
+export function PlanPage(props: {
+  reviewed: ReviewedPlan;
+  session: WebSession | undefined;
+  names?: PeopleNames | undefined;
+  /** The edit form, for a person who may edit the plan now. */
+  edit?: EditPanel | undefined;
+  version: string;
+  notice?: Notice | undefined;
+}) {
   const { plan } = props.reviewed;
   return (
     <Layout title={plan.plan.title} session={props.session}>
@@ -34,14 +44,14 @@ export function PlanPage(props: { reviewed: ReviewedPlan; session: WebSession | 
         </div>
       ) : null}
       <div data-live={`/plans/${plan.id}/live?v=${encodeURIComponent(props.version)}`} data-fragment={`/plans/${plan.id}?fragment=1`}>
-        <PlanBody reviewed={props.reviewed} session={props.session} />
+        <PlanBody reviewed={props.reviewed} session={props.session} names={props.names} edit={props.edit} />
       </div>
     </Layout>
   );
 }
 
-/** The part of the plan page that live updates replace. */
-export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | undefined }) {
+/** The part of the plan page that live updates replace. `names`: people's display names (pageNames); absent, ids are shown. */
+export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | undefined; names?: PeopleNames | undefined; edit?: EditPanel | undefined }) {
   const { plan, events, deadDeliveries } = props.reviewed;
   const doc = plan.plan;
   // The service answered for this reader by the same rule decide() applies.
@@ -63,15 +73,28 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
             </a>
           </>
         ) : null}
+        {doc.editedBy ? (
+          <>
+            {" "}
+            · <span class="muted">values edited by</span> <Person id={doc.editedBy.userId} names={props.names} />
+          </>
+        ) : null}
       </p>
       {plan.supersededBy ? (
         <div class="notice bad" role="status" data-version-link="superseded-by">
-          {plan.status === "superseded"
-            ? "Superseded: the agent sent a newer version, decide on that one — "
-            : "The agent sent a newer version of this stale plan — "}
+          {plan.supersededBy.editedBy ? (
+            <>
+              Superseded: <Person id={plan.supersededBy.editedBy.userId} names={props.names} /> edited its values, decide on the new version —{" "}
+            </>
+          ) : plan.status === "superseded" ? (
+            "Superseded: the agent sent a newer version, decide on that one — "
+          ) : (
+            "The agent sent a newer version of this stale plan — "
+          )}
           <a href={`/plans/${plan.supersededBy.id}`}>version {shortHash(plan.supersededBy.hash)}</a>
         </div>
       ) : null}
+      <UndoLinks plan={plan} />
       {props.session ? <YourDecision plan={plan} userId={props.session.userId} /> : null}
       {(plan.status === "pending" || plan.status === "approved") && plan.watch?.failingSince ? (
         <div class="notice bad" role="status" data-watch="failing">
@@ -110,15 +133,18 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
               {plan.outcome.actions.map((a) => (
                 <tr>
                   <td class="n" data-label="#">
-                    {a.index}
+                    {a.index + 1}
                   </td>
                   <td data-label="Target">{a.target}</td>
                   <td data-label="Path">
                     <code>{a.path}</code>
                   </td>
                   <td data-label="Result">
-                    <StatusBadge status={a.status} />
-                    <VerifiedNote action={a} />
+                    {/* "applied · verified" is one phrase: it never wraps apart. */}
+                    <span class={a.verified === true ? "nowrap" : undefined}>
+                      <StatusBadge status={a.status} />
+                      <VerifiedNote action={a} />
+                    </span>
                   </td>
                   <td data-label="Detail">
                     {a.detail ?? ""}
@@ -135,7 +161,7 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
 
       {/* The change comes before the decision: nobody should reach Approve without passing the diff. */}
       {props.reviewed.changedSince ? <ChangedSince diff={props.reviewed.changedSince} /> : null}
-      <h2>Changes</h2>
+      <h2 id="changes">Changes</h2>
       {plan.preview.actions.map((action, i) => (
         <ActionDiff action={action} index={i} />
       ))}
@@ -144,7 +170,7 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
           <dt>Agent</dt>
           <dd>{doc.agent}</dd>
           <dt>On behalf of</dt>
-          <dd>{doc.onBehalfOf ?? <span class="muted">nobody named</span>}</dd>
+          <dd>{doc.onBehalfOf ? <Person id={doc.onBehalfOf} names={props.names} /> : <span class="muted">nobody named</span>}</dd>
           <dt>Reason</dt>
           <dd>{doc.reason ?? <span class="muted">none given</span>}</dd>
           <dt>Environment</dt>
@@ -177,17 +203,21 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
       <section class="card" aria-labelledby="decisions">
         <h2 id="decisions">Decisions</h2>
         <p>
-          {plan.approvals.length} of {doc.policy.requiredApprovals} approval(s). May approve:{" "}
-          {doc.policy.approvers.map((a) => (
-            <code>{a} </code>
-          ))}
+          {plan.approvals.length} of {doc.policy.requiredApprovals} approval(s). May approve: <People ids={doc.policy.approvers} names={props.names} />
           {doc.policy.rule ? <span class="muted"> (rule {doc.policy.rule})</span> : null}
         </p>
         {plan.approvals.length > 0 ? (
           <ul>
             {plan.approvals.map((a) => (
               <li>
-                Approved by <code>{a.userId}</code> via {a.via} at {when(a.at)}
+                Approved by <Person id={a.userId} names={props.names} />
+                {a.for ? (
+                  <>
+                    {" "}
+                    for <Person id={a.for} names={props.names} />
+                  </>
+                ) : null}{" "}
+                via {a.via} at {when(a.at)}
                 {a.recheckFailed ? (
                   <>
                     {" "}
@@ -203,17 +233,26 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
         ) : null}
         {plan.rejection ? (
           <p>
-            Rejected by <code>{plan.rejection.userId}</code> via {plan.rejection.via}: {plan.rejection.reason}
+            Rejected by <Person id={plan.rejection.userId} names={props.names} />
+            {plan.rejection.for ? (
+              <>
+                {" "}
+                for <Person id={plan.rejection.for} names={props.names} />
+              </>
+            ) : null}{" "}
+            via {plan.rejection.via}: {plan.rejection.reason}
           </p>
         ) : null}
-        {plan.revocation ? <RevocationLine revocation={plan.revocation} /> : null}
+        {plan.revocation ? <RevocationLine revocation={plan.revocation} names={props.names} /> : null}
         {props.reviewed.mayRevoke && props.session ? <RevokeForm planId={plan.id} csrf={props.session.csrfToken} /> : null}
+        {props.session ? <UndoForm plan={plan} csrf={props.session.csrfToken} /> : null}
         {canDecide ? (
-          <DecisionForms planId={plan.id} hash={plan.hash} csrf={props.session!.csrfToken} />
+          <RejectReason planId={plan.id} hash={plan.hash} csrf={props.session!.csrfToken} />
         ) : (
           <WhyNoButtons why={plan.whyNotDecide} signedIn={props.session !== undefined} />
         )}
       </section>
+      {props.edit && props.session ? <EditValuesForm panel={props.edit} csrf={props.session.csrfToken} /> : null}
 
       {deadDeliveries.length > 0 ? (
         <section class="card notice bad">
@@ -234,11 +273,12 @@ export function PlanBody(props: { reviewed: ReviewedPlan; session: WebSession | 
           {events.map((e) => (
             <li>
               <time datetime={e.at}>{when(e.at)}</time>
-              <strong>{e.type}</strong> <span class="muted">{describeActor(e.actor)}</span>
+              <strong>{e.type}</strong> <Actor actor={e.actor} names={props.names} />
             </li>
           ))}
         </ol>
       </section>
+      {canDecide ? <DecisionBar planId={plan.id} hash={plan.hash} csrf={props.session!.csrfToken} actions={plan.preview.actions} /> : null}
     </>
   );
 }
@@ -282,35 +322,7 @@ function ChangedSince(props: { diff: PlanDiff }) {
           <li>
             Changed {ref(a)}
             {a.wasOp ? <span class="muted"> (was {a.wasOp})</span> : null}
-            {a.changes.length > 0 ? (
-              <table class="diff stacks">
-                <colgroup>
-                  <col class="field" />
-                  <col />
-                  <col />
-                </colgroup>
-                <thead>
-                  <tr>
-                    <th>Field</th>
-                    <th>Version {shortHash(diff.since.hash)}</th>
-                    <th>This version</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {a.changes.map((c) => (
-                    <tr>
-                      <td data-label="Field">{c.path || "(whole document)"}</td>
-                      <td class="before" data-label="Before">
-                        <Wrappable text={show(c.from)} />
-                      </td>
-                      <td class="after" data-label="After">
-                        <Wrappable text={show(c.to)} />
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            ) : null}
+            {a.changes.length > 0 ? <ChangeRows changes={a.changes} headings={[`Version ${shortHash(diff.since.hash)}`, "This version"]} /> : null}
           </li>
         ))}
       </ul>
@@ -355,37 +367,7 @@ function ActionDiff(props: { action: ActionPreview; index: number }) {
         <span class="muted"> · version read: {action.version ?? "(absent)"}</span>
         <WeakPreconditionBadge precondition={action.precondition} />
       </p>
-      {action.changes.length === 0 ? (
-        <p class="muted">No field changes.</p>
-      ) : (
-        <table class="diff stacks">
-          <colgroup>
-            <col class="field" />
-            <col />
-            <col />
-          </colgroup>
-          <thead>
-            <tr>
-              <th>Field</th>
-              <th>Before</th>
-              <th>After</th>
-            </tr>
-          </thead>
-          <tbody>
-            {action.changes.map((c) => (
-              <tr>
-                <td data-label="Field">{c.path || "(whole document)"}</td>
-                <td class="before" data-label="Before">
-                  <Wrappable text={show(c.from)} />
-                </td>
-                <td class="after" data-label="After">
-                  <Wrappable text={show(c.to)} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ActionChanges changes={action.changes} />
       <details>
         <summary>Full before and after</summary>
         <p class="muted">Before</p>
@@ -394,31 +376,6 @@ function ActionDiff(props: { action: ActionPreview; index: number }) {
         <pre>{show(action.after ?? undefined)}</pre>
       </details>
     </section>
-  );
-}
-
-function DecisionForms(props: { planId: string; hash: string; csrf: string }) {
-  return (
-    <div class="actions-bar">
-      <form method="post" action={`/plans/${props.planId}/approve`} class="inline">
-        <input type="hidden" name="hash" value={props.hash} />
-        <input type="hidden" name="_csrf" value={props.csrf} />
-        <button type="submit" class="approve">
-          Approve
-        </button>
-      </form>
-      <form method="post" action={`/plans/${props.planId}/reject`} class="inline">
-        <input type="hidden" name="hash" value={props.hash} />
-        <input type="hidden" name="_csrf" value={props.csrf} />
-        <label for="reason" class="muted">
-          Reason
-        </label>
-        <textarea id="reason" name="reason" required maxlength={MAX_STATED_REASON_CHARS} placeholder="Why reject? The agent sees this."></textarea>
-        <button type="submit" class="reject">
-          Reject
-        </button>
-      </form>
-    </div>
   );
 }
 
@@ -472,7 +429,7 @@ function WhyNoButtons(props: { why: DecisionRefusal | undefined; signedIn: boole
     case "already_voted":
       return <p class="muted">You approved this plan; it waits for other approvers.</p>;
     case "self_approval":
-      return <p class="muted">This plan was requested on your behalf, so someone else must decide it.</p>;
+      return <p class="muted">This plan was requested on your behalf, or you edited it or asked for it, so someone else must decide it.</p>;
     case "approver_check_failed":
       return <p class="muted">Countersign could not check your user group membership ({why.groups.join(", ")}) with Slack just now; reload to try again.</p>;
     default:
@@ -480,11 +437,24 @@ function WhyNoButtons(props: { why: DecisionRefusal | undefined; signedIn: boole
   }
 }
 
-function describeActor(actor: unknown): string {
-  const a = actor as { type?: string; userId?: string; via?: string; name?: string; process?: string };
-  if (a.type === "user") return `by ${a.userId} via ${a.via}`;
-  if (a.type === "agent") return `by agent ${a.name}`;
-  return a.process ? `by ${a.process}` : "";
+/** Who did what the audit timeline lists: a person by name and id, an agent or a process by name. */
+function Actor(props: { actor: unknown; names: PeopleNames | undefined }) {
+  const a = props.actor as { type?: string; userId?: string; via?: string; name?: string; process?: string; for?: string };
+  if (a.type === "user" && a.userId)
+    return (
+      <span class="muted">
+        by <Person id={a.userId} names={props.names} withId />
+        {a.for ? (
+          <>
+            {" "}
+            for <Person id={a.for} names={props.names} withId />
+          </>
+        ) : null}{" "}
+        via {a.via}
+      </span>
+    );
+  if (a.type === "agent") return <span class="muted">by agent {a.name}</span>;
+  return a.process ? <span class="muted">by {a.process}</span> : null;
 }
 
 /** The badge for a precondition weaker than the target refusing a racing write (weak-precondition.ts). */

@@ -4,6 +4,7 @@ import { PLAN_STATUSES } from "../plan/status.ts";
 import type { WebSession } from "../service/sign-in/index.ts";
 import { pendingCursorText, type BrowserList, type PlanForReader } from "../service/review/index.ts";
 import { Layout, StatusBadge } from "./layout.tsx";
+import { AlikeOffers } from "./batch-page.tsx";
 
 /** Which list a page shows: its status filter and where its page of pending plans starts (both as in the URL). */
 export interface PlansListPage {
@@ -36,6 +37,11 @@ export function PlansPage(props: { list: BrowserList; session: WebSession | unde
           </a>
         ))}
       </nav>
+      {props.session ? (
+        <p class="muted">
+          <a href="/delegations">Away? Let someone decide in your place</a>
+        </p>
+      ) : null}
       <div
         data-live={`/plans/live?v=${encodeURIComponent(props.version)}`}
         data-fragment={listHref({ status: filter, pending_after: pendingAfter, fragment: "1" })}
@@ -65,6 +71,7 @@ export function PlansTable(props: { list: BrowserList; session: WebSession | und
         Waiting for a decision{props.page.pendingAfter ? " (continued)" : ""} ({pending.length}
         {nextPending ? "+" : ""})
       </h2>
+      {props.session ? <AlikeOffers offers={props.list.alike} /> : null}
       {pending.length === 0 ? (
         <p class="muted">Nothing {props.page.pendingAfter ? "more " : ""}is waiting.</p>
       ) : (
@@ -113,16 +120,31 @@ function Rows(props: { plans: PlanForReader[]; session: WebSession | undefined }
                 </>
               ) : null}
             </td>
-            <td>
+            <td data-label="Status">
               <StatusBadge status={p.status} />
             </td>
-            <td>{p.plan.agent}</td>
-            <td>{[...new Set(p.plan.actions.map((a) => a.target))].join(", ")}</td>
-            <td>{p.status === "pending" ? <span data-expires={p.expiresAt}>…</span> : <span class="muted">—</span>}</td>
-            <td class="hash">{shortHash(p.hash)}</td>
+            <td data-label="Agent">{p.plan.agent}</td>
+            <TargetsCell targets={[...new Set(p.plan.actions.map((a) => a.target))]} />
+            {p.status === "pending" ? (
+              <td data-label="Time left">
+                <span data-expires={p.expiresAt}>…</span>
+              </td>
+            ) : (
+              <td class="no-expiry">
+                <span class="muted">—</span>
+              </td>
+            )}
+            <td class="hash" data-label="Hash">
+              {shortHash(p.hash)}
+            </td>
           </tr>
         ))}
       </tbody>
     </table>
   );
+}
+
+/** A row's targets, labelled for the phone, where each cell stands on a line of its own. */
+function TargetsCell(props: { targets: string[] }) {
+  return <td data-label={props.targets.length === 1 ? "Target" : "Targets"}>{props.targets.join(", ")}</td>;
 }

@@ -1,6 +1,8 @@
 /** @jsxRuntime automatic @jsxImportSource hono/jsx */
 import { MAX_STATED_REASON_CHARS } from "../service/access/index.ts";
 import type { Revocation } from "../contract/agent-api.ts";
+import type { PeopleNames } from "../service/people/index.ts";
+import { Person } from "./person.tsx";
 
 /** Withdraw an approval before an executor takes the plan: a reason is required, the agent reads it. */
 export function RevokeForm(props: { planId: string; csrf: string }) {
@@ -25,11 +27,18 @@ export function RevokeForm(props: { planId: string; csrf: string }) {
 }
 
 /** Who revoked the plan and why. */
-export function RevocationLine(props: { revocation: Revocation }) {
+export function RevocationLine(props: { revocation: Revocation; names?: PeopleNames | undefined }) {
   const r = props.revocation;
   return (
     <p>
-      Revoked by <code>{r.userId}</code> via {r.via}: {r.reason}
+      Revoked by <Person id={r.userId} names={props.names} />
+      {r.for ? (
+        <>
+          {" "}
+          for <Person id={r.for} names={props.names} />
+        </>
+      ) : null}{" "}
+      via {r.via}: {r.reason}
     </p>
   );
 }

@@ -1,9 +1,12 @@
 /** @jsxRuntime automatic @jsxImportSource hono/jsx */
-import type { Json } from "../plan/json.ts";
 import type { ActionOutcome, Outcome } from "../plan/outcome.ts";
-import { Wrappable } from "./wrap-points.tsx";
+import { ValueTable, type ValueColumn } from "./change-rows.tsx";
 
-const show = (value: Json | undefined) => (value === undefined ? "(absent)" : JSON.stringify(value, null, 2));
+/** The approved value (coloured as an after-state) beside what the target holds (coloured as a before-state). */
+const DRIFT_COLUMNS: readonly [ValueColumn, ValueColumn] = [
+  { heading: "Approved", label: "Approved", class: "after" },
+  { heading: "Target has", label: "Target has", class: "before" },
+];
 
 /**
  * What the executor's re-read after each write found (verify after apply), on the
@@ -12,11 +15,11 @@ const show = (value: Json | undefined) => (value === undefined ? "(absent)" : JS
  */
 export function VerifiedNote(props: { action: ActionOutcome }) {
   const { verified } = props.action;
+  // No-break spaces: "· verified" never leaves "verified" alone under the dot.
   if (verified === true)
     return (
-      <span class="muted" data-verified="true">
-        {" "}
-        · verified
+      <span class="muted verified" data-verified="true">
+        {"\u00a0·\u00a0verified"}
       </span>
     );
   if (verified === false)
@@ -50,35 +53,9 @@ export function DriftAfterApply(props: { outcome: Outcome }) {
       {drifted.map((a) => (
         <div class="drift-after-apply" data-action={a.index}>
           <p>
-            <strong>Action {a.index}</strong> <code>{a.path}</code>: the target, re-read after the write, does not hold what was approved.
+            <strong>Action {a.index + 1}</strong> <code>{a.path}</code>: the target, re-read after the write, does not hold what was approved.
           </p>
-          <table class="diff stacks">
-            <colgroup>
-              <col class="field" />
-              <col />
-              <col />
-            </colgroup>
-            <thead>
-              <tr>
-                <th>Field</th>
-                <th>Approved</th>
-                <th>Target has</th>
-              </tr>
-            </thead>
-            <tbody>
-              {a.driftAfterApply!.map((d) => (
-                <tr>
-                  <td data-label="Field">{d.path || "(whole document)"}</td>
-                  <td class="after" data-label="Approved">
-                    <Wrappable text={show(d.expected)} />
-                  </td>
-                  <td class="before" data-label="Target has">
-                    <Wrappable text={show(d.actual)} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <ValueTable columns={DRIFT_COLUMNS} rows={a.driftAfterApply!.map((d) => ({ path: d.path, values: [d.expected, d.actual] }))} />
         </div>
       ))}
     </>

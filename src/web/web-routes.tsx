@@ -6,7 +6,7 @@ import type { ServiceContext } from "../service/context.ts";
 import { decide } from "../service/decide/index.ts";
 import { ServiceError } from "../service/errors.ts";
 import { consumeLoginLink, endSession, SESSION_TTL_MS, sessionOf, type WebSession } from "../service/sign-in/index.ts";
-import { listForBrowser, parsePendingCursor, parseStatusFilter, reviewPlan } from "../service/review/index.ts";
+import { listForBrowser, parsePendingCursor, parseStatusFilter, reviewPlan, type ReviewedPlan } from "../service/review/index.ts";
 import { maySeeLanes, outboxVisibility } from "../service/delivery/index.ts";
 import { retryDelivery } from "../service/delivery/index.ts";
 import { LANES_PATH, LanesPage } from "./lanes-page.tsx";
@@ -29,6 +29,13 @@ import { isPlanId } from "../plan/schema.ts";
 import { revokePlan } from "../service/decide/index.ts";
 import { pauseCountersign, resumeCountersign } from "../service/operations/index.ts";
 import { pauseBanner } from "./pause-banner.tsx";
+import { editForm, editPlan } from "../service/edit/index.ts";
+import { editRefusal, typedValues, type EditPanel } from "./edit-form.tsx";
+import { BATCH_PATHS, batchRoutes } from "./batch-routes.tsx";
+import { DELEGATION_PATHS, delegationRoutes } from "./delegation-routes.tsx";
+import { pageNames } from "./page-names.ts";
+import { peopleOnPlanPage } from "./plan-people.ts";
+import { proposeUndo } from "../service/undo/index.ts";
 
 const COOKIE = SESSION_COOKIE;
 
@@ -92,7 +99,7 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
    * A review page is not public: every page and live stream under /plans needs a signed-in
    * person. A gate on the path (not a check in each route) so a page added later is closed too.
    */
-  web.on("GET", ["/plans", "/plans/*", LANES_PATH], async (c, next) => {
+  web.on("GET", ["/plans", "/plans/*", LANES_PATH, ...BATCH_PATHS, ...DELEGATION_PATHS], async (c, next) => {
     const who = await session(c);
     if (!who) return c.html(<SignInRequiredPage options={signInOptions} />, 401);
     c.set("reader", who);
@@ -121,7 +128,8 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
     const page = { filter: statuses ? filter : undefined, pendingAfter: cursor && pendingAfter };
     if (c.req.query("fragment")) return c.html(<PlansTable list={list} session={who} page={page} />);
     const seesLanes = await maySeeLanes(ctx, { reader: { userId: who.userId } });
-    return c.html(<PlansPage list={list} session={who} page={page} version={version} seesLanes={seesLanes} />);
+    const { reader } = await pageNames(ctx, who);
+    return c.html(<PlansPage list={list} session={reader} page={page} version={version} seesLanes={seesLanes} />);
   });
 
   /** The delivery lanes and dead deliveries, for those who read every plan (outboxVisibility says who). */
@@ -129,7 +137,7 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
     const who = c.get("reader");
     try {
       const seen = await outboxVisibility(ctx, { reader: { userId: who.userId } });
-      return c.html(<LanesPage seen={seen} session={who} />);
+      return c.html(<LanesPage seen={seen} session={(await pageNames(ctx, who)).reader} />);
     } catch (err) {
       if (err instanceof ServiceError && err.code === "not_a_reader")
         return c.html(<MessagePage title="You may not see the delivery lanes" text={err.message} />, 403);
@@ -174,13 +182,30 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
   };
 
   /** The plan page; `notice` only ever comes from a refused POST's own response, never from the URL. */
-  const planPage = async (c: Context<WebEnv>, planId: string, refusal?: ReturnType<typeof refusalOf>) => {
+  const planPage = async (c: Context<WebEnv>, planId: string, refusal?: ReturnType<typeof refusalOf>, typed?: Record<string, string>) => {
     const who = c.get("reader");
     const version = isPlanId(planId) ? await ctx.signals.version(planId) : "";
     const reviewed = await readable(c, planId);
     if (reviewed instanceof Response) return reviewed;
-    if (c.req.query("fragment")) return c.html(<PlanBody reviewed={reviewed} session={who} />);
-    return c.html(<PlanPage reviewed={reviewed} session={who} version={version} notice={refusal?.notice} />, refusal?.status ?? 200);
+    const { reader, names } = await pageNames(ctx, who, peopleOnPlanPage(reviewed, who.userId));
+    const edit = await editPanelOf(reviewed, who.userId, typed);
+    if (c.req.query("fragment")) return c.html(<PlanBody reviewed={reviewed} session={reader} names={names} edit={edit} />);
+    return c.html(
+      <PlanPage reviewed={reviewed} session={reader} names={names} edit={edit} version={version} notice={refusal?.notice} />,
+      refusal?.status ?? 200,
+    );
+  };
+
+  /** The edit form, for a person who may edit this plan now (one who approved it may: no approval carries over). */
+  const editPanelOf = async (reviewed: ReviewedPlan, userId: string, typed: Record<string, string> | undefined): Promise<EditPanel | undefined> => {
+    const why = reviewed.plan.whyNotDecide;
+    if ((why && why.code !== "already_voted") || reviewed.plan.plan.policy.edits === false) return undefined;
+    try {
+      return { form: await editForm(ctx, { planId: reviewed.plan.id, hash: reviewed.plan.hash, person: { userId, via: "web" } }), typed };
+    } catch (err) {
+      if (err instanceof ServiceError) return undefined;
+      throw err;
+    }
   };
 
   web.get("/plans/:id", (c) => planPage(c, c.req.param("id")));
@@ -222,11 +247,60 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
     );
   }
 
+  /**
+   * Edit before approve: the values typed become a new version, whose page comes next. A refusal
+   * is shown on this plan's page, with the form open again on what was typed.
+   */
+  web.post("/plans/:id/edit", async (c) => {
+    const checked = await checkPost(c);
+    if (checked instanceof Response) return checked;
+    const planId = c.req.param("id");
+    const typed = typedValues(checked.form);
+    try {
+      const { plan } = await editPlan(ctx, { planId, hash: checked.form.hash ?? "", person: { userId: checked.session.userId, via: "web" }, values: typed });
+      return c.redirect(`/plans/${plan.id}`, 303);
+    } catch (err) {
+      const refusal = editRefusal(err);
+      if (!refusal) {
+        if (err instanceof ServiceError && err.code === "not_found") return c.html(<MessagePage title="No such plan" text={err.message} />, 404);
+        throw err;
+      }
+      await countIfRefusal(ctx, err);
+      c.set("reader", checked.session);
+      return planPage(c, planId, refusal, typed);
+    }
+  });
+
   /** Revoke an approved plan no executor has taken; a refusal is shown on the plan page, like a decision's. */
   web.post(
     "/plans/:id/revoke",
     actOnPlan((planId, userId, form) => revokePlan(ctx, { planId, person: { userId, via: "web" }, reason: form.reason })),
   );
+
+  /**
+   * Propose undo: the undo's page comes next. While an undo of the plan is open, a second ask
+   * leads to that one; any other refusal is shown on this plan's page.
+   */
+  web.post("/plans/:id/undo", async (c) => {
+    const checked = await checkPost(c);
+    if (checked instanceof Response) return checked;
+    const planId = c.req.param("id");
+    try {
+      const { plan } = await proposeUndo(ctx, { planId, asker: { person: { userId: checked.session.userId, via: "web" } } });
+      return c.redirect(`/plans/${plan.id}`, 303);
+    } catch (err) {
+      if (err instanceof ServiceError && err.code === "undo_open" && typeof err.details?.planId === "string")
+        return c.redirect(`/plans/${err.details.planId}`, 303);
+      const refusal = refusalOf(err);
+      if (!refusal) {
+        if (err instanceof ServiceError && err.code === "not_found") return c.html(<MessagePage title="No such plan" text={err.message} />, 404);
+        throw err;
+      }
+      await countIfRefusal(ctx, err);
+      c.set("reader", checked.session);
+      return planPage(c, planId, refusal);
+    }
+  });
 
   /** The kill switch from the browser: admins only (anyone else gets 403 naming why), with the session's CSRF token. */
   for (const verb of ["pause", "resume"] as const) {
@@ -273,6 +347,10 @@ export function webRoutes(ctx: ServiceContext, options: SignInOptions & { oidc?:
     deleteCookie(c, COOKIE, { path: "/", secure });
     return c.redirect("/plans", 303);
   });
+
+  // Batches of alike plans: opened from the list, decided through the same checks as every form.
+  batchRoutes(web, ctx, checkPost);
+  delegationRoutes(web, ctx, checkPost);
 
   if (options.oidc) web.route("/", oidcRoutes(options.oidc, { secure, origin }));
   return web;

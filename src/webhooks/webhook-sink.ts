@@ -30,6 +30,8 @@ export function webhookSink(ctx: ServiceContext, fetchImpl: typeof fetch = fetch
       approvals: view.approvals,
       ...(reason !== undefined ? { reason } : {}),
       ...(view.outcome && ["applied", "stale", "failed", "expired"].includes(event.status) ? { outcome: view.outcome } : {}),
+      // Replaced: by which version, and by whose edit when a reviewer's made it.
+      ...(event.status === "superseded" && view.supersededBy ? { supersededBy: view.supersededBy } : {}),
     };
     const body = JSON.stringify(payload);
     let response: Response;

@@ -54,9 +54,9 @@ describe("countersign mcp over stdio", () => {
     await client?.close();
   });
 
-  it("lists exactly the three tools, annotated as touching no target, with the plan request as input schema", async () => {
+  it("lists exactly the four tools, annotated as touching no target, with the plan request as input schema", async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(["get_plan", "propose_plan", "wait_for_outcome"]);
+    expect(tools.map((t) => t.name).sort()).toEqual(["get_plan", "propose_plan", "propose_undo", "wait_for_outcome"]);
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
 
     const propose = byName.propose_plan!;
@@ -86,6 +86,8 @@ describe("countersign mcp over stdio", () => {
       for (const [field, property] of Object.entries(action)) expect(property.description, field).toBeTruthy();
     }
 
+    expect(byName.propose_undo!.annotations).toEqual(propose.annotations);
+    expect((byName.propose_undo!.inputSchema as { required: string[] }).required).toEqual(["planId"]);
     for (const name of ["get_plan", "wait_for_outcome"]) {
       expect(byName[name]!.annotations).toEqual({ readOnlyHint: true, openWorldHint: false });
       expect((byName[name]!.inputSchema as { required: string[] }).required).toContain("planId");
@@ -131,6 +133,15 @@ describe("countersign mcp over stdio", () => {
     const missing = await call("get_plan", { planId: "00000000-0000-4000-8000-000000000000" });
     expect(missing.isError).toBe(true);
     expect(text(missing)).toMatch(/^not_found: /);
+
+    // An undo of a plan nothing was applied from yet.
+    const pending = structured<{ id: string }>(await call("propose_plan", proposal(5)));
+    const undo = await call("propose_undo", { planId: pending.id });
+    expect(undo.isError).toBe(true);
+    expect(structured<{ error: { code: string; details: { status: string } } }>(undo).error).toMatchObject({
+      code: "not_undoable",
+      details: { status: "pending" },
+    });
   });
 
   it("refuses arguments that are not a plan request before reaching the server", async () => {

@@ -306,7 +306,7 @@ describe.each(databaseKinds)("Sign in with Slack (OpenID Connect) on $name", (ki
       await page.screenshot({ path: screenshotPath(`oidc-sign-in-page-${kind.name}`), fullPage: true });
       await page.getByRole("link", { name: "Sign in with Slack" }).click();
       await page.waitForURL(`${origin}/plans?status=pending`);
-      expect(await page.getByText("Signed in as").innerText()).toContain("Alice Reviewer");
+      expect(await page.locator("header .who").innerText()).toMatch(/^Signed in as\s+Alice Reviewer\s+Sign out$/);
       const cookies = await page.context().cookies();
       expect(cookies.find((c) => c.name === "cs_session")).toMatchObject({ httpOnly: true, sameSite: "Lax", path: "/" });
       expect(cookies.find((c) => c.name === "cs_oidc_flow")).toBeUndefined();

@@ -84,6 +84,8 @@ export interface OpenedView {
   id: string;
   trigger_id: string;
   view: JsonObject;
+  /** Set by `views.push`: the view opened on top of another. */
+  pushed?: boolean;
 }
 
 /** What `response_url` received (Bolt's `respond()`). */
@@ -328,6 +330,8 @@ export class SlackEmulator {
   readonly calls: SlackCall[] = [];
   readonly ephemerals: EphemeralMessage[] = [];
   readonly views: OpenedView[] = [];
+  /** Every `views.update`, in order; the view itself (in `views`) holds the last one. */
+  readonly viewUpdates: { view_id: string; view: JsonObject }[] = [];
   /** Every Home tab published (`views.publish`), in order; the last one per user is what they see. */
   readonly published: PublishedView[] = [];
   readonly responseUrlPosts: ResponseUrlPost[] = [];
@@ -396,6 +400,8 @@ export class SlackEmulator {
       "chat.update": (args) => this.update(args),
       "chat.postEphemeral": (args) => this.postEphemeral(args),
       "views.open": (args) => this.viewsOpen(args),
+      "views.push": (args) => this.viewsOpen(args, true),
+      "views.update": (args) => this.viewsUpdate(args),
       "usergroups.users.list": (args) => this.usergroupsUsersList(args),
       "users.info": (args) => this.usersInfo(args),
       "views.publish": (args) => this.viewsPublish(args),
@@ -514,6 +520,7 @@ export class SlackEmulator {
     this.calls.length = 0;
     this.ephemerals.length = 0;
     this.views.length = 0;
+    this.viewUpdates.length = 0;
     this.published.length = 0;
     this.responseUrlPosts.length = 0;
     this.channelMessages.clear();
@@ -782,7 +789,27 @@ export class SlackEmulator {
     return { message_ts: messageTs };
   }
 
-  private viewsOpen(args: JsonObject): JsonObject {
+  /** A modal's current content, after its updates: what the person sees now. */
+  viewOf(id: string): JsonObject | undefined {
+    return this.views.find((v) => v.id === id)?.view;
+  }
+
+  /** Replaces an opened view's content, as `views.update` by `view_id` does (Countersign never sends `hash`). */
+  private viewsUpdate(args: JsonObject): JsonObject {
+    const viewId = optionalString(args, "view_id");
+    if (!viewId) throw new SlackApiError("invalid_arguments", responseMetadata(["missing required field: view_id"]));
+    const entry = this.views.find((v) => v.id === viewId);
+    if (!entry) throw new SlackApiError("not_found");
+    const view = args.view;
+    if (!isObject(view)) throw new SlackApiError("invalid_arguments", responseMetadata(["missing required field: view"]));
+    const errors = validateView(view);
+    if (errors.length > 0) throw new SlackApiError("invalid_arguments", responseMetadata(errors));
+    entry.view = { ...entry.view, private_metadata: "", callback_id: "", ...view, id: viewId, hash: `${Date.now()}.${randomBytes(4).toString("hex")}` };
+    this.viewUpdates.push({ view_id: viewId, view: entry.view });
+    return { view: entry.view };
+  }
+
+  private viewsOpen(args: JsonObject, pushed = false): JsonObject {
     const triggerId = optionalString(args, "trigger_id");
     if (!triggerId) throw new SlackApiError("invalid_arguments", responseMetadata(["missing required field: trigger_id"]));
     if (this.expiredTriggers.has(triggerId)) throw new SlackApiError("expired_trigger_id");
@@ -804,7 +831,7 @@ export class SlackEmulator {
       callback_id: "",
       ...view,
     };
-    this.views.push({ id, trigger_id: triggerId, view: opened });
+    this.views.push({ id, trigger_id: triggerId, view: opened, ...(pushed ? { pushed } : {}) });
     return { view: opened };
   }
 

@@ -33,8 +33,6 @@ export const LONGEST_FIRST = [
   "test/e2e/built-slack-door.test.ts", // 38 s (67 s)
   "test/integration/audit/audit-verify.test.ts", // 33 s (125 s)
   "test/integration/audit/audit-seal-signatures.test.ts", // 46–55 s run alone at load 14–19 (not yet timed in a whole run)
-  "test/integration/audit/audit-prune.test.ts", // 58–63 s run alone at load 14–16 (PGlite 42 s of it: a fresh database per test)
-  "test/e2e/executor.test.ts", // 30 s (90 s)
   "test/e2e/slack-socket-mode.test.ts", // 29 s (12 s)
   "test/e2e/client-package.test.ts", // 25 s (97 s)
   "test/e2e/lazy-commands.test.ts", // 25 s (36 s)
@@ -44,9 +42,12 @@ export const LONGEST_FIRST = [
   "test/e2e/postgres-row-submit.test.ts", // 19 s run alone at load ~15 (a database with roles, the server, the first catalogue reads)
   "test/e2e/start-postgres-row.test.ts", // 12 s alone at load 11, 21-42 s at load 15-18 (five `start`s, one on PGlite)
   "test/integration/demo/postgres-row-demo-provision.test.ts", // 19 s alone at load ~10 (a private cluster: initdb, start, pg_hba reload)
-  "test/e2e/startup-errors.test.ts", // 10 s (95 s)
+  "test/integration/undo/propose-undo.test.ts", // 17 s run alone at load 10-14, both databases (ten plans applied and taken back in-process)
+  "test/e2e/undo.test.ts", // 14-22 s run alone at load 8-9 (a server, the Slack emulator, two applies in-process)
+  "test/e2e/edit.test.ts", // 16-20 s alone at load 9 (the server, Slack over HTTP, an executor, Chromium)
   "test/slow/fuzz-requests.test.ts",
   "test/slow/browser-postgres.test.ts",
   "test/slow/browser-pglite.test.ts",
   "test/slow/slack-socket-mode.test.ts",
+  "test/slow/phone-review.test.ts", // 25-40 s run alone at load 10-13 (Chromium, the server, an executor, eight pages at two sizes)
 ];

@@ -24,7 +24,11 @@ export function refusalError(refusal: Refusal): ServiceError {
         { details: { expected: refusal.expected, got: refusal.got } },
       );
     case "self_approval":
-      return new ServiceError("self_approval", "this plan was requested on your behalf, so someone else must decide it");
+      return refusal.for
+        ? new ServiceError("self_approval", `this plan was requested on behalf of ${refusal.for}, for whom you act, so someone else must decide it`, {
+            details: { for: refusal.for },
+          })
+        : new ServiceError("self_approval", "this plan was requested on your behalf, or you edited it or asked for it, so someone else must decide it");
     case "not_an_approver":
       return new ServiceError(
         "not_an_approver",
@@ -32,9 +36,25 @@ export function refusalError(refusal: Refusal): ServiceError {
         { details: { approvers: [...refusal.approvers] } },
       );
     case "already_voted":
-      return new ServiceError("already_voted", "you already approved this plan; one person counts once", {
-        details: { approvals: [...refusal.approvals], requiredApprovals: refusal.requiredApprovals },
-      });
+      return new ServiceError(
+        "already_voted",
+        refusal.counted
+          ? `${refusal.counted} already counts toward this plan's approvals (they approved, or someone approved for them); one person counts once`
+          : "you already approved this plan; one person counts once",
+        {
+          details: {
+            approvals: [...refusal.approvals],
+            requiredApprovals: refusal.requiredApprovals,
+            ...(refusal.counted ? { counted: refusal.counted } : {}),
+          },
+        },
+      );
+    case "delegation_ended":
+      return new ServiceError(
+        "delegation_ended",
+        `your delegation from ${refusal.delegator} ended at ${refusal.endsAt.toISOString()}, before your click was recorded; nothing was recorded`,
+        { details: { delegator: refusal.delegator, endsAt: refusal.endsAt.toISOString() } },
+      );
     case "not_a_reader":
       return new ServiceError("not_a_reader", "you may not read this plan: only its approvers, admins and the people in browser.readers may");
     case "not_revocable":

@@ -3,7 +3,7 @@ import { staleOutcome } from "../../plan/drift.ts";
 import type { ActionOutcome } from "../../plan/outcome.ts";
 import type { Json } from "../../plan/json.ts";
 import type { ActionPreview } from "../../contract/agent-api.ts";
-import { whyMayNot } from "../../policy/may-act.ts";
+import { whyMayNot, type Person } from "../../policy/may-act.ts";
 import { redactChange } from "../../policy/redact.ts";
 import type { ServiceContext } from "../context.ts";
 import { plannedActionsOf, type DecisionTerms, type PlannedActions } from "../lifecycle/decision-terms.ts";
@@ -32,7 +32,7 @@ type TargetRead = { adapter: Adapter<any, any, any>; state: TargetState };
  */
 export async function recheckBeforeApprove(
   ctx: ServiceContext,
-  input: { planId: string; hash: string; userId: string; memberOf: readonly string[] },
+  input: { planId: string; hash: string; person: Person; for: string | undefined },
   terms: DecisionTerms,
 ): Promise<Recheck> {
   const pendingNow = {
@@ -43,8 +43,7 @@ export async function recheckBeforeApprove(
     policy: terms.policy,
     approvals: [],
   };
-  if (whyMayNot({ userId: input.userId, memberOf: input.memberOf }, pendingNow, { verb: "decide", verdict: "approve", hash: input.hash }, ctx.clock()))
-    return { kind: "refused" };
+  if (whyMayNot(input.person, pendingNow, { verb: "decide", verdict: "approve", hash: input.hash, for: input.for }, ctx.clock())) return { kind: "refused" };
   const actions = await plannedActionsOf(ctx.database, input.planId);
   if (!actions) return { kind: "refused" };
   return { kind: "read", actions, reads: await Promise.all(actions.map((action) => readTarget(ctx, action))) };

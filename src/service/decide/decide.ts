@@ -2,17 +2,18 @@ import { and, asc, eq } from "drizzle-orm";
 import { type Actor, type ActionPreview } from "../../contract/agent-api.ts";
 import { issueGrant, type GrantApprover } from "../../grant/grant.ts";
 import { isPlanId } from "../../plan/schema.ts";
-import { quorumMet } from "../../policy/approvers.ts";
-import { whyMayNot } from "../../policy/may-act.ts";
+import { approverGroups, quorumMet } from "../../policy/approvers.ts";
+import { actingFor, whyMayNot } from "../../policy/may-act.ts";
 import type { Tx } from "../../store/db.ts";
 import { decisions, plans } from "../../store/schema.ts";
-import { approverCheckFailed, approverMembershipOf } from "../access/approver-groups.ts";
+import { approverCheckFailed } from "../access/approver-groups.ts";
 import { refusalError } from "../access/refusal-error.ts";
 import { boundedReason } from "../access/stated-reason.ts";
 import type { ServiceContext } from "../context.ts";
 import { ServiceError } from "../errors.ts";
 import { decisionTermsOf } from "../lifecycle/decision-terms.ts";
 import { recordPlanEvent, transition, type PlanRow } from "../lifecycle/transition.ts";
+import { personActing, personUnderLock } from "../access/acting-person.ts";
 import { judgeRecheck, recheckBeforeApprove, recheckFailedOf, refuseChanged, TargetsChanged } from "./approve-recheck.ts";
 
 export interface DecideInput {
@@ -24,6 +25,8 @@ export interface DecideInput {
   reason?: string | undefined;
   /** The batch this decision was made in (Review like plans): recorded in its audit event. */
   batchId?: string | undefined;
+  /** Act for this person, who delegated their approvals to the decider; absent, the rule takes the first way open (themselves first). */
+  for?: string | undefined;
 }
 
 export interface DecideResult {
@@ -33,31 +36,33 @@ export interface DecideResult {
   requiredApprovals: number;
   /** An approval recorded although its targets could not be re-read at the click: why. */
   recheckFailed?: string;
+  /** The person the decider acted for, through a delegation. */
+  for?: string;
 }
 
 /**
- * A person approves or rejects a plan. Refusals are typed errors and record nothing; whether
- * this person may decide is the one rule in `policy/may-act.ts`, asked under a row lock on the
- * plan, so concurrent clicks are neither lost nor double counted and the quorum transition
- * happens once.
+ * A person approves or rejects a plan, as themselves or for someone away who delegated to them.
+ * Refusals are typed errors and record nothing; whether this person may decide, and for whom, is
+ * the one rule in `policy/may-act.ts`, asked under a row lock on the plan, so concurrent clicks are
+ * neither lost nor double counted and the quorum transition happens once.
  */
 export async function decide(ctx: ServiceContext, input: DecideInput): Promise<DecideResult> {
   if (!isPlanId(input.planId)) throw new ServiceError("not_found", `there is no plan ${input.planId}`);
   const reason = checkedReason(input);
-  const actor: Actor = { type: "user", userId: input.actor.userId, via: input.actor.via };
-  // Group membership is looked up before the transaction (no network I/O while holding the
-  // row lock), from the plan's terms: its document never changes, so they are read once per plan
-  // and remembered, and the transaction reads only what does change.
+  // Group membership and delegations are looked up before the transaction (no network I/O while
+  // holding the row lock), from the plan's terms: its document never changes, so they are read once
+  // per plan and remembered, and the transaction reads only what does change.
   const terms = await decisionTermsOf(ctx.database, input.planId);
   if (!terms) throw new ServiceError("not_found", `there is no plan ${input.planId}`);
   const { policy } = terms;
-  const membership = await approverMembershipOf(ctx, input.actor.userId, policy);
+  const acting = await personActing(ctx, { userId: input.actor.userId, groups: approverGroups(policy), on: terms });
+  if (input.for !== undefined && !acting.person.actsFor?.some((d) => d.userId === input.for)) throw noDelegationFrom(input.for);
   // An Approve re-reads the targets first, outside the transaction, unless the plan's fixed terms
   // refuse it; what it read is judged under the row lock once may-act allows the click there, and
   // a change refuses it with target_changed (last in the refusal order) and makes the plan stale.
   const recheck =
     input.verdict === "approve"
-      ? await recheckBeforeApprove(ctx, { planId: input.planId, hash: input.hash, userId: input.actor.userId, memberOf: membership.memberOf }, terms)
+      ? await recheckBeforeApprove(ctx, { planId: input.planId, hash: input.hash, person: acting.person, for: input.for }, terms)
       : undefined;
 
   try {
@@ -69,17 +74,25 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
       // every vote committed while this click waited for the lock.
       const votes = plan.status === "pending" && policy.requiredApprovals > 1 ? await approvalsOf(tx, plan.id) : [];
       const approvers = votes.map((v) => v.userId);
-
-      const refusal = whyMayNot(
-        { userId: input.actor.userId, memberOf: membership.memberOf },
-        { status: plan.status, expiresAt: plan.expiresAt, hash: plan.hash, requesters: terms.requesters, policy, approvals: approvers },
-        { verb: "decide", verdict: input.verdict, hash: input.hash },
-        now,
-      );
+      // Delegations are read again under a share lock: one ended since the lookup refuses the click.
+      const person = await personUnderLock(tx, acting);
+      const facts = {
+        status: plan.status,
+        expiresAt: plan.expiresAt,
+        hash: plan.hash,
+        requesters: terms.requesters,
+        policy,
+        approvals: approvers,
+        actedFor: votes.flatMap((v) => (v.for ? [v.for] : [])),
+      };
+      const act = { verb: "decide", verdict: input.verdict, hash: input.hash, for: input.for } as const;
+      const refusal = whyMayNot(person, facts, act, now);
       // A group Slack could not answer for might have made this person an approver: say so rather
       // than "not an approver", and only where the earlier refusals (expired, decided…) do not apply.
-      if (refusal?.code === "not_an_approver" && membership.unchecked.length > 0) throw approverCheckFailed(ctx, membership.unchecked);
+      if (refusal?.code === "not_an_approver" && acting.unchecked.length > 0) throw approverCheckFailed(ctx, acting.unchecked);
       if (refusal) throw refusalError(refusal);
+      const actedFor = actingFor(person, facts, act, now);
+      const actor: Actor = { type: "user", userId: input.actor.userId, via: input.actor.via, ...(actedFor ? { for: actedFor } : {}) };
       const recheckFailed = recheckFailedUnderLock(recheck, plan);
 
       await tx.insert(decisions).values({
@@ -92,8 +105,9 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
         recheckFailed: recheckFailed ?? null,
         decidedAt: now,
         expiresAt: plan.expiresAt,
+        forUser: actedFor ?? null,
       });
-      const also = recheckFailed ? { recheckFailed } : {};
+      const also = { ...(recheckFailed ? { recheckFailed } : {}), ...(actedFor ? { for: actedFor } : {}) };
       const batch = input.batchId ? { batchId: input.batchId } : {};
 
       if (input.verdict === "reject") {
@@ -103,14 +117,14 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
           data: { reason, ...batch },
           set: { rejectReason: reason ?? null },
         });
-        return { status: rejected.status, approvals: approvers, requiredApprovals: policy.requiredApprovals };
+        return { status: rejected.status, approvals: approvers, requiredApprovals: policy.requiredApprovals, ...(actedFor ? { for: actedFor } : {}) };
       }
 
       const after = [...approvers, input.actor.userId];
       await recordPlanEvent(ctx, tx, plan, "decision.approve", actor, now, {
         approvals: after.length,
         requiredApprovals: policy.requiredApprovals,
-        ...also,
+        ...(recheckFailed ? { recheckFailed } : {}),
         ...batch,
       });
       if (!quorumMet(after, policy)) return { status: plan.status, approvals: after, requiredApprovals: policy.requiredApprovals, ...also };
@@ -118,9 +132,11 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
       // The grant is what the executor will demand: plan id, exact hash, who approved, until when.
       const grantExpiresAt = new Date(now.getTime() + policy.grantTtlSeconds * 1000);
       const grantApprovers: GrantApprover[] = [
-        ...votes.map((v) => ({ user: v.userId, via: v.via, at: v.decidedAt.toISOString() })),
-        { user: input.actor.userId, via: input.actor.via, at: now.toISOString() },
+        ...votes.map((v) => ({ user: v.userId, via: v.via, at: v.decidedAt.toISOString(), ...(v.for ? { for: v.for } : {}) })),
+        { user: input.actor.userId, via: input.actor.via, at: now.toISOString(), ...(actedFor ? { for: actedFor } : {}) },
       ];
+      // Who each approver acted for, where someone did: the thread and the page say "Bob for Alice".
+      const forWhom = Object.fromEntries(grantApprovers.flatMap((a) => (a.for ? [[a.user, a.for]] : [])));
       const grant = await issueGrant(ctx.grantKey, {
         planId: plan.id,
         planHash: plan.hash,
@@ -133,7 +149,11 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
       const approved = await transitionHeld(ctx, tx, plan.id, {
         transition: "approve",
         actor,
-        data: { approvers: after, grant: { jti: grant.jti, kid: ctx.grantKey.kid, expiresAt: grantExpiresAt.toISOString() } },
+        data: {
+          approvers: after,
+          ...(Object.keys(forWhom).length > 0 ? { actedFor: forWhom } : {}),
+          grant: { jti: grant.jti, kid: ctx.grantKey.kid, expiresAt: grantExpiresAt.toISOString() },
+        },
         set: { grant: grant.token, grantExpiresAt },
       });
       return { status: approved.status, approvals: after, requiredApprovals: policy.requiredApprovals, ...also };
@@ -151,7 +171,7 @@ function logged(ctx: ServiceContext, input: DecideInput, result: DecideResult): 
   if (result.recheckFailed)
     ctx.logger.warn({ planId: input.planId, why: result.recheckFailed }, "an approval's targets could not be re-checked; recorded it marked so");
   ctx.logger.info(
-    { planId: input.planId, userId: input.actor.userId, via: input.actor.via, verdict: input.verdict, status: result.status },
+    { planId: input.planId, userId: input.actor.userId, via: input.actor.via, for: result.for, verdict: input.verdict, status: result.status },
     "decision recorded",
   );
   return result;
@@ -193,10 +213,17 @@ async function lockedPlan(tx: Tx, planId: string): Promise<LockedPlan | undefine
   return row;
 }
 
-/** The approvals recorded so far, oldest first. */
+/** A `for` that names nobody the decider holds a delegation from, for this plan's targets. */
+function noDelegationFrom(delegator: string): ServiceError {
+  return new ServiceError("not_an_approver", `you hold no delegation from ${delegator} in force for this plan's targets; nothing was recorded`, {
+    issues: [{ path: "/for", message: "no delegation in force from this person" }],
+  });
+}
+
+/** The approvals recorded so far, oldest first, each with whom it was made for. */
 async function approvalsOf(tx: Tx, planId: string) {
   return tx
-    .select({ userId: decisions.userId, via: decisions.via, decidedAt: decisions.decidedAt })
+    .select({ userId: decisions.userId, via: decisions.via, decidedAt: decisions.decidedAt, for: decisions.forUser })
     .from(decisions)
     .where(and(eq(decisions.planId, planId), eq(decisions.verdict, "approve")))
     .orderBy(asc(decisions.id));

@@ -7,6 +7,7 @@ import type { ServiceContext } from "../context.ts";
 import { leaseLost } from "./heartbeat-claim.ts";
 import { executorSeen } from "./executor-presence.ts";
 import { transition } from "../lifecycle/transition.ts";
+import { markUndoneIn } from "../undo/mark-undone.ts";
 import { validate } from "../validate.ts";
 
 const BY_STATUS: Record<Outcome["status"], Transition> = {
@@ -34,10 +35,11 @@ export async function reportOutcome(ctx: ServiceContext, input: ReportOutcomeInp
   const { claimToken } = input;
   await executorSeen(ctx, input.executor);
   const outcome = validate(Outcome, input.outcome, "outcome");
-  const row = await ctx.database.db.transaction((tx) =>
-    transition(ctx, tx, {
+  const actor = { type: "system", process: "executor" } as const;
+  const row = await ctx.database.db.transaction(async (tx) => {
+    const reported = await transition(ctx, tx, {
       transition: BY_STATUS[outcome.status],
-      actor: { type: "system", process: "executor" },
+      actor,
       data: {
         ...(outcome.reconciled ? { reconciled: true } : {}),
         ...(outcome.partial ? { partial: true } : {}),
@@ -48,8 +50,11 @@ export async function reportOutcome(ctx: ServiceContext, input: ReportOutcomeInp
       },
       set: { outcome, claimToken: null, leaseExpiresAt: null },
       guard: eq(plans.claimToken, claimToken),
-    }),
-  );
+    });
+    // An applied undo marks the plan it took back, in the same transaction.
+    if (reported) await markUndoneIn(ctx, tx, reported, actor);
+    return reported;
+  });
   if (!row) throw leaseLost();
   ctx.logger.info({ planId: row.id, status: outcome.status, reconciled: outcome.reconciled, partial: outcome.partial }, "outcome reported");
   return { status: outcome.status };

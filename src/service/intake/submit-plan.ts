@@ -4,7 +4,8 @@ import type { PgInsertValue } from "drizzle-orm/pg-core";
 import { AdapterError, type Adapter } from "../../adapters/adapter.ts";
 import { TargetReadError } from "../../adapters/http-json.ts";
 import { fingerprint } from "../../plan/fingerprint.ts";
-import { PlanDocument, PlanRequest, type ActionRequest, type PlannedAction } from "../../plan/schema.ts";
+import { PlanDocument, PlanRequest, type ActionRequest, type PersonAct, type PlannedAction } from "../../plan/schema.ts";
+import { requestersOf } from "../../plan/requesters.ts";
 import { type ActionPreview } from "../../contract/agent-api.ts";
 import { isUserGroup } from "../../policy/approvers.ts";
 import { effectivePolicy } from "../../policy/effective-policy.ts";
@@ -66,6 +67,59 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
     throw err;
   }
 
+  const { document, hash, stored } = await previewVersion(ctx, { agent, request, requestDigest, replaced });
+  const now = stored.createdAt;
+  // Holds the limits exactly when this agent's submissions race past checkAgentLimits.
+  const values = { ...stored, agentId: admitPlanGuard(agent.id, limits, now.getTime()) };
+  const actor = { type: "agent", agentId: agent.id, name: agent.name } as const;
+  const submitted = {
+    plan: stored,
+    type: "plan.submitted",
+    actor,
+    at: now,
+    data: { title: request.title, expiresAt: document.expiresAt, ...(replaced ? { supersedes: replaced.id } : {}) },
+  };
+  const supersede = replaced && ((tx: Tx) => supersedeIn(ctx, tx, { oldId: replaced.id, next: { id: stored.id, hash }, actor }));
+  const guard = admitGuard(agent.id, limits, now.getTime());
+  const row = await storePlan(ctx, { values, plan: stored, guard, submitted, keyed: request.idempotencyKey !== undefined, ...(supersede ? { supersede } : {}) })
+    .then((created) => (created ? stored : undefined))
+    .catch(async (err: unknown) => {
+      if (!isOverLimit(err)) throw err;
+      // A retry racing its first submission is answered with that plan below, never limited.
+      if (request.idempotencyKey !== undefined && (await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey, requestDigest))) return undefined;
+      throw await guardRefusal(ctx, agent, replacing);
+    });
+  if (!row) {
+    const earlier = await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey!, requestDigest);
+    if (!earlier) throw new Error(`plan insert under idempotencyKey '${request.idempotencyKey}' conflicted, yet no plan holds that key`);
+    return { created: false, plan: earlier };
+  }
+  rememberDecisionTerms(ctx.database, row.id, { document, hash: row.hash, expiresAt: row.expiresAt });
+  return { created: true, plan: newPlanView(ctx.config.publicUrl, row, "agent", ctx.redaction, replaced ? { supersedes: replaced } : {}) };
+}
+
+/** What a new version is made from: the validated request, for which agent, and what it replaces. */
+export interface VersionInput {
+  agent: AgentIdentity;
+  request: PlanRequest;
+  requestDigest: string;
+  replaced: PlanRow | undefined;
+  /** The reviewer whose edit makes this version: recorded in the hashed document, a requester of it. */
+  editedBy?: PersonAct | undefined;
+  /** An undo: the applied plan it takes back, and the person who asked for it (a requester of it). */
+  undoes?: string | undefined;
+  askedBy?: PersonAct | undefined;
+  /** Where its status changes are posted when it keeps another version's (null: nowhere); absent, the request's or the agent's. */
+  callbackUrl?: string | null | undefined;
+}
+
+/**
+ * A new version, not yet stored: every action checked against its target's allow rules and
+ * previewed with the read credential, the policy and expiry fixed, the document hashed. The same
+ * for an agent's plan and a reviewer's edit of one; nothing is stored, nothing is written.
+ */
+export async function previewVersion(ctx: ServiceContext, input: VersionInput): Promise<{ document: PlanDocument; hash: string; stored: PlanRow }> {
+  const { agent, request, requestDigest, replaced } = input;
   const targets = request.actions.map((action, i) => targetOf(ctx, action, i));
 
   // What may be proposed is checked before any request reaches a target: each target's adapter
@@ -101,18 +155,26 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
     risk.level,
     ctx.config.defaults.highRisk,
   );
-  const eligible = policy.approvers.filter((a) => a !== request.onBehalfOf);
+  // Nobody counts towards the quorum of their own request: the person it is for, nor the reviewer whose edit made it.
+  const requesters = requestersOf({ onBehalfOf: request.onBehalfOf, editedBy: input.editedBy, askedBy: input.askedBy });
+  const eligible = policy.approvers.filter((a) => !requesters.includes(a));
   if (!eligible.some(isUserGroup) && eligible.length < policy.requiredApprovals) {
     throw new ServiceError(
       "policy_denied",
-      `this plan needs ${policy.requiredApprovals} approval(s) from people who may approve every target it touches and are not the requester, but only ${eligible.length} such approver(s) exist (${eligible.join(", ") || "none"})`,
+      input.editedBy
+        ? `this edit would leave ${eligible.length} approver(s) who may approve the new version (${eligible.join(", ") || "none"}), but it needs ${policy.requiredApprovals}: the reviewer who edits a plan may not approve it; reject it, or ask another approver to edit it`
+        : `this plan needs ${policy.requiredApprovals} approval(s) from people who may approve every target it touches and are not the requester, but only ${eligible.length} such approver(s) exist (${eligible.join(", ") || "none"})`,
+      input.editedBy ? { details: { approvers: eligible, requiredApprovals: policy.requiredApprovals } } : {},
     );
   }
-  const callbackUrl = request.callbackUrl ?? ctx.config.webhooks.agents[agent.name]?.callbackUrl;
-  const callbackRefused = callbackUrl === undefined ? undefined : whyCallbackRefused(callbackUrl, ctx.config.webhooks.allowedHosts);
+  // A version made from another keeps its callback URL (the webhook sink checks the allowlist again when it posts).
+  const carried = input.callbackUrl !== undefined;
+  const callbackUrl = carried ? (input.callbackUrl ?? undefined) : (request.callbackUrl ?? ctx.config.webhooks.agents[agent.name]?.callbackUrl);
+  const callbackRefused = carried || callbackUrl === undefined ? undefined : whyCallbackRefused(callbackUrl, ctx.config.webhooks.allowedHosts);
   if (callbackRefused)
     throw new ServiceError("invalid_request", `callbackUrl refused: ${callbackRefused}`, { issues: [{ path: "/callbackUrl", message: callbackRefused }] });
-  const ttl = resolveTtl(request.ttlSeconds, policy.ttl);
+  // An edit keeps the time its version was given, within what the policy allows now.
+  const ttl = resolveTtl(input.editedBy && request.ttlSeconds !== undefined ? Math.min(request.ttlSeconds, policy.ttl.max) : request.ttlSeconds, policy.ttl);
   if ("error" in ttl) throw new ServiceError("invalid_request", ttl.error, { issues: [{ path: "/ttlSeconds", message: ttl.error }] });
 
   // Each target's reader holds its read credential only (opened at start: ctx.targets).
@@ -145,9 +207,18 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
         ctx.config.targets,
       ),
       risk,
+      // Recorded only when a target keeps the plan out of batches, so other plans hash as before.
+      ...(policy.batch ? {} : { batch: false as const }),
+      // Likewise only when a target keeps reviewers from editing it.
+      ...(policy.edits ? {} : { edits: false as const }),
+      // Likewise only when a target lets no delegate act for an approver.
+      ...(policy.delegation ? {} : { delegation: false as const }),
     },
     expiresAt: expiresAt.toISOString(),
     ...(replaced ? { supersedes: replaced.id } : {}),
+    ...(input.editedBy ? { editedBy: input.editedBy } : {}),
+    ...(input.undoes ? { undoes: input.undoes } : {}),
+    ...(input.askedBy ? { askedBy: input.askedBy } : {}),
   });
   const hash = fingerprint(document);
 
@@ -162,6 +233,8 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
     idempotencyKey: request.idempotencyKey ?? null,
     supersedes: replaced?.id ?? null,
     supersededBy: null,
+    undoes: input.undoes ?? null,
+    undoneBy: null,
     requestDigest,
     rejectReason: null,
     callbackUrl: callbackUrl ?? null,
@@ -174,33 +247,7 @@ export async function submitPlan(ctx: ServiceContext, input: SubmitPlanInput): P
     createdAt: now,
     updatedAt: now,
   };
-  // Holds the limits exactly when this agent's submissions race past checkAgentLimits.
-  const values = { ...stored, agentId: admitPlanGuard(agent.id, limits, now.getTime()) };
-  const actor = { type: "agent", agentId: agent.id, name: agent.name } as const;
-  const submitted = {
-    plan: stored,
-    type: "plan.submitted",
-    actor,
-    at: now,
-    data: { title: request.title, expiresAt: document.expiresAt, ...(replaced ? { supersedes: replaced.id } : {}) },
-  };
-  const supersede = replaced && ((tx: Tx) => supersedeIn(ctx, tx, { oldId: replaced.id, next: { id: stored.id, hash }, actor }));
-  const guard = admitGuard(agent.id, limits, now.getTime());
-  const row = await storePlan(ctx, { values, plan: stored, guard, submitted, keyed: request.idempotencyKey !== undefined, ...(supersede ? { supersede } : {}) })
-    .then((created) => (created ? stored : undefined))
-    .catch(async (err: unknown) => {
-      if (!isOverLimit(err)) throw err;
-      // A retry racing its first submission is answered with that plan below, never limited.
-      if (request.idempotencyKey !== undefined && (await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey, requestDigest))) return undefined;
-      throw await guardRefusal(ctx, agent, replacing);
-    });
-  if (!row) {
-    const earlier = await findByIdempotencyKey(ctx, agent.id, request.idempotencyKey!, requestDigest);
-    if (!earlier) throw new Error(`plan insert under idempotencyKey '${request.idempotencyKey}' conflicted, yet no plan holds that key`);
-    return { created: false, plan: earlier };
-  }
-  rememberDecisionTerms(ctx.database, row.id, { document, hash: row.hash, expiresAt: row.expiresAt });
-  return { created: true, plan: newPlanView(ctx.config.publicUrl, row, "agent", ctx.redaction, replaced ? { supersedes: replaced } : {}) };
+  return { document, hash, stored };
 }
 
 /**

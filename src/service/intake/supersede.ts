@@ -1,5 +1,5 @@
-import { and, eq, isNull } from "drizzle-orm";
-import { isPlanId } from "../../plan/schema.ts";
+import { and, eq, gt, isNull } from "drizzle-orm";
+import { isPlanId, type PersonAct } from "../../plan/schema.ts";
 import { plans } from "../../store/schema.ts";
 import type { Tx } from "../../store/db.ts";
 import type { Actor } from "../../contract/agent-api.ts";
@@ -36,29 +36,43 @@ export async function supersedablePlan(ctx: Pick<ServiceContext, "database">, ag
   return row;
 }
 
+/** A reviewer's edit that makes the new version: who, the hash they edited, and the refusal when the old plan moved meanwhile. */
+export interface SupersedingEdit {
+  by: PersonAct;
+  oldHash: string;
+  /** Why the edit is refused, from the old plan as it is now (undefined: purged), read in the edit's transaction. */
+  whyNot(now: PlanRow | undefined): Promise<ServiceError>;
+}
+
 /**
  * In the submitting transaction, after the new plan is stored: a pending or unclaimed approved
  * old plan becomes `superseded` (transition `supersede`, audited, its webhook and Slack update
  * queued); a stale one gains `superseded_by`. Either is one conditional UPDATE under the old
  * plan's row lock, so of two re-plans of one version, or a re-plan racing a claim, exactly one
- * wins; the loser gets the refusal and its transaction (its new plan too) rolls back.
+ * wins; the loser gets the refusal and its transaction (its new plan too) rolls back. A
+ * reviewer's edit replaces only a pending plan that has not expired, and its event records who
+ * edited which hash into which.
  */
 export async function supersedeIn(
   ctx: Pick<ServiceContext, "clock" | "sinks" | "config">,
   tx: Tx,
-  input: { oldId: string; next: { id: string; hash: string }; actor: Actor },
+  input: { oldId: string; next: { id: string; hash: string }; actor: Actor; edit?: SupersedingEdit | undefined },
 ): Promise<void> {
-  const { oldId, next, actor } = input;
-  const data = { supersededBy: next.id, hash: next.hash };
+  const { oldId, next, actor, edit } = input;
+  const data = { supersededBy: next.id, hash: next.hash, ...(edit ? { editedBy: edit.by, oldHash: edit.oldHash } : {}) };
   const superseded = await transition(ctx, tx, {
     planId: oldId,
     transition: "supersede",
     actor,
     data,
     set: { supersededBy: next.id },
-    guard: isNull(plans.supersededBy),
+    guard: edit ? and(isNull(plans.supersededBy), eq(plans.status, "pending"), gt(plans.expiresAt, ctx.clock())) : isNull(plans.supersededBy),
   });
   if (superseded) return;
+  if (edit) {
+    const [now] = await tx.select().from(plans).where(eq(plans.id, oldId));
+    throw await edit.whyNot(now);
+  }
   const at = ctx.clock();
   const [stale] = await tx
     .update(plans)

@@ -8,7 +8,13 @@ import { plans } from "../../store/schema.ts";
  * What a decision on a plan is judged by, apart from its status and votes: who may approve, for
  * whom, where, the exact hash and the expiry. All fixed when the plan is stored.
  */
-export type DecisionTerms = Pick<PlanDocument, "policy" | "environment"> & { requesters: string[]; hash: string; expiresAt: Date };
+export type DecisionTerms = Pick<PlanDocument, "policy" | "environment"> & {
+  requesters: string[];
+  /** The targets its actions touch: a delegation reaches the plan only if it covers every one. */
+  targets: string[];
+  hash: string;
+  expiresAt: Date;
+};
 
 /** A plan's actions, as the Approve re-check reads their targets. */
 export type PlannedActions = PlanDocument["actions"];
@@ -49,6 +55,7 @@ export function rememberDecisionTerms(database: Database, planId: string, plan: 
   const terms: DecisionTerms = {
     policy: document.policy,
     requesters: requestersOf(document),
+    targets: [...new Set(document.actions.map((a) => a.target))],
     environment: document.environment,
     hash: plan.hash,
     expiresAt: plan.expiresAt,

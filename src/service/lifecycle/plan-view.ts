@@ -4,7 +4,7 @@ import type { Change } from "../../plan/changes.ts";
 import type { Json } from "../../plan/json.ts";
 import { redactChange, redactJson, redactPlanned, redactText, type RedactionRules } from "../../policy/redact.ts";
 import type { ActionPreview } from "../../contract/agent-api.ts";
-import type { PlanDocument } from "../../plan/schema.ts";
+import type { PersonAct, PlanDocument } from "../../plan/schema.ts";
 import { decisions, plans, targetWatches, watchedActions } from "../../store/schema.ts";
 import type { Queryable } from "../../store/db.ts";
 import type { Outcome } from "../../plan/outcome.ts";
@@ -58,18 +58,37 @@ export function newPlanView(publicUrl: string, row: PlanRow, audience: Audience,
 /** The versions a plan links to (re-plan), as far as their hashes are needed. */
 export interface Versions {
   supersedes?: Pick<PlanRow, "id" | "hash">;
-  supersededBy?: Pick<PlanRow, "id" | "hash">;
+  /** With the reviewer whose edit made it, when one did. */
+  supersededBy?: Pick<PlanRow, "id" | "hash"> & { editedBy?: PersonAct | undefined };
+  /** An undo's plan it takes back, and the undo that took a plan back. */
+  undoes?: Pick<PlanRow, "id" | "hash">;
+  undoneBy?: Pick<PlanRow, "id" | "hash">;
 }
 
 /** Reads the linked versions' hashes: one read, and only for a plan that has any. */
 async function versionsOf(db: Queryable, row: PlanRow): Promise<Versions> {
-  const ids = [row.supersedes, row.supersededBy].filter((id): id is string => id !== null);
+  const ids = [row.supersedes, row.supersededBy, row.undoes, row.undoneBy].filter((id): id is string => id !== null);
   if (ids.length === 0) return {};
-  const linked = await db.select({ id: plans.id, hash: plans.hash }).from(plans).where(inArray(plans.id, ids));
-  const find = (id: string | null) => linked.find((l) => l.id === id);
+  const linked = await db
+    .select({ id: plans.id, hash: plans.hash, editedBy: sql<string | null>`(${plans.document}::jsonb -> 'editedBy')::text` })
+    .from(plans)
+    .where(inArray(plans.id, ids));
+  const found = (id: string | null) => linked.find((l) => l.id === id);
+  const find = (id: string | null) => {
+    const l = found(id);
+    return l && { id: l.id, hash: l.hash };
+  };
   const supersedes = find(row.supersedes);
-  const supersededBy = find(row.supersededBy);
-  return { ...(supersedes ? { supersedes } : {}), ...(supersededBy ? { supersededBy } : {}) };
+  const newer = found(row.supersededBy);
+  const supersededBy = newer && { id: newer.id, hash: newer.hash, ...(newer.editedBy ? { editedBy: JSON.parse(newer.editedBy) as PersonAct } : {}) };
+  const undoes = find(row.undoes);
+  const undoneBy = find(row.undoneBy);
+  return {
+    ...(supersedes ? { supersedes } : {}),
+    ...(supersededBy ? { supersededBy } : {}),
+    ...(undoes ? { undoes } : {}),
+    ...(undoneBy ? { undoneBy } : {}),
+  };
 }
 
 function redactView(view: PlanView, audience: Audience, rules: RedactionRules): PlanView {
@@ -107,10 +126,21 @@ function redactMismatch(d: AfterApplyMismatch, rules: RedactionRules): AfterAppl
 }
 
 function rawPlanView(publicUrl: string, row: PlanRow, votes: (typeof decisions.$inferSelect)[], versions: Versions): PlanView {
-  const link = (v: Pick<PlanRow, "id" | "hash">) => ({ id: v.id, hash: v.hash, reviewUrl: `${publicUrl}/plans/${v.id}` });
+  const link = (v: Pick<PlanRow, "id" | "hash"> & { editedBy?: PersonAct | undefined }) => ({
+    id: v.id,
+    hash: v.hash,
+    reviewUrl: `${publicUrl}/plans/${v.id}`,
+    ...(v.editedBy ? { editedBy: v.editedBy } : {}),
+  });
   const approvals = votes
     .filter((v) => v.verdict === "approve")
-    .map((v) => ({ userId: v.userId, via: v.via, at: v.decidedAt.toISOString(), ...(v.recheckFailed ? { recheckFailed: v.recheckFailed } : {}) }));
+    .map((v) => ({
+      userId: v.userId,
+      via: v.via,
+      at: v.decidedAt.toISOString(),
+      ...(v.forUser ? { for: v.forUser } : {}),
+      ...(v.recheckFailed ? { recheckFailed: v.recheckFailed } : {}),
+    }));
   const reject = row.status === "rejected" ? votes.find((v) => v.verdict === "reject") : undefined;
   return {
     id: row.id,
@@ -124,8 +154,20 @@ function rawPlanView(publicUrl: string, row: PlanRow, votes: (typeof decisions.$
     approvals,
     ...(row.grantExpiresAt ? { grantExpiresAt: row.grantExpiresAt.toISOString() } : {}),
     ...(row.outcome ? { outcome: row.outcome as Outcome } : {}),
-    ...(reject ? { rejection: { userId: reject.userId, via: reject.via, reason: reject.reason ?? "", at: reject.decidedAt.toISOString() } } : {}),
+    ...(reject
+      ? {
+          rejection: {
+            userId: reject.userId,
+            via: reject.via,
+            reason: reject.reason ?? "",
+            at: reject.decidedAt.toISOString(),
+            ...(reject.forUser ? { for: reject.forUser } : {}),
+          },
+        }
+      : {}),
     ...(versions.supersedes ? { supersedes: link(versions.supersedes) } : {}),
     ...(versions.supersededBy ? { supersededBy: link(versions.supersededBy) } : {}),
+    ...(versions.undoes ? { undoes: link(versions.undoes) } : {}),
+    ...(versions.undoneBy ? { undoneBy: link(versions.undoneBy) } : {}),
   };
 }

@@ -17,7 +17,8 @@ export async function revocationOf(db: Queryable, planId: string): Promise<Revoc
     .limit(1);
   if (!event) return undefined;
   const actor = event.actor as Actor;
-  const person = actor.type === "user" ? { userId: actor.userId, via: actor.via } : { userId: "", via: "web" as const };
+  const person =
+    actor.type === "user" ? { userId: actor.userId, via: actor.via, ...(actor.for ? { for: actor.for } : {}) } : { userId: "", via: "web" as const };
   return { ...person, reason: String((event.data as { reason?: unknown }).reason ?? ""), at: event.at.toISOString() };
 }
 

@@ -12,7 +12,7 @@ export interface PlanEvent {
   hash: string;
   at: string;
   /** Who caused it (see audit.ts Actor). */
-  actor?: { type: string; userId?: string; via?: string; name?: string; process?: string };
+  actor?: { type: string; userId?: string; via?: string; name?: string; process?: string; for?: string };
   data?: Record<string, unknown>;
 }
 

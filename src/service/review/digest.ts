@@ -1,4 +1,5 @@
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { likenessOf, type Likeness } from "../../plan/alike.ts";
 import type { PlanDocument } from "../../plan/schema.ts";
 import type { PlanStatus } from "../../plan/status.ts";
 import { plans, slackChannelSlots, slackMessages } from "../../store/schema.ts";
@@ -28,6 +29,8 @@ export interface DigestLine {
   status: PlanStatus;
   /** `PUBLIC_URL/plans/:id`: where the plan is reviewed and approved. */
   reviewUrl: string;
+  /** What makes it alike to other plans (src/plan/alike.ts): alike pending lines are offered to review together. */
+  likeness?: Likeness | undefined;
 }
 
 /**
@@ -125,5 +128,6 @@ function lineOf(publicUrl: string, row: PlanRow): DigestLine {
     expiresAt: row.expiresAt.toISOString(),
     status: row.status,
     reviewUrl: `${publicUrl}/plans/${row.id}`,
+    likeness: likenessOf(doc),
   };
 }

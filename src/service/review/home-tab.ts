@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import { alikeOffers, type AlikeOffer } from "../../plan/alike.ts";
 import { approverGroups, isUserGroup } from "../../policy/approvers.ts";
 import { outbox, plans } from "../../store/schema.ts";
 import type { Membership } from "../access/approver-groups.ts";
@@ -11,15 +12,18 @@ import { plansWaitingFor, type WaitingPlan } from "./plans-for-person.ts";
 /** What one person's Home tab shows: the plans waiting for them (the one rule, see plans-for-person.ts). */
 export interface HomeTab {
   plans: WaitingPlan[];
+  /** Groups of two or more alike plans among all that wait for them, offered to review together. */
+  alike: AlikeOffer[];
   total: number;
   uncheckedGroups: string[];
   listUrl: string;
 }
 
-/** The first `shown` plans waiting for this person, soonest expiry first, and how many wait in all. */
+/** The first `shown` plans waiting for this person, soonest expiry first, how many wait in all, and which of them are alike. */
 export async function homeTabFor(ctx: ServiceContext, { userId, shown }: { userId: string; shown: number }): Promise<HomeTab> {
-  const { plans: waiting, total, uncheckedGroups } = await plansWaitingFor(ctx, userId, shown, "soonest");
-  return { plans: waiting, total, uncheckedGroups, listUrl: `${ctx.config.publicUrl}/plans?status=pending` };
+  // Every plan looked at, not only those shown: alike plans further down the list count too.
+  const { plans: waiting, total, uncheckedGroups } = await plansWaitingFor(ctx, userId, Number.POSITIVE_INFINITY, "soonest");
+  return { plans: waiting.slice(0, shown), alike: alikeOffers(waiting), total, uncheckedGroups, listUrl: `${ctx.config.publicUrl}/plans?status=pending` };
 }
 
 /** Someone whose Home a plan event may change, and how the plan names them: their own id, or a group they are in. */

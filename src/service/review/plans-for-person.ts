@@ -1,10 +1,8 @@
-import { and, asc, desc, eq, gt, inArray } from "drizzle-orm";
-import { approverGroups } from "../../policy/approvers.ts";
-import { whyMayNot } from "../../policy/may-act.ts";
-import { requestersOf } from "../../plan/requesters.ts";
+import { and, asc, desc, gt } from "drizzle-orm";
+import { likenessOf, type Likeness } from "../../plan/alike.ts";
 import type { PlanDocument } from "../../plan/schema.ts";
-import { decisions, plans } from "../../store/schema.ts";
-import { membershipOf } from "../access/approver-groups.ts";
+import { plans } from "../../store/schema.ts";
+import { decidableNow } from "../access/decidable-now.ts";
 import type { ServiceContext } from "../context.ts";
 import { statusIs } from "../../store/plan-status-sql.ts";
 
@@ -18,6 +16,8 @@ export interface WaitingPlan {
   agent: string;
   actions: { target: string; op: string }[];
   risk?: "low" | "medium" | "high" | undefined;
+  /** What makes it alike to other plans (src/plan/alike.ts); undefined when its policy keeps it out of batches. */
+  likeness?: Likeness | undefined;
 }
 
 /**
@@ -60,34 +60,10 @@ export async function plansWaitingFor(
           .where(and(statusIs("pending"), gt(plans.expiresAt, now)))
           .orderBy(asc(plans.expiresAt), asc(plans.id))
           .limit(SCAN);
-  if (rows.length === 0) return { plans: [], uncheckedGroups: [], total: 0 };
-  const votes = await ctx.database.db
-    .select({ planId: decisions.planId, userId: decisions.userId })
-    .from(decisions)
-    .where(
-      and(
-        inArray(
-          decisions.planId,
-          rows.map((r) => r.id),
-        ),
-        eq(decisions.verdict, "approve"),
-      ),
-    );
-  const docs = rows.map((r) => r.document as PlanDocument);
-  const { memberOf, unchecked } = await membershipOf(
-    ctx,
-    userId,
-    docs.flatMap((d) => approverGroups(d.policy)),
-  );
-  const waiting = rows.filter((r, i) => {
-    const doc = docs[i]!;
-    const approvals = votes.filter((v) => v.planId === r.id).map((v) => v.userId);
-    const facts = { status: r.status, expiresAt: r.expiresAt, hash: r.hash, requesters: requestersOf(doc), policy: doc.policy, approvals };
-    return whyMayNot({ userId, memberOf }, facts, { verb: "decide" }, now) === undefined;
-  });
+  const { plans: waiting, unchecked } = await decidableNow(ctx, userId, rows);
   return {
     plans: waiting.slice(0, limit).map((r) => waitingPlan(ctx, r.id, r.hash, r.expiresAt, r.document as PlanDocument)),
-    uncheckedGroups: unchecked.map((u) => u.group),
+    uncheckedGroups: [...new Set(unchecked.map((u) => u.group))],
     /** How many of the SCAN plans looked at wait for this person (more than `limit` when some were cut). */
     total: waiting.length,
   };
@@ -103,5 +79,6 @@ function waitingPlan(ctx: ServiceContext, id: string, hash: string, expiresAt: D
     agent: doc.agent,
     actions: doc.actions.map((a) => ({ target: a.target, op: a.op })),
     risk: doc.policy.risk?.level,
+    likeness: likenessOf(doc),
   };
 }

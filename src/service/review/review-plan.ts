@@ -1,4 +1,5 @@
 import { and, asc, desc, eq, isNotNull, sql, type SQL } from "drizzle-orm";
+import { alikeOffers, likenessOf, type AlikeOffer } from "../../plan/alike.ts";
 import { isPlanId, type PlanDocument, type PlanStatus } from "../../plan/schema.ts";
 import { PLAN_STATUSES } from "../../plan/status.ts";
 import { auditEvents, outbox, plans } from "../../store/schema.ts";
@@ -149,7 +150,7 @@ export interface PendingPageInput {
 export async function listPendingForReview(
   ctx: ServiceContext,
   { reader, after: cursor, limit = PENDING_PAGE }: PendingPageInput,
-): Promise<{ plans: PlanForReader[]; next: PendingCursor | undefined }> {
+): Promise<{ plans: PlanForReader[]; next: PendingCursor | undefined; alike: AlikeOffer[] }> {
   const { readsEverything } = await rightsOf(ctx, reader, []);
   // Someone who reads only what they approve looks through more rows for a page, bounded like the
   // recent list; what is left is on the next page.
@@ -180,7 +181,10 @@ export async function listPendingForReview(
       return { ...view, whyNotDecide: rights.whyMayNotDecide(view) };
     }),
   );
-  return { plans: views, next };
+  // Alike among the plans this reader may decide, from the stored documents (the views are masked).
+  const decidable = taken.filter((_, i) => views[i]!.whyNotDecide === undefined);
+  const alike = alikeOffers(decidable.map((r) => ({ id: r.id, likeness: likenessOf(r.document as PlanDocument) })));
+  return { plans: views, next, alike };
 }
 
 /** The browser's list: who reads it, a status filter (none: every status) and where the page of pending plans starts. */
@@ -193,6 +197,8 @@ export interface BrowserListInput {
 /** What the browser lists: a page of pending plans (and where the next starts), then recent others. */
 export interface BrowserList {
   pending: PlanForReader[];
+  /** Groups of two or more alike plans on this page that the reader may decide, offered to review together. */
+  alike?: AlikeOffer[] | undefined;
   nextPending: PendingCursor | undefined;
   recent: PlanForReader[];
 }
@@ -205,9 +211,9 @@ export interface BrowserList {
 export async function listForBrowser(ctx: ServiceContext, { reader, statuses, pendingAfter }: BrowserListInput): Promise<BrowserList> {
   const wanted = statuses ?? PLAN_STATUSES;
   const others = wanted.filter((s) => s !== "pending");
-  const pending = wanted.includes("pending") ? await listPendingForReview(ctx, { reader, after: pendingAfter }) : { plans: [], next: undefined };
+  const pending = wanted.includes("pending") ? await listPendingForReview(ctx, { reader, after: pendingAfter }) : { plans: [], next: undefined, alike: [] };
   const recent = others.length > 0 ? await listPlansForReview(ctx, { reader, statuses: others }) : [];
-  return { pending: pending.plans, nextPending: pending.next, recent };
+  return { pending: pending.plans, alike: pending.alike, nextPending: pending.next, recent };
 }
 
 export function parseStatusFilter(raw: string | undefined): PlanStatus[] | undefined {

@@ -3,10 +3,12 @@ import { approverGroups, isUserGroup } from "../../policy/approvers.ts";
 import { whyMayNot } from "../../policy/may-act.ts";
 import { requestersOf } from "../../plan/requesters.ts";
 import type { PlanDocument } from "../../plan/schema.ts";
+import type { Tx } from "../../store/db.ts";
 import { decisions, planReminders, plans } from "../../store/schema.ts";
 import type { ServiceContext } from "../context.ts";
 import { recordPlanEvent } from "../lifecycle/transition.ts";
 import { statusIs } from "../../store/plan-status-sql.ts";
+import { delegatesOf } from "../access/delegations-held.ts";
 
 /** The reminder points (seconds before expiry) a plan gets: its first target's policy, or the defaults. */
 function pointsOf(ctx: ServiceContext, doc: PlanDocument): readonly number[] {
@@ -90,22 +92,32 @@ export async function remindDue(ctx: ServiceContext): Promise<number> {
           .onConflictDoNothing()
           .returning();
         if (!inserted.some((r) => r.secondsBefore === point)) return;
-        const approved = (
-          await tx
-            .select({ userId: decisions.userId })
-            .from(decisions)
-            .where(and(eq(decisions.planId, plan.id), eq(decisions.verdict, "approve")))
-        ).map((d) => d.userId);
+        const votes = await tx
+          .select({ userId: decisions.userId, for: decisions.forUser })
+          .from(decisions)
+          .where(and(eq(decisions.planId, plan.id), eq(decisions.verdict, "approve")));
+        const approved = votes.map((d) => d.userId);
         // Who could still decide, by the same rule as their buttons; a group's members are not
         // listed (Slack would be asked for every reminder), the group is named instead.
-        const facts = { status: row.status, expiresAt: row.expiresAt, hash: row.hash, requesters: requestersOf(doc), policy: doc.policy, approvals: approved };
-        const missing = [
-          ...doc.policy.approvers.filter((a) => !isUserGroup(a) && whyMayNot({ userId: a, memberOf: [] }, facts, { verb: "decide" }, now) === undefined),
-          ...approverGroups(doc.policy),
-        ];
+        const facts = {
+          status: row.status,
+          expiresAt: row.expiresAt,
+          hash: row.hash,
+          requesters: requestersOf(doc),
+          policy: doc.policy,
+          approvals: approved,
+          actedFor: votes.flatMap((v) => (v.for ? [v.for] : [])),
+        };
+        const people = doc.policy.approvers.filter(
+          (a) => !isUserGroup(a) && whyMayNot({ userId: a, memberOf: [] }, facts, { verb: "decide" }, now) === undefined,
+        );
+        // Someone away is reached through whoever decides in their place.
+        const { missing: reached, delegated } = await inTheirPlace(tx, doc, people, now);
+        const missing = [...reached, ...approverGroups(doc.policy)];
         await recordPlanEvent(ctx, tx, row, "plan.reminder", { type: "system", process: "reminders" }, now, {
           secondsBefore: point,
           missing,
+          ...(delegated.length > 0 ? { delegated } : {}),
           approvals: approved.length,
           requiredApprovals: doc.policy.requiredApprovals,
           // Nobody has picked up a high-risk plan: worth telling more people than the thread.
@@ -116,4 +128,19 @@ export async function remindDue(ctx: ServiceContext): Promise<number> {
     }
   }
   return sent;
+}
+
+/**
+ * Who a reminder reaches: each approver still needed, or in place of one who delegated their
+ * approvals for the plan's targets, their delegates (`delegated` says for whom), unless the plan's
+ * policy forbids delegates.
+ */
+async function inTheirPlace(tx: Tx, doc: PlanDocument, people: readonly string[], now: Date) {
+  const delegates =
+    doc.policy.delegation === false
+      ? new Map<string, string[]>()
+      : await delegatesOf(tx, { delegators: people, targets: doc.actions.map((a) => a.target), at: now });
+  const delegated = people.flatMap((p) => (delegates.get(p) ?? []).map((d) => ({ userId: d, for: p })));
+  const missing = [...new Set(people.flatMap((p) => delegates.get(p) ?? [p]))];
+  return { missing, delegated };
 }

@@ -201,6 +201,7 @@ describe.each(databaseKinds)("who may read, and what waits for whom, on $name", 
       agent: h.agent.name,
       actions: [{ target: "crm", op: "merge" }],
       risk: "low",
+      likeness: { key: expect.stringMatching(/^[0-9a-f]{32}$/), agent: h.agent.name, actions: [{ target: "crm", op: "merge", fields: ["/email"] }] },
     });
   });
 });

@@ -123,6 +123,9 @@ describe("loadConfig: environment", () => {
       grantTtl: 600,
       reminders: [],
       risk: "low",
+      batch: true,
+      edits: true,
+      delegation: true,
     });
   });
 

@@ -32,7 +32,15 @@ describe("assessRisk: the riskiest action decides, and says which rule", () => {
 });
 
 describe("applyRisk: high risk raises the quorum and shortens the TTL, never the reverse", () => {
-  const policy = { approvers: ["U0A", "U0B", "U0C"], requiredApprovals: 1, ttl: { default: 900, max: 3600 }, grantTtl: 600 };
+  const policy = {
+    approvers: ["U0A", "U0B", "U0C"],
+    requiredApprovals: 1,
+    ttl: { default: 900, max: 3600 },
+    grantTtl: 600,
+    batch: true,
+    edits: true,
+    delegation: true,
+  };
   it.each<[string, "low" | "medium" | "high", Parameters<typeof applyRisk>[2], { requiredApprovals: number; ttl: { default: number; max: number } }]>([
     ["low is untouched", "low", { requiredApprovals: 2, ttlMax: 300 }, { requiredApprovals: 1, ttl: { default: 900, max: 3600 } }],
     ["high without a rule is untouched", "high", undefined, { requiredApprovals: 1, ttl: { default: 900, max: 3600 } }],

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { PLAN_STATUSES } from "../../../src/plan/status.ts";
+import { likenessOf, type Likeness } from "../../../src/plan/alike.ts";
 import {
   DIGEST_MAX_LINES,
   digestCapacity,
@@ -72,6 +73,25 @@ const line = (i: number, over: Partial<DigestLine> = {}): DigestLine => ({
 
 const textOf = (blocks: unknown) => JSON.stringify(blocks);
 
+/** The likeness of a merge of `field` on crm. */
+const likeness = (field: string): Likeness =>
+  likenessOf({
+    agent: "crm-bot",
+    actions: [
+      {
+        kind: "http.json",
+        target: "crm",
+        path: "/c/1",
+        op: "merge",
+        body: { [field]: 1 },
+        precondition: { etag: '"1"' },
+        beforeDigest: `sha256:${"a".repeat(64)}`,
+        afterDigest: `sha256:${"a".repeat(64)}`,
+      },
+    ],
+    policy: { approvers: [], requiredApprovals: 1, grantTtlSeconds: 600 },
+  })!;
+
 describe("renderDigest", () => {
   it("lists each plan with its status, title, target and op, short hash, expiry and a link to its page", () => {
     const m = renderDigest([line(1), line(2, { status: "approved", target: "billing", op: "delete", moreActions: 2 })]);
@@ -87,6 +107,37 @@ describe("renderDigest", () => {
     expect(validateBlocks(m.blocks as never)).toEqual([]);
   });
 
+  it("offers 'Review N like plans' for two or more alike pending plans, one button per likeness, naming the first", () => {
+    const email = likeness("email");
+    const tier = likeness("tier");
+    const lines = [
+      line(1, { likeness: email }),
+      line(2, { likeness: tier }),
+      line(3, { likeness: email }),
+      line(4, { likeness: email, status: "approved" }),
+      line(5, { likeness: tier, status: "rejected" }),
+      line(6),
+    ];
+    const { blocks } = renderDigest(lines);
+    const actions = blocks.filter((b) => b.type === "actions");
+    expect(actions).toEqual([
+      {
+        type: "actions",
+        elements: [
+          {
+            type: "button",
+            action_id: "batch_open_0",
+            text: { type: "plain_text", text: "Review 2 like plans", emoji: false },
+            value: JSON.stringify({ like: lines[0]!.planId }),
+          },
+        ],
+      },
+    ]);
+    expect(validateBlocks(blocks as never)).toEqual([]);
+    // Once they are decided, nothing is offered.
+    expect(renderDigest(lines.map((l) => ({ ...l, status: "approved" as const }))).blocks.filter((b) => b.type === "actions")).toEqual([]);
+  });
+
   it("shows plan-supplied strings literally: no mention, broadcast, link or formatting can fire", () => {
     const evil = line(3, { title: "<!channel> *bold* <https://evil.example|click> @here", target: "crm`<!here>", op: "merge\n<@U0ADMIN>" });
     const text = textOf(renderDigest([evil, line(4)]).blocks);
@@ -98,9 +149,15 @@ describe("renderDigest", () => {
     expect(text).not.toContain("\\n<@");
   });
 
-  it("holds what fits Slack's limits measured with the widest status, so any later update still fits", () => {
+  it("holds what fits Slack's limits measured with the widest status, so any later update still fits, alike plans' buttons included", () => {
+    // Five likenesses: the most buttons a digest shows.
     const huge = Array.from({ length: 100 }, (_, i) =>
-      line(i, { title: "Ω".repeat(500), target: "t".repeat(300), reviewUrl: `https://countersign.example.com/${"x".repeat(200)}/plans/${i}` }),
+      line(i, {
+        title: "Ω".repeat(500),
+        target: "t".repeat(300),
+        reviewUrl: `https://countersign.example.com/${"x".repeat(200)}/plans/${i}`,
+        likeness: likeness(`f${i % 5}`),
+      }),
     );
     const n = digestCapacity(huge);
     expect(n).toBeGreaterThanOrEqual(2);
@@ -111,9 +168,11 @@ describe("renderDigest", () => {
       expect(JSON.stringify(blocks).length).toBeLessThanOrEqual(BLOCKS_JSON_BUDGET);
       expect(validateBlocks(blocks as never)).toEqual([]);
     }
+    expect(textOf(renderDigest(huge.slice(0, n)).blocks).match(/Review \d+ like plans/g)).toHaveLength(5);
     // One more would not have fitted.
     const over = renderDigest(huge.slice(0, n + 1).map((l) => ({ ...l, status: "executing" as const })));
-    expect(JSON.stringify(over.blocks).length).toBeGreaterThan(BLOCKS_JSON_BUDGET - 300 - 100);
+    const buttons = JSON.stringify(renderDigest(huge.slice(0, n + 1)).blocks.find((b) => b.type === "actions")).length;
+    expect(JSON.stringify(over.blocks).length + buttons).toBeGreaterThan(BLOCKS_JSON_BUDGET - 300 - 100);
   });
 
   it("holds the longest prefix that fits: the same count as trying one line more at a time, for lines of every size", () => {

@@ -87,6 +87,21 @@ describe("App Home view", () => {
     expect(validateHomeView(view as unknown as JsonObject)).toEqual([]);
   });
 
+  it("offers 'Review N like plans' for each group of alike plans, within the 100 blocks even when full", () => {
+    const plans = Array.from({ length: 200 }, (_, i) => waiting(i));
+    const alike = Array.from({ length: 7 }, (_, i) => ({ like: plans[i]!.id, count: 30 - i, summary: `crm merge /f${i} <!channel>` }));
+    const view = renderHome(home({ plans, total: 250, alike, uncheckedGroups: ["S0FLAKY"], notice: "Noticed." }));
+    expect(view.blocks.length).toBeLessThanOrEqual(HOME_MAX_BLOCKS);
+    expect(elementsOf(view.blocks).filter((e) => e.action_id === "approve")).toHaveLength(HOME_SHOWN);
+    const offers = elementsOf(view.blocks).filter((e) => String(e.action_id).startsWith("batch_open_"));
+    expect(offers.map((e) => [e.action_id, (e.text as { text: string }).text, e.value])).toEqual(
+      alike.slice(0, 5).map((o, i) => [`batch_open_${i}`, `Review ${o.count} like plans`, JSON.stringify({ like: o.like })]),
+    );
+    expect(textOf(view.blocks)).toContain("30 × crm merge /f0 &lt;!channel&gt;");
+    expect(validateHomeView(view as unknown as JsonObject)).toEqual([]);
+    expect(textOf(renderHome(home()).blocks)).not.toContain("batch_open");
+  });
+
   it("shows agent text literally, never as mrkdwn, links or mentions", () => {
     const view = renderHome(home({ plans: [waiting(1, { title: "*urgent* <!channel> <https://evil.example|click>", agent: "bot_<@U0BOSS>" })] }));
     const text = textOf(view.blocks);

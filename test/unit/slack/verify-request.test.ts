@@ -109,7 +109,7 @@ describe("manifest.yml", () => {
   });
 
   it("asks for the scopes Countersign uses and no more", () => {
-    expect([...manifest.oauth_config.scopes.bot].sort()).toEqual(["channels:read", "chat:write", "commands", "groups:read", "usergroups:read"]);
+    expect([...manifest.oauth_config.scopes.bot].sort()).toEqual(["channels:read", "chat:write", "commands", "groups:read", "usergroups:read", "users:read"]);
     // Sign in with Slack's OpenID Connect scopes only: no user token that could act as a person.
     expect([...(manifest.oauth_config.scopes.user ?? [])].sort()).toEqual(["email", "openid", "profile"]);
   });
