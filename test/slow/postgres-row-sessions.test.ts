@@ -1,13 +1,13 @@
 import postgres from "postgres";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { TargetReader, TargetWriter } from "../../../src/adapters/adapter.ts";
-import { postgresRowAdapter } from "../../../src/adapters/postgres-row/postgres-row-adapter.ts";
-import { PostgresRowTarget, type PostgresRowAction, type PostgresRowPlanned } from "../../../src/plan/postgres-row-schema.ts";
-import { settleWrite } from "../../../src/executor/verify-write.ts";
-import { openRowDatabase, openRowTarget, type RowDatabase } from "../../support/adapters-postgres.ts";
-import { postgresKind } from "../../support/databases.ts";
-import { tcpRelay, type TcpRelay } from "../../support/tcp-relay.ts";
-import { waitFor } from "../../support/wait-for.ts";
+import type { TargetReader, TargetWriter } from "../../src/adapters/adapter.ts";
+import { postgresRowAdapter } from "../../src/adapters/postgres-row/postgres-row-adapter.ts";
+import { PostgresRowTarget, type PostgresRowAction, type PostgresRowPlanned } from "../../src/plan/postgres-row-schema.ts";
+import { settleWrite } from "../../src/executor/verify-write.ts";
+import { openRowDatabase, openRowTarget, type RowDatabase } from "../support/adapters-postgres.ts";
+import { postgresKind } from "../support/databases.ts";
+import { tcpRelay, type TcpRelay } from "../support/tcp-relay.ts";
+import { waitFor } from "../support/wait-for.ts";
 
 const adminUrl = process.env.TEST_DATABASE_URL;
 const adapter = postgresRowAdapter();
