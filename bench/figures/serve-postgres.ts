@@ -37,6 +37,8 @@ export const servePostgres: FigureSource = {
           COUNTERSIGN_CONFIG: path.join(dir, "countersign.yml"),
           COUNTERSIGN_GRANT_PRIVATE_KEY: privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
           CRM_READ: "bench-read-token",
+          // A production replica expects an executor, and holds the token it authenticates with.
+          COUNTERSIGN_EXECUTOR_TOKEN: randomBytes(24).toString("base64url"),
           PORT: String(await freePort()),
         }),
         ready: /countersign serving/,
