@@ -62,7 +62,16 @@ export async function openSlackDoor(
       installerOptions: { clientOptions: slack.apiUrl ? { slackApiUrl: slack.apiUrl } : {} },
     });
   // deferInitialization: Bolt's constructor would otherwise fire auth.test unawaited, and a bad token then crashes the process.
-  const app = new App({ token: slack.botToken, receiver, deferInitialization: true, clientOptions, logger: boltLogger(log), logLevel: LogLevel.WARN });
+  // No conversation store: nothing reads Bolt's per-conversation state, and its middleware would run on every click.
+  const app = new App({
+    token: slack.botToken,
+    receiver,
+    deferInitialization: true,
+    convoStore: false,
+    clientOptions,
+    logger: boltLogger(log),
+    logLevel: LogLevel.WARN,
+  });
   const told = (variable: "SLACK_BOT_TOKEN" | "SLACK_APP_TOKEN") => (err: unknown) => {
     throw slackStartupError(err, variable, slack.apiUrl) ?? err;
   };
