@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { ReadOnlyHttp } from "../adapters/read-only-http.ts";
 import type { TargetReaders } from "../adapters/target-readers.ts";
 import type { Config } from "../config/load.ts";
+import type { Claim } from "../contract/executor-api.ts";
 import type { SigningKey } from "../grant/keys.ts";
 import type { RedactionRules } from "../policy/redact.ts";
 import type { Database } from "../store/db.ts";
@@ -76,10 +77,27 @@ export interface PlanSignals {
   wait(planId: string, ms: number, signal?: AbortSignal): Promise<void>;
   /** Resolves when any plan changes, `ms` pass, or `signal` aborts. */
   waitAny(ms: number, signal?: AbortSignal): Promise<void>;
-  /** Waits, as an executor, to be woken to look for work (an approval), or for `ms`. */
-  waitClaimable(ms: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Waits, as an executor accepting grants signed by `kids` (any, when absent), to be woken to look
+   * for work (an approval), or for `ms`; resolves with a claim when an approval made one for it
+   * (takeClaimer).
+   */
+  waitClaimable(ms: number, signal?: AbortSignal, kids?: readonly string[]): Promise<Claim | undefined>;
+  /**
+   * Takes the longest-waiting executor of this replica that accepts a grant signed by `kid`, for an
+   * approval to claim its plan for it in the approval's own transaction; undefined when none waits.
+   */
+  takeClaimer(kid: string): ClaimHandOff | undefined;
   /** Executors of this replica waiting for work. */
   readonly claimersWaiting: number;
+}
+
+/** An executor's wait, taken by an approval (PlanSignals.takeClaimer). */
+export interface ClaimHandOff {
+  /** Answers the wait with the claim the approval committed; false when the executor's request went away meanwhile. */
+  handOff(claim: Claim): boolean;
+  /** Lets the executor look for work as usual: the approval rolled back. */
+  letGo(): void;
 }
 
 /** Countersign is paused: since when, by whom, why. */

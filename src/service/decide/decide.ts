@@ -1,18 +1,20 @@
-import { and, asc, eq } from "drizzle-orm";
+import { and, asc, eq, sql } from "drizzle-orm";
 import { type Actor, type ActionPreview } from "../../contract/agent-api.ts";
 import { issueGrant, type GrantApprover } from "../../grant/grant.ts";
 import { isPlanId } from "../../plan/schema.ts";
 import { approverGroups, quorumMet } from "../../policy/approvers.ts";
-import { actingFor, whyMayNot } from "../../policy/may-act.ts";
+import { actingFor, whyMayNot, type Person } from "../../policy/may-act.ts";
 import type { Tx } from "../../store/db.ts";
-import { decisions, plans } from "../../store/schema.ts";
+import { decisions, pause, plans } from "../../store/schema.ts";
 import { approverCheckFailed } from "../access/approver-groups.ts";
 import { refusalError } from "../access/refusal-error.ts";
 import { boundedReason } from "../access/stated-reason.ts";
-import type { ServiceContext } from "../context.ts";
+import type { Claim } from "../../contract/executor-api.ts";
+import type { ClaimHandOff, ServiceContext } from "../context.ts";
+import { claimLocked } from "../execution/claim-approved.ts";
 import { ServiceError } from "../errors.ts";
 import { decisionTermsOf } from "../lifecycle/decision-terms.ts";
-import { recordPlanEvent, transition, type PlanRow } from "../lifecycle/transition.ts";
+import { recordPlanEvent, transitionLocked, type PlanRow } from "../lifecycle/transition.ts";
 import { personActing, personUnderLock } from "../access/acting-person.ts";
 import { judgeRecheck, recheckBeforeApprove, recheckFailedOf, refuseChanged, TargetsChanged } from "./approve-recheck.ts";
 
@@ -55,18 +57,25 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
   const terms = await decisionTermsOf(ctx.database, input.planId);
   if (!terms) throw new ServiceError("not_found", `there is no plan ${input.planId}`);
   const { policy } = terms;
-  const acting = await personActing(ctx, { userId: input.actor.userId, groups: approverGroups(policy), on: terms });
-  if (input.for !== undefined && !acting.person.actsFor?.some((d) => d.userId === input.for)) throw noDelegationFrom(input.for);
   // An Approve re-reads the targets first, outside the transaction, unless the plan's fixed terms
   // refuse it; what it read is judged under the row lock once may-act allows the click there, and
   // a change refuses it with target_changed (last in the refusal order) and makes the plan stale.
-  const recheck =
-    input.verdict === "approve"
-      ? await recheckBeforeApprove(ctx, { planId: input.planId, hash: input.hash, person: acting.person, for: input.for }, terms)
-      : undefined;
+  // Someone named among the approvers in their own right is re-read for while their delegations
+  // are looked up; anyone else once the lookup says they may approve.
+  const recheckFor = (person: Person) => recheckBeforeApprove(ctx, { planId: input.planId, hash: input.hash, person, for: input.for }, terms);
+  const approving = input.verdict === "approve";
+  const [acting, named] = await Promise.all([
+    personActing(ctx, { userId: input.actor.userId, groups: approverGroups(policy), on: terms }),
+    approving && input.for === undefined ? recheckFor({ userId: input.actor.userId, memberOf: [] }) : undefined,
+  ]);
+  if (input.for !== undefined && !acting.person.actsFor?.some((d) => d.userId === input.for)) throw noDelegationFrom(input.for);
+  const recheck = approving ? (named?.kind === "read" ? named : await recheckFor(acting.person)) : undefined;
 
+  // An executor waiting on this replica, taken by an approval that reached the quorum: handed the
+  // claim once the transaction commits, let go to claim as usual if it rolls back.
+  let taken: ClaimHandOff | undefined;
   try {
-    const decided = await ctx.database.db.transaction(async (tx): Promise<DecideResult> => {
+    const { claim, ...decided } = await ctx.database.db.transaction(async (tx): Promise<DecideResult & { claim?: Claim }> => {
       const plan = await lockedPlan(tx, input.planId);
       if (!plan) throw new ServiceError("not_found", `there is no plan ${input.planId}`);
       const now = ctx.clock();
@@ -95,58 +104,67 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
       const actor: Actor = { type: "user", userId: input.actor.userId, via: input.actor.via, ...(actedFor ? { for: actedFor } : {}) };
       const recheckFailed = recheckFailedUnderLock(recheck, plan);
 
-      await tx.insert(decisions).values({
-        planId: plan.id,
-        planHash: plan.hash,
-        userId: input.actor.userId,
-        via: input.actor.via,
-        verdict: input.verdict,
-        reason: reason ?? null,
-        recheckFailed: recheckFailed ?? null,
-        decidedAt: now,
-        expiresAt: plan.expiresAt,
-        forUser: actedFor ?? null,
-      });
+      const decision = tx
+        .insert(decisions)
+        .values({
+          planId: plan.id,
+          planHash: plan.hash,
+          userId: input.actor.userId,
+          via: input.actor.via,
+          verdict: input.verdict,
+          reason: reason ?? null,
+          recheckFailed: recheckFailed ?? null,
+          decidedAt: now,
+          expiresAt: plan.expiresAt,
+          forUser: actedFor ?? null,
+        })
+        .returning({ id: decisions.id });
       const also = { ...(recheckFailed ? { recheckFailed } : {}), ...(actedFor ? { for: actedFor } : {}) };
       const batch = input.batchId ? { batchId: input.batchId } : {};
 
       if (input.verdict === "reject") {
-        const rejected = await transitionHeld(ctx, tx, plan.id, {
+        await decision;
+        const status = await transitionLocked(ctx, tx, plan, {
           transition: "reject",
           actor,
           data: { reason, ...batch },
           set: { rejectReason: reason ?? null },
         });
-        return { status: rejected.status, approvals: approvers, requiredApprovals: policy.requiredApprovals, ...(actedFor ? { for: actedFor } : {}) };
+        return { status, approvals: approvers, requiredApprovals: policy.requiredApprovals, ...(actedFor ? { for: actedFor } : {}) };
       }
 
+      // The vote goes out with its event in one statement; when it makes the quorum, the grant is
+      // signed while that statement is on its way (the click path's round trips are what the
+      // approve_to_patch bench line weighs).
       const after = [...approvers, input.actor.userId];
-      await recordPlanEvent(ctx, tx, plan, "decision.approve", actor, now, {
-        approvals: after.length,
-        requiredApprovals: policy.requiredApprovals,
-        ...(recheckFailed ? { recheckFailed } : {}),
-        ...batch,
-      });
-      if (!quorumMet(after, policy)) return { status: plan.status, approvals: after, requiredApprovals: policy.requiredApprovals, ...also };
-
+      const data = { approvals: after.length, requiredApprovals: policy.requiredApprovals, ...(recheckFailed ? { recheckFailed } : {}), ...batch };
+      const quorum = quorumMet(after, policy);
       // The grant is what the executor will demand: plan id, exact hash, who approved, until when.
       const grantExpiresAt = new Date(now.getTime() + policy.grantTtlSeconds * 1000);
       const grantApprovers: GrantApprover[] = [
         ...votes.map((v) => ({ user: v.userId, via: v.via, at: v.decidedAt.toISOString(), ...(v.for ? { for: v.for } : {}) })),
         { user: input.actor.userId, via: input.actor.via, at: now.toISOString(), ...(actedFor ? { for: actedFor } : {}) },
       ];
-      // Who each approver acted for, where someone did: the thread and the page say "Bob for Alice".
-      const forWhom = Object.fromEntries(grantApprovers.flatMap((a) => (a.for ? [[a.user, a.for]] : [])));
-      const grant = await issueGrant(ctx.grantKey, {
+      const grantTerms = {
         planId: plan.id,
         planHash: plan.hash,
         approvers: grantApprovers,
         environment: terms.environment,
         issuedAt: now,
         expiresAt: grantExpiresAt,
-      });
-      // Announced as approved: an executor waiting for work is woken to claim it.
-      const approved = await transitionHeld(ctx, tx, plan.id, {
+      };
+      const [, grant] = await Promise.all([
+        recordPlanEvent(ctx, tx, plan, "decision.approve", actor, now, data, decision.getSQL()),
+        quorum ? issueGrant(ctx.grantKey, grantTerms) : undefined,
+      ]);
+      if (!grant) return { status: plan.status, approvals: after, requiredApprovals: policy.requiredApprovals, ...also };
+
+      // Who each approver acted for, where someone did: the thread and the page say "Bob for Alice".
+      const forWhom = Object.fromEntries(grantApprovers.flatMap((a) => (a.for ? [[a.user, a.for]] : [])));
+      // An executor waiting on this replica gets the plan in this transaction (claimLocked), unless
+      // Countersign is paused; otherwise the approval is announced and wakes one to claim it.
+      taken = plan.paused ? undefined : ctx.signals.takeClaimer(ctx.grantKey.kid);
+      const status = await transitionLocked(ctx, tx, plan, {
         transition: "approve",
         actor,
         data: {
@@ -155,11 +173,20 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
           grant: { jti: grant.jti, kid: ctx.grantKey.kid, expiresAt: grantExpiresAt.toISOString() },
         },
         set: { grant: grant.token, grantExpiresAt },
+        ...(taken ? { announce: "executing" as const } : {}),
       });
-      return { status: approved.status, approvals: after, requiredApprovals: policy.requiredApprovals, ...also };
+      const approved = { approvals: after, requiredApprovals: policy.requiredApprovals, ...also };
+      if (!taken) return { status, ...approved };
+      return { status: "executing", ...approved, claim: await claimLocked(ctx, tx, plan, grant.token) };
     });
+    if (claim && !taken!.handOff(claim))
+      ctx.logger.warn(
+        { planId: input.planId },
+        "the executor an approval claimed its plan for went away; the lease will run out and another executor takes over",
+      );
     return logged(ctx, input, decided);
   } catch (err) {
+    taken?.letGo();
     // Rolled back: nothing of the click was written.
     if (err instanceof TargetsChanged && recheck?.kind === "read") return refuseChanged(ctx, input.planId, recheck.actions, err.drifted);
     throw err;
@@ -193,9 +220,9 @@ function recheckFailedUnderLock(recheck: Awaited<ReturnType<typeof recheckBefore
   return undefined;
 }
 
-type LockedPlan = Pick<PlanRow, "id" | "status" | "hash" | "expiresAt" | "callbackUrl" | "document" | "preview">;
+type LockedPlan = Pick<PlanRow, "id" | "status" | "hash" | "expiresAt" | "callbackUrl" | "document" | "preview" | "claims"> & { paused: boolean };
 
-/** The plan's row, locked for the rest of the transaction. */
+/** The plan's row, locked for the rest of the transaction, and whether Countersign is paused (no approval claims while it is). */
 async function lockedPlan(tx: Tx, planId: string): Promise<LockedPlan | undefined> {
   const [row] = await tx
     .select({
@@ -206,6 +233,8 @@ async function lockedPlan(tx: Tx, planId: string): Promise<LockedPlan | undefine
       callbackUrl: plans.callbackUrl,
       document: plans.document,
       preview: plans.preview,
+      claims: plans.claims,
+      paused: sql<boolean>`exists (select 1 from ${pause})`,
     })
     .from(plans)
     .where(eq(plans.id, planId))
@@ -227,13 +256,6 @@ async function approvalsOf(tx: Tx, planId: string) {
     .from(decisions)
     .where(and(eq(decisions.planId, planId), eq(decisions.verdict, "approve")))
     .orderBy(asc(decisions.id));
-}
-
-/** A transition of a plan whose row lock this transaction holds: it cannot miss. */
-async function transitionHeld(ctx: ServiceContext, tx: Tx, planId: string, step: Omit<Parameters<typeof transition>[2], "planId">): Promise<PlanRow> {
-  const row = await transition(ctx, tx, { planId, ...step } as Parameters<typeof transition>[2]);
-  if (!row) throw new Error(`plan ${planId} left its status under its row lock: the ${step.transition} transition missed`);
-  return row;
 }
 
 /** The reason, trimmed, once it is one a person may give: required to reject, bounded, storable. */

@@ -91,7 +91,7 @@ async function storeEdit(ctx: ServiceContext, input: { old: PlanRow; stored: Pla
         actor,
         at: stored.createdAt,
         data: { title: next.title, expiresAt: next.expiresAt, supersedes: old.id, editedBy },
-        first: tx.insert(plans).values(stored).getSQL(),
+        first: tx.insert(plans).values(stored).returning({ id: plans.id }).getSQL(),
       }),
     );
     await supersedeIn(ctx, tx, {

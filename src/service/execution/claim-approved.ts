@@ -5,7 +5,8 @@ import type { ActionPreview } from "../../contract/agent-api.ts";
 import type { PlanDocument } from "../../plan/schema.ts";
 import { pause, plans } from "../../store/schema.ts";
 import type { ServiceContext } from "../context.ts";
-import { recordPlanEvent } from "../lifecycle/transition.ts";
+import type { Tx } from "../../store/db.ts";
+import { recordPlanEvent, transitionLocked, type PlanRow } from "../lifecycle/transition.ts";
 import { statusIs } from "../../store/plan-status-sql.ts";
 import { executorPolling, grantHeadersOf } from "./executors-seen.ts";
 import { executorSeen } from "./executor-presence.ts";
@@ -96,19 +97,58 @@ export async function claimApprovedWaiting(
   const done = executorPolling(ctx, kids);
   try {
     for (;;) {
-      // Every turn of the wait, so an executor waiting here stays connected for every replica.
-      await executorSeen(ctx, executor);
+      // Every turn of the wait, so an executor waiting here stays connected for every replica;
+      // written beside the claim rather than before it, and a claim is never lost to it: a
+      // failed write is tried again on the next turn (executor-presence.ts).
+      const seen = executorSeen(ctx, executor).catch((err: unknown) => ctx.logger.warn({ err, executor }, "could not record the executor as seen"));
       const claim = await claimApproved(ctx, { kids });
+      await seen;
       const left = deadline - performance.now();
       if (claim || left <= 0 || signal?.aborted) {
         if (claim && signal?.aborted)
           ctx.logger.warn({ planId: claim.plan.id }, "executor went away while claiming; the lease will run out and another executor takes over");
         return claim;
       }
-      // Woken by an approval, or at the re-check; one heard since the read that woke nobody ends the wait at once (plan-signals.ts).
-      await ctx.signals.waitClaimable(Math.min(left, RECHECK_MS), signal);
+      // Woken by an approval, or at the re-check; one heard since the read that woke nobody ends
+      // the wait at once (plan-signals.ts). An approval on this replica may claim its plan for
+      // this executor and answer the wait with the claim (claimLocked).
+      const handed = await ctx.signals.waitClaimable(Math.min(left, RECHECK_MS), signal, kids);
+      if (handed) return handed;
     }
   } finally {
     done();
   }
+}
+
+/**
+ * The claim an approval makes for an executor waiting on this replica (PlanSignals.takeClaimer),
+ * in the approval's transaction, under the plan's row lock: what claimApproved writes for an
+ * approved plan (a fresh token and lease, the `plan.executing` event), without the executor's own
+ * claim transaction and the wake-up before it on the click's path, the bench line
+ * approve_to_patch_p50_vs_process_floor. The caller has read the pause under the same lock: a
+ * paused Countersign claims nothing.
+ */
+export async function claimLocked(
+  ctx: ServiceContext,
+  tx: Tx,
+  plan: Pick<PlanRow, "id" | "hash" | "callbackUrl" | "document" | "preview" | "claims">,
+  grant: string,
+): Promise<Claim> {
+  const now = ctx.clock();
+  const claimToken = randomBytes(24).toString("base64url");
+  const leaseExpiresAt = new Date(now.getTime() + ctx.config.executor.leaseSeconds * 1000);
+  const claims = plan.claims + 1;
+  await transitionLocked(ctx, tx, plan, {
+    transition: "claim",
+    actor: { type: "system", process: "executor" },
+    data: { claim: claims, leaseExpiresAt: leaseExpiresAt.toISOString() },
+    set: { claimToken, leaseExpiresAt, claims },
+  });
+  return {
+    plan: plan.document as PlanDocument,
+    preview: plan.preview as { actions: ActionPreview[] },
+    grant,
+    claimToken,
+    leaseExpiresAt: leaseExpiresAt.toISOString(),
+  };
 }

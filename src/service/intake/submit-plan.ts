@@ -277,7 +277,7 @@ async function storePlan(
   }
   if (!input.keyed) {
     return db.transaction(async (tx) => {
-      await tx.execute(planEventStatement(ctx, tx, { ...submitted, first: tx.insert(plans).values(values).getSQL() }));
+      await tx.execute(planEventStatement(ctx, tx, { ...submitted, first: tx.insert(plans).values(values).returning({ id: plans.id }).getSQL() }));
       await supersede!(tx);
       return true;
     });

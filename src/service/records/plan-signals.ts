@@ -1,6 +1,7 @@
 import { EventEmitter } from "node:events";
 import { sql, type SQL } from "drizzle-orm";
-import type { PlanSignals } from "../context.ts";
+import type { Claim } from "../../contract/executor-api.ts";
+import type { ClaimHandOff, PlanSignals } from "../context.ts";
 import type { Database } from "../../store/db.ts";
 
 export const PLAN_CHANNEL = "countersign_plans";
@@ -24,6 +25,11 @@ const UNHEEDED_MS = 1000;
  * nothing and waits again; one that is not woken finds remaining work at its re-check.
 
  *
+ * An approval that reaches its quorum on this replica while one of its executors waits takes
+ * that executor out of the queue (takeClaimer) and claims the plan for it in its own transaction
+ * (decide.ts, claimLocked): the executor's wait ends with the claim, with no NOTIFY round and no
+ * claim transaction of its own between the click and the write.
+ *
  * An executor reads (claimApproved) before it waits, and an approval heard in between, with no
  * other executor queued, would wake nobody. Such an approval is kept for UNHEEDED_MS, and the
  * next executor to wait looks at once. Executors do not arm their wait before the read instead:
@@ -46,7 +52,7 @@ export class ListeningPlanSignals implements PlanSignals {
       this.emitter.emit(ANY_PLAN);
       if (claimable) {
         const first = this.claimers.values().next().value;
-        if (first) first.settle();
+        if (first) first.settle(undefined);
         else this.unheeded.push(performance.now());
         this.dropStale();
       }
@@ -102,27 +108,45 @@ export class ListeningPlanSignals implements PlanSignals {
     return this.wait(ANY_PLAN, ms, signal);
   }
 
-  /** Resolves when a plan may have become approved (an executor waiting for work), or after `ms`. */
-  waitClaimable(ms: number, signal?: AbortSignal): Promise<void> {
+  /** Resolves when a plan may have become approved (an executor waiting for work), or after `ms`; with a claim when an approval made one for this waiter. */
+  waitClaimable(ms: number, signal?: AbortSignal, kids?: readonly string[]): Promise<Claim | undefined> {
     // An aborted waiter leaves an unheeded approval for the next.
-    if (signal?.aborted || this.heedApproval()) return Promise.resolve();
+    if (signal?.aborted || this.heedApproval()) return Promise.resolve(undefined);
     return new Promise((resolve) => {
       const claimer: Claimer = {
         settled: false,
-        settle: () => {
-          if (claimer.settled) return;
+        kids,
+        stopTimer: () => clearTimeout(timer),
+        settle: (claim) => {
+          if (claimer.settled) return false;
           claimer.settled = true;
           clearTimeout(timer);
           this.claimers.delete(claimer);
           signal?.removeEventListener("abort", settle);
-          resolve();
+          resolve(claim);
+          return true;
         },
       };
-      const settle = () => claimer.settle();
+      const settle = () => claimer.settle(undefined);
       const timer = setTimeout(settle, ms);
       this.claimers.add(claimer);
       signal?.addEventListener("abort", settle);
     });
+  }
+
+  /**
+   * The longest-waiting executor that accepts a grant signed by `kid`, out of the queue: no
+   * approval wakes it and its own timer no longer ends its wait, so it waits for the approval
+   * that took it to hand it the claim or let it go. Its request going away still ends it.
+   */
+  takeClaimer(kid: string): ClaimHandOff | undefined {
+    for (const claimer of this.claimers) {
+      if (claimer.kids && claimer.kids.length > 0 && !claimer.kids.includes(kid)) continue;
+      this.claimers.delete(claimer);
+      claimer.stopTimer();
+      return { handOff: (claim) => claimer.settle(claim), letGo: () => void claimer.settle(undefined) };
+    }
+    return undefined;
   }
 
   /** Executors waiting on this replica for work. */
@@ -159,7 +183,11 @@ export class ListeningPlanSignals implements PlanSignals {
 
 interface Claimer {
   settled: boolean;
-  settle(): void;
+  /** The key ids whose grants this executor can verify; any, when absent or empty. */
+  kids: readonly string[] | undefined;
+  stopTimer(): void;
+  /** Ends the wait, with a claim when one was made for it; false when it had ended already. */
+  settle(claim: Claim | undefined): boolean;
 }
 
 /** What a plan's announcement on PLAN_CHANNEL says: its id and the status it was left in (parseAnnouncement reads it). */

@@ -1,3 +1,4 @@
+import type { Claim } from "../../../src/contract/executor-api.ts";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Outcome } from "../../../src/plan/outcome.ts";
 import { claimApproved, claimApprovedWaiting } from "../../../src/service/execution/claim-approved.ts";
@@ -5,6 +6,7 @@ import { decide } from "../../../src/service/decide/decide.ts";
 import { parseAnnouncement } from "../../../src/service/records/plan-signals.ts";
 import { reportOutcome } from "../../../src/service/execution/report-outcome.ts";
 import { submitPlan } from "../../../src/service/intake/submit-plan.ts";
+import { waitFor } from "../../support/wait-for.ts";
 import { databaseKinds } from "../../support/databases.ts";
 import { mergeRequest } from "../../support/harness.ts";
 import { useHarness } from "../../support/use-harness.ts";
@@ -25,17 +27,19 @@ describe.each(databaseKinds)("plan signals on $name", (kind) => {
     cleanup = [];
   });
 
-  /** Executors waiting for work; `woken` counts those a signal (not a timeout or abort) ended. */
-  function claimers(n: number): { woken: () => number } {
+  /** Executors waiting for work; `woken` counts those a signal or a handed claim (not a timeout or abort) ended, `handed` the claims. */
+  function claimers(n: number, kids?: string[]): { woken: () => number; handed: Claim[] } {
     let woken = 0;
+    const handed: Claim[] = [];
     for (let i = 0; i < n; i++) {
       const aborted = new AbortController();
       cleanup.push(aborted);
-      void h.ctx.signals.waitClaimable(LONG_MS, aborted.signal).then(() => {
+      void h.ctx.signals.waitClaimable(LONG_MS, aborted.signal, kids).then((claim) => {
         if (!aborted.signal.aborted) woken++;
+        if (claim) handed.push(claim);
       });
     }
-    return { woken: () => woken };
+    return { woken: () => woken, handed };
   }
 
   /** Runs `change` and resolves once this process has heard its announcement (and handled it in full). */
@@ -52,7 +56,7 @@ describe.each(databaseKinds)("plan signals on $name", (kind) => {
 
   const applied: Outcome = { status: "applied", actions: [{ index: 0, target: "crm", path: "/contacts/1", status: "applied" }] };
 
-  it("a submit, a vote short of the quorum, a claim and an outcome wake no executor; the approval wakes one of three", async () => {
+  it("a submit, a vote short of the quorum and an outcome wake no executor; the approval hands its plan to one of three", async () => {
     const executors = claimers(3);
     let planId = "";
     let hash = "";
@@ -66,15 +70,32 @@ describe.each(databaseKinds)("plan signals on $name", (kind) => {
     await heard(planId, () => decide(h.ctx, { planId, hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" }));
     expect(executors.woken()).toBe(0);
 
-    // The approval wakes the longest waiting executor, and only it.
+    // The approval claims its plan for the longest waiting executor, and only it.
     await heard(planId, async () => {
-      expect((await decide(h.ctx, { planId, hash, actor: { userId: "U0BOB", via: "web" }, verdict: "approve" })).status).toBe("approved");
+      expect((await decide(h.ctx, { planId, hash, actor: { userId: "U0BOB", via: "web" }, verdict: "approve" })).status).toBe("executing");
     });
     expect(executors.woken()).toBe(1);
-
-    const claim = await claimApproved(h.ctx);
+    const [claim] = executors.handed;
     expect(claim?.plan.id).toBe(planId);
+    expect(await claimApproved(h.ctx)).toBeUndefined();
     await heard(planId, () => reportOutcome(h.ctx, { claimToken: claim!.claimToken, outcome: applied }));
+    expect(executors.woken()).toBe(1);
+  });
+
+  it("an approval no executor waiting here can take is announced, and its NOTIFY wakes one of three", async () => {
+    // Executors holding only another key: the approval cannot claim for them, so it announces
+    // itself as every approval heard from another replica does.
+    const executors = claimers(3, ["another-key"]);
+    const { plan } = await submitPlan(h.ctx, { agent: h.agent, request: mergeRequest({ title: "announced approval" }) });
+    await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0ALICE", via: "web" }, verdict: "approve" });
+    expect((await decide(h.ctx, { planId: plan.id, hash: plan.hash, actor: { userId: "U0BOB", via: "web" }, verdict: "approve" })).status).toBe("approved");
+    // The vote's and the approval's announcements may arrive apart: wait for the wake itself.
+    await waitFor("the approval's NOTIFY to wake an executor", () => executors.woken() > 0);
+    expect(executors.handed).toEqual([]);
+    const claim = await claimApproved(h.ctx);
+    expect(claim?.plan.id).toBe(plan.id);
+    await heard(plan.id, () => reportOutcome(h.ctx, { claimToken: claim!.claimToken, outcome: applied }));
+    // Only the longest waiting one, and the outcome wakes none.
     expect(executors.woken()).toBe(1);
   });
 
