@@ -133,18 +133,47 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
         return { status, approvals: approvers, requiredApprovals: policy.requiredApprovals, ...(actedFor ? { for: actedFor } : {}) };
       }
 
-      // The vote goes out with its event in one statement; when it makes the quorum, the grant is
-      // signed while that statement is on its way (the click path's round trips are what the
-      // approve_to_patch bench line weighs).
+      // The vote goes out with its event in one statement (the click path's round trips are what
+      // the approve_to_patch bench line weighs).
       const after = [...approvers, input.actor.userId];
       const data = { approvals: after.length, requiredApprovals: policy.requiredApprovals, ...(recheckFailed ? { recheckFailed } : {}), ...batch };
-      const quorum = quorumMet(after, policy);
+      const approved = { approvals: after, requiredApprovals: policy.requiredApprovals, ...also };
+      const vote = () => recordPlanEvent(ctx, tx, plan, "decision.approve", actor, now, data, decision.getSQL());
+      if (!quorumMet(after, policy)) {
+        await vote();
+        return { status: plan.status, ...approved };
+      }
+
       // The grant is what the executor will demand: plan id, exact hash, who approved, until when.
       const grantExpiresAt = new Date(now.getTime() + policy.grantTtlSeconds * 1000);
       const grantApprovers: GrantApprover[] = [
         ...votes.map((v) => ({ user: v.userId, via: v.via, at: v.decidedAt.toISOString(), ...(v.for ? { for: v.for } : {}) })),
         { user: input.actor.userId, via: input.actor.via, at: now.toISOString(), ...(actedFor ? { for: actedFor } : {}) },
       ];
+      // Who each approver acted for, where someone did: the thread and the page say "Bob for Alice".
+      const forWhom = Object.fromEntries(grantApprovers.flatMap((a) => (a.for ? [[a.user, a.for]] : [])));
+      // An executor waiting on this replica gets the plan in this transaction (claimLocked), unless
+      // Countersign is paused; otherwise the approval is announced and wakes one to claim it.
+      taken = plan.paused ? undefined : ctx.signals.takeClaimer(ctx.grantKey.kid);
+      const approveAndClaim = (grant: { token: string; jti: string }) =>
+        Promise.all([
+          transitionLocked(ctx, tx, plan, {
+            transition: "approve",
+            actor,
+            data: {
+              approvers: after,
+              ...(Object.keys(forWhom).length > 0 ? { actedFor: forWhom } : {}),
+              grant: { jti: grant.jti, kid: ctx.grantKey.kid, expiresAt: grantExpiresAt.toISOString() },
+            },
+            set: { grant: grant.token, grantExpiresAt },
+            ...(taken ? { announce: "executing" as const } : {}),
+          }),
+          taken ? claimLocked(ctx, tx, plan, grant.token) : undefined,
+        ]);
+      // The vote goes out while the grant is signed; the approval and the claim follow it without
+      // waiting for its answer. None depends on another's answer, and they run in the order sent,
+      // so their events chain in it (postgres.js pipelines the statements of a transaction that
+      // are not awaited one by one; PGlite runs them in turn).
       const grantTerms = {
         planId: plan.id,
         planHash: plan.hash,
@@ -153,31 +182,8 @@ export async function decide(ctx: ServiceContext, input: DecideInput): Promise<D
         issuedAt: now,
         expiresAt: grantExpiresAt,
       };
-      const [, grant] = await Promise.all([
-        recordPlanEvent(ctx, tx, plan, "decision.approve", actor, now, data, decision.getSQL()),
-        quorum ? issueGrant(ctx.grantKey, grantTerms) : undefined,
-      ]);
-      if (!grant) return { status: plan.status, approvals: after, requiredApprovals: policy.requiredApprovals, ...also };
-
-      // Who each approver acted for, where someone did: the thread and the page say "Bob for Alice".
-      const forWhom = Object.fromEntries(grantApprovers.flatMap((a) => (a.for ? [[a.user, a.for]] : [])));
-      // An executor waiting on this replica gets the plan in this transaction (claimLocked), unless
-      // Countersign is paused; otherwise the approval is announced and wakes one to claim it.
-      taken = plan.paused ? undefined : ctx.signals.takeClaimer(ctx.grantKey.kid);
-      const status = await transitionLocked(ctx, tx, plan, {
-        transition: "approve",
-        actor,
-        data: {
-          approvers: after,
-          ...(Object.keys(forWhom).length > 0 ? { actedFor: forWhom } : {}),
-          grant: { jti: grant.jti, kid: ctx.grantKey.kid, expiresAt: grantExpiresAt.toISOString() },
-        },
-        set: { grant: grant.token, grantExpiresAt },
-        ...(taken ? { announce: "executing" as const } : {}),
-      });
-      const approved = { approvals: after, requiredApprovals: policy.requiredApprovals, ...also };
-      if (!taken) return { status, ...approved };
-      return { status: "executing", ...approved, claim: await claimLocked(ctx, tx, plan, grant.token) };
+      const [, [status, claim]] = await Promise.all([vote(), issueGrant(ctx.grantKey, grantTerms).then(approveAndClaim)]);
+      return claim ? { status: "executing", ...approved, claim } : { status, ...approved };
     });
     if (claim && !taken!.handOff(claim))
       ctx.logger.warn(
